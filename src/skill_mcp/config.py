@@ -1,0 +1,115 @@
+"""One frozen settings object, built once from the command line and the environment.
+
+Nothing else in the package reads ``os.environ`` for configuration: the surfaces, the
+runner and the catalog receive a ``Settings``. (The runner still *hands* declared variables
+from the environment to scripts; that is data, not configuration, and goes through
+``Settings.environ``.)
+
+Every variable read here is listed in ``docs/configuration.md``; a test enforces it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Variables whose presence means a host (mcp-host's runner) started this process. Their
+# presence can only move defaults toward fail-closed; it never opens anything.
+HOSTED_MARKERS = ("MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL")
+
+# Every environment variable the server itself reads, with a one-line meaning. docs/
+# must describe each (tests/test_docs.py).
+ENV_VARS: Mapping[str, str] = {
+    "SKILLS_DIR": "skill roots, separated by ':'",
+    "MCP_SKILLS_PATH": "the hosted read-only skills slot (also marks the process as hosted)",
+    "MCP_HOST_METER_FILE": "set by mcp-host's runner; marks the process as hosted",
+    "MCP_DATA_DIR": "writable data directory set by the host; handed to scripts; marks hosted",
+    "MCP_BLOB_BASE_URL": "set by mcp-host's runner; marks the process as hosted",
+    "MCP_SKILL_RUN": "the owner's grants: which declared scripts may run, with which variables and hosts",
+    "MCP_CONFIRM_ELICITATION": "'off' disables elicitation; confirmation then uses the token round trip",
+    "MCP_SKILL_ALLOW_UNSCRUBBED": "'1' lets a hosted server run scripts although the environ wipe failed",
+    "MCP_ENABLED_TOOLS": "comma list narrowing the registered tools; also hides prompts and resources",
+    "MCP_HTTP_TOKEN": "bearer token required by the HTTP transport",
+    "SKILL_MCP_SCRIPT_USER": "user (name or uid) scripts drop to when the standalone server runs as root",
+    "SKILL_MCP_LOG": "log level (debug, info, warning, error); logs are JSON lines on stderr",
+    "SKILL_MCP_BROKER_FD": "set by the container launcher: the socket to the spawn-broker",
+}
+
+BUNDLED_ROOT = Path(__file__).resolve().parent / "bundled"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    roots: tuple[Path, ...]
+    roots_from: str  # "--skills-dir", "SKILLS_DIR", "MCP_SKILLS_PATH", "SKILLS_DIR+MCP_SKILLS_PATH" or "bundled"
+    hosted: bool
+    enabled_tools: frozenset[str] | None = None
+    skill_run: str | None = None  # raw MCP_SKILL_RUN; parsed by runner.grants
+    confirm_elicitation: bool = True
+    allow_unscrubbed: bool = False
+    data_dir: Path | None = None
+    script_user: str | None = None
+    broker_fd: int | None = None
+    log_level: str = "info"
+    watch: bool = False
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def narrowed(self) -> bool:
+        return self.enabled_tools is not None
+
+
+def _split_roots(value: str | None) -> list[Path]:
+    if not value:
+        return []
+    return [Path(p).expanduser() for p in value.split(":") if p.strip()]
+
+
+def load_settings(
+    skills_dirs: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    *,
+    watch: bool = False,
+) -> Settings:
+    """Build ``Settings`` from ``--skills-dir`` values and an environment mapping.
+
+    Roots: ``--skills-dir`` (repeatable) when given; otherwise ``SKILLS_DIR`` entries followed
+    by ``MCP_SKILLS_PATH`` entries; otherwise the bundled pack.
+    """
+    env = dict(os.environ if environ is None else environ)
+    if skills_dirs:
+        roots = [Path(p).expanduser() for p in skills_dirs]
+        roots_from = "--skills-dir"
+    else:
+        from_skills_dir = _split_roots(env.get("SKILLS_DIR"))
+        from_hosted = _split_roots(env.get("MCP_SKILLS_PATH"))
+        roots = from_skills_dir + from_hosted
+        roots_from = "+".join(
+            name for name, part in (("SKILLS_DIR", from_skills_dir), ("MCP_SKILLS_PATH", from_hosted)) if part
+        )
+        if not roots:
+            roots = [BUNDLED_ROOT]
+            roots_from = "bundled"
+    enabled = env.get("MCP_ENABLED_TOOLS")
+    enabled_tools = (
+        frozenset(t.strip() for t in enabled.split(",") if t.strip()) if enabled is not None else None
+    )
+    broker_fd = env.get("SKILL_MCP_BROKER_FD")
+    data_dir = env.get("MCP_DATA_DIR")
+    return Settings(
+        roots=tuple(roots),
+        roots_from=roots_from,
+        hosted=any(marker in env for marker in HOSTED_MARKERS),
+        enabled_tools=enabled_tools,
+        skill_run=env.get("MCP_SKILL_RUN"),
+        confirm_elicitation=env.get("MCP_CONFIRM_ELICITATION", "").strip().lower() != "off",
+        allow_unscrubbed=env.get("MCP_SKILL_ALLOW_UNSCRUBBED", "").strip() == "1",
+        data_dir=Path(data_dir) if data_dir else None,
+        script_user=env.get("SKILL_MCP_SCRIPT_USER") or None,
+        broker_fd=int(broker_fd) if broker_fd and broker_fd.isdigit() else None,
+        log_level=(env.get("SKILL_MCP_LOG") or "info").lower(),
+        watch=watch,
+        environ=env,
+    )

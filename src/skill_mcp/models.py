@@ -1,0 +1,127 @@
+"""Frozen records passed between layers. Nothing here does I/O.
+
+A ``Catalog`` is immutable once built; a reload builds a new one and swaps it. The one
+exception is the digest memo (``catalog.files.DigestMemo``), a cache of pure results keyed by
+file identity, held beside the catalog rather than in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skill_mcp.reasons import Level, ProblemReason
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Why something under a root is not (fully) served. ``path`` is the on-disk path."""
+
+    path: str
+    reason: ProblemReason
+    detail: str
+    level: Level = Level.ERROR
+    skill: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "reason": str(self.reason), "detail": self.detail,
+                               "level": str(self.level)}
+        if self.skill is not None:
+            out["skill"] = self.skill
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SkillFile:
+    """One servable file of a skill, as seen at scan time.
+
+    ``rel`` is the ``/``-separated path relative to the skill directory. ``size``,
+    ``mtime_ns`` and ``ino`` identify the version that was scanned; readers re-stat and
+    never serve a digest computed for another version.
+    """
+
+    rel: str
+    size: int
+    mtime_ns: int
+    ino: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptDecl:
+    """One row of ``mcp-host: run:`` - an entry point the author declared."""
+
+    script: str
+    interpreter: str
+    env: tuple[str, ...] = ()
+    timeout: int = 60
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnvField:
+    """One row of ``mcp-host: env:`` - a variable proposed for the server's environment."""
+
+    name: str
+    secret: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """The parsed ``mcp-host:`` block. A declaration narrows; it never grants."""
+
+    version: int
+    run: tuple[ScriptDecl, ...] = ()
+    env: tuple[EnvField, ...] = ()
+    egress: tuple[str, ...] = ()
+
+    def script(self, rel: str) -> ScriptDecl | None:
+        for row in self.run:
+            if row.script == rel:
+                return row
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """A served skill. ``name`` is its directory name, never the frontmatter's."""
+
+    name: str
+    directory: Path  # real path of the skill directory
+    found_at: str  # the path as discovered under its root (before symlinks), for reports
+    root: Path  # real path of the root it was found under
+    frontmatter: Mapping[str, Any]  # the YAML as JSON, every field the author wrote
+    description: str
+    files: tuple[SkillFile, ...]  # sorted by rel; SKILL.md included
+    body_offset: int  # byte offset of the Markdown body inside SKILL.md
+    declaration: Declaration | None = None
+    missing_scripts: tuple[str, ...] = ()  # declared but not servable
+    skills_list_excluded: ProblemReason | None = None  # why skills/list leaves it out
+    pack: str | None = None  # name of the pack that pins it, if any
+    phase: str | None = None
+    tags: tuple[str, ...] = ()
+
+    def file(self, rel: str) -> SkillFile | None:
+        for f in self.files:
+            if f.rel == rel:
+                return f
+        return None
+
+    @property
+    def total_size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """Everything a scan found: served skills by name, and every problem."""
+
+    skills: Mapping[str, Skill]  # sorted by name
+    problems: tuple[Problem, ...]
+    roots: tuple[Path, ...]
+    generation: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        return list(self.skills)

@@ -1,0 +1,123 @@
+"""Path rules shared by every reader and by the fence.
+
+Two checks, always both, in this order:
+
+1. ``check_relpath`` - a pure string check of a skill-relative path: plain ``/``-separated
+   segments; no leading ``/``; no empty, ``.`` or ``..`` segment; no backslash, ``%``, NUL or
+   other control character; no segment whose compatibility form (NFKC) would spell a
+   separator or a dot segment; bounded length. It refuses shapes that must never be joined,
+   even where the join would happen to land inside the skill.
+2. ``resolve_inside`` - the joined path with every symlink followed must still be inside the
+   skill's real directory and must be a regular file. This catches a symlink planted inside
+   the bundle, which no string check can see.
+
+``open_regular`` then opens the resolved path without following a final symlink and
+re-checks, on the open descriptor, that it is the same regular file. The window between
+resolution and open is closed for the last component only; a directory swapped for a
+symlink in between is caught because the opened inode must match the one resolved.
+
+This module imports only the standard library: the container launcher reuses it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import unicodedata
+from pathlib import Path
+
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.reasons import Refusal
+
+MAX_PATH_CHARS = 1024
+MAX_SEGMENT_CHARS = 255
+_FORBIDDEN_CHARS = frozenset("\\%")
+
+
+def _bad_char(ch: str) -> bool:
+    code = ord(ch)
+    return code < 0x20 or 0x7F <= code <= 0x9F or ch in _FORBIDDEN_CHARS
+
+
+def relpath_problem(rel: str, *, allow_leading_dash: bool = True) -> str | None:
+    """Return why ``rel`` is not a plain skill-relative path, or ``None`` when it is."""
+    if not isinstance(rel, str) or rel == "":
+        return "the path is empty"
+    if len(rel) > MAX_PATH_CHARS:
+        return f"the path is longer than {MAX_PATH_CHARS} characters"
+    if rel.startswith("/"):
+        return "the path is absolute; give it relative to the skill directory"
+    for ch in rel:
+        if _bad_char(ch):
+            return f"the path holds a forbidden character (U+{ord(ch):04X})"
+        if 0xD800 <= ord(ch) <= 0xDFFF:
+            return "the path is not valid UTF-8"
+    for segment in rel.split("/"):
+        if segment in ("", ".", ".."):
+            return "the path has an empty, '.' or '..' segment"
+        if len(segment) > MAX_SEGMENT_CHARS:
+            return f"a segment is longer than {MAX_SEGMENT_CHARS} characters"
+        folded = unicodedata.normalize("NFKC", segment)
+        if folded != segment and (
+            folded in (".", "..") or any(c in folded for c in "/\\%") or any(_bad_char(c) for c in folded)
+        ):
+            return "a segment is a look-alike of a separator or a dot segment"
+        if not allow_leading_dash and segment.startswith("-"):
+            return "a segment starts with '-'"
+    return None
+
+
+def check_relpath(rel: str, *, allow_leading_dash: bool = True) -> str:
+    """Return ``rel`` unchanged when it is a plain relative path; raise ``invalid-path`` otherwise."""
+    problem = relpath_problem(rel, allow_leading_dash=allow_leading_dash)
+    if problem is not None:
+        raise SkillMcpError(Refusal.INVALID_PATH, problem, {"path": rel})
+    return rel
+
+
+def is_inside(base_real: Path, candidate_real: Path) -> bool:
+    """True when ``candidate_real`` is ``base_real`` or below it (both already resolved)."""
+    return candidate_real == base_real or base_real in candidate_real.parents
+
+
+def resolve_inside(base_real: Path, rel: str, *, allow_leading_dash: bool = True) -> tuple[Path, os.stat_result]:
+    """String-check ``rel``, join it to ``base_real``, resolve it, and demand a regular file inside.
+
+    ``base_real`` must already be a real path (``os.path.realpath``). Returns the resolved
+    path and its ``stat`` so a later open can prove it reached the same inode.
+    """
+    check_relpath(rel, allow_leading_dash=allow_leading_dash)
+    joined = base_real / rel
+    real = Path(os.path.realpath(joined))
+    if not is_inside(base_real, real):
+        raise SkillMcpError(
+            Refusal.OUTSIDE_SKILL, "the path resolves outside the skill directory", {"path": rel}
+        )
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        raise SkillMcpError(Refusal.NOT_FOUND, "no such file in this skill", {"path": rel}) from None
+    except OSError as exc:
+        raise SkillMcpError(Refusal.NOT_FOUND, f"cannot stat the file: {exc.strerror}", {"path": rel}) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SkillMcpError(Refusal.NOT_A_FILE, "the path is not a regular file", {"path": rel})
+    return real, st
+
+
+def open_regular(real: Path, expected: os.stat_result, rel: str) -> int:
+    """Open ``real`` read-only without following a final symlink or blocking on a FIFO.
+
+    Returns a descriptor whose inode is the one ``resolve_inside`` saw; raises
+    ``file-changed`` when it is not, so a swap between the checks and the open is refused.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(real, flags)
+    except OSError as exc:
+        raise SkillMcpError(Refusal.FILE_CHANGED, f"the file changed before it was opened: {exc.strerror}",
+                            {"path": rel}) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino):
+        os.close(fd)
+        raise SkillMcpError(Refusal.FILE_CHANGED, "the file changed before it was opened", {"path": rel})
+    return fd

@@ -1,0 +1,82 @@
+"""Every stable reason string this project emits.
+
+Two enums, two planes:
+
+* ``ProblemReason`` - why a directory or file under a root is not (fully) served. It shows
+  up in ``skill_list``'s ``problems`` and in ``skill-mcp validate``. The set is additive:
+  clients must treat an unknown value as a generic problem and show its ``detail``.
+* ``Refusal`` - why one call was refused. Surfaces map each refusal to a tool error the model
+  can act on, or to a JSON-RPC error (see ``surfaces.errors``).
+
+Tests assert on these values, never on message text; ``docs/reasons.md`` lists each one and a
+test fails when one is missing there.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Level(StrEnum):
+    ERROR = "error"  # the thing named by ``path`` is refused (a skill, a file, a script)
+    WARNING = "warning"  # served anyway; a person should look
+
+
+class ProblemReason(StrEnum):
+    ROOT_MISSING = "root-missing"
+    NO_SKILL_MD = "no-skill-md"
+    UNREADABLE = "unreadable"
+    FRONTMATTER_PARSE = "frontmatter-parse"
+    FRONTMATTER_INVALID = "frontmatter-invalid"
+    NAME_MISMATCH = "name-mismatch"
+    DUPLICATE_NAME = "duplicate-name"
+    SYMLINK_ESCAPE = "symlink-escape"
+    UNADDRESSABLE_FILENAME = "unaddressable-filename"
+    SPECIAL_FILE = "special-file"
+    DECLARATION_INVALID = "declaration-invalid"
+    DECLARATION_UNKNOWN_KEY = "declaration-unknown-key"
+    DECLARATION_VERSION = "declaration-version"
+    DECLARED_SCRIPT_MISSING = "declared-script-missing"
+    SKILL_TOO_LARGE = "skill-too-large"
+    SKILLS_LIST_EXCLUDED = "skills-list-excluded"
+    SPEC_WARNING = "spec-warning"
+    # Packs (pack.json) - see docs/packs.md.
+    PACK_INVALID = "pack-invalid"
+    PACK_VERSION = "pack-version"
+    DIGEST_MISMATCH = "digest-mismatch"
+    # Grants and the fence - see docs/fence.md.
+    GRANT_INVALID = "grant-invalid"
+    GRANT_UNMATCHED = "grant-unmatched"
+    INTERPRETER_UNAVAILABLE = "interpreter-unavailable"
+    ENVIRON_UNSCRUBBED = "environ-unscrubbed"
+
+
+class Refusal(StrEnum):
+    # Addressing
+    UNKNOWN_SKILL = "unknown-skill"
+    INVALID_PATH = "invalid-path"
+    NOT_FOUND = "not-found"
+    NOT_A_FILE = "not-a-file"
+    OUTSIDE_SKILL = "outside-skill"
+    FILE_TOO_LARGE = "file-too-large"
+    BATCH_TOO_LARGE = "batch-too-large"
+    TOO_MANY_PATHS = "too-many-paths"
+    FILE_CHANGED = "file-changed"
+    INVALID_ARGUMENTS = "invalid-arguments"
+    UNKNOWN_TOOL = "unknown-tool"
+    UNKNOWN_URI = "unknown-uri"
+    # The fence
+    UNDECLARED_SCRIPT = "undeclared-script"
+    INTERPRETER_UNAVAILABLE = "interpreter-unavailable"
+    NOT_GRANTED = "not-granted"
+    ENVIRON_UNSCRUBBED = "environ-unscrubbed"
+    ROOT_WITHOUT_DROP = "root-without-drop"
+    FENCE_UNAVAILABLE = "fence-unavailable"
+    BUSY = "busy"
+    DECLINED = "declined"
+    SPAWN_FAILED = "spawn-failed"
+    # Confirmation tokens (spelled as the seed spells them)
+    DRAFT_CHANGED = "DRAFT_CHANGED"
+    TOKEN_REUSED = "TOKEN_REUSED"
+    TOKEN_EXPIRED = "TOKEN_EXPIRED"
+    TOKEN_INVALID = "TOKEN_INVALID"
