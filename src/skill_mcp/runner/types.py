@@ -1,0 +1,76 @@
+"""The contract between the runner and a spawner (local or broker).
+
+The runner turns a declared script plus a grant into a ``RunPlan``; a ``Spawner`` executes
+the plan and returns a ``RunResult``. Both spawners (``spawn_local`` for standalone, the
+broker client for the appliance) implement ``Spawner``; the broker re-checks the plan on
+its own side and trusts none of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+# Capture bound per stream; the rest is drained and discarded, never buffered.
+CAPTURE_LIMIT = 1024 * 1024
+DEFAULT_TIMEOUT_S = 60
+MAX_TIMEOUT_S = 300
+TERM_GRACE_S = 1.0  # SIGTERM -> SIGKILL
+DRAIN_S = 0.5  # after the process exits, how long detached holders of the pipes may keep it open
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    skill: str
+    script: str  # skill-relative path, as declared
+    interpreter: str  # "node" | "python" | "bash"
+    interpreter_path: str  # absolute, resolved once at boot
+    argv: tuple[str, ...]  # (interpreter_path, absolute script path, *args) - never a shell string
+    cwd: str  # the skill's real directory
+    env: Mapping[str, str] = field(repr=False)  # the complete child environment; values never logged
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    egress: tuple[str, ...] = ()  # hosts declared by the skill and accepted by the owner
+    script_digest: str = ""  # "sha256:<hex>" of the script as previewed
+
+    @property
+    def env_names(self) -> tuple[str, ...]:
+        return tuple(sorted(self.env))
+
+
+RunStatus = Literal["ok", "error", "timeout", "killed"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    status: RunStatus  # ok: exit 0; error: non-zero exit; timeout: deadline hit; killed: by a signal
+    exit_code: int | None
+    signal: str | None
+    stdout: str
+    stderr: str
+    truncated_stdout: bool
+    truncated_stderr: bool
+    dropped_bytes: int
+    duration_ms: int
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "exitCode": self.exit_code,
+            "signal": self.signal,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "truncated": {"stdout": self.truncated_stdout, "stderr": self.truncated_stderr},
+            "droppedBytes": self.dropped_bytes,
+            "durationMs": self.duration_ms,
+            **({"notes": list(self.notes)} if self.notes else {}),
+        }
+
+
+class Spawner(Protocol):
+    """Executes a plan. Must always return within ``plan.timeout_s`` plus a small bound."""
+
+    name: str  # "local" or "broker"
+
+    async def run(self, plan: RunPlan) -> RunResult: ...
