@@ -18,6 +18,9 @@ import subprocess
 import sys
 import threading
 import time
+from typing import IO, Any
+
+Line = tuple[str, str | None]
 
 MALFORMED = "this line is not json {"
 MAX_LINE = 1 << 20  # a single stdout line larger than this is reported, not buffered
@@ -58,7 +61,7 @@ def parse_args(argv: list[str]) -> tuple[float, str, list[str] | None]:
     return timeout, protocol, command
 
 
-def pump(stream, sink: queue.Queue, tag: str) -> None:
+def pump(stream: IO[str], sink: queue.Queue[Line], tag: str) -> None:
     """Read lines until EOF; the reader thread is a daemon so it never holds the exit."""
     while True:
         line = stream.readline(MAX_LINE)
@@ -87,7 +90,7 @@ def requests(protocol: str) -> list[str]:
     return [line + "\n" for line in lines]
 
 
-def drain(sink: queue.Queue, out: list[str], err: list[str], grace: float = 2.0) -> None:
+def drain(sink: queue.Queue[Line], out: list[str], err: list[str], grace: float = 2.0) -> None:
     """After the server stopped, keep what it wrote on the way out (bounded by ``grace``)."""
     deadline = time.monotonic() + grace
     closed = 0
@@ -102,7 +105,7 @@ def drain(sink: queue.Queue, out: list[str], err: list[str], grace: float = 2.0)
             (out if tag == "out" else err).append(line)
 
 
-def collect(sink: queue.Queue, out: list[str], err: list[str],
+def collect(sink: queue.Queue[Line], out: list[str], err: list[str],
             timeout: float) -> bool:
     """Gather stdout and stderr lines until ids 1-3 and a -32700 arrived, or the deadline."""
     wanted: set[object] = {1, 2, 3, "parse"}
@@ -133,9 +136,10 @@ def collect(sink: queue.Queue, out: list[str], err: list[str],
     return not wanted
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen[str]) -> None:
     with contextlib.suppress(OSError):
-        proc.stdin.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
@@ -144,13 +148,17 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def report(out: list[str], err: list[str], complete: bool) -> bool:
-    stray, messages = [], []
+    stray: list[str] = []
+    messages: list[dict[str, Any]] = []
     for line in out:
         try:
             obj = json.loads(line)
         except ValueError:
             obj = None
-        (messages if is_message(obj) else stray).append(obj if is_message(obj) else line)
+        if isinstance(obj, dict) and is_message(obj):
+            messages.append(obj)
+        else:
+            stray.append(line)
     by_id = {m.get("id"): m for m in messages if "id" in m}
     parse_error = any(m.get("id") is None and (m.get("error") or {}).get("code") == -32700 for m in messages)
     checks = [
@@ -193,7 +201,8 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         say(f"cannot start the command: {exc.strerror}")
         return 2
-    sink: queue.Queue = queue.Queue()
+    sink: queue.Queue[Line] = queue.Queue()
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err")):
         threading.Thread(target=pump, args=(stream, sink, tag), daemon=True).start()
     out: list[str] = []
