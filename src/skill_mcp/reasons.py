@@ -31,6 +31,8 @@ class ProblemReason(StrEnum):
     NAME_MISMATCH = "name-mismatch"
     DUPLICATE_NAME = "duplicate-name"
     SYMLINK_ESCAPE = "symlink-escape"
+    SYMLINK_LOOP = "symlink-loop"
+    INVALID_NAME = "invalid-name"
     UNADDRESSABLE_FILENAME = "unaddressable-filename"
     SPECIAL_FILE = "special-file"
     DECLARATION_INVALID = "declaration-invalid"
@@ -49,6 +51,7 @@ class ProblemReason(StrEnum):
     GRANT_UNMATCHED = "grant-unmatched"
     INTERPRETER_UNAVAILABLE = "interpreter-unavailable"
     ENVIRON_UNSCRUBBED = "environ-unscrubbed"
+    ENV_FORBIDDEN = "env-forbidden"  # a declared/granted loader variable (LD_*, PYTHON*, ...) never handed
 
 
 class Refusal(StrEnum):
@@ -75,6 +78,7 @@ class Refusal(StrEnum):
     BUSY = "busy"
     DECLINED = "declined"
     SPAWN_FAILED = "spawn-failed"
+    TOO_MANY_ARGS = "too-many-args"  # skill_run argv over the count or size bound
     # Confirmation tokens (spelled as the seed spells them)
     DRAFT_CHANGED = "DRAFT_CHANGED"
     TOKEN_REUSED = "TOKEN_REUSED"

@@ -1,0 +1,137 @@
+"""Split ``SKILL.md`` into frontmatter and body, and parse the frontmatter strictly.
+
+The frontmatter is the text between a first line that is exactly ``---`` and the next line
+that is exactly ``---`` (or ``...``), trailing blanks allowed. It is found by delimiter
+*lines*, never by substring, so a ``---`` inside a value or a Markdown rule in the body does
+not cut it. A UTF-8 BOM and CRLF line ends are tolerated; the text must be UTF-8; the
+frontmatter is capped at 64 KiB.
+
+The ``mcp-host:`` block is parsed on its own (``split_host_block``): a syntax error inside it
+must cost the skill its scripts, never its instructions, so it cannot be allowed to fail the
+parse of the rest of the frontmatter.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from skill_mcp.catalog import yaml12
+
+FRONTMATTER_MAX_BYTES = 64 * 1024
+HOST_KEY = "mcp-host"
+_BOM = "\ufeff"
+_TOP_LEVEL_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"\-?:][^:#]*?))\s*:(?:\s|$)""")
+
+
+class FrontmatterError(ValueError):
+    """The frontmatter is missing, unterminated, too large, not UTF-8, or not valid YAML."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        where = f" at line {line}, column {column}" if line is not None else ""
+        super().__init__(message + where)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+class FrontmatterInvalid(FrontmatterError):
+    """The frontmatter parses, but is not a mapping JSON can carry."""
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    frontmatter: str  # the YAML text, LF line ends
+    first_line: int  # 1-based line of the first YAML line within SKILL.md
+    body: str
+    body_offset: int  # byte offset of the body within the raw file
+
+
+def split(raw: bytes) -> Split:
+    """Cut ``raw`` (the whole SKILL.md) into frontmatter text and body."""
+    offset = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        text = raw[offset:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrontmatterError(f"SKILL.md is not valid UTF-8 (byte {exc.start + offset})") from None
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n").rstrip(" \t") != "---":
+        raise FrontmatterError("SKILL.md does not start with a '---' frontmatter line", 1, 1)
+    consumed = len(lines[0].encode("utf-8"))
+    yaml_lines: list[str] = []
+    for index, line in enumerate(lines[1:], start=2):
+        stripped = line.rstrip("\r\n").rstrip(" \t")
+        consumed += len(line.encode("utf-8"))
+        if stripped in ("---", "..."):
+            body_bytes_offset = offset + consumed
+            body = raw[body_bytes_offset:].decode("utf-8")
+            return Split("".join(yaml_lines), 2, body, body_bytes_offset)
+        if consumed > FRONTMATTER_MAX_BYTES:
+            raise FrontmatterError(f"the frontmatter is larger than {FRONTMATTER_MAX_BYTES} bytes", index, 1)
+        yaml_lines.append(line.rstrip("\r\n") + "\n")
+    raise FrontmatterError("the frontmatter has no closing '---' line", len(lines), 1)
+
+
+@dataclass(frozen=True, slots=True)
+class HostChunk:
+    text: str  # the block's lines, other lines blanked so positions stay true
+    present: bool
+
+
+def split_host_block(yaml_text: str) -> tuple[str, HostChunk]:
+    """Separate the top-level ``mcp-host:`` entry from the rest of the frontmatter.
+
+    Both halves keep every line (the other half's lines replaced by blank lines), so a parser
+    position in either half is a position in the original frontmatter.
+    """
+    lines = yaml_text.split("\n")
+    owner: list[bool] = []
+    in_host = False
+    for line in lines:
+        match = _TOP_LEVEL_KEY.match(line) if line[:1] not in ("", " ", "\t", "#", "-") else None
+        if match is not None:
+            key = next(group for group in match.groups() if group is not None).strip()
+            in_host = key == HOST_KEY
+        owner.append(in_host)
+    rest = "\n".join("" if mine else line for line, mine in zip(lines, owner, strict=True))
+    host = "\n".join(line if mine else "" for line, mine in zip(lines, owner, strict=True))
+    return rest, HostChunk(host, any(owner))
+
+
+def _check_json_safe(value: Any, path: str) -> None:
+    """The frontmatter is rendered verbatim as JSON: refuse what JSON cannot carry."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise FrontmatterInvalid(f"{path} is a non-finite number, which JSON cannot carry")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise FrontmatterInvalid(f"{path} has a non-string key {key!r}")
+            _check_json_safe(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json_safe(item, f"{path}[{index}]")
+
+
+def parse_yaml(text: str, first_line: int) -> Any:
+    """Parse YAML text whose first line is line ``first_line`` of SKILL.md."""
+    try:
+        value = yaml12.load(text)
+    except yaml12.YamlError as exc:
+        line = exc.line + first_line - 1 if exc.line is not None else None
+        raise FrontmatterError(exc.message, line, exc.column) from None
+    return value
+
+
+def parse_frontmatter(split_result: Split) -> tuple[dict[str, Any], HostChunk]:
+    """Parse everything but the ``mcp-host`` block; return the mapping and the raw block."""
+    rest, host = split_host_block(split_result.frontmatter)
+    value = parse_yaml(rest, split_result.first_line)
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise FrontmatterInvalid("the frontmatter is not a mapping of keys to values", split_result.first_line, 1)
+    _check_json_safe(value, "frontmatter")
+    return value, host

@@ -1,0 +1,137 @@
+"""Load one skill directory into a ``Skill`` record, or into the problems that refuse it."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from skill_mcp.catalog.declaration import read_declaration
+from skill_mcp.catalog.files import MAX_FILES, MAX_TOTAL_BYTES, SKILL_MD, walk_skill
+from skill_mcp.catalog.frontmatter import FrontmatterError, FrontmatterInvalid, parse_frontmatter, split
+from skill_mcp.catalog.spec import is_valid_name, spec_warnings
+from skill_mcp.models import Problem, Skill
+from skill_mcp.paths import is_inside
+from skill_mcp.reasons import Level, ProblemReason
+
+SKILL_MD_MAX_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    skill: Skill | None
+    problems: tuple[Problem, ...]
+    nested: tuple[Path, ...] = ()
+
+
+def _read_skill_md(real_dir: Path) -> bytes:
+    path = Path(os.path.realpath(real_dir / SKILL_MD))
+    if not is_inside(real_dir, path):
+        raise _Refused(ProblemReason.SYMLINK_ESCAPE, "SKILL.md is a link leading out of the skill")
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise _Refused(ProblemReason.SPECIAL_FILE, "SKILL.md is not a regular file")
+    if st.st_size > SKILL_MD_MAX_BYTES:
+        raise _Refused(ProblemReason.SKILL_TOO_LARGE, f"SKILL.md is larger than {SKILL_MD_MAX_BYTES} bytes")
+    with open(path, "rb") as handle:
+        return handle.read(SKILL_MD_MAX_BYTES + 1)
+
+
+class _Refused(Exception):
+    def __init__(self, reason: ProblemReason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+def load_skill(real_dir: Path, found_at: Path, root_real: Path) -> Loaded:
+    """Read ``real_dir`` (a resolved directory holding SKILL.md) as the skill named by its basename."""
+    name = real_dir.name
+    shown = str(found_at)
+    try:
+        return _load(real_dir, found_at, root_real, name)
+    except _Refused as exc:
+        return Loaded(None, (Problem(shown, exc.reason, exc.detail, Level.ERROR, name),))
+    except OSError as exc:
+        return Loaded(None, (Problem(shown, ProblemReason.UNREADABLE, f"cannot be read: {exc.strerror}",
+                                     Level.ERROR, name),))
+
+
+def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
+    shown = str(found_at)
+    problems: list[Problem] = []
+
+    def note(reason: ProblemReason, detail: str, level: Level = Level.WARNING, path: str = shown) -> None:
+        problems.append(Problem(path, reason, detail, level, name))
+
+    if not is_valid_name(name):
+        raise _Refused(ProblemReason.INVALID_NAME,
+                       f"the directory name {name!r} is not a skill name (1-64 lowercase letters, digits, hyphens)")
+    raw = _read_skill_md(real_dir)
+    try:
+        parts = split(raw)
+        frontmatter, host_chunk = parse_frontmatter(parts)
+    except FrontmatterInvalid as exc:
+        raise _Refused(ProblemReason.FRONTMATTER_INVALID, str(exc)) from None
+    except FrontmatterError as exc:
+        raise _Refused(ProblemReason.FRONTMATTER_PARSE, str(exc)) from None
+    description = frontmatter.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise _Refused(ProblemReason.FRONTMATTER_INVALID, "the frontmatter needs a non-empty description string")
+    for warning in spec_warnings(frontmatter):
+        note(ProblemReason.SPEC_WARNING, warning)
+
+    excluded: ProblemReason | None = None
+    fm_name = frontmatter.get("name")
+    if isinstance(fm_name, str) and fm_name != name:
+        excluded = ProblemReason.NAME_MISMATCH
+        note(ProblemReason.NAME_MISMATCH,
+             f"served as {name!r} (its directory name); the frontmatter name {fm_name!r} is ignored, "
+             "and skills/list leaves it out because its URI must end in the frontmatter name", Level.ERROR)
+    elif fm_name is None:
+        excluded = ProblemReason.SKILLS_LIST_EXCLUDED
+        note(ProblemReason.SKILLS_LIST_EXCLUDED, "no frontmatter name, so skills/list cannot publish it")
+
+    walk = walk_skill(real_dir, name)
+    problems.extend(walk.problems)
+    if walk.over_limit:
+        raise _Refused(ProblemReason.SKILL_TOO_LARGE,
+                       f"more than {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes: over the Skills extension's limits")
+
+    declared = read_declaration(host_chunk, parts.first_line)
+    for reason, level, detail in declared.findings:
+        note(reason, detail, level)
+    served = {f.rel for f in walk.files}
+    missing: list[str] = []
+    if declared.declaration is not None:
+        for row in declared.declaration.run:
+            if row.script not in served:
+                missing.append(row.script)
+                note(ProblemReason.DECLARED_SCRIPT_MISSING,
+                     f"declared script {row.script} is not a servable file of this skill", Level.ERROR,
+                     str(found_at / row.script))
+    skill = Skill(
+        name=name,
+        directory=real_dir,
+        found_at=shown,
+        root=root_real,
+        frontmatter=frontmatter,
+        description=description,
+        files=walk.files,
+        body_offset=parts.body_offset,
+        declaration=declared.declaration,
+        missing_scripts=tuple(missing),
+        skills_list_excluded=excluded,
+        tags=_tags(frontmatter),
+    )
+    return Loaded(skill, tuple(problems), walk.nested)
+
+
+def _tags(frontmatter: dict[str, object]) -> tuple[str, ...]:
+    metadata = frontmatter.get("metadata")
+    if isinstance(metadata, dict):
+        tags = metadata.get("tags")
+        if isinstance(tags, str):
+            return tuple(t for t in tags.replace(",", " ").split() if t)
+    return ()

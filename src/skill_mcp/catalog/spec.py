@@ -1,0 +1,56 @@
+"""Agent Skills format checks that carry no security meaning.
+
+A violation here is served with a ``spec-warning`` problem, not refused: real skill
+repositories hold skills with a 1,068-character description or an extra top-level key, and
+users expect them served. The checks that *do* refuse (a missing description, a directory
+name that cannot be a skill name) live in ``discover``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+NAME_RULE = re.compile(r"^(?!-)(?!.*--)[a-z0-9-]{1,64}(?<!-)$")
+DESCRIPTION_MAX = 1024
+COMPATIBILITY_MAX = 500
+KNOWN_KEYS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools", "mcp-host"})
+
+
+def is_valid_name(name: str) -> bool:
+    return bool(NAME_RULE.match(name))
+
+
+def spec_warnings(frontmatter: Mapping[str, Any]) -> list[str]:
+    """Every Agent Skills rule the frontmatter breaks, as sentences. Empty when clean."""
+    out: list[str] = []
+    name = frontmatter.get("name")
+    if name is None:
+        out.append("the frontmatter has no name")
+    elif not isinstance(name, str) or not is_valid_name(name):
+        out.append(f"name {name!r} is not 1-64 lowercase letters, digits and single hyphens")
+    description = frontmatter.get("description")
+    if isinstance(description, str) and len(description) > DESCRIPTION_MAX:
+        out.append(f"description is {len(description)} characters; the format allows {DESCRIPTION_MAX}")
+    compatibility = frontmatter.get("compatibility")
+    if compatibility is not None and (not isinstance(compatibility, str) or len(compatibility) > COMPATIBILITY_MAX):
+        out.append(f"compatibility must be a string of at most {COMPATIBILITY_MAX} characters")
+    license_value = frontmatter.get("license")
+    if license_value is not None and not isinstance(license_value, str):
+        out.append("license must be a string")
+    metadata = frontmatter.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, Mapping):
+            out.append("metadata must be a map of strings to strings")
+        else:
+            bad = sorted(str(k) for k, v in metadata.items() if not isinstance(v, str))
+            if bad:
+                out.append(f"metadata values must be strings (not: {', '.join(bad)})")
+    allowed = frontmatter.get("allowed-tools")
+    if allowed is not None and not isinstance(allowed, str):
+        out.append("allowed-tools must be a space-separated string")
+    unknown = sorted(str(k) for k in frontmatter if k not in KNOWN_KEYS)
+    if unknown:
+        out.append(f"unknown top-level keys: {', '.join(unknown)}")
+    return out

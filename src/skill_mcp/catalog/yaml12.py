@@ -1,0 +1,179 @@
+"""A PyYAML loader restricted to the YAML 1.2 core schema, with no anchors and no aliases.
+
+PyYAML's ``SafeLoader`` resolves scalars by YAML 1.1 rules: ``no``/``on``/``yes`` become
+booleans, ``017`` is octal, ``1:30`` is a sexagesimal int and dates become ``datetime``. The
+core schema of YAML 1.2 (which the Agent Skills format assumes) recognises only
+``null``, ``true``/``false``, decimal/``0o``/``0x`` ints and plain floats; everything else
+is a string. This loader implements exactly that, and additionally refuses:
+
+* anchors and aliases (a billion-laughs document cannot be written without them);
+* duplicate mapping keys (a later key silently winning hides what the author meant);
+* explicit tags outside the core schema (``!!binary``, ``!!python/...``, ``!!timestamp``).
+
+Every refusal raises ``YamlError`` carrying a 1-based line and column.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import yaml
+from yaml.composer import Composer
+from yaml.constructor import BaseConstructor, ConstructorError
+from yaml.events import AliasEvent, NodeEvent
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.parser import Parser
+from yaml.reader import Reader
+from yaml.resolver import BaseResolver
+from yaml.scanner import Scanner
+
+
+class YamlError(ValueError):
+    """The document is not YAML 1.2 core we accept. ``line``/``column`` are 1-based."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        where = f" (line {line}, column {column})" if line is not None else ""
+        super().__init__(message + where)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+def _mark(node_or_event: Any) -> tuple[int | None, int | None]:
+    mark = getattr(node_or_event, "start_mark", None)
+    if mark is None:
+        return None, None
+    return mark.line + 1, mark.column + 1
+
+
+class _CoreResolver(BaseResolver):
+    pass
+
+
+_CORE_RESOLVERS: list[tuple[str, str, str]] = [
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?(?:\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN)$",
+        "-+.0123456789",
+    ),
+]
+for _tag, _pattern, _first in _CORE_RESOLVERS:
+    _CoreResolver.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+class _CoreConstructor(BaseConstructor):
+    def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, MappingNode):
+            raise YamlError("expected a mapping", *_mark(node))
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise YamlError("a mapping key must be a scalar", *_mark(key_node)) from None
+            if key in result:
+                raise YamlError(f"duplicate key {key!r}", *_mark(key_node))
+            result[key] = self.construct_object(value_node, deep=deep)
+        return result
+
+    def construct_core_map(self, node: Node) -> Any:
+        data: dict[Any, Any] = {}
+        yield data
+        data.update(self.construct_mapping(node, deep=True))
+
+    def construct_core_seq(self, node: Node) -> Any:
+        data: list[Any] = []
+        yield data
+        if not isinstance(node, SequenceNode):
+            raise YamlError("expected a sequence", *_mark(node))
+        data.extend(self.construct_object(child, deep=True) for child in node.value)
+
+    def construct_core_str(self, node: Node) -> str:
+        if not isinstance(node, ScalarNode):
+            raise YamlError("expected a scalar", *_mark(node))
+        return str(node.value)
+
+    def construct_core_null(self, node: Node) -> None:
+        return None
+
+    def construct_core_bool(self, node: Node) -> bool:
+        return str(node.value).lower() == "true"
+
+    def construct_core_int(self, node: Node) -> int:
+        text = str(node.value)
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text, 10)
+
+    def construct_core_float(self, node: Node) -> float:
+        text = str(node.value).lower()
+        if text.endswith("inf"):
+            return -math.inf if text.startswith("-") else math.inf
+        if text == ".nan":
+            return math.nan
+        return float(text)
+
+    def construct_undefined(self, node: Node) -> Any:
+        raise YamlError(f"the tag {node.tag!r} is outside the YAML 1.2 core schema", *_mark(node))
+
+
+# Only the core schema's tags: the YAML 1.1 constructors of SafeConstructor (timestamps,
+# binary, sets, merge keys) are deliberately not inherited.
+_CORE_CONSTRUCTORS: dict[str | None, Any] = {
+    "tag:yaml.org,2002:map": _CoreConstructor.construct_core_map,
+    "tag:yaml.org,2002:seq": _CoreConstructor.construct_core_seq,
+    "tag:yaml.org,2002:str": _CoreConstructor.construct_core_str,
+    "tag:yaml.org,2002:null": _CoreConstructor.construct_core_null,
+    "tag:yaml.org,2002:bool": _CoreConstructor.construct_core_bool,
+    "tag:yaml.org,2002:int": _CoreConstructor.construct_core_int,
+    "tag:yaml.org,2002:float": _CoreConstructor.construct_core_float,
+    None: _CoreConstructor.construct_undefined,
+}
+for _core_tag, _constructor in _CORE_CONSTRUCTORS.items():
+    _CoreConstructor.add_constructor(_core_tag, _constructor)
+
+
+class _NoAliasComposer(Composer):
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        event = self.peek_event()  # type: ignore[attr-defined]
+        if isinstance(event, AliasEvent):
+            raise YamlError("aliases are refused", *_mark(event))
+        if isinstance(event, NodeEvent) and event.anchor is not None:
+            raise YamlError("anchors are refused", *_mark(event))
+        return super().compose_node(parent, index)
+
+
+class CoreLoader(Reader, Scanner, Parser, _NoAliasComposer, _CoreConstructor, _CoreResolver):
+    def __init__(self, stream: str) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
+        _NoAliasComposer.__init__(self)
+        _CoreConstructor.__init__(self)
+        _CoreResolver.__init__(self)
+
+
+def load(text: str) -> Any:
+    """Parse one YAML document under the 1.2 core schema; raise ``YamlError`` on anything else."""
+    loader = CoreLoader(text)
+    try:
+        return loader.get_single_data()
+    except YamlError:
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+        raise YamlError(exc.problem or str(exc), line, column) from None
+    except (yaml.YAMLError, ConstructorError, ValueError, RecursionError) as exc:
+        raise YamlError(f"the YAML could not be parsed: {exc}") from None
+    finally:
+        loader.dispose()
