@@ -18,6 +18,9 @@ DEFAULT_TIMEOUT_S = 60
 MAX_TIMEOUT_S = 300
 TERM_GRACE_S = 1.0  # SIGTERM -> SIGKILL
 DRAIN_S = 0.5  # after the process exits, how long detached holders of the pipes may keep it open
+# ``RunPlan.env["TMPDIR"]`` carries this value; every spawner replaces it with a private
+# directory it creates for the run and removes afterwards.
+TMPDIR_PLACEHOLDER = ""
 
 
 @dataclass(frozen=True, slots=True)

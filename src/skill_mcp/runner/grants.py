@@ -1,0 +1,221 @@
+"""Grants: which declared scripts may run, and with which variables and hosts.
+
+``MCP_SKILL_RUN`` is a JSON array of rows::
+
+    [{"skill": "weather", "script": "scripts/forecast.js",
+      "env": ["WEATHER_API_KEY"], "egress": ["api.weather.example"]}]
+
+``env`` and ``egress`` are optional (absent means none). What a row grants is the row
+intersected with the skill's declaration: a row naming an unknown skill, an undeclared script,
+a variable the script did not ask for or a host the skill did not declare grants nothing for
+that part and is reported as ``grant-unmatched``. A value that is not such an array grants
+nothing at all and is reported as ``grant-invalid`` (fail closed). No spelling of a row makes
+something runnable that a skill did not declare.
+
+Without ``MCP_SKILL_RUN``: a hosted process (any marker in ``config.HOSTED_MARKERS``) grants
+nothing; a standalone one lets every declaration stand, variables included.
+
+Loader and interpreter-startup variables (``LD_*``, ``PYTHON*``, ``NODE_OPTIONS``,
+``BASH_ENV`` ...) are never handed, whoever declared or granted them: each one turns "run this
+declared file" into "run some other code first".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from skill_mcp.models import Catalog, Problem, Skill
+from skill_mcp.reasons import Level, ProblemReason
+
+GrantFrom = Literal["MCP_SKILL_RUN", "declaration", "hosted-default"]
+
+# The fixed half of a script's environment; a declaration cannot rename or widen it.
+FIXED_ENV = ("PATH", "HOME", "LANG", "TZ", "TMPDIR")
+HOST_ENV = ("MCP_DATA_DIR",)  # handed when the host set it
+
+_FORBIDDEN_EXACT = frozenset({
+    "NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "NODE_REPL_EXTERNAL_MODULE",
+    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH",
+    "GLOBIGNORE", "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "MALLOC_CHECK_",
+    "MALLOC_PERTURB_", "TMPDIR", "PATH", "HOME", "LANG", "TZ", "MCP_DATA_DIR", "PERL5LIB",
+    "PERL5OPT", "RUBYOPT", "RUBYLIB", "OPENSSL_CONF", "SSL_CERT_FILE", "SSL_CERT_DIR",
+})
+_FORBIDDEN_PREFIXES = ("LD_", "PYTHON", "NODE_", "NPM_CONFIG_", "BASH_FUNC_", "DYLD_", "GLIBC_", "LC_")
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_ROW_KEYS = frozenset({"skill", "script", "env", "egress"})
+MAX_RAW_CHARS = 256 * 1024
+
+
+def forbidden_variable(name: str) -> str | None:
+    """Why ``name`` can never be handed to a script, or ``None`` when it may be."""
+    if not _NAME_RE.fullmatch(name):
+        return "not a plain variable name"
+    if name in FIXED_ENV or name in HOST_ENV:
+        return "set by the fence itself; a declaration cannot replace it"
+    if name in _FORBIDDEN_EXACT or name.upper().startswith(_FORBIDDEN_PREFIXES):
+        return "a loader or interpreter-startup variable"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptGrant:
+    """What one declared script is allowed: variable names and hosts, already intersected."""
+
+    skill: str
+    script: str
+    env: tuple[str, ...]
+    egress: tuple[str, ...]
+    source: GrantFrom
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRow:
+    skill: str
+    script: str
+    env: tuple[str, ...] = ()
+    egress: tuple[str, ...] = ()
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GrantSet:
+    grant_from: GrantFrom
+    hosted: bool
+    grants: Mapping[tuple[str, str], ScriptGrant] = field(default_factory=dict)
+    problems: tuple[Problem, ...] = ()
+    note: str | None = None
+
+    def get(self, skill: str, script: str) -> ScriptGrant | None:
+        return self.grants.get((skill, script))
+
+
+def _problem(reason: ProblemReason, detail: str, skill: str | None = None) -> Problem:
+    return Problem(path="MCP_SKILL_RUN", reason=reason, detail=detail, level=Level.ERROR, skill=skill)
+
+
+def _str_list(value: Any, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"'{key}' must be a list of strings")
+    return tuple(value)
+
+
+def parse_rows(raw: str) -> tuple[tuple[GrantRow, ...], tuple[Problem, ...]]:
+    """Parse ``MCP_SKILL_RUN``. A malformed value yields no rows and one ``grant-invalid``."""
+    if len(raw) > MAX_RAW_CHARS:
+        return (), (_problem(ProblemReason.GRANT_INVALID, f"MCP_SKILL_RUN is over {MAX_RAW_CHARS} characters"),)
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return (), (_problem(ProblemReason.GRANT_INVALID,
+                             f"MCP_SKILL_RUN is not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}; "
+                             "nothing is granted"),)
+    if not isinstance(data, list):
+        return (), (_problem(ProblemReason.GRANT_INVALID,
+                             "MCP_SKILL_RUN must be a JSON array of rows; nothing is granted"),)
+    rows: list[GrantRow] = []
+    problems: list[Problem] = []
+    for i, item in enumerate(data):
+        try:
+            if not isinstance(item, dict):
+                raise ValueError("a row must be an object")
+            unknown = sorted(set(item) - _ROW_KEYS)
+            if unknown:
+                raise ValueError(f"unknown keys {unknown}")
+            skill, script = item.get("skill"), item.get("script")
+            if not isinstance(skill, str) or not isinstance(script, str) or not skill or not script:
+                raise ValueError("'skill' and 'script' must be non-empty strings")
+            rows.append(GrantRow(skill, script, _str_list(item.get("env"), "env"),
+                                 _str_list(item.get("egress"), "egress"), i))
+        except ValueError as exc:
+            problems.append(_problem(ProblemReason.GRANT_INVALID, f"row {i}: {exc}; the row grants nothing"))
+    return tuple(rows), tuple(problems)
+
+
+def _intersect_row(row: GrantRow, skill: Skill | None, acc: dict[tuple[str, str], ScriptGrant],
+                   problems: list[Problem]) -> None:
+    where = f"row {row.index} ({row.skill} / {row.script})"
+    if skill is None:
+        problems.append(_problem(ProblemReason.GRANT_UNMATCHED, f"{where}: no such skill is served"))
+        return
+    decl = skill.declaration.script(row.script) if skill.declaration else None
+    if decl is None:
+        problems.append(_problem(ProblemReason.GRANT_UNMATCHED,
+                                 f"{where}: the skill does not declare this script; it grants nothing",
+                                 skill.name))
+        return
+    env = []
+    for name in row.env:
+        if name not in decl.env:
+            problems.append(_problem(ProblemReason.GRANT_UNMATCHED,
+                                     f"{where}: the script does not ask for {name}; not granted", skill.name))
+        elif (why := forbidden_variable(name)) is not None:
+            problems.append(_problem(ProblemReason.ENV_FORBIDDEN, f"{where}: {name} is {why}; never handed",
+                                     skill.name))
+        else:
+            env.append(name)
+    declared_hosts = skill.declaration.egress if skill.declaration else ()
+    egress = []
+    for host in row.egress:
+        if host in declared_hosts:
+            egress.append(host)
+        else:
+            problems.append(_problem(ProblemReason.GRANT_UNMATCHED,
+                                     f"{where}: the skill does not declare host {host}; not granted", skill.name))
+    key = (skill.name, row.script)
+    prev = acc.get(key)
+    if prev is not None:  # several rows for one script: the union of what each grants
+        env = [*prev.env, *(n for n in env if n not in prev.env)]
+        egress = [*prev.egress, *(h for h in egress if h not in prev.egress)]
+    acc[key] = ScriptGrant(skill.name, row.script, tuple(env), tuple(egress), "MCP_SKILL_RUN")
+
+
+def _declaration_grants(skills: Iterable[Skill]) -> dict[tuple[str, str], ScriptGrant]:
+    out: dict[tuple[str, str], ScriptGrant] = {}
+    for skill in skills:
+        if skill.declaration is None:
+            continue
+        for decl in skill.declaration.run:
+            env = tuple(n for n in decl.env if forbidden_variable(n) is None)
+            out[(skill.name, decl.script)] = ScriptGrant(skill.name, decl.script, env,
+                                                         tuple(skill.declaration.egress), "declaration")
+    return out
+
+
+def build_grants(catalog: Catalog, raw: str | None, *, hosted: bool) -> GrantSet:
+    """Intersect ``MCP_SKILL_RUN`` (or the default for this mode) with the catalog's declarations."""
+    if raw is not None:
+        rows, problems = parse_rows(raw)
+        acc: dict[tuple[str, str], ScriptGrant] = {}
+        found = list(problems)
+        for row in rows:
+            _intersect_row(row, catalog.skills.get(row.skill), acc, found)
+        note = ("grants come from MCP_SKILL_RUN only; a declared script without a row does not run"
+                if hosted else None)
+        return GrantSet("MCP_SKILL_RUN", hosted, acc, tuple(found), note)
+    if hosted:
+        return GrantSet("hosted-default", True, {}, (), (
+            "hosted (a host marker such as MCP_DATA_DIR is set) and MCP_SKILL_RUN is absent: nothing is "
+            "granted and no script runs; instructions and files are still served. Set MCP_SKILL_RUN to a "
+            'JSON array of {"skill", "script", "env", "egress"} rows to grant declared scripts.'))
+    return GrantSet("declaration", False, _declaration_grants(catalog.skills.values()))
+
+
+def declared_forbidden(skill: Skill) -> list[Problem]:
+    """Variables a skill's scripts ask for that the fence will never hand (reported, not fatal)."""
+    out: list[Problem] = []
+    if skill.declaration is None:
+        return out
+    for decl in skill.declaration.run:
+        for name in decl.env:
+            why = forbidden_variable(name)
+            if why is not None:
+                out.append(Problem(path=skill.found_at, reason=ProblemReason.ENV_FORBIDDEN,
+                                   detail=f"{decl.script} asks for {name}, which is {why}; it is never handed",
+                                   level=Level.WARNING, skill=skill.name))
+    return out
