@@ -1,30 +1,66 @@
-"""``skill-mcp serve``: the stdio server. Stdout belongs to the protocol from here on."""
+"""``skill-mcp serve``: the stdio server (or Streamable HTTP with ``--http``).
+
+Stdout belongs to the protocol from here on: nothing in this module prints.
+"""
 
 from __future__ import annotations
 
 import argparse
 import inspect
 import os
+from pathlib import Path
+from typing import Any
 
 from skill_mcp.cli import exits
 
+TOKEN_FILE_MAX_BYTES = 4096
 
-def run(args: argparse.Namespace) -> int:
-    from skill_mcp.config import load_settings
 
-    settings = load_settings(args.skills_dirs, os.environ, watch=args.watch)
-    try:
-        # Imported here: the SDK and the server are heavy and --help must stay fast.
-        from skill_mcp.server import serve_stdio
-    except ImportError as err:
-        raise exits.CliError(exits.UNAVAILABLE, f"the server could not be loaded: {err}") from err
-    result = serve_stdio(settings)
+def _blocking(result: Any) -> int:
+    """Accept a blocking entry point or an async one; map its return to an exit code."""
     if inspect.isawaitable(result):
-        # Tolerate an async entry point as well as a blocking one.
         import anyio
 
-        async def _await() -> object:
+        async def _await() -> Any:
             return await result
 
         result = anyio.run(_await)
     return int(result) if isinstance(result, int) else exits.OK
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    if args.token_file:
+        try:
+            with open(Path(args.token_file), "rb") as handle:
+                raw = handle.read(TOKEN_FILE_MAX_BYTES + 1)
+        except OSError as err:
+            raise exits.CliError(exits.UNAVAILABLE, f"cannot read --token-file: {err.strerror}") from err
+        if len(raw) > TOKEN_FILE_MAX_BYTES:
+            raise exits.CliError(exits.USAGE, "--token-file is larger than 4 KiB")
+        return raw.decode("utf-8", "replace").strip() or None
+    return os.environ.get("MCP_HTTP_TOKEN") or None
+
+
+def run(args: argparse.Namespace) -> int:
+    from skill_mcp.config import load_settings
+    from skill_mcp.errors import SkillMcpError
+
+    settings = load_settings(args.skills_dirs, os.environ, watch=args.watch)
+    try:
+        if args.http:
+            # Imported here: the SDK and the server are heavy and --help must stay fast.
+            from skill_mcp.surfaces.http import parse_host_port, serve_http
+
+            host, port = parse_host_port(args.http)
+            return _blocking(serve_http(settings, host, port, _token(args), args.no_auth))
+        from skill_mcp.server import serve_stdio
+    except ImportError as err:
+        raise exits.CliError(exits.UNAVAILABLE, f"the server could not be loaded: {err}") from err
+    except SkillMcpError as err:
+        raise exits.CliError(exits.UNAVAILABLE, err.detail, str(err.reason)) from err
+    except ValueError as err:
+        raise exits.CliError(exits.USAGE, f"--http: {err}") from err
+    try:
+        return _blocking(serve_stdio(settings))
+    except SkillMcpError as err:
+        raise exits.CliError(exits.UNAVAILABLE, err.detail, str(err.reason)) from err
