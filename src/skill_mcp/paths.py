@@ -32,6 +32,10 @@ from skill_mcp.reasons import Refusal
 MAX_PATH_CHARS = 1024
 MAX_SEGMENT_CHARS = 255
 _FORBIDDEN_CHARS = frozenset("\\%")
+# Characters drawn like a slash, a backslash or a dot that NFKC does not fold to one. A
+# name holding them is not dangerous to the kernel, but it is made to mislead a person
+# reading a path, so it is refused like the real thing.
+_LOOKALIKES = frozenset("\u2215\u2044\u29f8\u29f9\u2216\ufe68\uff3c\u2024\u2025\u2026\u3002\uff61\u0702\ua4f8")
 
 
 def _bad_char(ch: str) -> bool:
@@ -50,6 +54,8 @@ def relpath_problem(rel: str, *, allow_leading_dash: bool = True) -> str | None:
     for ch in rel:
         if _bad_char(ch):
             return f"the path holds a forbidden character (U+{ord(ch):04X})"
+        if ch in _LOOKALIKES:
+            return f"the path holds a look-alike of a separator or dot (U+{ord(ch):04X})"
         if 0xD800 <= ord(ch) <= 0xDFFF:
             return "the path is not valid UTF-8"
     for segment in rel.split("/"):

@@ -164,8 +164,9 @@ class CoreLoader(Reader, Scanner, Parser, _NoAliasComposer, _CoreConstructor, _C
 
 def load(text: str) -> Any:
     """Parse one YAML document under the 1.2 core schema; raise ``YamlError`` on anything else."""
-    loader = CoreLoader(text)
+    loader: CoreLoader | None = None
     try:
+        loader = CoreLoader(text)
         return loader.get_single_data()
     except YamlError:
         raise
@@ -176,4 +177,5 @@ def load(text: str) -> Any:
     except (yaml.YAMLError, ConstructorError, ValueError, RecursionError) as exc:
         raise YamlError(f"the YAML could not be parsed: {exc}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
