@@ -1,0 +1,16 @@
+"""Search: rank skills for the words a person would type. Pure ranking; never imports ``mcp``.
+
+    text    - normalisation: words, stop words, light stemming, format aliases
+    index   - a BM25F index (posting lists with precomputed contributions, no body text kept)
+    source  - catalog records -> SearchDoc (the one place that reads SKILL.md bodies)
+
+Layering: search sits beside the surfaces, above the catalog; it imports ``catalog`` and
+``models`` only.
+"""
+
+from skill_mcp.search.index import Hit, SearchDoc, SearchIndex, build_index
+from skill_mcp.search.source import index_catalog
+
+MAX_LIMIT = 50
+
+__all__ = ["MAX_LIMIT", "Hit", "SearchDoc", "SearchIndex", "build_index", "index_catalog"]

@@ -1,0 +1,61 @@
+"""Turn catalog records into ``SearchDoc`` values (reads each SKILL.md body once).
+
+This is the only part of ``search`` that touches the disk. A body that can no longer be read
+(the file changed or vanished since the scan) is indexed without its body: search degrades,
+it does not fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from skill_mcp.catalog.files import read_body
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.models import Catalog, Skill
+from skill_mcp.search.index import SearchDoc, SearchIndex, build_index
+
+BODY_MAX_BYTES = 256 * 1024  # past this, the body is ranked on its first 256 KiB only
+
+
+def _tag_values(frontmatter: Mapping[str, Any], skill: Skill) -> tuple[str, ...]:
+    """Tags, phase and string metadata values: the short labels an author attached."""
+    out: list[str] = list(skill.tags)
+    if skill.phase:
+        out.append(skill.phase)
+    for key in ("tags", "keywords"):
+        value = frontmatter.get(key)
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(str(v) for v in value if isinstance(v, str | int | float))
+    meta = frontmatter.get("metadata")
+    if isinstance(meta, Mapping):
+        out.extend(str(v) for k, v in sorted(meta.items()) if isinstance(v, str) and k not in ("version",))
+    return tuple(out)
+
+
+def doc_for(skill: Skill) -> SearchDoc:
+    fm = skill.frontmatter
+    title = fm.get("name")
+    try:
+        body = read_body(skill, max_bytes=1024 * 1024)[:BODY_MAX_BYTES]
+    except (SkillMcpError, OSError, UnicodeDecodeError):
+        body = ""
+    return SearchDoc(
+        name=skill.name,
+        title=title if isinstance(title, str) else "",
+        description=skill.description,
+        tags=_tag_values(fm, skill),
+        body=body,
+    )
+
+
+def docs_from_catalog(catalog: Catalog) -> Iterator[SearchDoc]:
+    for skill in catalog.skills.values():
+        yield doc_for(skill)
+
+
+def index_catalog(catalog: Catalog) -> SearchIndex:
+    """Build the search index for one catalog generation."""
+    return build_index(docs_from_catalog(catalog))

@@ -1,0 +1,85 @@
+"""Ranking tables over small hand-made corpora: fields, weights, ties, limits, reasons."""
+
+from __future__ import annotations
+
+import pytest
+
+from skill_mcp.search import SearchDoc, build_index
+
+
+def _names(index, query, limit=10):  # type: ignore[no-untyped-def]
+    return [h.name for h in index.search(query, limit)]
+
+
+CORPUS = [
+    SearchDoc("pdf", "pdf", "Read, merge and fill in PDF forms.", body="# Forms\nUse fill_fields.py."),
+    SearchDoc("xlsx", "xlsx", "Spreadsheets with formulas.", body="# Charts\nopenpyxl charts."),
+    SearchDoc("notes", "notes", "Keep meeting notes.", tags=("pdf-export",), body="Write notes."),
+    SearchDoc("gif-maker", "gif-maker", "Animated images for chat.", body="# Frames\nAnimate frames."),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("pdf", "pdf"),  # name beats a tag mention
+        ("fill form", "pdf"),
+        ("formula", "xlsx"),  # description, stemmed
+        ("openpyxl", "xlsx"),  # body only
+        ("charts", "xlsx"),  # heading
+        ("meeting", "notes"),
+        ("export", "notes"),  # tags only
+        ("animation", "gif-maker"),  # stemmed
+        ("GIF", "gif-maker"),  # case folded, hyphen split
+        ("Excel workbook", "xlsx"),  # alias
+    ],
+)
+def test_each_field_can_carry_a_match(query: str, first: str) -> None:
+    assert _names(build_index(CORPUS), query)[0] == first
+
+
+def test_name_outranks_body_for_the_same_word() -> None:
+    docs = [SearchDoc("alpha", description="about things", body="kafka " * 3),
+            SearchDoc("kafka", description="about things", body="other words")]
+    assert _names(build_index(docs), "kafka") == ["kafka", "alpha"]
+
+
+def test_ties_are_broken_by_name_whatever_the_input_order() -> None:
+    docs = [SearchDoc(n, description="same words here") for n in ("zeta", "alpha", "mid")]
+    assert _names(build_index(docs), "words") == ["alpha", "mid", "zeta"]
+    assert _names(build_index(reversed(docs)), "words") == ["alpha", "mid", "zeta"]
+
+
+def test_same_query_same_corpus_same_scores() -> None:
+    a = build_index(CORPUS).search("fill a pdf form with charts", 4)
+    b = build_index(list(reversed(CORPUS))).search("fill a pdf form with charts", 4)
+    assert a == b
+
+
+def test_limit_is_respected_and_no_match_gives_nothing() -> None:
+    index = build_index(CORPUS)
+    assert len(index.search("pdf notes charts frames", 2)) == 2
+    assert index.search("pdf", 0) == []
+    assert index.search("zzzz unknownword", 10) == []
+    assert index.search("the and of", 10) == []  # stop words only
+
+
+def test_hit_reason_names_the_words_fields_and_section() -> None:
+    hit = build_index(CORPUS).search("fill in a form", 1)[0]
+    assert hit.name == "pdf"
+    assert set(hit.matched) == {"fill", "form"}
+    assert "description" in hit.fields and "heading" in hit.fields
+    assert hit.section == "Forms"
+    assert "fill" in hit.reason and "Forms" in hit.reason
+
+
+def test_headings_inside_code_fences_are_not_headings() -> None:
+    doc = SearchDoc("sh", body="# Real\n```sh\n# not a heading\n```\n")
+    index = build_index([doc])
+    assert index.headings == (("Real",),)
+
+
+def test_index_keeps_no_body_text() -> None:
+    index = build_index([SearchDoc("a", body="secretword " * 50 + "\n# Head\n")])
+    assert "secretword" in index.postings  # as a term with a number, not as text
+    assert not any("secretword" in h for hs in index.headings for h in hs)
