@@ -1,0 +1,27 @@
+"""docs/ must stay true: every reason and every environment variable is documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from skill_mcp.config import ENV_VARS
+from skill_mcp.reasons import ProblemReason, Refusal
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def documented_codes(name: str) -> set[str]:
+    return set(re.findall(r"`([^`]+)`", (DOCS / name).read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("reason", [*ProblemReason, *Refusal], ids=str)
+def test_every_reason_is_documented(reason: ProblemReason | Refusal) -> None:
+    assert reason.value in documented_codes("reasons.md"), f"docs/reasons.md does not list {reason.value}"
+
+
+@pytest.mark.parametrize("name", sorted(ENV_VARS))
+def test_every_environment_variable_is_documented(name: str) -> None:
+    assert name in documented_codes("configuration.md"), f"docs/configuration.md does not list {name}"
