@@ -1,0 +1,224 @@
+"""``Runner``: the one object the ``skill_run`` surface talks to.
+
+Built once at boot from ``Settings`` (no module-level state). It owns the interpreter set,
+the spawner, the token book, the one-run-at-a-time flag and the boot facts (environ wipe,
+root drop, fenced machine). The surface calls, in order:
+
+    prepared = runner.prepare(catalog, skill, script, args)   # every check short of confirmation
+    runner.preview(prepared)                                  # token flow, first call
+    await runner.execute(prepared, token=...)                 # token flow, repeat call
+    await runner.execute(prepared, confirmed=True)            # after an accepted elicitation
+
+A refusal is a ``SkillMcpError``; a script that ran (whatever its exit) is a result dict.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skill_mcp.config import Settings
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.models import Catalog, Problem, Skill
+from skill_mcp.reasons import Refusal
+from skill_mcp.runner.audit import FENCED_NOTE, AuditSink, audit_record, looks_fenced, stderr_sink
+from skill_mcp.runner.environ import HardenReport, harden_process
+from skill_mcp.runner.grants import GrantSet, build_grants
+from skill_mcp.runner.interpreters import Interpreters, resolve_interpreters
+from skill_mcp.runner.plan import Prepared, prepare
+from skill_mcp.runner.report import FenceReport, fence_report
+from skill_mcp.runner.spawn_local import LocalSpawner, UserDrop
+from skill_mcp.runner.tokens import TokenBook
+from skill_mcp.runner.types import Spawner
+
+DEFAULT_SCRIPT_USER = "nobody"
+
+
+def resolve_drop(script_user: str | None, euid: int) -> UserDrop | SkillMcpError | None:
+    """The identity a root server drops scripts to; ``None`` when not root; an error to refuse with."""
+    if euid != 0:
+        return None
+    wanted = script_user or DEFAULT_SCRIPT_USER
+    try:
+        entry = pwd.getpwuid(int(wanted)) if wanted.isdigit() else pwd.getpwnam(wanted)
+    except (KeyError, ValueError):
+        return SkillMcpError(Refusal.ROOT_WITHOUT_DROP,
+                             f"the server runs as root and the script user {wanted!r} does not exist; set "
+                             "SKILL_MCP_SCRIPT_USER to an unprivileged user (scripts never run as root)")
+    if entry.pw_uid == 0 or entry.pw_gid == 0:
+        return SkillMcpError(Refusal.ROOT_WITHOUT_DROP,
+                             f"the script user {wanted!r} is root or in group 0; scripts never run as root")
+    return UserDrop(uid=entry.pw_uid, gid=entry.pw_gid, name=entry.pw_name)
+
+
+@dataclass(slots=True)
+class Runner:
+    settings: Settings
+    interpreters: Interpreters
+    spawner: Spawner
+    tokens: TokenBook
+    harden: HardenReport | None = None  # None: the process was never hardened
+    boot_refusal: SkillMcpError | None = None  # e.g. root without a drop: every run refuses
+    runs_as: str | None = None
+    fenced: bool = False
+    audit: AuditSink = stderr_sink
+    _busy: bool = field(default=False, repr=False)
+
+    @classmethod
+    def create(cls, settings: Settings, *, harden: HardenReport | None, clock: Callable[[], float] = time.time,
+               spawner: Spawner | None = None, interpreters: Interpreters | None = None,
+               audit: AuditSink = stderr_sink, euid: int | None = None) -> Runner:
+        """Boot-time facts, decided once. ``spawner`` given (the appliance broker) skips the local drop."""
+        boot_refusal: SkillMcpError | None = None
+        runs_as = None
+        if spawner is None:
+            drop = resolve_drop(settings.script_user, os.geteuid() if euid is None else euid)
+            if isinstance(drop, SkillMcpError):
+                boot_refusal, drop = drop, None
+            runs_as = drop.describe() if drop else None
+            spawner = LocalSpawner(drop=drop)
+        if harden is not None and not harden.scrubbed and not settings.hosted:
+            audit({"event": "warning", "reason": "environ-unscrubbed",
+                   "detail": "the exec-time environment block could not be wiped; a same-uid script may read "
+                             f"this server's environment: {harden.detail}"})
+        return cls(settings=settings, interpreters=interpreters or resolve_interpreters(), spawner=spawner,
+                   tokens=TokenBook(clock=clock), harden=harden, boot_refusal=boot_refusal, runs_as=runs_as,
+                   fenced=looks_fenced(settings.environ), audit=audit)
+
+    @property
+    def unscrubbed_blocks(self) -> bool:
+        """Hosted and the wipe failed (or never ran) and the owner did not accept that."""
+        scrubbed = self.harden is not None and self.harden.scrubbed
+        return self.settings.hosted and not scrubbed and not self.settings.allow_unscrubbed
+
+    def grants(self, catalog: Catalog) -> GrantSet:
+        return build_grants(catalog, self.settings.skill_run, hosted=self.settings.hosted)
+
+    @classmethod
+    def boot(cls, settings: Settings, **kwargs: Any) -> Runner:
+        """What a server calls once at start: harden this process, then build the runner.
+
+        Call it before any thread or child exists, so nothing else has copied the environment
+        block yet. Keyword arguments go to ``create`` (a broker ``spawner``, an ``audit`` sink).
+        """
+        return cls.create(settings, harden=harden_process(), **kwargs)
+
+    def prepare(self, catalog: Catalog, skill: str, script: str, args: Any) -> Prepared:
+        prepared = prepare(catalog.skills.get(skill), skill, script, args if args is not None else [],
+                           grants=self.grants(catalog), interpreters=self.interpreters,
+                           environ=self.settings.environ,
+                           data_dir=str(self.settings.data_dir) if self.settings.data_dir else None,
+                           runs_as=self.runs_as, spawner=self.spawner.name)
+        if self.unscrubbed_blocks:
+            raise SkillMcpError(Refusal.ENVIRON_UNSCRUBBED,
+                                "this hosted server could not wipe its exec-time environment, so it runs no "
+                                "script (set MCP_SKILL_ALLOW_UNSCRUBBED=1 to accept that risk)")
+        if self.boot_refusal is not None:
+            raise self.boot_refusal
+        return prepared
+
+    def preview(self, prepared: Prepared) -> dict[str, Any]:
+        return {"status": "confirmation-required", "preview": {"willRun": dict(prepared.will_run)},
+                "confirmToken": self.tokens.mint(prepared.canonical()),
+                "howToConfirm": "call skill_run again with the same skill, script and args plus this confirmToken"}
+
+    async def execute(self, prepared: Prepared, *, token: str | None = None, confirmed: bool = False
+                      ) -> dict[str, Any]:
+        """Run once. Exactly one of ``token`` (token flow) or ``confirmed`` (accepted elicitation)."""
+        if self._busy:
+            raise SkillMcpError(Refusal.BUSY, "another skill_run is in progress; one runs at a time")
+        if token is not None:
+            nonce = self.tokens.check(token, prepared.canonical())
+            self.tokens.spend(nonce, token)
+        elif not confirmed:
+            raise SkillMcpError(Refusal.DECLINED, "nothing runs without a confirmation")
+        self._busy = True
+        try:
+            result = await self.spawner.run(prepared.plan)
+        except SkillMcpError as exc:
+            self.audit(audit_record(prepared.plan, None, spawner=self.spawner.name, refused=str(exc.reason)))
+            raise
+        finally:
+            self._busy = False
+        out = result.to_dict()
+        if self.fenced and result.status != "ok":
+            out["notes"] = [*out.get("notes", []), FENCED_NOTE]
+        out["skill"], out["script"] = prepared.plan.skill, prepared.plan.script
+        self.audit(audit_record(prepared.plan, result, spawner=self.spawner.name))
+        return out
+
+
+    def report(self, catalog: Catalog) -> FenceReport:
+        """The fence's part of ``skill_list`` (see ``runner.report``)."""
+        blocked = None
+        unscrubbed = None
+        if self.harden is None or not self.harden.scrubbed:
+            unscrubbed = ("the exec-time environment block was not wiped"
+                          + (f": {self.harden.detail}" if self.harden and self.harden.detail else "")
+                          + "; a same-uid script may read this server's environment")
+        if self.unscrubbed_blocks:
+            blocked = "environ-unscrubbed: this hosted server runs no script (MCP_SKILL_ALLOW_UNSCRUBBED=1 allows it)"
+        elif self.boot_refusal is not None:
+            blocked = f"{self.boot_refusal.reason}: {self.boot_refusal.detail}"
+        return fence_report(catalog, self.grants(catalog), self.interpreters, blocked=blocked,
+                            unscrubbed=unscrubbed)
+
+    def states(self, catalog_provider: Callable[[], Catalog]) -> FenceStates:
+        """The ``surfaces.registry.ScriptStates`` view ``skill_list`` and ``skill_load`` use."""
+        return FenceStates(self, catalog_provider)
+
+
+_STATE_REASONS = {
+    "not-granted": str(Refusal.NOT_GRANTED),
+    "interpreter-unavailable": str(Refusal.INTERPRETER_UNAVAILABLE),
+    "missing": "declared-script-missing",
+}
+
+
+@dataclass(slots=True)
+class FenceStates:
+    """Implements ``ScriptStates`` structurally (runner never imports surfaces).
+
+    The report is recomputed when the catalog object changes (a reload swaps it) and kept for
+    that catalog only: one entry, held by this instance, not a module-level cache.
+    """
+
+    runner: Runner
+    catalog_provider: Callable[[], Catalog]
+    _last: tuple[Catalog, FenceReport] | None = field(default=None, repr=False)
+
+    def _report(self) -> FenceReport:
+        catalog = self.catalog_provider()
+        if self._last is None or self._last[0] is not catalog:
+            self._last = (catalog, self.runner.report(catalog))
+        return self._last[1]
+
+    def grant(self) -> Mapping[str, Any]:
+        return self._report().top_dict()
+
+    def scripts(self, skill: Skill) -> Sequence[Mapping[str, Any]]:
+        descriptions = {r.script: r.description for r in skill.declaration.run} if skill.declaration else {}
+        out = []
+        for state in self._report().scripts.get(skill.name, ()):
+            entry = state.to_dict()
+            reason = _STATE_REASONS.get(state.state)
+            if state.state == "blocked":
+                reason = state.detail.split(":", 1)[0]
+            if reason:
+                entry["reason"] = reason
+            if descriptions.get(state.script):
+                entry["description"] = descriptions[state.script]
+            out.append(entry)
+        return out
+
+    def skill_extras(self, skill: Skill) -> Mapping[str, Any]:
+        """``unavailableScripts`` and ``ungrantedScripts`` for one skill's entry."""
+        extras = self._report().skill_dict(skill.name)
+        return {k: extras[k] for k in ("unavailableScripts", "ungrantedScripts")}
+
+    def problems(self) -> Sequence[Problem]:
+        return self._report().problems
