@@ -1,0 +1,126 @@
+"""The server entry points: ``build_server`` (any transport) and ``serve_stdio`` (the CLI's).
+
+This module wires the layers together and is the only place that does: it builds the catalog
+from the settings, asks the layers above ``surfaces`` for their tools (``plugins``), and hands
+everything to ``surfaces.app.assemble``. It does not import ``mcp`` itself.
+
+    python -m skill_mcp.server [--skills-dir DIR ...]   # same as `skill-mcp serve`
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skill_mcp import __version__
+from skill_mcp.catalog import build_catalog
+from skill_mcp.config import Settings, load_settings
+from skill_mcp.logs import configure_logging
+from skill_mcp.models import Catalog
+from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
+
+log = logging.getLogger("skill_mcp.server")
+
+
+@dataclass(frozen=True, slots=True)
+class Plugins:
+    """What the layers above ``surfaces`` add to a server: tools and the script-state view."""
+
+    tools: tuple[ToolSpec, ...] = ()
+    script_states: ScriptStates | None = None
+    closers: tuple[Callable[[], Any], ...] = field(default=(), repr=False)
+
+
+def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plugins:
+    """Collect extra tools (``skill_run``, ``skill_search``) for this server.
+
+    Engineers owning those tools add their factory call here; nothing else in ``surfaces``
+    changes when a tool is added.
+    """
+    return Plugins()
+
+
+def static_catalog(settings: Settings) -> Callable[[], Catalog]:
+    catalog = build_catalog(settings)
+    return lambda: catalog
+
+
+def build_server(
+    settings: Settings,
+    catalog_provider: Callable[[], Catalog] | None = None,
+    *,
+    tools: Sequence[ToolSpec] | None = None,
+    script_states: ScriptStates | None = None,
+) -> Any:
+    """Return a ready ``mcp.server.lowlevel.Server`` for any transport.
+
+    ``catalog_provider`` is called per request (a reloading catalog swaps what it returns);
+    by default the catalog is built once from ``settings``. ``tools`` / ``script_states``
+    default to what ``plugins`` collects.
+    """
+    from skill_mcp.surfaces.app import assemble
+
+    provider = catalog_provider or static_catalog(settings)
+    extra = plugins(settings, provider) if tools is None and script_states is None else None
+    return assemble(
+        settings,
+        provider,
+        tools=tuple(tools) if tools is not None else (extra.tools if extra else ()),
+        script_states=script_states if script_states is not None else (extra.script_states if extra else None),
+    )
+
+
+def _banner(settings: Settings, catalog: Catalog) -> str:
+    roots = ", ".join(str(r) for r in settings.roots)
+    problems = len(catalog.problems)
+    lines = [
+        f"skill-mcp {__version__}: serving {len(catalog.skills)} skill(s) from {roots} ({settings.roots_from})"
+        + (f", {problems} problem(s) found (see skill_list or `skill-mcp validate`)" if problems else "") + ".",
+        "This is an MCP server speaking JSON-RPC on stdin/stdout; it is waiting for an MCP client, not for typing.",
+        "Connect a client by having it start this command over stdio, for example:",
+        '  Claude Code:     claude mcp add skills -- skill-mcp serve',
+        '  Claude Desktop:  "mcpServers": {"skills": {"command": "skill-mcp", "args": ["serve"]}}',
+        "Point it at your skills with SKILLS_DIR=/path or --skills-dir /path. Press Ctrl-C to stop.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None) -> int:
+    """Serve over this process's stdin/stdout until stdin closes; returns an exit code."""
+    from skill_mcp.surfaces.stdio import run_stdio
+
+    configure_logging(settings.log_level)
+    provider = catalog_provider or static_catalog(settings)
+    catalog = provider()
+    server = build_server(settings, provider)
+    if sys.stdin.isatty():
+        sys.stderr.write(_banner(settings, catalog))
+        sys.stderr.flush()
+    log.info("serving over stdio", extra={"skills": len(catalog.skills), "problems": len(catalog.problems),
+                                          "roots": [str(r) for r in settings.roots], "rootsFrom": settings.roots_from,
+                                          "narrowed": settings.narrowed})
+    await run_stdio(server)
+    log.info("stdin closed; exiting")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    import anyio
+
+    parser = argparse.ArgumentParser(prog="python -m skill_mcp.server", description="serve skills over stdio")
+    parser.add_argument("--skills-dir", dest="skills_dirs", action="append", default=[], metavar="DIR")
+    args = parser.parse_args(argv)
+    settings = load_settings(args.skills_dirs)
+    try:
+        return anyio.run(serve_stdio, settings)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Assemble one low-level SDK ``Server`` from the catalog, the tool specs and the settings.
+
+Narrowing (``MCP_ENABLED_TOOLS``): only the named tools are registered; ``prompts/list`` and
+``resources/list`` answer with empty lists, ``prompts/get`` and ``resources/read`` with
+``-32602``, the ``skills/*`` methods are not registered at all, and neither handshake
+(``initialize`` nor ``server/discover``) advertises prompts, resources or the extension.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import mcp_types as types
+from mcp.server.caching import CacheHint
+from mcp.server.lowlevel import Server
+from mcp.server.lowlevel.server import NotificationOptions
+
+from skill_mcp import __version__
+from skill_mcp.catalog.files import DigestMemo
+from skill_mcp.config import Settings
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.models import Catalog
+from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces import prompts, resources, skills_ext
+from skill_mcp.surfaces.errors import invalid_params, unknown_uri
+from skill_mcp.surfaces.read_tools import read_tools
+from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
+from skill_mcp.surfaces.state import DeclaredScripts, SurfaceState
+from skill_mcp.surfaces.tools import ToolTable
+
+log = logging.getLogger("skill_mcp.server")
+
+SERVER_NAME = "skill-mcp"
+LIST_TTL_MS = 60_000
+
+INSTRUCTIONS = (
+    "This server serves Agent Skills: folders of instructions, reference files and scripts for "
+    "specific tasks. Catalogs can be large, so do not read everything up front. First call "
+    "{discover} to see skill names and descriptions (it is paginated: pass nextCursor back as cursor). "
+    "When a skill's description matches the task, load that one skill with skill_load, then read only "
+    "the files its instructions point at with skill_file (up to 8 paths per call). Load one skill at a "
+    "time. A refused call returns isError with a stable 'reason' you can act on."
+)
+
+
+class SkillServer(Server[Any]):
+    """The SDK server with one change: a narrowed server advertises tools only."""
+
+    def __init__(self, *, advertise_content: bool, **kwargs: Any) -> None:
+        super().__init__(SERVER_NAME, **kwargs)
+        self.advertise_content = advertise_content
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        caps = super().get_capabilities(notification_options, experimental_capabilities, extensions,
+                                        protocol_version=protocol_version)
+        if self.advertise_content:
+            return caps
+        return caps.model_copy(update={"prompts": None, "resources": None, "extensions": None})
+
+
+def _select_tools(settings: Settings, specs: Sequence[ToolSpec]) -> list[ToolSpec]:
+    if settings.enabled_tools is None:
+        return list(specs)
+    known = {s.name for s in specs}
+    for name in sorted(settings.enabled_tools - known):
+        log.warning("MCP_ENABLED_TOOLS names a tool this server does not have", extra={"tool": name})
+    return [s for s in specs if s.name in settings.enabled_tools]
+
+
+def _instructions(tool_names: Sequence[str]) -> str:
+    discover = "skill_search or skill_list" if "skill_search" in tool_names else "skill_list"
+    return INSTRUCTIONS.format(discover=discover)
+
+
+def assemble(
+    settings: Settings,
+    catalog_provider: Callable[[], Catalog],
+    *,
+    tools: Sequence[ToolSpec] = (),
+    script_states: ScriptStates | None = None,
+) -> SkillServer:
+    state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states or DeclaredScripts(settings))
+    table = ToolTable(_select_tools(settings, [*read_tools(), *tools]), state)
+    content = not settings.narrowed
+
+    async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return table.listing()
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        return await table.call(ctx, params)
+
+    async def on_list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        if not content:
+            return types.ListPromptsResult(prompts=[])
+        return prompts.list_prompts(state.catalog(), params.cursor if params else None)
+
+    async def on_get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if not content:
+            raise invalid_params(SkillMcpError(Refusal.UNKNOWN_SKILL, "prompts are switched off on this server "
+                                               "(MCP_ENABLED_TOOLS)", {"name": params.name}))
+        return prompts.get_prompt(state.catalog(), params.name)
+
+    async def on_list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        if not content:
+            return types.ListResourcesResult(resources=[])
+        return resources.list_resources(state.catalog(), params.cursor if params else None)
+
+    async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        if not content:
+            raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
+        return resources.read_resource(state.catalog(), params.uri)
+
+    hint = CacheHint(ttl_ms=LIST_TTL_MS, scope="public")
+    server = SkillServer(
+        advertise_content=content,
+        version=__version__,
+        instructions=_instructions(table.names),
+        cache_hints={"tools/list": hint, "prompts/list": hint, "resources/list": hint, "resources/read": hint},
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
+        on_list_resources=on_list_resources,
+        on_read_resource=on_read_resource,
+    )
+    if content:
+        _add_skills_extension(server, state)
+    return server
+
+
+def _legacy_extensions_middleware(server: SkillServer) -> Any:
+    """Put ``capabilities.extensions`` back into the handshake-era ``initialize`` result.
+
+    The SDK sieves ``initialize`` through the 2025-11-25 result model, which has no
+    ``extensions`` field, so a handshake-era client would never learn about the skills
+    extension. SEP-2133 advertises extensions at that version too (the conformance suite's
+    ``server-legacy-extensions`` reads them there), so they are re-added after the sieve.
+    """
+
+    async def middleware(ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method == "initialize" and isinstance(result, dict) and server.extensions:
+            caps = result.setdefault("capabilities", {})
+            if isinstance(caps, dict):
+                caps.setdefault("extensions", {k: dict(v) for k, v in server.extensions.items()})
+        return result
+
+    return middleware
+
+
+def _add_skills_extension(server: SkillServer, state: SurfaceState) -> None:
+    async def on_skills_list(ctx: Any, params: skills_ext.SkillsListParams) -> dict[str, Any]:
+        return skills_ext.list_skills(state.memo, state.catalog(), params.cursor)
+
+    async def on_skills_get(ctx: Any, params: skills_ext.SkillsGetParams) -> dict[str, Any]:
+        return skills_ext.get_skill(state.memo, state.catalog(), params.uri)
+
+    async def on_directory_read(ctx: Any, params: skills_ext.DirectoryReadParams) -> dict[str, Any]:
+        return resources.read_directory(state.catalog(), params.uri, params.cursor)
+
+    server.extensions[skills_ext.EXTENSION_ID] = dict(skills_ext.CAPABILITY)
+    server.middleware.append(_legacy_extensions_middleware(server))
+    server.add_request_handler("skills/list", skills_ext.SkillsListParams, on_skills_list)
+    server.add_request_handler("skills/get", skills_ext.SkillsGetParams, on_skills_get)
+    server.add_request_handler("resources/directory/read", skills_ext.DirectoryReadParams, on_directory_read)

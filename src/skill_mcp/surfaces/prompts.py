@@ -1,0 +1,41 @@
+"""One prompt per served skill: the prompt's single message is the skill's instructions."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+from skill_mcp.catalog import files as catfiles
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.models import Catalog
+from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces.errors import invalid_params
+from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
+
+PROMPTS_PAGE = 100
+
+
+def list_prompts(catalog: Catalog, cursor: str | None) -> types.ListPromptsResult:
+    try:
+        offset = decode_cursor("prompts", cursor)
+    except SkillMcpError as err:
+        raise invalid_params(err) from None
+    names = catalog.names()
+    window = names[offset:offset + PROMPTS_PAGE]
+    prompts = [types.Prompt(name=n, description=catalog.skills[n].description) for n in window]
+    more = offset + PROMPTS_PAGE < len(names)
+    return types.ListPromptsResult(prompts=prompts,
+                                   next_cursor=encode_cursor("prompts", offset + PROMPTS_PAGE) if more else None)
+
+
+def get_prompt(catalog: Catalog, name: str) -> types.GetPromptResult:
+    skill = catalog.skills.get(name)
+    if skill is None:
+        raise invalid_params(SkillMcpError(Refusal.UNKNOWN_SKILL, f"no prompt named {name!r}", {"name": name}))
+    try:
+        body = catfiles.read_body(skill)
+    except SkillMcpError as err:
+        raise invalid_params(err) from None
+    return types.GetPromptResult(
+        description=skill.description,
+        messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=body))],
+    )

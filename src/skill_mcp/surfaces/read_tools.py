@@ -1,0 +1,193 @@
+"""``skill_list``, ``skill_load`` and ``skill_file``: the read tools.
+
+They carry the whole experience for a client that shows the model nothing but tools, so
+they say everything the other surfaces say: names, descriptions, URIs, the manifest with
+digests, declared scripts and their state, and every problem the scan found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from skill_mcp.catalog import files as catfiles
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.models import Catalog, Skill
+from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces import content, schemas
+from skill_mcp.surfaces.paging import decode_cursor, encode_cursor, page
+from skill_mcp.surfaces.registry import ToolCall, ToolSpec
+from skill_mcp.surfaces.state import SKILL_MD, file_record, find_skill
+
+MAX_PATHS = 8
+MAX_FILE_BYTES = 1024 * 1024
+MAX_BATCH_BYTES = 4 * 1024 * 1024
+DEFAULT_LIST_LIMIT = 50
+MAX_LIST_LIMIT = 200
+
+
+def compact_entry(call: ToolCall, skill: Skill) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": skill.name,
+        "description": skill.description,
+        "uri": catfiles.skill_uri(skill, SKILL_MD),
+        "fileCount": len(skill.files),
+        "scripts": [dict(s) for s in call.scripts.scripts(skill)],
+    }
+    if skill.skills_list_excluded is not None:
+        entry["skillsListExcluded"] = str(skill.skills_list_excluded)
+    return entry
+
+
+def all_problems(call: ToolCall, catalog: Catalog) -> list[dict[str, Any]]:
+    return [p.to_dict() for p in (*catalog.problems, *call.scripts.problems())]
+
+
+async def skill_list(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
+    limit = int(args.get("limit", DEFAULT_LIST_LIMIT))
+    offset = decode_cursor("skill_list", args.get("cursor"))
+    names = call.catalog.names()
+    start, stop, nxt = page(len(names), offset, limit)
+    problems = all_problems(call, call.catalog)
+    out: dict[str, Any] = {
+        "skills": [compact_entry(call, call.catalog.skills[n]) for n in names[start:stop]],
+        "total": len(names),
+        "problemCount": len(problems),
+        **call.scripts.grant(),
+    }
+    # Problems ride on the first page only: later pages would repeat them verbatim.
+    if offset == 0:
+        out["problems"] = problems
+    if nxt is not None:
+        out["nextCursor"] = encode_cursor("skill_list", nxt)
+    return out
+
+
+async def skill_load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
+    skill = find_skill(call.catalog, args["name"])
+    files = []
+    for f in skill.files:
+        record = file_record(call.memo, skill, f)
+        record["mimeType"] = content.MARKDOWN if f.rel == SKILL_MD else (content.guess_mime(f.rel)
+                                                                          or "application/octet-stream")
+        files.append(record)
+    return {
+        "name": skill.name,
+        "uri": catfiles.skill_uri(skill, SKILL_MD),
+        "description": skill.description,
+        "frontmatter": dict(skill.frontmatter),
+        "instructions": catfiles.read_body(skill),
+        "files": files,
+        "scripts": [dict(s) for s in call.scripts.scripts(skill)],
+    }
+
+
+def _entry_error(rel: str, err: SkillMcpError) -> dict[str, Any]:
+    return {"path": rel, "error": err.to_dict()}
+
+
+def _size_of(skill: Skill, rel: str) -> int:
+    """Stat one requested path (string check, served-file check, resolution) and return its size."""
+    size = catfiles.current_size(skill, rel)
+    if size > MAX_FILE_BYTES:
+        raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"the file is {size} bytes; the limit is {MAX_FILE_BYTES}",
+                            {"path": rel, "size": size, "limit": MAX_FILE_BYTES})
+    return size
+
+
+def _read_entry(skill: Skill, rel: str, size: int) -> dict[str, Any]:
+    data = catfiles.read_skill_file(skill, rel, max_bytes=min(size, MAX_FILE_BYTES))
+    enc = content.encode(rel, data)
+    entry: dict[str, Any] = {
+        "path": rel,
+        "uri": catfiles.skill_uri(skill, rel),
+        "size": len(data),
+        "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "mimeType": enc.mime_type,
+        "encoding": enc.encoding,
+    }
+    entry["text" if enc.text is not None else "blob"] = enc.text if enc.text is not None else enc.blob
+    return entry
+
+
+async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
+    skill = find_skill(call.catalog, args["name"])
+    rels: list[str] = list(args["paths"])
+    if len(rels) > MAX_PATHS:
+        raise SkillMcpError(Refusal.TOO_MANY_PATHS, f"at most {MAX_PATHS} paths per call; split the batch",
+                            {"count": len(rels), "limit": MAX_PATHS})
+    # Pass 1: sizes only. The batch budget is decided from sizes before any byte is read,
+    # so which entries are served never depends on the order the paths were listed in.
+    sizes: dict[int, int] = {}
+    errors: dict[int, dict[str, Any]] = {}
+    for i, rel in enumerate(rels):
+        try:
+            sizes[i] = _size_of(skill, rel)
+        except SkillMcpError as err:
+            errors[i] = _entry_error(rel, err)
+    total = sum(sizes.values())
+    if total > MAX_BATCH_BYTES:
+        raise SkillMcpError(
+            Refusal.BATCH_TOO_LARGE,
+            f"the files add up to {total} bytes; the limit per call is {MAX_BATCH_BYTES}; ask for fewer at once",
+            {"totalBytes": total, "limit": MAX_BATCH_BYTES, "sizes": {rels[i]: s for i, s in sizes.items()}},
+        )
+    entries: list[dict[str, Any]] = []
+    for i, rel in enumerate(rels):
+        if i in errors:
+            entries.append(errors[i])
+            continue
+        try:
+            entries.append(_read_entry(skill, rel, sizes[i]))
+        except SkillMcpError as err:
+            entries.append(_entry_error(rel, err))
+    failed = sum(1 for e in entries if "error" in e)
+    return {"name": skill.name, "files": entries, "served": len(entries) - failed, "failed": failed}
+
+
+def read_tools() -> tuple[ToolSpec, ...]:
+    ro = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+    return (
+        ToolSpec(
+            name="skill_list",
+            title="List skills",
+            description=(
+                "List the skills this server serves: name, description, skill:// URI, file count and "
+                "declared scripts with their state. Paginated: pass nextCursor back as cursor. The first "
+                "page also lists every problem found while scanning (directories not served and why). "
+                "Start here, then load one skill at a time with skill_load."
+            ),
+            input_schema=schemas.SKILL_LIST_IN,
+            output_schema=schemas.SKILL_LIST_OUT,
+            handler=skill_list,
+            annotations=ro,
+        ),
+        ToolSpec(
+            name="skill_load",
+            title="Load one skill",
+            description=(
+                "Load one skill by name: its instructions (the SKILL.md body), its frontmatter, and the "
+                "manifest of its files with size, sha256 digest and URI. Read the files the instructions "
+                "point at with skill_file."
+            ),
+            input_schema=schemas.SKILL_LOAD_IN,
+            output_schema=schemas.SKILL_LOAD_OUT,
+            handler=skill_load,
+            annotations=ro,
+        ),
+        ToolSpec(
+            name="skill_file",
+            title="Read skill files",
+            description=(
+                f"Read up to {MAX_PATHS} files of one skill in one call, by paths relative to the skill "
+                f"directory (as listed by skill_load). Limits: {MAX_FILE_BYTES // 1024} KiB per file and "
+                f"{MAX_BATCH_BYTES // (1024 * 1024)} MiB per call, counted from file sizes before reading. "
+                "Text comes back as text, anything else as base64 with a MIME type. A bad path fails only "
+                "its own entry."
+            ),
+            input_schema=schemas.SKILL_FILE_IN,
+            output_schema=schemas.SKILL_FILE_OUT,
+            handler=skill_file,
+            annotations=ro,
+        ),
+    )

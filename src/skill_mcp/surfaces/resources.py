@@ -1,0 +1,149 @@
+"""Resources: every served file as ``skill://<name>/<path>``, plus directory reads.
+
+``resources/list`` covers the skills ``skills/list`` publishes (a skill left out of the
+extension because its frontmatter name disagrees with its directory, or because it is over the
+extension's limits, would otherwise appear under a URI that breaks SEP-2640's naming rule).
+``resources/read`` and ``resources/directory/read`` answer for every served skill, so a URI
+taken from ``skill_list`` always reads. Anything else is ``-32602``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import unquote
+
+import mcp_types as types
+
+from skill_mcp.catalog import files as catfiles
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.models import Catalog, Skill, SkillFile
+from skill_mcp.surfaces import content
+from skill_mcp.surfaces.errors import invalid_params, unknown_uri
+from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
+from skill_mcp.surfaces.state import SKILL_MD, listed_in_skills_ext
+
+SCHEME = "skill://"
+RESOURCES_PAGE = 100
+DIRECTORY_PAGE = 200
+# A resource read returns one whole file; the extension's per-skill total bounds it.
+MAX_READ_BYTES = 16 * 1024 * 1024
+
+
+def parse_skill_uri(uri: str) -> tuple[str, str | None] | None:
+    """``skill://<name>[/<path>]`` -> ``(name, path)``; None when the URI is not of that shape."""
+    if not uri.startswith(SCHEME) or "?" in uri or "#" in uri:
+        return None
+    name_q, sep, rel_q = uri[len(SCHEME):].partition("/")
+    try:
+        name = unquote(name_q, errors="strict")
+        rel = unquote(rel_q, errors="strict") if sep else None
+    except UnicodeDecodeError:
+        return None
+    if not name or rel == "":
+        return None
+    return name, rel
+
+
+def _skill_for(catalog: Catalog, uri: str) -> tuple[Skill, str | None]:
+    parsed = parse_skill_uri(uri)
+    skill = catalog.skills.get(parsed[0]) if parsed else None
+    if parsed is None or skill is None:
+        raise unknown_uri(uri)
+    rel = parsed[1]
+    # Only the canonical spelling is served: one file, one URI.
+    if catfiles.skill_uri(skill, rel) != uri:
+        raise unknown_uri(uri, "the URI is not in the canonical form this server issues")
+    return skill, rel
+
+
+def file_resource(skill: Skill, f: SkillFile) -> types.Resource:
+    uri = catfiles.skill_uri(skill, f.rel)
+    if f.rel == SKILL_MD:
+        return types.Resource(uri=uri, name=skill.name, description=skill.description,
+                              mime_type=content.MARKDOWN, size=f.size)
+    return types.Resource(uri=uri, name=f.rel, mime_type=content.guess_mime(f.rel) or "application/octet-stream",
+                          size=f.size)
+
+
+def _listed_files(catalog: Catalog) -> Iterator[tuple[Skill, SkillFile]]:
+    for skill in catalog.skills.values():
+        if listed_in_skills_ext(skill):
+            for f in skill.files:
+                yield skill, f
+
+
+def list_resources(catalog: Catalog, cursor: str | None) -> types.ListResourcesResult:
+    try:
+        offset = decode_cursor("resources", cursor)
+    except SkillMcpError as err:
+        raise invalid_params(err) from None
+    window = list(islice(_listed_files(catalog), offset, offset + RESOURCES_PAGE + 1))
+    more = len(window) > RESOURCES_PAGE
+    resources = [file_resource(s, f) for s, f in window[:RESOURCES_PAGE]]
+    return types.ListResourcesResult(
+        resources=resources,
+        next_cursor=encode_cursor("resources", offset + RESOURCES_PAGE) if more else None,
+    )
+
+
+def read_resource(catalog: Catalog, uri: str) -> types.ReadResourceResult:
+    skill, rel = _skill_for(catalog, uri)
+    if rel is None:
+        raise unknown_uri(uri, "this is a skill directory; read its SKILL.md or use resources/directory/read")
+    if skill.file(rel) is None:
+        raise unknown_uri(uri, "this skill serves no file at that path")
+    try:
+        data = catfiles.read_skill_file(skill, rel, max_bytes=MAX_READ_BYTES)
+    except SkillMcpError as err:
+        raise invalid_params(err) from None
+    enc = content.encode(rel, data)
+    mime = content.MARKDOWN if rel == SKILL_MD else enc.mime_type
+    item: types.TextResourceContents | types.BlobResourceContents
+    if enc.text is not None:
+        item = types.TextResourceContents(uri=uri, mime_type=mime, text=enc.text)
+    else:
+        item = types.BlobResourceContents(uri=uri, mime_type=mime, blob=enc.blob or "")
+    return types.ReadResourceResult(contents=[item])
+
+
+def _directories(skill: Skill) -> set[str]:
+    dirs: set[str] = set()
+    for f in skill.files:
+        parent = PurePosixPath(f.rel).parent
+        while str(parent) != ".":
+            dirs.add(str(parent))
+            parent = parent.parent
+    return dirs
+
+
+def _children(skill: Skill, rel: str | None) -> list[types.Resource]:
+    base = PurePosixPath(rel) if rel else PurePosixPath(".")
+    out: list[types.Resource] = []
+    for d in sorted(_directories(skill)):
+        if PurePosixPath(d).parent == base:
+            out.append(types.Resource(uri=catfiles.skill_uri(skill, d), name=PurePosixPath(d).name,
+                                      mime_type=content.DIRECTORY_MIME))
+    out.extend(file_resource(skill, f) for f in skill.files if PurePosixPath(f.rel).parent == base)
+    return out
+
+
+def read_directory(catalog: Catalog, uri: str, cursor: str | None) -> dict[str, Any]:
+    skill, rel = _skill_for(catalog, uri)
+    if rel is not None and rel not in _directories(skill):
+        raise unknown_uri(uri, "not a directory resource; read files with resources/read")
+    try:
+        offset = decode_cursor("directory", cursor)
+    except SkillMcpError as err:
+        raise invalid_params(err) from None
+    children = _children(skill, rel)
+    window = children[offset:offset + DIRECTORY_PAGE]
+    out: dict[str, Any] = {
+        "resultType": "complete",
+        "resources": [r.model_dump(by_alias=True, mode="json", exclude_none=True) for r in window],
+    }
+    if offset + DIRECTORY_PAGE < len(children):
+        out["nextCursor"] = encode_cursor("directory", offset + DIRECTORY_PAGE)
+    return out

@@ -1,0 +1,151 @@
+"""JSON Schemas (2020-12) for the read tools' input and output.
+
+Outputs are validated by clients (the SDK's own client checks ``structuredContent`` against
+``outputSchema``), so every field a handler emits is described here; objects stay open
+(``additionalProperties`` unset) because the sets are additive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_STR = {"type": "string"}
+_INT = {"type": "integer", "minimum": 0}
+
+PROBLEM: dict[str, Any] = {
+    "type": "object",
+    "required": ["path", "reason", "detail"],
+    "properties": {"path": _STR, "reason": _STR, "detail": _STR, "level": {"enum": ["error", "warning"]},
+                   "skill": _STR},
+}
+
+SCRIPT: dict[str, Any] = {
+    "type": "object",
+    "required": ["script", "state"],
+    "properties": {
+        "script": _STR,
+        "interpreter": _STR,
+        "state": _STR,
+        "reason": _STR,
+        "detail": _STR,
+        "description": _STR,
+        "env": {"type": "array", "items": _STR},
+    },
+}
+
+REFUSAL: dict[str, Any] = {
+    "type": "object",
+    "required": ["reason", "detail"],
+    "properties": {"reason": _STR, "detail": _STR},
+}
+
+SKILL_LIST_IN: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "cursor": {"type": "string", "description": "nextCursor from the previous page"},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50,
+                  "description": "skills per page"},
+    },
+    "additionalProperties": False,
+}
+
+SKILL_LIST_OUT: dict[str, Any] = {
+    "type": "object",
+    "required": ["skills", "total", "problemCount", "grantFrom"],
+    "properties": {
+        "skills": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "description", "uri", "fileCount", "scripts"],
+                "properties": {
+                    "name": _STR,
+                    "description": _STR,
+                    "uri": _STR,
+                    "fileCount": _INT,
+                    "scripts": {"type": "array", "items": SCRIPT},
+                    "skillsListExcluded": _STR,
+                },
+            },
+        },
+        "total": _INT,
+        "problemCount": _INT,
+        "problems": {"type": "array", "items": PROBLEM},
+        "grantFrom": _STR,
+        "grantNote": _STR,
+        "nextCursor": _STR,
+    },
+}
+
+_NAME = {"type": "string", "minLength": 1, "maxLength": 255, "description": "the skill's name, as skill_list gives it"}
+
+SKILL_LOAD_IN: dict[str, Any] = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {"name": _NAME},
+    "additionalProperties": False,
+}
+
+MANIFEST_FILE: dict[str, Any] = {
+    "type": "object",
+    "required": ["path", "uri", "size", "digest"],
+    "properties": {"path": _STR, "uri": _STR, "size": _INT, "mimeType": _STR,
+                   "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}},
+}
+
+SKILL_LOAD_OUT: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "uri", "description", "frontmatter", "instructions", "files", "scripts"],
+    "properties": {
+        "name": _STR,
+        "uri": _STR,
+        "description": _STR,
+        "frontmatter": {"type": "object"},
+        "instructions": _STR,
+        "files": {"type": "array", "items": MANIFEST_FILE},
+        "scripts": {"type": "array", "items": SCRIPT},
+    },
+}
+
+SKILL_FILE_IN: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "paths"],
+    "properties": {
+        "name": _NAME,
+        "paths": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "string"},
+            "description": "paths relative to the skill directory, e.g. references/guide.md (at most 8)",
+        },
+    },
+    "additionalProperties": False,
+}
+
+SKILL_FILE_OUT: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "files", "served", "failed"],
+    "properties": {
+        "name": _STR,
+        "served": _INT,
+        "failed": _INT,
+        "files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path"],
+                "properties": {
+                    "path": _STR,
+                    "uri": _STR,
+                    "size": _INT,
+                    "digest": _STR,
+                    "mimeType": _STR,
+                    "encoding": {"enum": ["utf-8", "base64"]},
+                    "text": _STR,
+                    "blob": _STR,
+                    "error": REFUSAL,
+                },
+            },
+        },
+    },
+}

@@ -1,0 +1,91 @@
+"""The MCP Skills extension (SEP-2640, ``io.modelcontextprotocol/skills``).
+
+``skills/list`` pages over the skills the catalog did not exclude (an entry is never split
+across pages); ``skills/get`` answers for one ``skill://<name>/SKILL.md``; both carry
+``resultType``, ``ttlMs`` and ``cacheScope`` in either protocol era. ``resources/directory/read``
+lives in ``surfaces.resources``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp_types as types
+
+from skill_mcp.catalog import files as catfiles
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.models import Catalog, Skill
+from skill_mcp.reasons import ProblemReason
+from skill_mcp.surfaces.errors import invalid_params, unknown_uri
+from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
+from skill_mcp.surfaces.resources import parse_skill_uri
+from skill_mcp.surfaces.state import SKILL_MD, listed_in_skills_ext
+
+EXTENSION_ID = "io.modelcontextprotocol/skills"
+CAPABILITY = {"directoryRead": True}
+SKILLS_PAGE = 25  # entries carry every file's digest; a page bounds the hashing one call may do
+TTL_MS = 60_000
+CACHE_SCOPE = "public"
+
+log = logging.getLogger("skill_mcp.skills")
+
+
+class SkillsListParams(types.PaginatedRequestParams):
+    pass
+
+
+class SkillsGetParams(types.RequestParams):
+    uri: str
+
+
+class DirectoryReadParams(types.PaginatedRequestParams):
+    uri: str
+
+
+def skill_entry(memo: catfiles.DigestMemo, skill: Skill) -> dict[str, Any]:
+    resources = []
+    for f in skill.files:
+        info = catfiles.file_info(memo, skill, f)  # size and digest of the same bytes, never stale
+        resources.append({"uri": catfiles.skill_uri(skill, f.rel), "digest": info.digest, "size": info.size})
+    return {"uri": catfiles.skill_uri(skill, SKILL_MD), "frontmatter": dict(skill.frontmatter),
+            "resources": resources}
+
+
+def _cacheable(body: dict[str, Any]) -> dict[str, Any]:
+    return {"resultType": "complete", **body, "ttlMs": TTL_MS, "cacheScope": CACHE_SCOPE}
+
+
+def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None) -> dict[str, Any]:
+    try:
+        offset = decode_cursor("skills", cursor)
+    except SkillMcpError as err:
+        raise invalid_params(err) from None
+    listed = [s for s in catalog.skills.values() if listed_in_skills_ext(s)]
+    window = listed[offset:offset + SKILLS_PAGE]
+    entries = []
+    for skill in window:
+        try:
+            entries.append(skill_entry(memo, skill))
+        except SkillMcpError as err:
+            # A file vanished or changed under the scan: an entry must be complete, so the skill
+            # sits this page out and says why in the log rather than publishing a partial manifest.
+            log.warning("skill left out of skills/list", extra={"skill": skill.name, "reason": str(err.reason)})
+    body: dict[str, Any] = {"skills": entries}
+    if offset + SKILLS_PAGE < len(listed):
+        body["nextCursor"] = encode_cursor("skills", offset + SKILLS_PAGE)
+    return _cacheable(body)
+
+
+def get_skill(memo: catfiles.DigestMemo, catalog: Catalog, uri: str) -> dict[str, Any]:
+    parsed = parse_skill_uri(uri)
+    skill = catalog.skills.get(parsed[0]) if parsed else None
+    if skill is None or catfiles.skill_uri(skill, SKILL_MD) != uri:
+        raise unknown_uri(uri, f"no skill is served at {uri}")
+    if not listed_in_skills_ext(skill):
+        raise unknown_uri(uri, "this skill is served by the tools only, not through the skills extension",
+                          excludedBecause=str(skill.skills_list_excluded or ProblemReason.SKILLS_LIST_EXCLUDED))
+    try:
+        return _cacheable({"skill": skill_entry(memo, skill)})
+    except SkillMcpError as err:
+        raise invalid_params(err) from None

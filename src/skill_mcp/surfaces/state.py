@@ -1,0 +1,78 @@
+"""Per-server state shared by every surface, and the few catalog look-ups they all need."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skill_mcp.catalog import files as catfiles
+from skill_mcp.config import Settings
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.models import Catalog, Problem, Skill, SkillFile
+from skill_mcp.reasons import ProblemReason, Refusal
+from skill_mcp.surfaces.registry import ScriptStates
+
+SKILL_MD = "SKILL.md"
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredScripts:
+    """The ``ScriptStates`` used until a runner is plugged in: scripts are declared, none runs."""
+
+    settings: Settings
+
+    def grant(self) -> Mapping[str, Any]:
+        if self.settings.skill_run is not None:
+            source = "MCP_SKILL_RUN"
+        elif self.settings.hosted:
+            source = "none"
+        else:
+            source = "declaration"
+        return {"grantFrom": source, "grantNote": "script execution is not available in this server build"}
+
+    def scripts(self, skill: Skill) -> Sequence[Mapping[str, Any]]:
+        out: list[Mapping[str, Any]] = []
+        missing = set(skill.missing_scripts)
+        for row in skill.declaration.run if skill.declaration else ():
+            entry: dict[str, Any] = {"script": row.script, "interpreter": row.interpreter,
+                                     "state": "missing" if row.script in missing else "declared"}
+            if row.script in missing:
+                entry["reason"] = str(ProblemReason.DECLARED_SCRIPT_MISSING)
+            if row.description:
+                entry["description"] = row.description
+            out.append(entry)
+        return out
+
+    def problems(self) -> Sequence[Problem]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceState:
+    settings: Settings
+    catalog_provider: Callable[[], Catalog] = field(repr=False)
+    memo: catfiles.DigestMemo = field(repr=False)
+    scripts: ScriptStates
+
+    def catalog(self) -> Catalog:
+        return self.catalog_provider()
+
+
+def find_skill(catalog: Catalog, name: str) -> Skill:
+    skill = catalog.skills.get(name)
+    if skill is None:
+        raise SkillMcpError(Refusal.UNKNOWN_SKILL, f"no skill named {name!r} is served; call skill_list",
+                            {"name": name})
+    return skill
+
+
+def listed_in_skills_ext(skill: Skill) -> bool:
+    """SEP-2640 entries must be name-consistent and within limits; the catalog decides."""
+    return skill.skills_list_excluded is None
+
+
+def file_record(memo: catfiles.DigestMemo, skill: Skill, f: SkillFile) -> dict[str, Any]:
+    """``{path, uri, size, digest}`` for one served file, digest never stale."""
+    info = catfiles.file_info(memo, skill, f)
+    return {"path": f.rel, "uri": catfiles.skill_uri(skill, f.rel), "size": info.size, "digest": info.digest}

@@ -1,0 +1,89 @@
+"""Dispatch for ``tools/list`` and ``tools/call`` over a set of ``ToolSpec``.
+
+Adding a tool means adding a spec; nothing here changes. Arguments are validated against the
+spec's input schema before the handler runs, and every ``SkillMcpError`` a handler raises
+becomes a tool error through ``surfaces.errors`` - nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import mcp_types as types
+from jsonschema import Draft202012Validator
+from mcp.shared.exceptions import MCPError
+
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces.errors import invalid_params, tool_error
+from skill_mcp.surfaces.registry import ToolCall, ToolSpec
+from skill_mcp.surfaces.state import SurfaceState
+
+log = logging.getLogger("skill_mcp.tools")
+_MAX_REPORTED_ERRORS = 5
+
+
+class ToolTable:
+    """The tools one server registers, with their compiled argument validators."""
+
+    def __init__(self, specs: Sequence[ToolSpec], state: SurfaceState) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.name in self._specs:
+                raise ValueError(f"two tools are named {spec.name!r}")
+            Draft202012Validator.check_schema(spec.input_schema)
+            self._specs[spec.name] = spec
+        self._validators = {name: Draft202012Validator(spec.input_schema) for name, spec in self._specs.items()}
+        self._state = state
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def listing(self) -> types.ListToolsResult:
+        tools = []
+        for spec in self._specs.values():
+            tools.append(types.Tool(
+                name=spec.name,
+                title=spec.title,
+                description=spec.description,
+                input_schema=dict(spec.input_schema),
+                output_schema=dict(spec.output_schema) if spec.output_schema is not None else None,
+                annotations=types.ToolAnnotations.model_validate(spec.annotations) if spec.annotations else None,
+            ))
+        return types.ListToolsResult(tools=tools)
+
+    def _check_arguments(self, name: str, args: dict[str, Any]) -> None:
+        errors = sorted(self._validators[name].iter_errors(args), key=lambda e: list(e.path))
+        if not errors:
+            return
+        found = [{"at": "/" + "/".join(str(p) for p in e.path), "problem": e.message} for e in errors]
+        raise SkillMcpError(Refusal.INVALID_ARGUMENTS,
+                            f"the arguments do not match the tool's input schema: {found[0]['problem']}",
+                            {"errors": found[:_MAX_REPORTED_ERRORS]})
+
+    async def call(self, request: Any, params: types.CallToolRequestParams) -> Any:
+        spec = self._specs.get(params.name)
+        if spec is None:
+            raise invalid_params(SkillMcpError(Refusal.UNKNOWN_TOOL, f"no tool named {params.name!r} is registered",
+                                               {"name": params.name, "tools": self.names}))
+        args = dict(params.arguments or {})
+        call = ToolCall(settings=self._state.settings, catalog=self._state.catalog(), memo=self._state.memo,
+                        scripts=self._state.scripts, request=request, params=params)
+        try:
+            self._check_arguments(spec.name, args)
+            out = await spec.handler(call, args)
+        except SkillMcpError as err:
+            log.info("tool refused", extra={"tool": spec.name, "reason": str(err.reason)})
+            return tool_error(err)
+        except MCPError:
+            raise
+        if isinstance(out, (types.CallToolResult, types.InputRequiredResult)):
+            return out
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(out, ensure_ascii=False))],
+            structured_content=out,
+        )
