@@ -1,0 +1,174 @@
+"""The ``skill_run`` tool: the fence's protocol face, and the confirmation glue.
+
+Every check that does not need the user runs first (``Runner.prepare``). Then one of three
+confirmations, chosen per call:
+
+* handshake era, client declared form elicitation, ``MCP_CONFIRM_ELICITATION`` not ``off``:
+  an ``elicitation/create`` mid-call;
+* 2026-07-28 era, same conditions: an ``InputRequiredResult`` carrying the elicitation, and
+  the run happens on the client's retry that carries the accepted response;
+* otherwise the token round trip: the first call returns ``confirmation-required`` with
+  ``preview.willRun`` and a ``confirmToken``; a repeat call with the same arguments and that
+  token runs the script once.
+
+In all three the approval is a token bound to the previewed plan (the 2026-07-28
+``requestState`` is that token), and the plan is rebuilt and compared right before the run,
+so a script edited while the user was reading the prompt is refused as ``DRAFT_CHANGED``.
+Declined or cancelled: nothing runs (``declined``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.reasons import Refusal
+from skill_mcp.runner.fence import Runner
+from skill_mcp.runner.plan import Prepared
+from skill_mcp.surfaces.registry import ToolCall, ToolOutput, ToolSpec
+
+MODERN = "2026-07-28"
+CONFIRM_KEY = "confirm"  # key of our one input request in the 2026-07-28 round trip
+
+DESCRIPTION = (
+    "Run a script that a skill declares in its mcp-host: block, inside an execution fence. It always asks "
+    "first: either the user confirms in the client, or the first call returns status "
+    "'confirmation-required' with preview.willRun (exactly what would run) and a confirmToken; call again "
+    "with the same skill, script and args plus confirmToken to run it once. A non-zero exit is a normal "
+    "result with exitCode, stdout and stderr. Only declared scripts run; skill_list shows which are runnable."
+)
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "skill": {"type": "string", "description": "the skill's name, as skill_list shows it"},
+        "script": {"type": "string", "description": "the declared script path, relative to the skill"},
+        "args": {"type": "array", "items": {"type": "string"},
+                 "description": "arguments passed verbatim (no shell); at most 64, 64 KiB in total"},
+        "confirmToken": {"type": "string", "description": "the token from the confirmation-required preview"},
+    },
+    "required": ["skill", "script"],
+    "additionalProperties": False,
+}
+
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"status": {"type": "string"}},
+    "required": ["status"],
+}
+
+CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "title": "Run it", "default": True,
+                               "description": "Run exactly the script shown"}},
+}
+
+
+def _form_elicitation(call: ToolCall) -> bool:
+    if not call.settings.confirm_elicitation or call.request is None:
+        return False
+    caps = getattr(call.request.session, "client_capabilities", None)
+    elicitation = getattr(caps, "elicitation", None) if caps is not None else None
+    if elicitation is None:
+        return False
+    # An empty ``elicitation: {}`` (2025-06-18) meant form mode; later clients name the modes.
+    return elicitation.form is not None or elicitation.url is None
+
+
+def confirm_message(will_run: dict[str, Any]) -> str:
+    env = ", ".join(f"{e['name']} ({e['from']})" for e in will_run["env"])
+    lines = [
+        f"Run {will_run['interpreter']} script {will_run['script']} of skill {will_run['skill']}?",
+        f"argv: {json.dumps(will_run['argv'], ensure_ascii=False)}",
+        f"cwd: {will_run['cwd']}",
+        f"timeout: {will_run['timeoutSeconds']:g} s",
+        f"variables handed (names only): {env}",
+        "egress hosts: " + (", ".join(f"{h['host']} (declared by {h['declaredBy']})" for h in will_run["egress"])
+                            or "none declared"),
+        f"script digest: {will_run['scriptDigest']}",
+    ]
+    if will_run.get("runsAs"):
+        lines.append(f"runs as: {will_run['runsAs']}")
+    if will_run.get("envWarning"):
+        lines.append(f"WARNING: {will_run['envWarning']}")
+    return "\n".join(lines)
+
+
+def _accepted(action: str | None, content: dict[str, Any] | None) -> bool:
+    return action == "accept" and (content or {}).get("confirm", True) is not False
+
+
+def _declined(action: str | None) -> SkillMcpError:
+    return SkillMcpError(Refusal.DECLINED, f"the user did not confirm (elicitation {action or 'failed'}); "
+                         "nothing ran", {"action": action})
+
+
+class SkillRun:
+    """The handler, bound to one ``Runner``."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def _prepare(self, call: ToolCall, args: dict[str, Any]) -> Prepared:
+        return self.runner.prepare(call.catalog, args["skill"], args["script"], args.get("args", []))
+
+    async def __call__(self, call: ToolCall, args: dict[str, Any]) -> ToolOutput:
+        prepared = self._prepare(call, args)
+        token = args.get("confirmToken")
+        if token is not None:
+            return await self.runner.execute(prepared, token=token)
+        params = call.params
+        if params is not None and (params.input_responses or params.request_state):
+            return await self._modern_retry(call, args, params)
+        if not _form_elicitation(call):
+            return self.runner.preview(prepared)
+        if call.request.protocol_version == MODERN:
+            return self._modern_ask(prepared)
+        return await self._handshake(call, args, prepared)
+
+    def _modern_ask(self, prepared: Prepared) -> types.InputRequiredResult:
+        request = types.ElicitRequest(params=types.ElicitRequestFormParams(
+            message=confirm_message(dict(prepared.will_run)), requested_schema=CONFIRM_SCHEMA))
+        return types.InputRequiredResult(input_requests={CONFIRM_KEY: request},
+                                         request_state=self.runner.tokens.mint(prepared.canonical()))
+
+    async def _modern_retry(self, call: ToolCall, args: dict[str, Any], params: Any) -> dict[str, Any]:
+        response = (params.input_responses or {}).get(CONFIRM_KEY)
+        action = getattr(response, "action", None)
+        if not _accepted(action, getattr(response, "content", None)):
+            raise _declined(action)
+        if not params.request_state:
+            raise SkillMcpError(Refusal.TOKEN_INVALID, "the retry carries no requestState")
+        # The plan is rebuilt now; the token in requestState is bound to the one the user saw.
+        return await self.runner.execute(self._prepare(call, args), token=params.request_state)
+
+    async def _handshake(self, call: ToolCall, args: dict[str, Any], prepared: Prepared) -> ToolOutput:
+        token = self.runner.tokens.mint(prepared.canonical())
+        try:
+            result = await call.request.session.elicit_form(
+                confirm_message(dict(prepared.will_run)), CONFIRM_SCHEMA, related_request_id=call.request.request_id)
+        except NoBackChannelError:
+            return self.runner.preview(prepared)  # no way to ask mid-call: fall back to the token flow
+        except MCPError as exc:
+            raise SkillMcpError(Refusal.DECLINED, f"the confirmation prompt failed ({exc.error.message}); "
+                                "nothing ran") from None
+        if not _accepted(result.action, result.content):
+            raise _declined(result.action)
+        return await self.runner.execute(self._prepare(call, args), token=token)
+
+
+def run_tool_spec(runner: Runner) -> ToolSpec:
+    return ToolSpec(
+        name="skill_run",
+        title="Run a declared skill script",
+        description=DESCRIPTION,
+        input_schema=INPUT_SCHEMA,
+        output_schema=OUTPUT_SCHEMA,
+        handler=SkillRun(runner),
+        annotations={"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
+                     "openWorldHint": True},
+    )
