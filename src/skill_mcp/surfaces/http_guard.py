@@ -1,0 +1,282 @@
+"""The edge of the HTTP transport: who may reach the server, and from where.
+
+Two decisions live here, both made before a request reaches the SDK's session manager, so a
+refused request never opens a session:
+
+* ``decide_exposure`` - at start-up, from the bind address, the token and ``--no-auth``:
+  a token is required; serving without one is allowed only on a loopback address and only
+  when asked for explicitly. Wildcard binds must name the host names clients will use,
+  because DNS-rebinding protection needs a closed list of acceptable ``Host`` values.
+* ``GuardMiddleware`` - per request: the ``Host`` (and ``Origin``, when sent) must be one of
+  the allowed names (421 / 403 otherwise), then the bearer token must match (401). The
+  token is compared as a SHA-256 digest with ``hmac.compare_digest``, so the comparison
+  takes the same time whatever the presented value and its length.
+
+The middleware also counts requests in flight so a SIGTERM can drain them (see
+``surfaces.http``); while draining it refuses anything that would open new work (503).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.reasons import Refusal
+
+logger = logging.getLogger("skill_mcp.http")
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+# A token is a shared secret typed into client configurations; below this it is guessable
+# by an online attacker long before anyone notices.
+MIN_TOKEN_CHARS = 16
+MCP_SESSION_HEADER = b"mcp-session-id"
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port). IPv6 literals are written ``[::1]:8080``.
+
+    The returned host is bare (``::1``), ready for ``socket.bind``.
+    """
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise SkillMcpError(Refusal.HTTP_ADDRESS_INVALID, f"expected HOST:PORT, got {text!r}", {"address": text})
+    port = int(port_text)
+    if port > 65535:
+        raise SkillMcpError(Refusal.HTTP_ADDRESS_INVALID, f"port out of range in {text!r}", {"address": text})
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise SkillMcpError(
+                Refusal.HTTP_ADDRESS_INVALID, f"not an IPv6 address in {text!r}", {"address": text}
+            ) from None
+    elif ":" in host:
+        raise SkillMcpError(
+            Refusal.HTTP_ADDRESS_INVALID, f"write IPv6 addresses in brackets: [{host}]:{port}", {"address": text}
+        )
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP literals. Other names are never trusted as loopback:
+    a name could resolve anywhere."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def _host_name(host: str) -> str:
+    """The form a ``Host`` header uses for a bind host: IPv6 in brackets, lower case."""
+    return f"[{host.lower()}]" if ":" in host else host.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class ExposurePolicy:
+    """What ``decide_exposure`` settled. The token itself is never kept, only its digest."""
+
+    host: str
+    port: int
+    allowed_hosts: frozenset[str]
+    token_digest: bytes | None = field(repr=False)
+
+    @property
+    def authenticated(self) -> bool:
+        return self.token_digest is not None
+
+
+def _check_token(token: str) -> None:
+    if len(token) < MIN_TOKEN_CHARS:
+        raise SkillMcpError(Refusal.HTTP_TOKEN_WEAK,
+                            f"the HTTP bearer token must be at least {MIN_TOKEN_CHARS} characters",
+                            {"minChars": MIN_TOKEN_CHARS})
+    if not all(0x21 <= ord(c) <= 0x7E for c in token):
+        raise SkillMcpError(Refusal.HTTP_TOKEN_WEAK,
+                            "the HTTP bearer token must be visible ASCII (no spaces or control characters)")
+
+
+def decide_exposure(
+    host: str, port: int, token: str | None, no_auth: bool, allowed_hosts: Iterable[str] = ()
+) -> ExposurePolicy:
+    """Refuse every unsafe combination; return the policy the middleware enforces.
+
+    ``allowed_hosts`` are extra ``Host`` names (``mcp.example.com``) a reverse proxy forwards.
+    """
+    if token is not None and no_auth:
+        raise SkillMcpError(Refusal.HTTP_AUTH_CONFLICT,
+                            "--no-auth was given together with a token (MCP_HTTP_TOKEN or --token-file); "
+                            "choose one")
+    if token is None and not no_auth:
+        raise SkillMcpError(Refusal.HTTP_AUTH_REQUIRED,
+                            "serving over HTTP needs a bearer token: set MCP_HTTP_TOKEN or pass --token-file "
+                            "(or --no-auth, on a loopback address only)")
+    if no_auth and not is_loopback(host):
+        raise SkillMcpError(Refusal.HTTP_NO_AUTH_REMOTE,
+                            f"--no-auth is allowed only on a loopback address, not {host!r}", {"host": host})
+    if token is not None:
+        _check_token(token)
+    names = {h.strip().lower() for h in allowed_hosts if h.strip()}
+    if is_loopback(host):
+        names.update(LOOPBACK_NAMES)
+    elif is_wildcard(host):
+        if not names:
+            raise SkillMcpError(Refusal.HTTP_ALLOWED_HOSTS_REQUIRED,
+                                f"binding {host!r} listens on every interface: name the host names clients "
+                                "use (--allowed-host) so DNS-rebinding protection has a list to check")
+    else:
+        names.add(_host_name(host))
+    digest = hashlib.sha256(token.encode("ascii")).digest() if token is not None else None
+    return ExposurePolicy(host=host, port=port, allowed_hosts=frozenset(names), token_digest=digest)
+
+
+def host_allowed(value: str | None, allowed: frozenset[str]) -> bool:
+    """``Host`` header (``name`` or ``name:port``) against the allowed names, any port."""
+    if not value:
+        return False
+    value = value.strip().lower()
+    if value.startswith("["):
+        name, _, rest = value.partition("]")
+        name += "]"
+        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+            return False
+    else:
+        name, sep, port = value.partition(":")
+        if sep and not port.isdigit():
+            return False
+    return name in allowed
+
+
+def origin_allowed(value: str | None, allowed: frozenset[str]) -> bool:
+    """An absent ``Origin`` is a non-browser client; a present one must name an allowed host."""
+    if value is None:
+        return True
+    scheme, sep, rest = value.strip().partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or "/" in rest:
+        return False
+    return host_allowed(rest, allowed)
+
+
+def bearer_matches(header: str | None, token_digest: bytes) -> bool:
+    if header is None:
+        return False
+    scheme, _, presented = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    presented_digest = hashlib.sha256(presented.strip().encode("utf-8", "surrogateescape")).digest()
+    return hmac.compare_digest(presented_digest, token_digest)
+
+
+def _refusal_body(reason: Refusal, message: str) -> bytes:
+    # JSON-RPC shaped, id null, like the SDK's own transport-level refusals, so MCP clients
+    # surface the message; ``data.reason`` is the stable part.
+    body = {"jsonrpc": "2.0", "id": None,
+            "error": {"code": -32600, "message": message, "data": {"reason": str(reason)}}}
+    return json.dumps(body).encode()
+
+
+async def _refuse(send: Send, status: int, reason: Refusal, message: str,
+                  extra_headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    body = _refusal_body(reason, message)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               *extra_headers]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class GuardMiddleware:
+    """ASGI middleware in front of the whole app: Host/Origin, bearer token, drain accounting."""
+
+    def __init__(self, app: ASGIApp, policy: ExposurePolicy) -> None:
+        self.app = app
+        self.policy = policy
+        self.in_flight = 0
+        self.draining = False
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def start_draining(self) -> None:
+        self.draining = True
+
+    async def wait_idle(self) -> None:
+        """Return once no request is in flight (the caller bounds the wait)."""
+        while self.in_flight:
+            await self._idle.wait()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: dict[bytes, bytes] = {}
+        for key, value in scope["headers"]:
+            headers.setdefault(key.lower(), value)
+        refusal = self._check(headers)
+        if refusal is not None:
+            status, reason, message, extra = refusal
+            logger.warning("http request refused", extra={"event": "http-refused", "reason": str(reason),
+                                                         "status": status, "path": scope.get("path")})
+            await _refuse(send, status, reason, message, extra)
+            return
+        if scope.get("method") == "POST":
+            # Only POSTs carry calls; a GET is a long-lived notification stream that would
+            # otherwise hold every drain to its full bound.
+            await self._tracked(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    def _check(self, headers: dict[bytes, bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
+        host = _latin1(headers.get(b"host"))
+        if not host_allowed(host, self.policy.allowed_hosts):
+            return 421, Refusal.HTTP_HOST_REFUSED, "Host not allowed", []
+        if not origin_allowed(_latin1(headers.get(b"origin")), self.policy.allowed_hosts):
+            return 403, Refusal.HTTP_ORIGIN_REFUSED, "Origin not allowed", []
+        digest = self.policy.token_digest
+        if digest is not None and not bearer_matches(_latin1(headers.get(b"authorization")), digest):
+            return (401, Refusal.HTTP_UNAUTHORIZED, "Unauthorized: a valid bearer token is required",
+                    [(b"www-authenticate", b'Bearer realm="skill-mcp"')])
+        # While draining, requests of an existing handshake-era session still pass: they may
+        # answer a question an in-flight call is waiting on (elicitation). Anything else
+        # would start new work after SIGTERM.
+        if self.draining and MCP_SESSION_HEADER not in headers:
+            return (503, Refusal.HTTP_DRAINING, "the server is shutting down",
+                    [(b"retry-after", b"5"), (b"connection", b"close")])
+        return None
+
+    async def _tracked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.in_flight += 1
+        self._idle = anyio.Event() if self.in_flight == 1 else self._idle
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self._idle.set()
+
+
+def _latin1(value: bytes | None) -> str | None:
+    return value.decode("latin-1") if value is not None else None
+
+
+def describe(policy: ExposurePolicy) -> dict[str, Any]:
+    """Log-safe summary (never the token)."""
+    return {"host": policy.host, "port": policy.port, "authenticated": policy.authenticated,
+            "allowedHosts": sorted(policy.allowed_hosts)}
