@@ -1,0 +1,52 @@
+"""Hand-made catalog records and a runner for fence tests (no catalog scan involved)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from skill_mcp.config import load_settings
+from skill_mcp.models import Catalog, Declaration, ScriptDecl, Skill, SkillFile
+from skill_mcp.runner.audit import AuditSink
+from skill_mcp.runner.environ import HardenReport
+from skill_mcp.runner.fence import Runner
+from skill_mcp.runner.interpreters import resolve_interpreters
+
+SCRUBBED = HardenReport(scrubbed=True, nondumpable=True)
+
+
+def make_skill(root: Path, name: str, files: Mapping[str, str], run: Sequence[ScriptDecl] = (),
+               egress: Sequence[str] = ()) -> Skill:
+    directory = root / name
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test\n---\nbody\n", encoding="utf-8")
+    for rel, text in files.items():
+        path = directory / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    recs = []
+    for rel in sorted(["SKILL.md", *files]):
+        st = os.stat(directory / rel)
+        recs.append(SkillFile(rel=rel, size=st.st_size, mtime_ns=st.st_mtime_ns, ino=st.st_ino))
+    decl = Declaration(version=1, run=tuple(run), egress=tuple(egress)) if run or egress else None
+    real = Path(os.path.realpath(directory))
+    return Skill(name=name, directory=real, found_at=str(directory), root=Path(os.path.realpath(root)),
+                 frontmatter={"name": name, "description": "test"}, description="test", files=tuple(recs),
+                 body_offset=0, declaration=decl)
+
+
+def catalog_of(*skills: Skill) -> Catalog:
+    return Catalog(skills={s.name: s for s in sorted(skills, key=lambda s: s.name)}, problems=(), roots=())
+
+
+def make_runner(environ: Mapping[str, str] | None = None, *, harden: HardenReport | None = SCRUBBED,
+                audit: AuditSink | None = None, clock: Any = None, **kwargs: Any) -> Runner:
+    env = {"PATH": "/usr/bin:/bin", **(environ or {})}
+    settings = load_settings((), env)
+    extra: dict[str, Any] = {}
+    if clock is not None:
+        extra["clock"] = clock
+    return Runner.create(settings, harden=harden, audit=audit or (lambda record: None),
+                         interpreters=kwargs.pop("interpreters", None) or resolve_interpreters(), **extra, **kwargs)
