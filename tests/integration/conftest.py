@@ -1,0 +1,24 @@
+"""Fixtures for driving the real server subprocess over stdio with the SDK's own client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.harness import ERAS, build_tree
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=ERAS)
+def era(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def skills_root(tmp_path: Path) -> Path:
+    return build_tree(tmp_path / "skills")

@@ -1,0 +1,187 @@
+"""Start ``skill-mcp serve`` as a real subprocess and talk to it: SDK client or raw lines.
+
+The fixture tree has, on purpose: a skill with nested folders, a binary file, a file over the
+1 MiB per-file cap and a declared script (``alpha``); a plain skill (``beta``); a skill whose
+frontmatter name disagrees with its directory (``gamma`` says ``not-gamma``: served by the
+tools, left out of the skills extension); a directory with broken frontmatter (reported); and
+a skill whose five files add up to more than the 4 MiB batch cap (``bulk``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from pydantic import TypeAdapter
+
+ERAS = ("legacy", "2026-07-28")
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
+BIG = 1024 * 1024 + 10
+BULK_FILE = 900 * 1024
+_RAW = TypeAdapter(dict[str, Any])
+
+ALPHA_MD = """---
+name: alpha
+description: Alpha turns notes into reports.
+license: MIT
+metadata:
+  author: tests
+  version: "1.0"
+mcp-host:
+  version: 1
+  run:
+    - script: scripts/hello.py
+      interpreter: python
+---
+# Alpha
+
+Read references/guide.md first, then references/deep/notes.txt.
+"""
+
+
+def _write(path: Path, data: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        path.write_text(data, encoding="utf-8")
+    else:
+        path.write_bytes(data)
+
+
+def build_tree(root: Path) -> Path:
+    _write(root / "alpha" / "SKILL.md", ALPHA_MD)
+    _write(root / "alpha" / "references" / "guide.md", "# Guide\n\nStep one.\n")
+    _write(root / "alpha" / "references" / "deep" / "notes.txt", "deep notes\n")
+    _write(root / "alpha" / "assets" / "logo.png", PNG)
+    _write(root / "alpha" / "scripts" / "hello.py", "print('hello')\n")
+    _write(root / "alpha" / "references" / "big.txt", b"x" * BIG)
+    _write(root / "beta" / "SKILL.md", "---\nname: beta\ndescription: Beta answers questions.\n---\nBeta body.\n")
+    _write(root / "gamma" / "SKILL.md", "---\nname: not-gamma\ndescription: Gamma, misnamed.\n---\nGamma body.\n")
+    _write(root / "broken" / "SKILL.md", "---\nname: broken\ndescription: [unclosed\n---\nbody\n")
+    _write(root / "bulk" / "SKILL.md", "---\nname: bulk\ndescription: Many large files.\n---\nBulk.\n")
+    for i in range(5):
+        _write(root / "bulk" / "data" / f"part{i}.txt", bytes([65 + i]) * BULK_FILE)
+    return root
+
+
+def sha256(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def server_command() -> list[str]:
+    """The console script when installed next to this interpreter, else the module."""
+    script = Path(sys.executable).with_name("skill-mcp")
+    if script.exists():
+        return [str(script), "serve"]
+    return [sys.executable, "-m", "skill_mcp.server"]
+
+
+def server_params(root: Path, env: Mapping[str, str] | None = None) -> StdioServerParameters:
+    command = server_command()
+    return StdioServerParameters(command=command[0], args=[*command[1:], "--skills-dir", str(root)],
+                                 env={"SKILL_MCP_LOG": "warning", **(env or {})})
+
+
+@asynccontextmanager
+async def connect(root: Path, era: str, env: Mapping[str, str] | None = None) -> AsyncIterator[Client]:
+    async with Client(server_params(root, env), mode=era, read_timeout_seconds=30) as client:
+        yield client
+
+
+async def handshake(client: Client, era: str) -> tuple[types.ServerCapabilities, str | None]:
+    """Capabilities and instructions as the server states them in this era.
+
+    A client pinned to 2026-07-28 adopts a synthesized discovery result without asking, so the
+    modern era sends a real ``server/discover`` here.
+    """
+    if era == "legacy":
+        return client.server_capabilities, client.instructions
+    raw = await client.session.send_discover("2026-07-28")
+    found = types.DiscoverResult.model_validate(raw)
+    return found.capabilities, found.instructions
+
+
+class SkillsListRequest(types.Request[types.PaginatedRequestParams, Literal["skills/list"]]):
+    method: Literal["skills/list"] = "skills/list"
+    params: types.PaginatedRequestParams = types.PaginatedRequestParams()
+
+
+class UriParams(types.PaginatedRequestParams):
+    uri: str
+
+
+class SkillsGetRequest(types.Request[UriParams, Literal["skills/get"]]):
+    method: Literal["skills/get"] = "skills/get"
+
+
+class DirectoryReadRequest(types.Request[UriParams, Literal["resources/directory/read"]]):
+    method: Literal["resources/directory/read"] = "resources/directory/read"
+
+
+async def skills_list(client: Client, cursor: str | None = None) -> dict[str, Any]:
+    req = SkillsListRequest(params=types.PaginatedRequestParams(cursor=cursor))
+    return await client.session.send_request(req, _RAW)
+
+
+async def skills_get(client: Client, uri: str) -> dict[str, Any]:
+    return await client.session.send_request(SkillsGetRequest(params=UriParams(uri=uri)), _RAW)
+
+
+async def directory_read(client: Client, uri: str, cursor: str | None = None) -> dict[str, Any]:
+    return await client.session.send_request(DirectoryReadRequest(params=UriParams(uri=uri, cursor=cursor)), _RAW)
+
+
+class RawServer:
+    """The server with plain pipes: write lines, read stdout lines one at a time (bounded)."""
+
+    def __init__(self, root: Path, env: Mapping[str, str] | None = None) -> None:
+        command = server_command()
+        base = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+        self.proc = subprocess.Popen(
+            [*command, "--skills-dir", str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env={**base, "LANG": "C.UTF-8", **(env or {})},
+        )
+
+    def send(self, line: str | bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() if isinstance(line, str) else line)
+        self.proc.stdin.write(b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, rid: int, method: str, params: dict[str, Any] | None = None) -> None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(json.dumps(msg))
+
+    def read_line(self) -> bytes:
+        """One stdout line. The server answers every request, so a missing line is a failure the
+        per-test timeout (pytest-timeout) turns into an error rather than a hang."""
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, "the server closed stdout"
+        return line
+
+    def close(self, timeout: float = 20) -> tuple[bytes, bytes]:
+        """Close stdin, wait for the exit (bounded) and return the rest of stdout and all stderr."""
+        try:
+            return self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate(timeout=timeout)
+            raise
+
+    def initialize(self) -> dict[str, Any]:
+        self.request(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                       "clientInfo": {"name": "raw-test", "version": "0"}})
+        reply = json.loads(self.read_line())
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        return reply
