@@ -25,3 +25,17 @@ lint: install
 
 bench: install
 	$(BIN)/python -m bench
+
+# The appliance image (container/). Wheels are built on the host and installed in the
+# image with --no-index. BASE_IMAGE defaults to a debootstrap-built base (no registry
+# needed); on a machine that can pull, `make image BASE_IMAGE=debian:bookworm-slim`.
+IMAGE ?= skill-mcp:dev
+BASE_IMAGE ?= skill-mcp-base:bookworm
+IMAGE_CTX := build/image
+
+image:
+	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/wheels $(IMAGE_CTX)/nftables
+	$(PY) -m pip wheel -q --disable-pip-version-check --wheel-dir $(IMAGE_CTX)/wheels . pip
+	cp nftables/skill-mcp.nft $(IMAGE_CTX)/nftables/
+	if [ "$(BASE_IMAGE)" = "skill-mcp-base:bookworm" ]; then bash container/build-base.sh $(BASE_IMAGE); fi
+	DOCKER_BUILDKIT=0 docker build -q -f container/Dockerfile --build-arg BASE_IMAGE=$(BASE_IMAGE) -t $(IMAGE) $(IMAGE_CTX)

@@ -1,0 +1,175 @@
+"""Boot: ruleset, capability drop, server start, then the broker loop (PID 1, as root).
+
+    1. check we are root with SETUID, SETGID and KILL; look the three users up;
+    2. load nftables/skill-mcp.nft and verify it is in force (needs NET_ADMIN; without it
+       the fence is unavailable: instructions are served, scripts are refused, and why);
+    3. drop every capability but SETUID, SETGID and KILL, read the kernel's view back, and
+       fail the boot if the drop did not take; set no-new-privileges;
+    4. start the server as its uid: no capabilities, no-new-privileges, an environment built
+       from the container's, one end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``);
+       the server binary is execute-only, which makes the kernel mark it non-dumpable;
+    5. serve requests, reap every child, forward SIGTERM/SIGINT to the server, and exit with
+       the server's status when it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import socket
+import sys
+from collections.abc import Mapping, Sequence
+
+from skill_mcp_launcher import caps, checks, fence, procs, protocol, sandbox
+from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
+
+KEEP = (caps.CAP_SETUID, caps.CAP_SETGID, caps.CAP_KILL)
+BROKER_FD = 3
+# Variables that configure the launcher itself; the server never sees them.
+LAUNCHER_ONLY = ("HOSTNAME", "HOME", "PATH")
+SERVER_HOME = "/nonexistent"
+
+
+def server_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: the owner's variables (it hands granted ones to scripts)."""
+    env = {k: v for k, v in environ.items() if k not in LAUNCHER_ONLY and "\0" not in v}
+    env.update(PATH=checks.FIXED_PATH, HOME=SERVER_HOME, SKILL_MCP_BROKER_FD=str(BROKER_FD))
+    return env
+
+
+def skill_roots(environ: Mapping[str, str]) -> tuple[str, ...]:
+    roots = []
+    for var in ("SKILLS_DIR", "MCP_SKILLS_PATH"):
+        for part in environ.get(var, "").split(":"):
+            if part.strip() and os.path.isdir(part):
+                roots.append(os.path.realpath(part))
+    return tuple(roots)
+
+
+def _prepare_dirs() -> None:
+    for path, mode in ((RUN_DIR, 0o755), (PROXY_DIR, 0o755), (sandbox.SCRATCH_ROOT, 0o1733)):
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, mode)  # sticky and unlistable: a run's directory is its own
+
+
+def start_server(command: Sequence[str], env: Mapping[str, str], account: procs.Account,
+                 child_sock: socket.socket) -> int:
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            procs.reset_signals()
+            os.dup2(child_sock.fileno(), BROKER_FD)
+            procs.close_fds_from(BROKER_FD + 1)
+            procs.drop_to(account)
+            caps.set_nondumpable()
+            os.execve(command[0], list(command), dict(env))  # noqa: S606 - an argv array, never a shell
+        except BaseException as exc:
+            os.write(2, f"server start failed: {exc}\n".encode())
+        os._exit(127)
+    return pid
+
+
+def boot_fence(state: caps.CapState) -> tuple[bool, str]:
+    if not state.has(caps.CAP_NET_ADMIN):
+        return False, "the container was started without NET_ADMIN, so the egress ruleset cannot be loaded"
+    try:
+        fence.load_and_verify()
+    except fence.FenceError as exc:
+        return False, f"the egress ruleset could not be loaded: {exc}"
+    return True, "nftables default-deny egress in force; proxy on 127.0.0.1:8888"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    command = list(sys.argv[1:] if argv is None else argv)
+    if not command or not os.path.isabs(command[0]):
+        fatal("usage: launcher /absolute/server/command [args...]", 2)
+    if os.getuid() != 0:
+        fatal("the launcher must start as root; it drops to the server, script and proxy users itself")
+    caps.set_child_subreaper()
+    try:
+        users = procs.lookup_users()
+    except (KeyError, RuntimeError) as exc:
+        fatal(f"users: {exc}")
+    start = caps.read_state()
+    missing = [caps.NAMES[c] for c in KEEP if not start.has(c)]
+    if missing:
+        fatal(f"missing capabilities {missing}: the launcher cannot separate the server and scripts from root")
+    fence_ok, fence_detail = boot_fence(start)
+    try:
+        state = caps.set_caps(KEEP)
+        caps.set_no_new_privs()
+    except caps.CapError as exc:
+        fatal(str(exc))
+    _prepare_dirs()
+    log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective),
+        bounding=caps.describe(state.bounding))
+    environ = dict(os.environ)
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    broker = Broker(users=users, reaper=procs.Reaper(), roots=skill_roots(environ),
+                    interpreters=checks.resolve_interpreters(), fence_ok=fence_ok, fence_detail=fence_detail)
+    server_pid = start_server(command, server_env(environ), users.server, child)
+    child.close()
+    broker.reaper.watch(server_pid)
+    return serve(broker, parent, server_pid)
+
+
+def serve(broker: Broker, sock: socket.socket, server_pid: int) -> int:
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    pending: list[int] = []
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: pending.append(signum))
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    connected = True
+    while True:
+        for key, _ in sel.select(1.0):
+            if key.fd == wake_r:
+                _drain(wake_r)
+            elif connected and not _serve_one(broker, sock):
+                sel.unregister(sock)
+                connected = False
+        while pending:
+            signum = pending.pop()
+            if signum != signal.SIGCHLD:
+                _signal(server_pid, signum)
+        broker.reaper.reap()
+        status = broker.reaper.pop(server_pid)
+        if status is not None:
+            procs.sweep(broker.users.script, broker.reaper, timeout=2.0)
+            log("server-exited", status=status)
+            return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def _serve_one(broker: Broker, sock: socket.socket) -> bool:
+    try:
+        message = protocol.recv(sock, first_byte_timeout=1.0, frame_timeout=10.0)
+    except protocol.ProtocolError as exc:
+        log("protocol-error", detail=str(exc))
+        return False
+    if message is None:
+        return False
+    reply = broker.handle(message)
+    reply.update(v=protocol.VERSION, id=message.get("id"))
+    try:
+        protocol.send(sock, reply)
+    except (OSError, protocol.ProtocolError) as exc:
+        log("reply-failed", detail=str(exc))
+        return False
+    return True
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass

@@ -1,0 +1,149 @@
+"""The privileged monitor: serves run requests from the server, one at a time.
+
+A request is checked (``checks``), then run (``sandbox``) with a fresh egress proxy holding
+that run's allowlist, then every process of the script uid and of the proxy uid is swept.
+The reply carries the result in ``RunResult`` shape, or a refusal with a stable reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.reasons import Refusal
+from skill_mcp_launcher import checks, procs, proxy, sandbox
+
+RUN_DIR = "/run/skill-mcp"
+PROXY_DIR = f"{RUN_DIR}/proxy"
+PROXY_START_S = 3.0
+
+
+def log(event: str, **fields: Any) -> None:
+    """One JSON object a line on stderr; stdout belongs to the server's protocol."""
+    line = json.dumps({"ts": round(time.time(), 3), "component": "launcher", "event": event, **fields},
+                      default=str)
+    with contextlib.suppress(OSError):
+        os.write(2, (line + "\n").encode("utf-8", "replace"))
+
+
+@dataclass(slots=True)
+class Broker:
+    users: procs.Users
+    reaper: procs.Reaper
+    roots: tuple[str, ...]
+    interpreters: dict[str, str]
+    fence_ok: bool
+    fence_detail: str
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    runs: int = 0
+
+    def hello(self) -> dict[str, Any]:
+        return {"ok": True, "fence": self.fence_ok, "fenceDetail": self.fence_detail,
+                "interpreters": self.interpreters, "proxyPort": proxy.PROXY_PORT,
+                "limits": {"nproc": self.limits.nproc, "nofile": self.limits.nofile,
+                           "fsize": self.limits.fsize, "addressSpace": self.limits.address_space}}
+
+    def handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        op = message.get("op")
+        try:
+            if op == "hello":
+                return self.hello()
+            if op == "run":
+                return self.run(message.get("plan"))
+            raise SkillMcpError(Refusal.INVALID_ARGUMENTS, f"unknown op {op!r}")
+        except SkillMcpError as exc:
+            log("refused", reason=str(exc.reason), detail=exc.detail)
+            return {"ok": False, "reason": str(exc.reason), "detail": exc.detail, "data": exc.data}
+
+    def run(self, raw: Any) -> dict[str, Any]:
+        if not self.fence_ok:
+            raise SkillMcpError(Refusal.FENCE_UNAVAILABLE,
+                                f"this appliance runs no scripts: {self.fence_detail}")
+        job, notes = checks.check_plan(raw, interpreters=self.interpreters, roots=self.roots)
+        self.runs += 1
+        scratch = os.path.join(sandbox.SCRATCH_ROOT, f"run-{self.runs}")
+        env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
+        proxy_pid = self._start_proxy(job.egress)
+        try:
+            outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch)
+        finally:
+            self._stop_proxy(proxy_pid)
+        log("run", skill_dir=job.cwd, argv0=job.argv[0], status=outcome.status, timed_out=outcome.timed_out,
+            remaining=outcome.remaining, duration_ms=outcome.duration_ms, egress=list(job.egress))
+        if outcome.spawn_error is not None:
+            raise SkillMcpError(Refusal.SPAWN_FAILED, f"the script could not be started: {outcome.spawn_error}")
+        return {"ok": True, "result": _result(outcome, notes), "sweep": {
+            "remaining": outcome.remaining, "scratchRemoved": not outcome.scratch_left}}
+
+    def _start_proxy(self, hosts: tuple[str, ...]) -> int:
+        files = proxy.write_config(PROXY_DIR, hosts)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - child
+            try:
+                procs.reset_signals()
+                null = os.open("/dev/null", os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(2, 1)  # tinyproxy's messages go to the container's stderr, never stdout
+                procs.close_fds_from(3)
+                procs.drop_to(self.users.proxy)
+                os.execve(proxy.TINYPROXY, proxy.argv(files), {"PATH": checks.FIXED_PATH})  # noqa: S606 - an argv array, never a shell
+            except BaseException as exc:
+                os.write(2, f"proxy start failed: {exc}\n".encode())
+            os._exit(127)
+        self.reaper.watch(pid)
+        deadline = time.monotonic() + PROXY_START_S
+        while not proxy.listening():
+            self.reaper.reap()
+            if pid in self.reaper.statuses or time.monotonic() >= deadline:
+                self._stop_proxy(pid)
+                raise SkillMcpError(Refusal.FENCE_UNAVAILABLE, "the egress proxy did not start")
+            time.sleep(0.002)
+        return pid
+
+    def _stop_proxy(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        self.reaper.wait(pid, 2.0)
+        procs.sweep(self.users.proxy, self.reaper, timeout=2.0)
+
+
+def _signal_name(status: int) -> str | None:
+    if os.WIFSIGNALED(status):
+        try:
+            return signal.Signals(os.WTERMSIG(status)).name
+        except ValueError:
+            return str(os.WTERMSIG(status))
+    return None
+
+
+def _result(outcome: sandbox.Outcome, notes: list[str]) -> dict[str, Any]:
+    status = outcome.status
+    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+    sig = _signal_name(status) if status is not None else None
+    if outcome.timed_out:
+        state = "timeout"
+    elif sig is not None:
+        state = "killed"
+    else:
+        state = "ok" if code == 0 else "error"
+    if outcome.remaining:
+        notes = [*notes, f"{outcome.remaining} processes of the script user survived the sweep"]
+    return {
+        "status": state, "exit_code": code, "signal": sig,
+        "stdout": outcome.out.text(), "stderr": outcome.err.text(),
+        "truncated_stdout": outcome.out.truncated, "truncated_stderr": outcome.err.truncated,
+        "dropped_bytes": outcome.out.dropped + outcome.err.dropped,
+        "duration_ms": outcome.duration_ms, "notes": notes,
+    }
+
+
+def fatal(message: str, code: int = 3) -> None:
+    log("boot-failed", detail=message)
+    sys.exit(code)

@@ -1,0 +1,97 @@
+"""The broker protocol: length-prefixed JSON frames over an inherited AF_UNIX stream socket.
+
+    frame   = u32 big-endian length, then that many bytes of UTF-8 JSON (one object)
+    request = {"v": 1, "id": n, "op": "hello"}
+            | {"v": 1, "id": n, "op": "run", "plan": {RunPlan fields}}
+    reply   = {"v": 1, "id": n, "ok": true, ...}
+            | {"v": 1, "id": n, "ok": false, "reason": "<Refusal value>", "detail": "...", "data": {...}}
+
+Stdlib only: both the launcher and the server's broker client import this module. A frame
+over ``MAX_FRAME`` is a protocol violation; the launcher closes the connection rather than
+allocate what a compromised server asks for.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from typing import Any
+
+VERSION = 1
+MAX_FRAME = 32 * 1024 * 1024  # two 1 MiB captures, JSON-escaped at worst six bytes a byte
+_HEADER = struct.Struct(">I")
+
+
+class ProtocolError(RuntimeError):
+    """The peer broke the framing, sent too much, or did not finish a frame in time."""
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(body) > MAX_FRAME:
+        raise ProtocolError(f"frame of {len(body)} bytes exceeds {MAX_FRAME}")
+    return _HEADER.pack(len(body)) + body
+
+
+def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall(encode(message))
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ProtocolError("timed out inside a frame")
+            sock.settimeout(left)
+        try:
+            chunk = sock.recv(min(n - len(buf), 1 << 20))
+        except TimeoutError:
+            raise ProtocolError("timed out inside a frame") from None
+        if not chunk:
+            if buf:
+                raise ProtocolError("connection closed inside a frame")
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def recv(sock: socket.socket, *, first_byte_timeout: float | None, frame_timeout: float) -> dict[str, Any] | None:
+    """Read one frame; ``None`` on a clean end of stream.
+
+    ``first_byte_timeout`` bounds the wait for a frame to start (``None``: wait); once a frame
+    has started, the rest must arrive within ``frame_timeout`` seconds.
+    """
+    start_deadline = None if first_byte_timeout is None else time.monotonic() + first_byte_timeout
+    sock.settimeout(first_byte_timeout)
+    try:
+        first = sock.recv(1)
+    except TimeoutError:
+        raise ProtocolError("no frame arrived in time") from None
+    finally:
+        sock.settimeout(None)
+    if not first:
+        return None
+    deadline = time.monotonic() + frame_timeout
+    if start_deadline is not None:
+        deadline = max(deadline, start_deadline)
+    rest = _recv_exact(sock, _HEADER.size - 1, deadline)
+    if rest is None:
+        raise ProtocolError("connection closed inside a frame header")
+    (length,) = _HEADER.unpack(first + rest)
+    if length > MAX_FRAME:
+        raise ProtocolError(f"frame of {length} bytes exceeds {MAX_FRAME}")
+    body = _recv_exact(sock, length, deadline) if length else b""
+    if body is None:
+        raise ProtocolError("connection closed inside a frame")
+    sock.settimeout(None)
+    try:
+        message = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProtocolError(f"frame is not JSON: {exc}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("frame is not a JSON object")
+    return message

@@ -1,0 +1,237 @@
+"""One script run, as the script uid, with bounded capture and a sweep afterwards.
+
+The order inside the forked child is the privilege-drop pipeline: new session, standard
+streams, descriptors closed, resource limits (while still allowed to set them), groups,
+gid, uid, no-new-privileges, then the private scratch directory created *as the script
+uid*, then ``execve``. A failure at any step is reported through a close-on-exec pipe and
+the child exits; nothing runs half-dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import selectors
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from skill_mcp_launcher import procs
+
+CAPTURE_LIMIT = 1024 * 1024  # per stream; mirrors skill_mcp.runner.types.CAPTURE_LIMIT
+TERM_GRACE_S = 1.0
+DRAIN_S = 0.5
+HARD_EXTRA_S = 2.0
+SCRATCH_ROOT = "/run/skill-mcp/scratch"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    nproc: int = 64  # counts threads too; node needs about a dozen
+    nofile: int = 256
+    fsize: int = 64 * 1024 * 1024
+    address_space: int = 4 * 1024 * 1024 * 1024  # node reserves large virtual ranges at start
+    core: int = 0
+
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        return (
+            (resource.RLIMIT_NPROC, self.nproc),
+            (resource.RLIMIT_NOFILE, self.nofile),
+            (resource.RLIMIT_FSIZE, self.fsize),
+            (resource.RLIMIT_AS, self.address_space),
+            (resource.RLIMIT_CORE, self.core),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A plan that passed every check in ``checks``; nothing here is taken on trust."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str] = field(repr=False)
+    timeout_s: float
+    egress: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Capture:
+    data: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = CAPTURE_LIMIT - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - max(room, 0))
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, scratch: str,
+           out_w: int, err_w: int, report_w: int) -> None:  # pragma: no cover - runs in the child
+    step = "setsid"
+    try:
+        procs.reset_signals()
+        os.setsid()
+        step = "stdio"
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        procs.close_fds_from(3, keep=(report_w,))
+        step = "rlimits"
+        for which, value in limits.pairs():
+            resource.setrlimit(which, (value, value))
+        step = "drop"
+        procs.drop_to(account)
+        step = "scratch"
+        os.mkdir(scratch, 0o700)
+        step = "chdir"
+        os.chdir(job.cwd)
+        step = "exec"
+        os.execve(job.argv[0], list(job.argv), dict(env))  # noqa: S606 - an argv array, never a shell
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            os.write(report_w, f"{step}: {exc}".encode("utf-8", "replace")[:1024])
+    os._exit(127)
+
+
+@dataclass(slots=True)
+class Outcome:
+    status: int | None = None
+    timed_out: bool = False
+    spawn_error: str | None = None
+    out: Capture = field(default_factory=Capture)
+    err: Capture = field(default_factory=Capture)
+    remaining: int = 0
+    scratch_left: bool = False
+    duration_ms: int = 0
+
+
+def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
+        scratch: str) -> Outcome:
+    """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid."""
+    result = Outcome()
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover
+        _child(job, env, account, limits, scratch, out_w, err_w, rep_w)
+    reaper.watch(pid)
+    for fd in (out_w, err_w, rep_w):
+        os.close(fd)
+    try:
+        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started)
+    finally:
+        # The sweep kills whatever still holds the pipes (a detached grandchild), so the
+        # final read below meets end-of-file instead of waiting on a process we do not own.
+        result.remaining = procs.sweep(account, reaper, remove=(scratch,))
+        for fd, cap in ((out_r, result.out), (err_r, result.err)):
+            _read_rest(fd, cap)
+        os.close(rep_r)
+        if result.status is None:
+            result.status = reaper.wait(pid, 1.0)
+        result.scratch_left = os.path.lexists(scratch)
+        result.duration_ms = int((time.monotonic() - started) * 1000)
+    return result
+
+
+def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, reaper: procs.Reaper,
+               result: Outcome, started: float) -> None:
+    pidfd = os.pidfd_open(pid)
+    sel = selectors.DefaultSelector()
+    caps = {out_r: result.out, err_r: result.err}
+    for fd in (out_r, err_r, rep_r):
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    sel.register(pidfd, selectors.EVENT_READ)
+    deadline = started + timeout_s
+    kill_at: float | None = None
+    drain_until: float | None = None
+    report = bytearray()
+    try:
+        while True:
+            now = time.monotonic()
+            if drain_until is not None and (now >= drain_until or not caps):
+                return
+            if now >= deadline + TERM_GRACE_S + HARD_EXTRA_S:
+                return  # unkillable for now; the sweep that follows keeps trying
+            if result.status is None and now >= deadline and not result.timed_out:
+                result.timed_out = True
+                _killpg(pid, signal.SIGTERM)
+                kill_at = now + TERM_GRACE_S
+            if kill_at is not None and now >= kill_at and result.status is None:
+                _killpg(pid, signal.SIGKILL)
+                kill_at = None
+            wake = [t for t in (deadline, kill_at, drain_until) if t is not None and t > now]
+            for key, _ in sel.select(max(0.0, min(wake) - now) if wake else 0.05):
+                fd = key.fd
+                if fd == pidfd:
+                    reaper.reap()
+                    status = reaper.pop(pid)
+                    if status is not None:
+                        result.status = status
+                        drain_until = time.monotonic() + DRAIN_S
+                        sel.unregister(pidfd)
+                    continue
+                chunk = _read(fd)
+                if chunk is None:
+                    continue
+                if fd == rep_r:
+                    if chunk:
+                        report += chunk[:2048]
+                    else:
+                        sel.unregister(fd)
+                    continue
+                if chunk:
+                    caps[fd].add(chunk)
+                else:
+                    sel.unregister(fd)
+                    caps.pop(fd, None)
+            if report:
+                result.spawn_error = report.decode("utf-8", "replace")
+    finally:
+        sel.close()
+        os.close(pidfd)
+
+
+def _read(fd: int) -> bytes | None:
+    """A chunk, ``b""`` at end of file, or ``None`` when nothing is ready after all."""
+    try:
+        return os.read(fd, 65536)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def _read_rest(fd: int, cap: Capture) -> None:
+    """Read what is left after the sweep; every writer is dead, so this ends quickly."""
+    deadline = time.monotonic() + 2.0
+    os.set_blocking(fd, False)
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        except OSError:
+            break
+        if not chunk:
+            break
+        cap.add(chunk)
+    os.close(fd)
+
+
+def _killpg(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)

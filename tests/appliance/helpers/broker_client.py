@@ -1,0 +1,46 @@
+"""A stand-in server for appliance tests: JSON lines on stdin -> broker frames on fd 3.
+
+The launcher starts it exactly as it starts the real server (server uid, no capabilities,
+no-new-privileges, execute-only interpreter), so what it observes is what the server would.
+Besides forwarding ``{"op": ...}`` requests it answers ``{"op": "self"}`` with its own
+identity, capabilities and environment, for the posture tests.
+"""
+
+import json
+import os
+import socket
+import sys
+
+from skill_mcp_launcher import protocol
+
+
+def _self() -> dict:
+    status = {}
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            status[key] = value.strip()
+    return {"ok": True, "pid": os.getpid(), "uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+            "status": {k: status.get(k) for k in ("CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd", "NoNewPrivs")},
+            "environ_owner": os.stat("/proc/self/environ").st_uid,
+            "env_names": sorted(os.environ)}
+
+
+def main() -> int:
+    sock = socket.socket(fileno=int(os.environ["SKILL_MCP_BROKER_FD"]))
+    for n, line in enumerate(sys.stdin):
+        request = json.loads(line)
+        if request.get("op") == "self":
+            reply = _self()
+        else:
+            request.setdefault("v", 1)
+            request.setdefault("id", n)
+            protocol.send(sock, request)
+            reply = protocol.recv(sock, first_byte_timeout=None, frame_timeout=60.0)
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
