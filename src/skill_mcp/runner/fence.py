@@ -71,7 +71,7 @@ class Runner:
     @classmethod
     def create(cls, settings: Settings, *, harden: HardenReport | None, clock: Callable[[], float] = time.time,
                spawner: Spawner | None = None, interpreters: Interpreters | None = None,
-               audit: AuditSink = stderr_sink, euid: int | None = None) -> Runner:
+               audit: AuditSink = stderr_sink, euid: int | None = None, fenced: bool | None = None) -> Runner:
         """Boot-time facts, decided once. ``spawner`` given (the appliance broker) skips the local drop."""
         boot_refusal: SkillMcpError | None = None
         runs_as = None
@@ -87,7 +87,7 @@ class Runner:
                              f"this server's environment: {harden.detail}"})
         return cls(settings=settings, interpreters=interpreters or resolve_interpreters(), spawner=spawner,
                    tokens=TokenBook(clock=clock), harden=harden, boot_refusal=boot_refusal, runs_as=runs_as,
-                   fenced=looks_fenced(settings.environ), audit=audit)
+                   fenced=looks_fenced(settings.environ) if fenced is None else fenced, audit=audit)
 
     @property
     def unscrubbed_blocks(self) -> bool:

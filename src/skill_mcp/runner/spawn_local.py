@@ -213,10 +213,11 @@ class LocalSpawner:
         out_r, err_r, cfg_w, st_r = fds
         out, err = _Capture(self.capture_limit), _Capture(self.capture_limit)
         timed_out = False
+        # Until the shim has exec'd, nothing writes to stdout/stderr, so the pumps can start after.
+        await self._start(plan, proc, cfg_w, st_r, cfg, open_ends)
         async with anyio.create_task_group() as tg:
             tg.start_soon(_pump, out_r, out)
             tg.start_soon(_pump, err_r, err)
-            await self._start(plan, proc, cfg_w, st_r, cfg, open_ends)
             remaining = plan.timeout_s - (time.monotonic() - started)
             with anyio.move_on_after(max(remaining, 0)):
                 await anyio.wait_readable(pidfd)
