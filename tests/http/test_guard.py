@@ -1,0 +1,144 @@
+"""The HTTP edge's pure decisions: address parsing, exposure policy, Host/Origin, bearer match."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces.http_guard import (
+    LOOPBACK_NAMES,
+    bearer_matches,
+    decide_exposure,
+    host_allowed,
+    is_loopback,
+    origin_allowed,
+    parse_host_port,
+)
+
+TOKEN = "s3cret-token-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("127.0.0.1:8080", ("127.0.0.1", 8080)),
+        ("localhost:0", ("localhost", 0)),
+        ("[::1]:9000", ("::1", 9000)),
+        ("0.0.0.0:443", ("0.0.0.0", 443)),
+        ("mcp.example.com:8443", ("mcp.example.com", 8443)),
+    ],
+)
+def test_parse_host_port_accepts(text: str, expected: tuple[str, int]) -> None:
+    assert parse_host_port(text) == expected
+
+
+@pytest.mark.parametrize("text", ["8080", ":8080", "127.0.0.1:", "127.0.0.1:x", "::1:8080", "[nothost]:80",
+                                  "127.0.0.1:70000", "127.0.0.1:-1"])
+def test_parse_host_port_refuses(text: str) -> None:
+    with pytest.raises(SkillMcpError) as err:
+        parse_host_port(text)
+    assert err.value.reason == Refusal.HTTP_ADDRESS_INVALID
+
+
+@pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("127.8.9.10", True), ("::1", True),
+                                               ("localhost", True), ("LOCALHOST", True), ("0.0.0.0", False),
+                                               ("10.0.0.1", False), ("localhost.example.com", False),
+                                               ("::", False)])
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize(
+    ("host", "token", "no_auth", "allowed", "reason"),
+    [
+        ("127.0.0.1", None, False, (), Refusal.HTTP_AUTH_REQUIRED),
+        ("10.1.2.3", None, False, (), Refusal.HTTP_AUTH_REQUIRED),
+        ("10.1.2.3", None, True, (), Refusal.HTTP_NO_AUTH_REMOTE),
+        ("0.0.0.0", None, True, ("mcp.example.com",), Refusal.HTTP_NO_AUTH_REMOTE),
+        ("::", None, True, (), Refusal.HTTP_NO_AUTH_REMOTE),
+        ("127.0.0.1", TOKEN, True, (), Refusal.HTTP_AUTH_CONFLICT),
+        ("127.0.0.1", "short", False, (), Refusal.HTTP_TOKEN_WEAK),
+        ("127.0.0.1", "has a space in the token", False, (), Refusal.HTTP_TOKEN_WEAK),
+        ("0.0.0.0", TOKEN, False, (), Refusal.HTTP_ALLOWED_HOSTS_REQUIRED),
+    ],
+)
+def test_unsafe_exposure_is_refused_before_binding(host: str, token: str | None, no_auth: bool,
+                                                   allowed: tuple[str, ...], reason: Refusal) -> None:
+    with pytest.raises(SkillMcpError) as err:
+        decide_exposure(host, 0, token, no_auth, allowed)
+    assert err.value.reason == reason
+
+
+def test_no_auth_on_loopback_is_allowed_and_unauthenticated() -> None:
+    policy = decide_exposure("127.0.0.1", 0, None, True)
+    assert not policy.authenticated
+    assert policy.allowed_hosts == frozenset(LOOPBACK_NAMES)
+
+
+def test_token_policy_keeps_only_a_digest() -> None:
+    policy = decide_exposure("10.1.2.3", 8443, TOKEN, False, ("MCP.example.com",))
+    assert policy.authenticated
+    assert policy.token_digest == hashlib.sha256(TOKEN.encode()).digest()
+    assert TOKEN not in repr(policy)
+    assert policy.allowed_hosts == {"10.1.2.3", "mcp.example.com"}
+
+
+def test_wildcard_bind_serves_only_the_named_hosts() -> None:
+    policy = decide_exposure("0.0.0.0", 80, TOKEN, False, ("mcp.example.com",))
+    assert policy.allowed_hosts == {"mcp.example.com"}
+
+
+LOOP = frozenset(LOOPBACK_NAMES)
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("127.0.0.1:8080", True), ("localhost", True), ("LocalHost:1", True), ("[::1]:80", True), ("[::1]", True),
+        ("evil.example.com", False), ("evil.example.com:8080", False), ("127.0.0.1.evil.com:80", False),
+        ("localhost:80:80", False), ("localhost:abc", False), ("[::1]x", False), ("[::2]:80", False),
+        ("", False), (None, False), ("127.0.0.1@evil.com", False),
+    ],
+)
+def test_host_header_must_name_an_allowed_host(value: str | None, ok: bool) -> None:
+    assert host_allowed(value, LOOP) is ok
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        (None, True), ("http://localhost:3000", True), ("https://127.0.0.1", True), ("http://[::1]:5", True),
+        ("http://evil.example.com", False), ("null", False), ("file://localhost", False),
+        ("http://localhost:3000/path", False), ("http://localhost.evil.com", False),
+    ],
+)
+def test_origin_header_when_present_must_name_an_allowed_host(value: str | None, ok: bool) -> None:
+    assert origin_allowed(value, LOOP) is ok
+
+
+DIGEST = hashlib.sha256(TOKEN.encode()).digest()
+
+
+@pytest.mark.parametrize(
+    ("header", "ok"),
+    [
+        (f"Bearer {TOKEN}", True), (f"bearer {TOKEN}", True), (f"  Bearer   {TOKEN}  ", True),
+        (None, False), ("", False), ("Bearer", False), ("Bearer ", False), (f"Basic {TOKEN}", False),
+        (f"Bearer {TOKEN[:-1]}", False), (f"Bearer {TOKEN}x", False), (f"Bearer {TOKEN.upper()}", False),
+        (TOKEN, False),
+    ],
+)
+def test_bearer_token_must_match_exactly(header: str | None, ok: bool) -> None:
+    assert bearer_matches(header, DIGEST) is ok
+
+
+@given(st.text(max_size=80))
+def test_no_other_presented_token_matches(presented: str) -> None:
+    if presented.strip() == TOKEN:
+        return
+    assert not bearer_matches(f"Bearer {presented}", DIGEST)
