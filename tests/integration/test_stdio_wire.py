@@ -1,0 +1,96 @@
+"""The stdio wire itself: unparseable lines answered, stdout pure, logs JSON on stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+from pathlib import Path
+
+from tests.integration.harness import RawServer, server_command
+
+
+def test_a_line_that_is_not_json_gets_32700_and_the_server_keeps_serving(skills_root: Path) -> None:
+    srv = RawServer(skills_root)
+    try:
+        assert srv.initialize()["result"]["serverInfo"]["name"] == "skill-mcp"
+        srv.send("this is { not json")
+        assert json.loads(srv.read_line()) == {
+            "jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: the line is not valid JSON"}}
+        srv.send('{"not": "json-rpc"}')
+        reply = json.loads(srv.read_line())
+        assert reply["id"] is None and reply["error"]["code"] == -32600
+        srv.send('{"jsonrpc": "2.0", "id": 41, "method": 7}')
+        reply = json.loads(srv.read_line())
+        assert reply["id"] == 41 and reply["error"]["code"] == -32600
+        srv.send(b"\xff\xfe garbage bytes")
+        assert json.loads(srv.read_line())["error"]["code"] == -32700
+        # Still serving: a real request after the garbage is answered normally.
+        srv.request(2, "tools/list")
+        reply = json.loads(srv.read_line())
+        assert reply["id"] == 2 and {t["name"] for t in reply["result"]["tools"]} >= {"skill_list"}
+        srv.request(3, "no/such/method")
+        assert json.loads(srv.read_line())["error"]["code"] == -32601
+    finally:
+        rest, _ = srv.close()
+    assert rest == b""
+
+
+def test_stdout_carries_only_json_rpc_and_stderr_only_json_log_lines(skills_root: Path) -> None:
+    srv = RawServer(skills_root, {"SKILL_MCP_LOG": "debug"})
+    lines: list[bytes] = []
+    try:
+        srv.initialize()
+        requests = [
+            ("tools/call", {"name": "skill_list", "arguments": {}}),
+            ("tools/call", {"name": "skill_file", "arguments": {"name": "alpha", "paths": ["assets/logo.png", "x"]}}),
+            ("tools/call", {"name": "skill_load", "arguments": {"name": "nope"}}),
+            ("prompts/get", {"name": "alpha"}),
+            ("resources/read", {"uri": "skill://alpha/references/guide.md"}),
+            ("resources/read", {"uri": "skill://alpha/missing"}),
+            ("skills/list", {}),
+        ]
+        for rid, (method, params) in enumerate(requests, start=10):
+            srv.request(rid, method, params)
+            lines.append(srv.read_line())
+        srv.send("garbage")
+        lines.append(srv.read_line())
+    finally:
+        rest, err = srv.close()
+    lines += rest.splitlines(keepends=True)
+    for line in lines:
+        assert line.endswith(b"\n")
+        msg = json.loads(line)
+        assert msg["jsonrpc"] == "2.0" and ("result" in msg or "error" in msg)
+    assert [json.loads(x)["id"] for x in lines[:7]] == list(range(10, 17))
+    log_lines = [x for x in err.decode().splitlines() if x.strip()]
+    assert log_lines, "debug logging produced no stderr lines"
+    for line in log_lines:
+        record = json.loads(line)
+        assert {"ts", "level", "logger", "msg"} <= set(record)
+
+
+def test_started_by_hand_on_a_terminal_it_says_what_it_serves_and_how_to_connect(skills_root: Path) -> None:
+    controller, terminal = pty.openpty()
+    env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+    proc = subprocess.Popen([*server_command(), "--skills-dir", str(skills_root)], stdin=terminal,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**env, "LANG": "C.UTF-8"})
+    os.close(terminal)
+    try:
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 30)
+        assert ready, "no banner on stderr within 30 s"
+        banner = os.read(proc.stderr.fileno(), 65536).decode()
+    finally:
+        os.close(controller)  # the terminal hangs up: stdin reads EOF and the server exits
+        try:
+            out, _ = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate(timeout=20)
+            raise
+    assert "serving 4 skill(s)" in banner and str(skills_root) in banner
+    assert "skill-mcp serve" in banner and "MCP client" in banner
+    assert out == b""
