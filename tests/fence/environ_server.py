@@ -1,0 +1,38 @@
+"""A minimal "server" for the same-uid test: boots a Runner and runs one probe script.
+
+Run as an unprivileged user by ``test_environ.py`` (a root reader passes every /proc check,
+so the protection can only be observed between two processes of one ordinary uid). Argv:
+``hardened|plain SKILL_ROOT``. Prints the run's result as one JSON line on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+from skill_mcp.config import load_settings
+from skill_mcp.models import Catalog, Declaration, ScriptDecl, Skill
+from skill_mcp.runner.fence import Runner
+
+
+def main() -> None:
+    mode, root = sys.argv[1], Path(sys.argv[2])
+    settings = load_settings((), dict(os.environ))
+    quiet = {"audit": lambda record: None}
+    runner = Runner.boot(settings, **quiet) if mode == "hardened" else Runner.create(settings, harden=None, **quiet)
+    directory = root / "probe"
+    skill = Skill(name="probe", directory=directory, found_at=str(directory), root=root, frontmatter={},
+                  description="probe", files=(), body_offset=0,
+                  declaration=Declaration(version=1, run=(ScriptDecl("probe.py", "python"),)))
+    catalog = Catalog(skills={"probe": skill}, problems=(), roots=(root,))
+    prepared = runner.prepare(catalog, "probe", "probe.py", [str(os.getpid())])
+    result = anyio.run(lambda: runner.execute(prepared, confirmed=True))
+    sys.stdout.write(json.dumps({"result": result, "environ_still_there": os.environ.get("PROBE_SECRET")}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
