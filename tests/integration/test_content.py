@@ -123,3 +123,12 @@ async def test_directory_read_lists_direct_children_and_refuses_files(skills_roo
             with pytest.raises(MCPError) as err:
                 await directory_read(client, uri)
             assert err.value.code == INVALID_PARAMS, uri
+
+
+async def test_cacheable_results_carry_ttl_and_scope_in_the_2026_era(skills_root: Path) -> None:
+    async with connect(skills_root, "2026-07-28") as client:
+        results = [await client.list_tools(), await client.list_prompts(), await client.list_resources(),
+                   await client.list_resource_templates(), await client.read_resource("skill://beta/SKILL.md")]
+        for result in results:
+            assert result.ttl_ms == 60_000 and result.cache_scope == "public", type(result).__name__
+        assert results[3].resource_templates == []

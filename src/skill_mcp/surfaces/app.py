@@ -114,6 +114,13 @@ def assemble(
             return types.ListResourcesResult(resources=[])
         return resources.list_resources(state.catalog(), params.cursor if params else None)
 
+    async def on_list_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        # Every served file has a concrete URI, so there is no template to offer; the method
+        # still answers (with cache hints) because clients probe it beside resources/list.
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
     async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         if not content:
             raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
@@ -124,12 +131,14 @@ def assemble(
         advertise_content=content,
         version=__version__,
         instructions=_instructions(table.names),
-        cache_hints={"tools/list": hint, "prompts/list": hint, "resources/list": hint, "resources/read": hint},
+        cache_hints={"tools/list": hint, "prompts/list": hint, "resources/list": hint, "resources/read": hint,
+                     "resources/templates/list": hint},
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         on_list_prompts=on_list_prompts,
         on_get_prompt=on_get_prompt,
         on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_templates,
         on_read_resource=on_read_resource,
     )
     if content:
