@@ -182,6 +182,9 @@ def serve_http(
     ``server_factory(settings)`` returns the MCP server (``mcp.server.lowlevel.Server``), or an
     object with ``.server`` and an async ``aclose()``; by default the one stdio serves.
     """
+    from skill_mcp.logs import configure_logging
+
+    configure_logging(settings.log_level)
     policy = decide_exposure(host, port, token, no_auth, allowed_hosts)
     if not policy.authenticated:
         logger.warning(
