@@ -40,7 +40,11 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
     Engineers owning those tools add their factory call here; nothing else in ``surfaces``
     changes when a tool is added.
     """
-    return Plugins()
+    from skill_mcp.runner.fence import Runner  # H2: boot hardening (environ wipe, non-dumpable) + fence
+    from skill_mcp.surfaces.run_tool import run_tool_spec
+
+    runner = Runner.boot(settings)
+    return Plugins(tools=(run_tool_spec(runner),), script_states=runner.states(catalog_provider))
 
 
 def static_catalog(settings: Settings) -> Callable[[], Catalog]:

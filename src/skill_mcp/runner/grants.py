@@ -94,7 +94,9 @@ class GrantSet:
 
 
 def _problem(reason: ProblemReason, detail: str, skill: str | None = None) -> Problem:
-    return Problem(path="MCP_SKILL_RUN", reason=reason, detail=detail, level=Level.ERROR, skill=skill)
+    # A malformed value is an error (nothing granted); a row that partly matches is a warning.
+    level = Level.ERROR if reason == ProblemReason.GRANT_INVALID else Level.WARNING
+    return Problem(path="MCP_SKILL_RUN", reason=reason, detail=detail, level=level, skill=skill)
 
 
 def _str_list(value: Any, key: str) -> tuple[str, ...]:
