@@ -3,7 +3,7 @@
 // Node standard library only; reads nothing but directory listings, writes nothing,
 // opens no network connection. Usage:
 //   node scripts/print_config.js [--client NAME] [--command PATH] [--skills-dir DIR]...
-//                                [--name SERVER] [--json]
+//                                [--name SERVER] [--home DIR] [--json]
 'use strict';
 
 const fs = require('fs');
@@ -14,7 +14,7 @@ const CLIENTS = ['claude-desktop', 'claude-code', 'vscode', 'cursor', 'windsurf'
   'codex', 'gemini', 'goose'];
 
 function parseArgs(argv) {
-  const opts = { client: 'all', command: null, skillsDirs: [], name: 'skills', json: false };
+  const opts = { client: 'all', command: null, skillsDirs: [], name: 'skills', home: null, json: false };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i];
     const next = () => {
@@ -26,6 +26,7 @@ function parseArgs(argv) {
     else if (arg === '--command') opts.command = next();
     else if (arg === '--skills-dir') opts.skillsDirs.push(next());
     else if (arg === '--name') opts.name = next();
+    else if (arg === '--home') opts.home = next();
     else if (arg === '--json') opts.json = true;
     else throw new Error(`unknown argument ${arg}`);
   }
@@ -140,11 +141,16 @@ function main() {
     process.stderr.write('print_config: --name must be lowercase letters, digits, - or _\n');
     return 2;
   }
-  const home = os.homedir();
+  const home = opts.home || os.homedir();
+  const notes = [];
+  // Under skill_run a server running as root hands the script a private scratch HOME; the
+  // file locations printed would then point into it. Say so instead of printing nonsense.
+  if (!opts.home && process.env.TMPDIR && path.resolve(home) === path.resolve(process.env.TMPDIR)) {
+    notes.push('HOME is this run\'s scratch directory; pass --home /home/you for real file locations');
+  }
   const found = opts.command ? expandHome(opts.command, home) : findCommand(home);
   const command = found || 'skill-mcp';
   const args = ['serve'];
-  const notes = [];
   for (const dir of opts.skillsDirs) {
     const full = expandHome(dir, home);
     if (!path.isAbsolute(full)) notes.push(`--skills-dir ${dir} is relative; clients start servers in their own working directory`);

@@ -11,7 +11,8 @@
 set -u
 export LC_ALL=C
 
-root="${1:-..}"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+root="${1:-$(dirname "$here")}"
 if [ "$#" -gt 1 ]; then
   echo "usage: check_skills.sh [ROOT]" >&2
   exit 2
@@ -88,6 +89,8 @@ cred_patterns=(
   "xox[abprs]-""[A-Za-z0-9-]{10,}"
   "sk-""[A-Za-z0-9_-]{32,}"
 )
+cred_args=()
+for pattern in "${cred_patterns[@]}"; do cred_args+=(-e "$pattern"); done
 
 check_skill() { # dir
   local dir="$1" name md fm status desc fname lines script interp
@@ -131,13 +134,10 @@ check_skill() { # dir
       *) report error interpreter-unavailable "$md" "$script names interpreter '$interp'; the closed set is node, python, bash" ;;
     esac
   done < <(printf '%s\n' "$fm" | declared_scripts)
-  local pattern hit
-  for pattern in "${cred_patterns[@]}"; do
-    hit="$(grep -rIlE -e "$pattern" "$dir" 2>/dev/null | head -n 1)"
-    if [ -n "$hit" ]; then
-      report error strict:credential "$hit" "a string looks like a credential; move it to the environment"
-    fi
-  done
+  local hit
+  while IFS= read -r hit; do
+    report error strict:credential "$hit" "a string looks like a credential; move it to the environment"
+  done < <(grep -rIlE "${cred_args[@]}" "$dir" 2>/dev/null | sort)
 }
 
 # The three layouts: ROOT/SKILL.md, ROOT/<name>/SKILL.md, ROOT/skills/<name>/SKILL.md.
