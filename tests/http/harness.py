@@ -151,3 +151,17 @@ async def http_client(url: str, *, token: str | None = None, mode: str = "legacy
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, mode=mode, **client_kwargs) as client:  # type: ignore[arg-type]
             yield client
+
+
+@asynccontextmanager
+async def http_connect(root: Path, era: str, env: Mapping[str, str] | None = None,
+                       **client_kwargs: Any) -> AsyncIterator[Any]:
+    """Drop-in twin of ``tests.integration.harness.connect`` over Streamable HTTP.
+
+    Starts its own server (token auth, 127.0.0.1, port 0) serving ``root`` with ``env`` and
+    yields an ``mcp.Client`` in ``era`` (``legacy`` or ``2026-07-28``).
+    """
+    token = "integration-token-0123456789abcdef"
+    with running_http_server([root], token=token, env=env) as server:
+        async with http_client(server.url, token=token, mode=era, **client_kwargs) as client:
+            yield client

@@ -8,22 +8,25 @@ Shutdown (SIGTERM or SIGINT), in order:
 
 1. stop accepting connections; refuse new work with 503 (``http-draining``);
 2. let calls in flight finish, for at most ``drain_seconds``;
-3. ask the server to stop whatever still runs (``aclose``: running scripts are killed as a
-   process group by the runner), then cancel what is left - open notification streams and any
-   call past the bound - within ``cancel_seconds``;
-4. exit. The process never outlives its scripts: the runner's spawner owns their process
-   groups and kills them when the call that started them is cancelled.
+3. past that bound, run the stop hooks (the runner's ``closers``: running scripts are
+   stopped, so their calls return a result and are answered), and wait ``cancel_seconds``
+   more for those answers;
+4. close what is left (notification streams) and end the lifespan, which cancels every
+   session task; a script still running is then killed with its process group by the
+   spawner, whose cleanup runs on cancellation;
+5. exit 0.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,10 +52,12 @@ CANCEL_SECONDS = 3.0
 
 @dataclass(frozen=True, slots=True)
 class HttpApp:
-    """The ASGI app to serve and the guard in front of it (the guard drives the drain)."""
+    """The ASGI app to serve, the guard in front of it (it drives the drain), and the hooks
+    that stop running work when the drain bound is reached (``Plugins.closers``)."""
 
     asgi: ASGIApp
     guard: GuardMiddleware
+    stop_hooks: tuple[Callable[[], Any], ...] = ()
 
 
 def _transport_security(policy: ExposurePolicy) -> Any:
@@ -68,36 +73,34 @@ def _transport_security(policy: ExposurePolicy) -> Any:
     )
 
 
-def build_http_app(
-    server: Any,
-    policy: ExposurePolicy,
-    *,
-    on_shutdown: Callable[[], Awaitable[None]] | None = None,
-) -> HttpApp:
-    """Wrap an ``mcp.server.lowlevel.Server`` for Streamable HTTP behind the guard.
-
-    ``on_shutdown`` runs when the app's lifespan ends, before the SDK cancels the sessions'
-    tasks (the server's chance to stop running scripts and answer their calls).
-    """
+def build_http_app(server: Any, policy: ExposurePolicy, *, stop_hooks: Iterable[Callable[[], Any]] = ()) -> HttpApp:
+    """Wrap an ``mcp.server.lowlevel.Server`` for Streamable HTTP behind the guard."""
     starlette_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=policy.host,
         transport_security=_transport_security(policy),
     )
-    if on_shutdown is not None:
-        inner_lifespan = starlette_app.router.lifespan_context
-
-        @contextlib.asynccontextmanager
-        async def lifespan(app: Any) -> AsyncIterator[None]:
-            async with inner_lifespan(app):
-                try:
-                    yield
-                finally:
-                    await on_shutdown()
-
-        starlette_app.router.lifespan_context = lifespan
     guard = GuardMiddleware(starlette_app, policy)
-    return HttpApp(asgi=guard, guard=guard)
+    return HttpApp(asgi=guard, guard=guard, stop_hooks=tuple(stop_hooks))
+
+
+async def _run_stop_hooks(hooks: Iterable[Callable[[], Any]]) -> None:
+    for hook in hooks:
+        try:
+            result = hook()
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            # One failing hook must not keep the others (or the exit) from happening.
+            logger.exception("a stop hook failed", extra={"event": "http-stop-hook-failed"})
+
+
+async def _bounded_idle(guard: GuardMiddleware, seconds: float) -> bool:
+    try:
+        await asyncio.wait_for(guard.wait_idle(), timeout=seconds)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -142,13 +145,16 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
                 server.close()
             app.guard.start_draining()
             pending = app.guard.in_flight
-            try:
-                await asyncio.wait_for(app.guard.wait_idle(), timeout=drain_seconds)
-                drained = True
-            except TimeoutError:
-                drained = False
+            drained = await _bounded_idle(app.guard, drain_seconds)
+            if not drained:
+                # Calls still running past the bound: stop their scripts so the calls return
+                # (and are answered) instead of being cut off; then give the answers a moment.
+                await _run_stop_hooks(app.stop_hooks)
+                await _bounded_idle(app.guard, cancel_seconds)
             logger.info("http drain finished", extra={"event": "http-drained", "inFlightAtSignal": pending,
                                                       "drained": drained, "left": app.guard.in_flight})
+            # uvicorn then closes what is left (notification streams) and ends the lifespan,
+            # which cancels every session task; a script still running is killed with its group.
             await super().shutdown(sockets)
 
     config = uvicorn.Config(
@@ -173,14 +179,17 @@ def serve_http(
     *,
     allowed_hosts: Iterable[str] = (),
     server_factory: Callable[[Settings], Any] | None = None,
+    catalog_provider: Callable[[], Any] | None = None,
     drain_seconds: float = DRAIN_SECONDS,
     cancel_seconds: float = CANCEL_SECONDS,
 ) -> int:
     """Serve until SIGTERM/SIGINT. Raises ``SkillMcpError`` (``http-*`` reasons) before binding
     when the exposure is unsafe; returns 0 after a clean shutdown.
 
-    ``server_factory(settings)`` returns the MCP server (``mcp.server.lowlevel.Server``), or an
-    object with ``.server`` and an async ``aclose()``; by default the one stdio serves.
+    By default the server is the one stdio serves (``skill_mcp.server.build_server`` with the
+    tools ``plugins`` collects, whose ``closers`` become the drain's stop hooks);
+    ``server_factory(settings)`` may return another ``mcp.server.lowlevel.Server``.
+    ``catalog_provider`` is passed through (a reloading catalog for ``--watch``).
     """
     from skill_mcp.logs import configure_logging
 
@@ -190,8 +199,8 @@ def serve_http(
         logger.warning(
             "SERVING WITHOUT AUTHENTICATION (--no-auth): any local process and any local user can call "
             "this server, including skill_run", extra={"event": "http-no-auth", **describe(policy)})
-    server, aclose = _resolve_server(settings, server_factory)
-    app = build_http_app(server, policy, on_shutdown=aclose)
+    server, hooks = _resolve_server(settings, server_factory, catalog_provider)
+    app = build_http_app(server, policy, stop_hooks=hooks)
     sock = _bind(policy.host, policy.port)
     bound_port = sock.getsockname()[1]
     url = f"http://{_url_host(policy.host)}:{bound_port}{MCP_PATH}"
@@ -213,13 +222,15 @@ def _url_host(host: str) -> str:
 
 
 def _resolve_server(
-    settings: Settings, factory: Callable[[Settings], Any] | None
-) -> tuple[Any, Callable[[], Awaitable[None]] | None]:
-    if factory is None:
-        from skill_mcp.server import build_server  # the server stdio runs; heavy, so imported late
+    settings: Settings, factory: Callable[[Settings], Any] | None, catalog_provider: Callable[[], Any] | None
+) -> tuple[Any, tuple[Callable[[], Any], ...]]:
+    if factory is not None:
+        return factory(settings), ()
+    # The server stdio runs; heavy, so imported late. Built from its parts so the closers the
+    # plugins register (the runner's) are known here.
+    from skill_mcp.server import build_server, plugins, static_catalog
 
-        factory = build_server
-    built = factory(settings)
-    server = getattr(built, "server", built)
-    aclose = getattr(built, "aclose", None)
-    return server, aclose
+    provider = catalog_provider or static_catalog(settings)
+    extra = plugins(settings, provider)
+    server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
+    return server, tuple(extra.closers)
