@@ -1,0 +1,123 @@
+"""The pack cannot drift from the code: every command, flag, variable, tool name, reason and
+cross-reference it mentions must exist in this version of the product."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from skill_mcp.cli.main import build_parser
+from skill_mcp.config import ENV_VARS
+from skill_mcp.reasons import ProblemReason, Refusal
+from tests.pack.extract import (
+    REASONISH,
+    TOOL,
+    VARIABLE,
+    Command,
+    commands,
+    inline_code,
+    pack_text,
+    skill_dirs,
+    split_skill_md,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLED = REPO / "src" / "skill_mcp" / "bundled"
+TOOLS = {"skill_list", "skill_load", "skill_file", "skill_search", "skill_run"}
+
+# Backticked hyphenated words that are neither reasons nor skill names, each with the file
+# that defines it, so the allowlist itself cannot rot. None = defined outside this repository.
+OTHER_TERMS: dict[str, str | None] = {
+    "confirmation-required": "src/skill_mcp/runner/fence.py",  # skill_run status
+    "hosted-default": "src/skill_mcp/runner/grants.py",  # a grantFrom value
+    "claude-code": "src/skill_mcp/bundled/print-client-config/scripts/print_config.js",
+    "claude-desktop": "src/skill_mcp/bundled/print-client-config/scripts/print_config.js",
+    "parse-error": "src/skill_mcp/bundled/check-stdout-purity/scripts/check_stdout.py",
+    "stdout-lines": "src/skill_mcp/bundled/check-stdout-purity/scripts/check_stdout.py",
+    "still-serving": "src/skill_mcp/bundled/check-stdout-purity/scripts/check_stdout.py",
+    "skill-mcp": "pyproject.toml",  # the program's name
+    "tools-call-simple-text": None,  # a scenario of @modelcontextprotocol/conformance
+    "wire-schema-valid": None,  # a check of @modelcontextprotocol/conformance
+}
+
+
+def _all_commands() -> list[Command]:
+    return [c for d in skill_dirs() for c in commands(d)]
+
+
+def _parse(argv: tuple[str, ...]) -> str | None:
+    """None when the real parser accepts ``argv``; argparse's complaint otherwise."""
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            build_parser().parse_args(list(argv))
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            return err.getvalue().strip().splitlines()[-1]
+    return None
+
+
+def test_the_extractor_finds_the_commands_the_pack_is_made_of() -> None:
+    found = _all_commands()
+    subcommands = {c.argv[0] for c in found if c.argv}
+    assert len(found) >= 60
+    assert subcommands >= {"serve", "tools", "index", "list", "search", "show", "call", "validate", "pack"}
+
+
+def test_every_skill_mcp_command_line_in_the_pack_parses_with_the_real_cli() -> None:
+    bad = [(c.skill, " ".join(c.argv), why) for c in _all_commands() if (why := _parse(c.argv))]
+    assert not bad, "\n".join(f"{s}: skill-mcp {a}  ->  {w}" for s, a, w in bad)
+
+
+def test_the_command_check_rejects_a_flag_that_does_not_exist() -> None:  # negative control
+    assert _parse(("serve", "--skills-dir", "x")) is None
+    assert _parse(("serve", "--no-such-flag")) is not None
+    assert _parse(("pack", "lock")) is not None  # ROOT is required
+
+
+def test_every_variable_the_pack_names_is_a_documented_variable() -> None:
+    named = {m for text in pack_text().values() for m in VARIABLE.findall(text)}
+    assert "MCP_SKILL_RUN" in named and "SKILLS_DIR" in named
+    assert sorted(named - set(ENV_VARS)) == []
+
+
+def test_every_tool_name_the_pack_names_is_one_of_the_five_tools() -> None:
+    named = {m for text in pack_text().values() for m in TOOL.findall(text)}
+    # skill_mcp is the appliance's nftables table, not a tool.
+    assert "table inet skill_mcp" in (REPO / "nftables" / "skill-mcp.nft").read_text(encoding="utf-8")
+    assert named - {"skill_mcp"} == TOOLS
+
+
+def test_every_reason_shaped_term_is_a_reason_a_skill_or_a_known_term() -> None:
+    reasons = {str(r) for r in ProblemReason} | {str(r) for r in Refusal}
+    names = {d.name for d in skill_dirs()}
+    unknown = set()
+    for d in skill_dirs():
+        _, body = split_skill_md((d / "SKILL.md").read_text(encoding="utf-8"))
+        for span in inline_code(body):
+            if REASONISH.match(span) and span not in reasons | names | set(OTHER_TERMS):
+                unknown.add((d.name, span))
+    assert sorted(unknown) == []
+
+
+@pytest.mark.parametrize("term", sorted(t for t, f in OTHER_TERMS.items() if f))
+def test_each_allowlisted_term_is_defined_where_the_allowlist_says(term: str) -> None:
+    assert term in (REPO / str(OTHER_TERMS[term])).read_text(encoding="utf-8")
+
+
+def test_cross_references_name_skills_that_exist() -> None:
+    names = {d.name for d in skill_dirs()}
+    pattern = re.compile(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`")
+    refs = set()
+    for d in skill_dirs():
+        _, body = split_skill_md((d / "SKILL.md").read_text(encoding="utf-8"))
+        for ref in pattern.findall(body):
+            if re.search(r"\bsee `" + re.escape(ref) + "`|skill `" + re.escape(ref) + "`|`" + re.escape(ref)
+                         + r"` skill", body):
+                refs.add((d.name, ref))
+    assert refs, "the pack should point readers at related skills"
+    assert sorted((s, r) for s, r in refs if r not in names) == []
