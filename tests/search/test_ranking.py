@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skill_mcp.search import SearchDoc, build_index
 
@@ -83,3 +85,35 @@ def test_index_keeps_no_body_text() -> None:
     index = build_index([SearchDoc("a", body="secretword " * 50 + "\n# Head\n")])
     assert "secretword" in index.postings  # as a term with a number, not as text
     assert not any("secretword" in h for hs in index.headings for h in hs)
+
+
+def _exhaustive(index, query, limit):  # type: ignore[no-untyped-def]
+    """Score every skill the slow way, straight from the postings, for comparison."""
+    from skill_mcp.search.text import query_terms
+
+    acc: dict[int, float] = {}
+    q = query_terms(query)
+    for term in sorted(q, key=lambda t: (-q[t][0] * index.postings[t].top, t) if t in index.postings else (0, t)):
+        post = index.postings.get(term)
+        if post is None:
+            continue
+        for doc, score in zip(post.docs, post.scores, strict=True):
+            acc[doc] = acc.get(doc, 0.0) + q[term][0] * score
+    ranked = sorted(acc.items(), key=lambda kv: (-round(kv[1], 9), kv[0]))[:limit]
+    return [index.names[d] for d, _ in ranked]
+
+
+_VOCAB = ["alpha", "beta", "gamma", "delta", "pdf", "form", "slack", "gif", "test", "web", "excel", "deck"]
+
+
+@given(
+    st.lists(st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=30), min_size=1, max_size=40),
+    st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=5),
+    st.integers(min_value=1, max_value=6),
+)
+@settings(max_examples=150, deadline=None)
+def test_pruned_search_returns_exactly_the_exhaustive_ranking(bodies, query, limit) -> None:  # type: ignore[no-untyped-def]
+    docs = [SearchDoc(f"s{i:03d}", description=" ".join(b[:3]), body=" ".join(b)) for i, b in enumerate(bodies)]
+    index = build_index(docs)
+    q = " ".join(query)
+    assert [h.name for h in index.search(q, limit)] == _exhaustive(index, q, limit)

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
-from skill_mcp.search.text import query_terms, terms
+from skill_mcp.search.text import TermCounter, query_terms
 
 
 class Field(IntEnum):
@@ -52,6 +52,7 @@ K1 = 1.2
 # matches also earn NAME_BOOST times the word's rarity among names alone.
 NAME_BOOST = 0.6
 NO_SECTION = 0xFFFF
+_EPSILON = 1e-6  # margin for float noise when pruning (scores compare at 9 decimals)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,7 @@ class _Postings:
     scores: array  # idf * tf~/(k1+tf~) per doc ('f')
     masks: bytes  # bit i set: the term occurs in Field(i)
     sections: array  # heading index of the first body occurrence, or NO_SECTION ('H')
+    top: float  # the largest score in ``scores``: this term's upper bound, for pruning
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,19 +105,48 @@ class SearchIndex:
         if limit <= 0:
             return []
         qterms = query_terms(query)
-        acc: dict[int, float] = {}
-        get = acc.get
-        for term in sorted(qterms):  # fixed order: float sums come out identical every run
-            post = self.postings.get(term)
-            if post is None:
-                continue
-            weight = qterms[term][0]
-            for doc, score in zip(post.docs, post.scores, strict=True):
-                acc[doc] = get(doc, 0.0) + weight * score
+        acc = self._accumulate(qterms, limit)
         # Rounded before comparing so that scores equal up to float noise tie, and then the
         # lower doc id (the earlier name) wins.
         best = heapq.nsmallest(limit, acc.items(), key=lambda kv: (-round(kv[1], 9), kv[0]))
         return [self._hit(doc, score, qterms) for doc, score in best]
+
+    def _accumulate(self, qterms: Mapping[str, tuple[float, str]], limit: int) -> dict[int, float]:
+        """Term-at-a-time scoring with MaxScore-style pruning.
+
+        Terms go in order of their best possible contribution. Once the ``limit``-th best
+        score so far beats everything the remaining terms could still add, no new skill can
+        enter the result: the remaining terms are then only looked up for the candidates
+        still in reach, by binary search, instead of scanning their postings. The result is
+        exactly the exhaustive one; the order of terms is fixed, so float sums repeat.
+        """
+        present = [(t, qterms[t][0], p) for t in sorted(qterms) if (p := self.postings.get(t)) is not None]
+        present.sort(key=lambda x: (-x[1] * x[2].top, x[0]))
+        rest = sum(w * p.top for _, w, p in present)
+        acc: dict[int, float] = {}
+        pruned = False
+        for _term, weight, post in present:
+            rest -= weight * post.top
+            if not pruned:
+                get = acc.get
+                for doc, score in zip(post.docs, post.scores, strict=True):
+                    acc[doc] = get(doc, 0.0) + weight * score
+            elif len(acc) * 8 < len(post.docs):
+                docs, n = post.docs, len(post.docs)
+                for doc in acc:
+                    i = bisect_left(docs, doc)
+                    if i < n and docs[i] == doc:
+                        acc[doc] += weight * post.scores[i]
+            else:
+                for doc, score in zip(post.docs, post.scores, strict=True):
+                    if doc in acc:
+                        acc[doc] += weight * score
+            if len(acc) >= limit:
+                theta = heapq.nlargest(limit, acc.values())[-1]
+                if rest + _EPSILON < theta:
+                    pruned = True
+                    acc = {d: s for d, s in acc.items() if s + rest + _EPSILON >= theta}
+        return acc
 
     def _hit(self, doc: int, score: float, qterms: Mapping[str, tuple[float, str]]) -> Hit:
         mask = 0
@@ -147,55 +178,59 @@ class SearchIndex:
         )
 
 
-def split_markdown(body: str) -> tuple[list[str], list[tuple[int, str]]]:
-    """Headings of a Markdown body, and its text lines tagged with the heading they sit under.
+def split_markdown(body: str) -> tuple[list[str], list[str]]:
+    """Headings of a Markdown body, and the text of each section.
 
-    Lines inside fenced code blocks are text, never headings (``# comment`` in a shell block).
+    ``sections[0]`` is the text before the first heading; ``sections[i + 1]`` the text under
+    ``headings[i]``. Lines inside fenced code blocks are text, never headings (``# comment``
+    in a shell block).
     """
     headings: list[str] = []
-    lines: list[tuple[int, str]] = []
+    sections: list[list[str]] = [[]]
     fence: str | None = None
     for line in body.splitlines():
         stripped = line.lstrip()
         if stripped.startswith(("```", "~~~")):
             marker = stripped[:3]
             fence = None if fence == marker else (fence or marker)
-            continue
-        if fence is None and stripped.startswith("#"):
+        elif fence is None and stripped.startswith("#"):
+            level = len(stripped) - len(stripped.lstrip("#"))
             title = stripped.lstrip("#").strip()
-            if title and len(stripped) - len(stripped.lstrip("#")) <= 6:
+            if title and level <= 6:
                 headings.append(title[:120])
+                sections.append([])
                 continue
-        lines.append((len(headings) - 1 if headings else NO_SECTION, line))
-    return headings, lines
+        sections[-1].append(line)
+    return headings, ["\n".join(lines) for lines in sections]
 
 
-def _doc_fields(doc: SearchDoc) -> tuple[list[Counter[str]], dict[str, int], list[str]]:
-    """Per-field term counts, the first body section of each term, and the headings."""
-    name_terms = list(terms(doc.name))
-    title_terms = list(terms(doc.title))
-    if sorted(set(title_terms)) == sorted(set(name_terms)):
-        title_terms = []  # the usual case: counting the same words twice would double the name
-    headings, lines = split_markdown(doc.body)
+def _doc_fields(doc: SearchDoc, counter: TermCounter) -> tuple[list[Counter[str]], dict[str, int], list[str]]:
+    """Per-field term counts, the section each term points to, and the headings."""
+    name_terms = counter.count(doc.name)
+    title_terms = counter.count(doc.title)
+    if set(title_terms) == set(name_terms):
+        title_terms = Counter()  # the usual case: counting the same words twice would double the name
+    headings, sections = split_markdown(doc.body)
     # A term's section is the first heading that names it, else the first section whose
     # text holds it: that is the passage a person would be pointed to.
     first_section: dict[str, int] = {}
+    heading_terms: Counter[str] = Counter()
     for i, h in enumerate(headings):
-        for t in terms(h):
+        counted = counter.count(h)
+        heading_terms.update(counted)
+        for t in counted:
             first_section.setdefault(t, i)
     body: Counter[str] = Counter()
-    for section, line in lines:
-        for t in terms(line):
-            body[t] += 1
-            first_section.setdefault(t, section)
-    counts = [
-        Counter(name_terms),
-        Counter(title_terms),
-        Counter(terms(doc.description)),
-        Counter(t for tag in doc.tags for t in terms(tag)),
-        Counter(t for h in headings for t in terms(h)),
-        body,
-    ]
+    for i, text in enumerate(sections):
+        counted = counter.count(text)
+        body.update(counted)
+        if i:
+            for t in counted:
+                first_section.setdefault(t, i - 1)
+    tags: Counter[str] = Counter()
+    for tag in doc.tags:
+        tags.update(counter.count(tag))
+    counts = [name_terms, title_terms, counter.count(doc.description), tags, heading_terms, body]
     return counts, first_section, headings
 
 
@@ -203,45 +238,71 @@ def _idf(n: int, df: int) -> float:
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
+def _pseudo_tf(counts: list[Counter[str]], avg: list[float]) -> tuple[dict[str, float], dict[str, int]]:
+    """BM25F pseudo-frequency and field mask of every term of one doc.
+
+    The body is by far the largest field, so it seeds both dicts in one comprehension and
+    the short fields are folded in after it.
+    """
+    body = counts[Field.BODY]
+    f = Field.BODY
+    scale = WEIGHTS[f] / (1.0 - B[f] + B[f] * body.total() / avg[f])
+    pseudo = {t: scale * tf for t, tf in body.items()}
+    masks = dict.fromkeys(body, 1 << f)
+    for f in range(Field.BODY):
+        field = counts[f]
+        if not field:
+            continue
+        scale = WEIGHTS[f] / (1.0 - B[f] + B[f] * field.total() / avg[f])
+        bit = 1 << f
+        for t, tf in field.items():
+            pseudo[t] = pseudo.get(t, 0.0) + scale * tf
+            masks[t] = masks.get(t, 0) | bit
+    return pseudo, masks
+
+
+def _postings(n_docs: int, rows: list[tuple[int, float, int, int]]) -> _Postings:
+    docs, saturated, masks, sections = zip(*rows, strict=True)
+    idf = _idf(n_docs, len(rows))
+    scores = [idf * x for x in saturated]
+    name_bits = (1 << Field.NAME) | (1 << Field.TITLE)
+    in_names = [i for i, m in enumerate(masks) if m & name_bits]
+    if in_names:
+        boost = NAME_BOOST * _idf(n_docs, len(in_names))
+        for i in in_names:
+            scores[i] += boost
+    stored = array("f", scores)
+    # The bound is taken from the stored (float32) values, so it is never below one of them.
+    return _Postings(docs=array("I", docs), scores=stored, masks=bytes(masks),
+                     sections=array("H", sections), top=max(stored))
+
+
 def build_index(docs: Iterable[SearchDoc]) -> SearchIndex:
     """Build the index. Each doc's body is consumed here and not retained."""
     ordered = sorted(docs, key=lambda d: d.name)
-    n_fields = len(Field)
     per_doc: list[tuple[list[Counter[str]], dict[str, int]]] = []
     all_headings: list[tuple[str, ...]] = []
-    totals = [0] * n_fields
+    totals = [0] * len(Field)
+    counter = TermCounter()
     for doc in ordered:
-        counts, first_section, headings = _doc_fields(doc)
+        counts, first_section, headings = _doc_fields(doc, counter)
         per_doc.append((counts, first_section))
         all_headings.append(tuple(headings))
-        for f in range(n_fields):
-            totals[f] += sum(counts[f].values())
+        for f, field in enumerate(counts):
+            totals[f] += field.total()
     n = max(len(ordered), 1)
     avg = [max(t / n, 1.0) for t in totals]
     raw: dict[str, list[tuple[int, float, int, int]]] = {}
     for doc_id, (counts, first_section) in enumerate(per_doc):
-        lens = [sum(c.values()) for c in counts]
-        pseudo: dict[str, float] = {}
-        masks: dict[str, int] = {}
-        for f in range(n_fields):
-            norm = 1.0 - B[f] + B[f] * lens[f] / avg[f]
-            for t, tf in counts[f].items():
-                pseudo[t] = pseudo.get(t, 0.0) + WEIGHTS[f] * tf / norm
-                masks[t] = masks.get(t, 0) | (1 << f)
+        pseudo, masks = _pseudo_tf(counts, avg)
+        section_of = first_section.get
         for t, tf_tilde in pseudo.items():
-            raw.setdefault(t, []).append(
-                (doc_id, tf_tilde / (K1 + tf_tilde), masks[t], first_section.get(t, NO_SECTION))
-            )
-    name_bits = (1 << Field.NAME) | (1 << Field.TITLE)
-    postings: dict[str, _Postings] = {}
-    for t, rows in raw.items():
-        idf = _idf(len(ordered), len(rows))
-        in_names = sum(1 for r in rows if r[2] & name_bits)
-        boost = NAME_BOOST * _idf(len(ordered), in_names) if in_names else 0.0
-        postings[t] = _Postings(
-            docs=array("I", (r[0] for r in rows)),
-            scores=array("f", (idf * r[1] + (boost if r[2] & name_bits else 0.0) for r in rows)),
-            masks=bytes(r[2] for r in rows),
-            sections=array("H", (min(r[3], NO_SECTION) for r in rows)),
-        )
+            row = (doc_id, tf_tilde / (K1 + tf_tilde), masks[t], min(section_of(t, NO_SECTION), NO_SECTION))
+            rows = raw.get(t)
+            if rows is None:
+                raw[t] = [row]
+            else:
+                rows.append(row)
+        per_doc[doc_id] = ([], {})  # drop this doc's counts as soon as they are posted
+    postings = {t: _postings(len(ordered), rows) for t, rows in raw.items()}
     return SearchIndex(names=tuple(d.name for d in ordered), headings=tuple(all_headings), postings=postings)
