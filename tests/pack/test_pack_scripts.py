@@ -1,0 +1,192 @@
+"""The three declared scripts do real work: run directly under the fence's environment, and
+through the real server's skill_run (confirmation token round trip) in both protocol eras."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from mcp import Client, StdioServerParameters
+
+from skill_mcp.config import BUNDLED_ROOT
+from skill_mcp.runner.interpreters import resolve_interpreters
+
+SERVER = Path(sys.executable).with_name("skill-mcp")
+INTERPRETERS = resolve_interpreters()
+CLIENTS = {"claude-desktop", "claude-code", "vscode", "cursor", "windsurf", "zed", "codex", "gemini", "goose"}
+
+# A stand-in stdio server, passed to check_stdout.py as `python -c`: it answers like an MCP
+# server, and with "noisy" also prints a debug line to stdout (the bug the check exists for).
+FAKE_SERVER = """
+import json, sys
+noisy = sys.argv[1:] == ["noisy"]
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        print(json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse"}}), flush=True)
+        continue
+    if "id" not in msg:
+        continue
+    if noisy:
+        print("debug: handling", msg["method"], flush=True)
+    result = {"tools": [{"name": "fake_tool"}]} if msg["method"] == "tools/list" else {}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def fenced_env(tmp: Path) -> dict[str, str]:
+    """What the fence hands a script with nothing declared: the fixed allowlist only."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp), "LANG": "C.UTF-8", "TZ": "UTC",
+            "TMPDIR": str(tmp)}
+
+
+def run_direct(skill: str, argv: list[str], tmp: Path, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=BUNDLED_ROOT / skill, env=fenced_env(tmp), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def python() -> str:
+    return INTERPRETERS.path_for("python")
+
+
+# --- check-stdout-purity (python) ---------------------------------------------------------
+
+def test_stdout_check_passes_the_real_skill_mcp_server(tmp_path: Path) -> None:
+    out = run_direct("check-stdout-purity", [python(), "scripts/check_stdout.py", "--", str(SERVER), "serve"],
+                     tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    for check in ("stdout-lines", "initialize", "parse-error", "still-serving"):
+        assert any(line.startswith("ok") and f" {check}:" in line for line in lines), out.stdout
+    assert "skill_list" in out.stdout and lines[-1] == "PASS"
+
+
+def test_stdout_check_fails_a_server_that_prints_debug_lines(tmp_path: Path) -> None:
+    out = run_direct("check-stdout-purity",
+                     [python(), "scripts/check_stdout.py", "--", python(), "-c", FAKE_SERVER, "noisy"], tmp_path)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "stray stdout: 'debug: handling tools/list'" in out.stdout
+    assert out.stdout.splitlines()[-1] == "FAIL"
+
+
+def test_stdout_check_reports_a_command_it_cannot_start(tmp_path: Path) -> None:
+    out = run_direct("check-stdout-purity", [python(), "scripts/check_stdout.py", "--", str(tmp_path / "absent")],
+                     tmp_path)
+    assert out.returncode == 2
+
+
+# --- print-client-config (node) ------------------------------------------------------------
+
+def _parse_snippet(fmt: str, text: str) -> Any:
+    if fmt == "json":
+        return json.loads(text)
+    if fmt == "toml":
+        return tomllib.loads(text)
+    if fmt == "yaml":
+        return yaml.safe_load(text)
+    assert fmt == "shell"
+    return text
+
+
+@pytest.mark.skipif("node" not in INTERPRETERS.paths, reason="node is not installed on this machine")
+def test_client_config_script_prints_a_parseable_snippet_for_every_client(tmp_path: Path) -> None:
+    command = "/opt/tools/bin/skill-mcp"
+    out = run_direct("print-client-config", [INTERPRETERS.path_for("node"), "scripts/print_config.js", "--json",
+                                             "--command", command, "--skills-dir", "/srv/skills"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["command"] == command and report["args"] == ["serve", "--skills-dir", "/srv/skills"]
+    assert set(report["clients"]) == CLIENTS
+    for client, info in report["clients"].items():
+        if info.get("text") is None:  # Claude Desktop has no Linux build
+            assert client == "claude-desktop" and sys.platform.startswith("linux")
+            continue
+        parsed = _parse_snippet(info["format"], info["text"])
+        assert command in json.dumps(parsed) and "/srv/skills" in json.dumps(parsed), client
+    assert report["clients"]["cursor"]["file"] == str(tmp_path / ".cursor" / "mcp.json")
+    # Under the fence HOME is TMPDIR here: the script says the locations need --home.
+    assert any("--home" in note for note in report["notes"])
+
+
+@pytest.mark.skipif("node" not in INTERPRETERS.paths, reason="node is not installed on this machine")
+def test_client_config_script_refuses_an_unknown_client(tmp_path: Path) -> None:
+    out = run_direct("print-client-config", [INTERPRETERS.path_for("node"), "scripts/print_config.js",
+                                             "--client", "no-such-client"], tmp_path)
+    assert out.returncode == 2 and "unknown client" in out.stderr
+
+
+# --- validate-skills-directory (bash) -----------------------------------------------------
+
+def test_skills_check_finds_the_bundled_pack_clean(tmp_path: Path) -> None:
+    out = run_direct("validate-skills-directory", [INTERPRETERS.path_for("bash"), "scripts/check_skills.sh"],
+                     tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"checked 50 skills under {BUNDLED_ROOT}: 0 errors, 0 warnings" in out.stdout
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    _write(root / "good" / "SKILL.md", "---\nname: good\ndescription: Does a thing. Use when needed.\n---\n1. Do.\n")
+    _write(root / "other-name" / "SKILL.md", "---\nname: good\ndescription: x. Use when y.\n---\n1. Do.\n")
+    _write(root / "no-front" / "SKILL.md", "# just markdown\n")
+    _write(root / "no-desc" / "SKILL.md", "---\nname: no-desc\n---\n1. Do.\n")
+    _write(root / "scripted" / "SKILL.md", "---\nname: scripted\ndescription: Runs. Use when x.\nmcp-host:\n"
+           "  version: 1\n  run:\n    - script: scripts/gone.py\n      interpreter: python\n"
+           "    - script: scripts/tool.rb\n      interpreter: ruby\n---\n1. Run.\n")
+    _write(root / "scripted" / "scripts" / "tool.rb", "puts 1\n")
+    (root / "empty-dir").mkdir()
+    out = run_direct("validate-skills-directory", [INTERPRETERS.path_for("bash"), "scripts/check_skills.sh",
+                                                   str(root)], tmp_path)
+    assert out.returncode == 1, out.stdout
+    found = {tuple(line.split()[:2]) for line in out.stdout.splitlines() if line.startswith(("error", "warning"))}
+    assert found == {("error", "name-mismatch"), ("error", "frontmatter-parse"), ("error", "frontmatter-invalid"),
+                     ("error", "declared-script-missing"), ("error", "interpreter-unavailable"),
+                     ("warning", "no-skill-md")}, out.stdout
+    assert "checked 5 skills" in out.stdout
+
+
+# --- through the real fence -----------------------------------------------------------------
+
+def _run_cases() -> list[tuple[str, str, list[str], str]]:
+    """(skill, script, args, text the output must contain) for each declared script."""
+    cases = [
+        ("check-stdout-purity", "scripts/check_stdout.py", ["--", python(), "-c", FAKE_SERVER], "PASS"),
+        ("validate-skills-directory", "scripts/check_skills.sh", [], "checked 50 skills"),
+    ]
+    if "node" in INTERPRETERS.paths:
+        cases.append(("print-client-config", "scripts/print_config.js",
+                      ["--client", "codex", "--command", "/usr/local/bin/skill-mcp"], "[mcp_servers.skills]"))
+    return cases
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+async def test_each_declared_script_runs_through_skill_run_after_confirmation(era: str) -> None:
+    params = StdioServerParameters(command=str(SERVER), args=["serve"], env={"SKILL_MCP_LOG": "warning"})
+    async with Client(params, mode=era, read_timeout_seconds=90) as client:
+        listing = (await client.call_tool("skill_list", {"limit": 200})).structured_content
+        assert listing["grantFrom"] == "declaration" and listing["total"] == 50
+        for skill, script, args, expected in _run_cases():
+            call = {"skill": skill, "script": script, "args": args}
+            first = await client.call_tool("skill_run", call)
+            preview = first.structured_content
+            assert not first.is_error and preview["status"] == "confirmation-required", preview
+            assert preview["preview"]["willRun"]["cwd"] == str(BUNDLED_ROOT / skill)
+            done = await client.call_tool("skill_run", {**call, "confirmToken": preview["confirmToken"]})
+            result = done.structured_content
+            assert result["status"] == "ok", result
+            assert expected in result["stdout"], result
+            assert result["truncated"] == {"stdout": False, "stderr": False}
