@@ -67,8 +67,11 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def server_argv(roots: Sequence[Path | str], *, address: str = "127.0.0.1:0", no_auth: bool = False,
-                token_file: Path | None = None, allowed_hosts: Sequence[str] = ()) -> list[str]:
+                token_file: Path | None = None, allowed_hosts: Sequence[str] = (),
+                drain_seconds: float | None = None) -> list[str]:
     argv = [sys.executable, str(CHILD), address]
+    if drain_seconds is not None:
+        argv += ["--drain-seconds", str(drain_seconds)]
     for root in roots:
         argv += ["--skills-dir", str(root)]
     if no_auth:
@@ -89,13 +92,15 @@ def running_http_server(
     env: Mapping[str, str] | None = None,
     address: str = "127.0.0.1:0",
     allowed_hosts: Sequence[str] = (),
+    drain_seconds: float | None = None,
 ) -> Iterator[HttpServer]:
     """Start the server; yield once it listens. ``token`` goes in through ``MCP_HTTP_TOKEN``."""
     extra = dict(env or {})
     if token is not None:
         extra["MCP_HTTP_TOKEN"] = token
     proc = subprocess.Popen(
-        server_argv(roots, address=address, no_auth=no_auth, allowed_hosts=allowed_hosts),
+        server_argv(roots, address=address, no_auth=no_auth, allowed_hosts=allowed_hosts,
+                    drain_seconds=drain_seconds),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env=child_env(extra), start_new_session=True,
     )

@@ -19,6 +19,7 @@ def main() -> int:
     parser.add_argument("--no-auth", action="store_true")
     parser.add_argument("--token-file")
     parser.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=[])
+    parser.add_argument("--drain-seconds", type=float, default=None)
     args = parser.parse_args()
 
     from skill_mcp.config import load_settings
@@ -32,7 +33,8 @@ def main() -> int:
             token = f.read().strip()
     try:
         host, port = parse_host_port(args.address)
-        return serve_http(settings, host, port, token, args.no_auth, allowed_hosts=args.allowed_hosts)
+        bounds = {"drain_seconds": args.drain_seconds} if args.drain_seconds is not None else {}
+        return serve_http(settings, host, port, token, args.no_auth, allowed_hosts=args.allowed_hosts, **bounds)
     except SkillMcpError as err:
         print(f"refused: {err.reason}", file=sys.stderr)
         return 3

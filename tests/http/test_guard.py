@@ -142,3 +142,23 @@ def test_no_other_presented_token_matches(presented: str) -> None:
     if presented.strip() == TOKEN:
         return
     assert not bearer_matches(f"Bearer {presented}", DIGEST)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"method":"tools/call"}', 7),
+        (b'{"jsonrpc":"2.0","id":"a","method":"tools/call"}', "a"),
+        (b'{"jsonrpc":"2.0","method":"notifications/initialized"}', None),
+        (b'{"jsonrpc":"2.0","id":7,"result":{}}', None),
+        (b'{"jsonrpc":"2.0","id":true,"method":"x"}', None),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"x"}]', None),
+        (b"not json", None),
+        (b"", None),
+        (None, None),
+    ],
+)
+def test_only_a_single_request_has_an_id_to_answer(body: bytes | None, expected: object) -> None:
+    from skill_mcp.surfaces.http_guard import _request_id
+
+    assert _request_id(body) == expected

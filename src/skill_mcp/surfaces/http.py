@@ -149,14 +149,30 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
             if not drained:
                 # Calls still running past the bound: stop their scripts so the calls return
                 # (and are answered) instead of being cut off; then give the answers a moment.
-                await _run_stop_hooks(app.stop_hooks)
-                await _bounded_idle(app.guard, cancel_seconds)
+                answered = False
+                if app.stop_hooks:
+                    await _run_stop_hooks(app.stop_hooks)
+                    answered = await _bounded_idle(app.guard, cancel_seconds)
+                if not answered:
+                    # Still running: stop streaming those calls and answer each with a JSON-RPC
+                    # error (reason http-draining). Their handlers end with the lifespan below,
+                    # where the spawner kills any script still running with its process group.
+                    app.guard.cut_in_flight()
+                    await _bounded_idle(app.guard, cancel_seconds)
             logger.info("http drain finished", extra={"event": "http-drained", "inFlightAtSignal": pending,
                                                       "drained": drained, "left": app.guard.in_flight})
+            # Now, and not at the signal, let sse-starlette end the streams that are left.
+            AppStatus.should_exit = True
             # uvicorn then closes what is left (notification streams) and ends the lifespan,
             # which cancels every session task; a script still running is killed with its group.
             await super().shutdown(sockets)
 
+    from sse_starlette.sse import AppStatus
+
+    # sse-starlette ends every SSE response the moment uvicorn sees SIGTERM, which would cut
+    # the calls in flight (their answers travel on SSE) before the drain. Take that decision
+    # back: the streams end after the drain (above). Process-wide, like the signal itself.
+    AppStatus.disable_automatic_graceful_drain()
     config = uvicorn.Config(
         app.asgi,
         lifespan="on",
