@@ -42,9 +42,10 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
     """
     from skill_mcp.runner.fence import Runner  # H2: boot hardening (environ wipe, non-dumpable) + fence
     from skill_mcp.surfaces.run_tool import run_tool_spec
+    from skill_mcp.surfaces.search_tool import search_tool_spec  # H4: skill_search
 
     runner = Runner.boot(settings)
-    return Plugins(tools=(run_tool_spec(runner),), script_states=runner.states(catalog_provider))
+    return Plugins(tools=(run_tool_spec(runner), search_tool_spec()), script_states=runner.states(catalog_provider))
 
 
 def static_catalog(settings: Settings) -> Callable[[], Catalog]:
