@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import math
 import signal
 import socket
 import threading
@@ -172,14 +173,14 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
     # sse-starlette ends every SSE response the moment uvicorn sees SIGTERM, which would cut
     # the calls in flight (their answers travel on SSE) before the drain. Take that decision
     # back: the streams end after the drain (above). Process-wide, like the signal itself.
-    AppStatus.disable_automatic_graceful_drain()
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
     config = uvicorn.Config(
         app.asgi,
         lifespan="on",
         # uvicorn's default log config writes access lines to stdout; logs belong on stderr.
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=max(cancel_seconds, 0.1),
+        timeout_graceful_shutdown=max(math.ceil(cancel_seconds), 1),
         # A notification stream would otherwise keep a worker alive past the drain.
         timeout_keep_alive=5,
     )
