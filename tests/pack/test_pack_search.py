@@ -1,0 +1,55 @@
+"""Search quality on the bundled pack: a labelled query set written the way users ask.
+
+Floors are the search issue's: the right skill first for at least 85% of queries and in the
+top three for at least 95%. The figures are printed (pytest -s) for the closing note.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skill_mcp.catalog import build_catalog
+from skill_mcp.config import load_settings
+from skill_mcp.search import index_catalog
+
+HERE = Path(__file__).parent
+
+
+def _queries(name: str = "queries.tsv") -> list[tuple[str, str]]:
+    rows = []
+    for line in (HERE / name).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            query, expected = line.split("\t")
+            rows.append((query, expected))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def index():  # type: ignore[no-untyped-def]
+    return index_catalog(build_catalog(load_settings([], {})))
+
+
+def test_the_query_set_is_large_and_covers_every_phase(index) -> None:  # type: ignore[no-untyped-def]
+    rows = _queries()
+    assert len(rows) >= 30
+    assert {expected for _, expected in rows} <= set(index.names)
+    assert len({expected for _, expected in rows}) >= 45  # nearly every skill is someone's answer
+
+
+@pytest.mark.parametrize("name", ["queries.tsv", "queries-heldout.tsv"])
+def test_hit_at_1_and_hit_at_3_on_the_bundled_pack(index, name: str) -> None:  # type: ignore[no-untyped-def]
+    rows = _queries(name)
+    ranks = []
+    for query, expected in rows:
+        names = [hit.name for hit in index.search(query, 10)]
+        ranks.append(names.index(expected) + 1 if expected in names else 0)
+    n = len(ranks)
+    hit1 = sum(r == 1 for r in ranks) / n
+    hit3 = sum(1 <= r <= 3 for r in ranks) / n
+    mrr = sum(1 / r for r in ranks if r) / n
+    print(f"bundled pack search ({name}): n={n} hit@1={hit1:.3f} hit@3={hit3:.3f} MRR={mrr:.3f}")
+    misses = [(q, e, r) for (q, e), r in zip(rows, ranks, strict=True) if r != 1]
+    assert hit1 >= 0.85, misses
+    assert hit3 >= 0.95, misses
