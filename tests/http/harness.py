@@ -66,20 +66,33 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def cli_command() -> list[str]:
+    """``skill-mcp`` installed next to this interpreter, else the CLI module."""
+    script = Path(sys.executable).with_name("skill-mcp")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from skill_mcp.cli import main; sys.exit(main())"]
+
+
 def server_argv(roots: Sequence[Path | str], *, address: str = "127.0.0.1:0", no_auth: bool = False,
                 token_file: Path | None = None, allowed_hosts: Sequence[str] = (),
                 drain_seconds: float | None = None) -> list[str]:
-    argv = [sys.executable, str(CHILD), address]
-    if drain_seconds is not None:
-        argv += ["--drain-seconds", str(drain_seconds)]
+    """The real ``skill-mcp serve --http`` when it can express the request; otherwise the
+    test child (``serve_child.py``), which calls the same ``serve_http`` with test-only bounds."""
+    if drain_seconds is None and not allowed_hosts:
+        argv = [*cli_command(), "serve", "--http", address]
+    else:
+        argv = [sys.executable, str(CHILD), address]
+        if drain_seconds is not None:
+            argv += ["--drain-seconds", str(drain_seconds)]
+        for name in allowed_hosts:
+            argv += ["--allowed-host", name]
     for root in roots:
         argv += ["--skills-dir", str(root)]
     if no_auth:
         argv.append("--no-auth")
     if token_file is not None:
         argv += ["--token-file", str(token_file)]
-    for name in allowed_hosts:
-        argv += ["--allowed-host", name]
     return argv
 
 
