@@ -252,3 +252,42 @@ def test_no_descriptor_leaks_across_runs(root: Path) -> None:
     for _ in range(3):
         run(root, "bash", "echo hi; echo err >&2\n", runner=runner)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_cancelled_call_ends_the_script_and_releases_the_lock(root: Path) -> None:
+    # What happens when the server shuts down (or the caller goes away) mid-run.
+    fifo = root / "started"
+    os.mkfifo(fifo)
+    fifo.chmod(0o666)  # the script may run as nobody
+    source = f"echo started > {fifo}\nexec sleep 120\n"
+    skill = make_skill(root, "t", {"a.sh": source, "b.sh": "echo b\n"},
+                       [ScriptDecl("a.sh", "bash", timeout=120), ScriptDecl("b.sh", "bash")])
+    catalog = catalog_of(skill)
+
+    def wait_started() -> bytes:
+        with open(fifo, "rb") as fh:  # blocks until the script opened the FIFO: it is running
+            return fh.read()
+
+    async def main() -> None:
+        runner = make_runner()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: runner.execute(runner.prepare(catalog, "t", "a.sh", []), confirmed=True))
+            assert await anyio.to_thread.run_sync(wait_started) == b"started\n"
+            tg.cancel_scope.cancel()
+        assert not runner._busy
+        after = await runner.execute(runner.prepare(catalog, "t", "b.sh", []), confirmed=True)
+        assert after["stdout"] == "b\n"
+
+    started = time.monotonic()
+    anyio.run(main)
+    assert time.monotonic() - started < 10
+    leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == b"sleep\x00120\x00"]
+    assert leftovers == []
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""

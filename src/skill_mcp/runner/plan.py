@@ -162,6 +162,9 @@ def prepare(skill: Skill | None, skill_name: str, script: str, args: Sequence[An
                    for h in grant.egress],
         "spawner": spawner,
     }
+    if spawner == "local":
+        will_run["containment"] = ("standalone: the script's process group is ended when it exits or times out; "
+                                   "a process that starts a session of its own may outlive the run")
     if runs_as:
         will_run["runsAs"] = runs_as
     if grant.source == "declaration" and handed:
