@@ -102,7 +102,6 @@ def test_every_tool_name_the_pack_names_is_one_of_the_five_tools() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(strict=True, reason="waiting for the skill_search tool to be registered (H4); remove then")
 async def test_the_real_server_registers_every_tool_the_pack_names() -> None:
     server = Path(sys.executable).with_name("skill-mcp")
     params = StdioServerParameters(command=str(server), args=["serve"], env={"SKILL_MCP_LOG": "warning"})

@@ -66,7 +66,7 @@ def test_stdout_check_passes_the_real_skill_mcp_server(tmp_path: Path) -> None:
     lines = out.stdout.splitlines()
     for check in ("stdout-lines", "initialize", "parse-error", "still-serving"):
         assert any(line.startswith("ok") and f" {check}:" in line for line in lines), out.stdout
-    assert "skill_list" in out.stdout and lines[-1] == "PASS"
+    assert "skill_search" in out.stdout and lines[-1] == "PASS"
 
 
 def test_stdout_check_fails_a_server_that_prints_debug_lines(tmp_path: Path) -> None:
