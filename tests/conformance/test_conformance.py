@@ -72,8 +72,12 @@ def suite_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         name = match.group(1)
         scenarios[name] = json.loads(checks_file.read_text(encoding="utf-8"))
     statuses = Counter(check["status"] for checks in scenarios.values() for check in checks)
-    summary = {"scenarios": len(scenarios), **dict(statuses)}
+    baselined = _baselined_scenarios() | {e.split(":", 1)[0] for e in _baseline_entries() if ":" in e}
+    clean = [n for n, checks in scenarios.items() if not any(c["status"] in ("FAILURE", "WARNING") for c in checks)]
+    summary = {"scenarios": len(scenarios), "scenariosClean": len(clean),
+               "scenariosBaselined": len(baselined & set(scenarios)), "checks": dict(statuses)}
     print(f"conformance summary: {json.dumps(summary, sort_keys=True)}")
+    (work / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True), encoding="utf-8")
     return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
             "scenarios": scenarios, "server_stderr": server.stderr}
 

@@ -106,6 +106,7 @@ def running_http_server(
     address: str = "127.0.0.1:0",
     allowed_hosts: Sequence[str] = (),
     drain_seconds: float | None = None,
+    token_file: Path | None = None,
 ) -> Iterator[HttpServer]:
     """Start the server; yield once it listens. ``token`` goes in through ``MCP_HTTP_TOKEN``."""
     extra = dict(env or {})
@@ -113,7 +114,7 @@ def running_http_server(
         extra["MCP_HTTP_TOKEN"] = token
     proc = subprocess.Popen(
         server_argv(roots, address=address, no_auth=no_auth, allowed_hosts=allowed_hosts,
-                    drain_seconds=drain_seconds),
+                    drain_seconds=drain_seconds, token_file=token_file),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env=child_env(extra), start_new_session=True,
     )

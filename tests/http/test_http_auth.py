@@ -7,6 +7,7 @@ carries no ``Mcp-Session-Id``, and the SDK's session manager never logs a sessio
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -164,3 +165,25 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def test_token_file_is_the_token(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(f"  {TOKEN}\n", encoding="utf-8")
+    with running_http_server([CORPUS], token_file=token_file) as srv:
+        assert _post(srv.url, {}).status_code == 401
+        assert _post(srv.url, {"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
+def test_ipv6_loopback_serves_and_checks_the_bracketed_host() -> None:
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError:
+        pytest.skip("::1 is not configured here")
+    with running_http_server([CORPUS], token=TOKEN, address="[::1]:0") as srv:
+        assert srv.url.startswith("http://[::1]:")
+        assert _post(srv.url, {"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        assert _post(srv.url, {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example.com"}).status_code == 421
