@@ -97,3 +97,9 @@ def test_the_server_with_no_skills_directory_serves_the_whole_pack_with_no_probl
                 if s.declaration and s.declaration.run}
     assert sorted(i for v in declared.values() for i in v) == ["bash", "node", "python"], declared
     assert all(not s.missing_scripts for s in catalog.skills.values())
+
+
+def test_docs_bundled_pack_lists_every_skill() -> None:
+    doc = (BUNDLED_ROOT.parents[2] / "docs" / "bundled-pack.md").read_text(encoding="utf-8")
+    missing = [d.name for d in skill_dirs() if f"`{d.name}`" not in doc]
+    assert missing == []
