@@ -9,8 +9,6 @@ Layering: search sits beside the surfaces, above the catalog; it imports ``catal
 """
 
 from skill_mcp.search.index import Hit, SearchDoc, SearchIndex, build_index
-from skill_mcp.search.source import index_catalog
+from skill_mcp.search.source import MAX_LIMIT, index_catalog, search_result
 
-MAX_LIMIT = 50
-
-__all__ = ["MAX_LIMIT", "Hit", "SearchDoc", "SearchIndex", "build_index", "index_catalog"]
+__all__ = ["MAX_LIMIT", "Hit", "SearchDoc", "SearchIndex", "build_index", "index_catalog", "search_result"]

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from skill_mcp.catalog.files import read_body
+from skill_mcp.catalog.files import read_body, skill_uri
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Skill
 from skill_mcp.search.index import SearchDoc, SearchIndex, build_index
 
-BODY_MAX_BYTES = 256 * 1024  # past this, the body is ranked on its first 256 KiB only
+BODY_MAX_BYTES = 256 * 1024
+MAX_LIMIT = 50  # past this, the body is ranked on its first 256 KiB only
 
 
 def _tag_values(frontmatter: Mapping[str, Any], skill: Skill) -> tuple[str, ...]:
@@ -59,3 +60,23 @@ def docs_from_catalog(catalog: Catalog) -> Iterator[SearchDoc]:
 def index_catalog(catalog: Catalog) -> SearchIndex:
     """Build the search index for one catalog generation."""
     return build_index(docs_from_catalog(catalog))
+
+
+def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int) -> dict[str, Any]:
+    """The structured answer to one search: ``skill_search``'s result and the CLI's ``--json``."""
+    hits = []
+    for hit in index.search(query, min(max(limit, 1), MAX_LIMIT)):
+        skill = catalog.skills.get(hit.name)
+        entry: dict[str, Any] = {
+            "name": hit.name,
+            "description": skill.description if skill else "",
+            "uri": skill_uri(hit.name),
+            "score": hit.score,
+            "reason": hit.reason,
+            "matched": list(hit.matched),
+            "fields": list(hit.fields),
+        }
+        if hit.section:
+            entry["section"] = hit.section
+        hits.append(entry)
+    return {"query": query, "hits": hits, "count": len(hits), "searched": len(index)}

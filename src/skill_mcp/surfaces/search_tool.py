@@ -13,9 +13,8 @@ from typing import Any
 
 import anyio
 
-from skill_mcp.catalog.files import skill_uri
 from skill_mcp.models import Catalog
-from skill_mcp.search import MAX_LIMIT, SearchIndex, index_catalog
+from skill_mcp.search import MAX_LIMIT, SearchIndex, index_catalog, search_result
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
 
 NAME = "skill_search"
@@ -81,26 +80,6 @@ class SearchState:
                 self._index = index_catalog(catalog)
                 self._catalog = catalog
             return self._index
-
-
-def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int) -> dict[str, Any]:
-    """The structured result of one search (shared with the CLI's ``--json``)."""
-    hits = []
-    for hit in index.search(query, min(max(limit, 1), MAX_LIMIT)):
-        skill = catalog.skills.get(hit.name)
-        entry: dict[str, Any] = {
-            "name": hit.name,
-            "description": skill.description if skill else "",
-            "uri": skill_uri(hit.name),
-            "score": hit.score,
-            "reason": hit.reason,
-            "matched": list(hit.matched),
-            "fields": list(hit.fields),
-        }
-        if hit.section:
-            entry["section"] = hit.section
-        hits.append(entry)
-    return {"query": query, "hits": hits, "count": len(hits), "searched": len(index)}
 
 
 def search_tool_spec(state: SearchState | None = None) -> ToolSpec:

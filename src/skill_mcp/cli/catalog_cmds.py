@@ -1,0 +1,171 @@
+"""``index``, ``list``, ``search`` and ``show``: read the catalog directly, no server needed.
+
+They build the catalog exactly as ``serve`` would (same settings, same discovery), so what
+they print is what a client would be served.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from skill_mcp.cli import exits
+from skill_mcp.cli.output import emit, emit_json, warn
+
+
+def load_catalog(args: argparse.Namespace) -> Any:
+    from skill_mcp.catalog import build_catalog
+    from skill_mcp.config import load_settings
+
+    settings = load_settings(args.skills_dirs, os.environ)
+    return settings, build_catalog(settings)
+
+
+def phase_of(skill: Any) -> str | None:
+    if skill.phase:
+        return str(skill.phase)
+    meta = skill.frontmatter.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("phase"), str):
+        return str(meta["phase"])
+    return None
+
+
+def _skill_row(skill: Any) -> dict[str, Any]:
+    from skill_mcp.catalog.files import skill_uri
+
+    row: dict[str, Any] = {"name": skill.name, "description": skill.description, "uri": skill_uri(skill),
+                           "path": skill.found_at, "files": len(skill.files)}
+    for key, value in (("pack", skill.pack), ("phase", phase_of(skill)), ("tags", list(skill.tags))):
+        if value:
+            row[key] = value
+    return row
+
+
+def _packs(roots: Any) -> list[dict[str, Any]]:
+    """Every pack.json a layout reaches under the roots, loaded or refused."""
+    from skill_mcp.catalog.packs import PACK_JSON, load_pack
+    from skill_mcp.models import Problem
+
+    found: list[Path] = []
+    for root in roots:
+        stack = [(Path(root), 0)]
+        while stack:
+            directory, depth = stack.pop()
+            if (directory / PACK_JSON).is_file():
+                found.append(directory)
+            if depth < 3:
+                try:
+                    children = sorted(e.name for e in os.scandir(directory) if e.is_dir() and e.name[0] != ".")
+                except OSError:
+                    continue
+                stack.extend((directory / c, depth + 1) for c in children)
+    out = []
+    for directory in sorted(set(found)):
+        pack = load_pack(directory)
+        if isinstance(pack, Problem):
+            out.append({"path": str(directory), "refused": pack.to_dict()})
+        else:
+            out.append({"path": str(directory), "name": pack.name, "version": pack.version,
+                        "skills": len(pack.skills)})
+    return out
+
+
+def _short(text: str, width: int = 88) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def run_index(args: argparse.Namespace) -> int:
+    settings, catalog = load_catalog(args)
+    packs = _packs(catalog.roots)
+    skills = [_skill_row(s) for s in catalog.skills.values()]
+    problems = [p.to_dict() for p in catalog.problems]
+    if args.json:
+        emit_json({"roots": [str(r) for r in settings.roots], "rootsFrom": settings.roots_from,
+                   "packs": packs, "skills": skills, "problems": problems})
+        return exits.OK
+    emit(f"roots ({settings.roots_from}): {', '.join(str(r) for r in settings.roots)}")
+    emit(f"packs: {len(packs)}")
+    for pack in packs:
+        if "refused" in pack:
+            emit(f"  {pack['path']}  REFUSED ({pack['refused']['reason']}): {pack['refused']['detail']}")
+        else:
+            emit(f"  {pack['name']} {pack['version']}  {pack['skills']} skills  {pack['path']}")
+    emit(f"skills: {len(skills)}")
+    for row in skills:
+        extra = "".join(f"  [{k}: {row[k]}]" for k in ("pack", "phase") if k in row)
+        emit(f"  {row['name']}  ({row['files']} files){extra}  {row['path']}")
+    emit(f"problems: {len(problems)}")
+    for p in problems:
+        emit(f"  {p['level']}: {p['reason']}: {p['path']}: {p['detail']}")
+    return exits.OK
+
+
+def run_list(args: argparse.Namespace) -> int:
+    _settings, catalog = load_catalog(args)
+    skills = [s for s in catalog.skills.values() if args.phase is None or phase_of(s) == args.phase]
+    if args.json:
+        emit_json({"skills": [_skill_row(s) for s in skills], "count": len(skills), "phase": args.phase})
+        return exits.OK
+    width = max((len(s.name) for s in skills), default=0)
+    for skill in skills:
+        emit(f"{skill.name.ljust(width)}  {_short(skill.description)}")
+    if not skills:
+        warn("no skills" + (f" in phase {args.phase!r}" if args.phase else ""))
+    return exits.OK
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from skill_mcp.search import MAX_LIMIT, index_catalog, search_result
+
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise exits.CliError(exits.USAGE, f"--limit must be between 1 and {MAX_LIMIT}")
+    query = " ".join(args.query)
+    _settings, catalog = load_catalog(args)
+    result = search_result(catalog, index_catalog(catalog), query, args.limit)
+    if args.json:
+        emit_json(result)
+    else:
+        for i, hit in enumerate(result["hits"], 1):
+            emit(f"{i:>2}. {hit['name']}  ({hit['score']:.3f})  {_short(hit['description'], 70)}")
+            emit(f"    {hit['reason']}")
+        if not result["hits"]:
+            warn(f"no skill matches {query!r}")
+    return exits.OK if result["hits"] else exits.PROBLEM
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from skill_mcp.catalog.files import DigestMemo, file_info, read_body, skill_uri
+    from skill_mcp.errors import SkillMcpError
+
+    _settings, catalog = load_catalog(args)
+    skill = catalog.skills.get(args.name)
+    if skill is None:
+        refused = [p for p in catalog.problems if p.skill == args.name]
+        why = f" (refused: {refused[0].reason}: {refused[0].detail})" if refused else ""
+        raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}{why}", "unknown-skill")
+    memo = DigestMemo()
+    try:
+        body = read_body(skill)
+        manifest = []
+        for entry in skill.files:
+            info = file_info(memo, skill, entry)
+            manifest.append({"path": info.rel, "size": info.size, "digest": info.digest,
+                             "uri": skill_uri(skill, info.rel)})
+    except (SkillMcpError, OSError) as err:
+        raise exits.CliError(exits.UNAVAILABLE, f"{args.name}: {err}") from err
+    if args.json:
+        emit_json({**_skill_row(skill), "frontmatter": dict(skill.frontmatter), "instructions": body,
+                   "manifest": manifest})
+        return exits.OK
+    emit(f"# {skill.name}  ({skill_uri(skill)})")
+    emit(skill.description)
+    emit("")
+    emit(body.rstrip("\n"))
+    emit("")
+    emit(f"Files ({len(manifest)}):")
+    for f in manifest:
+        emit(f"  {f['path']}  {f['size']} bytes  {f['digest']}")
+    return exits.OK

@@ -1,0 +1,131 @@
+"""``tools`` and ``call``: a real MCP client session against the real server, in process.
+
+The server is built by ``server.build_server`` exactly as ``serve`` builds it, and the SDK's
+own ``mcp.Client`` connects to it in process: every request goes through the SDK's request
+validation, the server's dispatch, argument checking against the input schema and the
+client's output-schema validation. Nothing here calls a handler directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from skill_mcp.cli import exits
+from skill_mcp.cli.output import emit, emit_json, warn
+
+ARGS_MAX_CHARS = 1024 * 1024
+CALL_TIMEOUT_S = 330.0  # above skill_run's hard 300 s ceiling, so a run always answers first
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from skill_mcp.config import load_settings
+
+    return load_settings(args.skills_dirs, os.environ)
+
+
+def _dump(model: Any) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def _advertised(settings: Any) -> dict[str, Any]:
+    from mcp import Client
+
+    from skill_mcp.server import build_server
+
+    async with Client(build_server(settings), mode="legacy") as client:
+        caps = client.server_capabilities
+        tools = (await client.list_tools()).tools
+        prompts = (await client.list_prompts()).prompts if caps.prompts is not None else []
+        resources = (await client.list_resources()).resources if caps.resources is not None else []
+        info = client.server_info
+        return {
+            "server": _dump(info) if info is not None else None,
+            "protocolVersion": client.protocol_version,
+            "capabilities": _dump(caps),
+            "tools": [_dump(t) for t in tools],
+            "prompts": len(prompts),
+            "resources": len(resources),
+        }
+
+
+def run_tools(args: argparse.Namespace) -> int:
+    import anyio
+
+    data = anyio.run(_advertised, _settings(args))
+    if args.json:
+        emit_json(data)
+        return exits.OK
+    server = data["server"] or {}
+    emit(f"server: {server.get('name')} {server.get('version')}  (protocol {data['protocolVersion']})")
+    emit(f"tools ({len(data['tools'])}):")
+    for tool in data["tools"]:
+        hints = tool.get("annotations", {})
+        mode = "read-only" if hints.get("readOnlyHint") else "may change things"
+        emit(f"  {tool['name']}  [{mode}]  {' '.join(tool.get('description', '').split())[:90]}")
+    caps = data["capabilities"]
+    emit(f"prompts: {'yes' if 'prompts' in caps else 'no'} ({data['prompts']})")
+    emit(f"resources: {'yes' if 'resources' in caps else 'no'} ({data['resources']})")
+    for ext, value in sorted((caps.get("extensions") or {}).items()):
+        emit(f"extension: {ext} {json.dumps(value, sort_keys=True)}")
+    return exits.OK
+
+
+def _parse_args_json(text: str) -> dict[str, Any]:
+    if len(text) > ARGS_MAX_CHARS:
+        raise exits.CliError(exits.USAGE, "--args is larger than 1 MiB")
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise exits.CliError(exits.USAGE, f"--args is not valid JSON: {err}") from err
+    if not isinstance(value, dict):
+        raise exits.CliError(exits.USAGE, "--args must be a JSON object")
+    return value
+
+
+async def _call(settings: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    import anyio
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    from skill_mcp.server import build_server
+
+    async with Client(build_server(settings), mode="legacy") as client:
+        try:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                result = await client.call_tool(tool, arguments)
+        except MCPError as err:
+            # A JSON-RPC error (an unknown tool, for example): refused before any tool ran.
+            return {"isError": True, "content": [], "protocolError": {"code": err.error.code,
+                                                                         "message": err.error.message}}
+    out: dict[str, Any] = {"isError": bool(result.is_error), "content": [_dump(c) for c in result.content]}
+    if result.structured_content is not None:
+        out["structuredContent"] = result.structured_content
+    return out
+
+
+def run_call(args: argparse.Namespace) -> int:
+    import anyio
+
+    arguments = _parse_args_json(args.args)
+    try:
+        out = anyio.run(_call, _settings(args), args.tool, arguments)
+    except TimeoutError as err:
+        raise exits.CliError(exits.UNAVAILABLE, f"{args.tool}: no answer in {CALL_TIMEOUT_S:.0f} s") from err
+    if args.json:
+        emit_json(out)
+    elif "structuredContent" in out:
+        emit(json.dumps(out["structuredContent"], indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        for item in out["content"]:
+            emit(item.get("text", json.dumps(item, sort_keys=True)))
+    if "protocolError" in out:
+        warn(f"skill-mcp: {args.tool}: {out['protocolError']['message']} (JSON-RPC {out['protocolError']['code']})")
+        return exits.PROBLEM
+    if out["isError"]:
+        reason = (out.get("structuredContent") or {}).get("reason")
+        warn(f"skill-mcp: {args.tool} returned an error" + (f" ({reason})" if reason else ""))
+        return exits.PROBLEM
+    return exits.OK
