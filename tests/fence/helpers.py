@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,3 +54,31 @@ def make_runner(environ: Mapping[str, str] | None = None, *, harden: HardenRepor
         extra["clock"] = clock
     return Runner.create(settings, harden=harden, audit=audit or (lambda record: None),
                          interpreters=kwargs.pop("interpreters", None) or resolve_interpreters(), **extra, **kwargs)
+
+
+NOBODY = 65534
+
+
+@functools.cache  # probing imports the SDK three times over; once per test session is enough
+def nobody_python() -> tuple[str, str] | None:
+    """A Python the unprivileged user can run, with a PYTHONPATH that finds this project and its
+    dependencies; ``None`` when not root, no setpriv, or no such interpreter (the caller skips).
+
+    Same-uid protections can only be observed between two processes of an ordinary uid: a root
+    reader passes every /proc check.
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or os.geteuid() != 0:
+        return None
+    stdlib = os.path.realpath(sys.base_prefix)
+    paths = [p for p in sys.path if p and os.path.isdir(p)
+             and (not os.path.realpath(p).startswith(stdlib) or "site-packages" in p)]
+    pythonpath = os.pathsep.join(paths)
+    check = "import anyio, mcp, skill_mcp.server, subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True)"
+    for candidate in (sys.executable, os.path.realpath(sys.executable), "/usr/bin/python3"):
+        probe = subprocess.run([setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", candidate,
+                                "-c", check], env={"PYTHONPATH": pythonpath, "PATH": "/usr/bin:/bin"},
+                               capture_output=True, timeout=60, check=False)
+        if probe.returncode == 0:
+            return candidate, pythonpath
+    return None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +18,15 @@ import pytest
 
 from skill_mcp.runner.environ import env_block, harden_process
 
+from .helpers import NOBODY, nobody_python
+
 SECRET = "PROBE-hunter2-9f8e7d"
-NOBODY = 65534
 HARNESS = Path(__file__).with_name("environ_server.py")
 
 PROBE = r'''
-import json, sys
-pid = sys.argv[1]
-out = {}
+import json, os, sys
+pid = sys.argv[1] if len(sys.argv) > 1 else str(os.getppid())
+out = {"cmdline": open(f"/proc/{pid}/cmdline", "rb").read().decode("latin-1")}
 try:
     out["environ"] = open(f"/proc/{pid}/environ", "rb").read().decode("latin-1")
 except OSError as exc:
@@ -44,24 +44,8 @@ print(json.dumps(out))
 '''
 
 
-def _python_for_nobody() -> tuple[str, str] | None:
-    setpriv = shutil.which("setpriv")
-    if setpriv is None or os.geteuid() != 0:
-        return None
-    pythonpath = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-    for candidate in (sys.executable, os.path.realpath(sys.executable), "/usr/bin/python3"):
-        probe = subprocess.run([setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", candidate,
-                                "-c", "import anyio, skill_mcp.runner.fence, subprocess, sys; "
-                                "subprocess.run([sys.executable, '-c', ''], check=True)"],
-                               env={"PYTHONPATH": pythonpath, "PATH": "/usr/bin:/bin"}, capture_output=True,
-                               timeout=30, check=False)
-        if probe.returncode == 0:
-            return candidate, pythonpath
-    return None
-
-
 def serve_as_nobody(root: Path, mode: str) -> dict[str, Any]:
-    found = _python_for_nobody()
+    found = nobody_python()
     if found is None:
         pytest.skip("needs root, setpriv and a Python the unprivileged user can run")
     python, pythonpath = found
@@ -102,3 +86,37 @@ def test_harden_keeps_os_environ_and_blanks_the_block_in_a_child() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=30, check=True)
     assert out.stdout.decode().split() == ["True", SECRET, "False", "True"]
     assert callable(harden_process)
+
+
+async def _real_server_probe(root: Path) -> dict[str, Any]:
+    from mcp import Client, StdioServerParameters
+
+    found = nobody_python()
+    if found is None:
+        pytest.skip("needs root, setpriv and a Python the unprivileged user can run")
+    python, pythonpath = found
+    (root / "probe").mkdir()
+    (root / "probe" / "probe.py").write_text(PROBE, encoding="utf-8")
+    (root / "probe" / "SKILL.md").write_text(
+        "---\nname: probe\ndescription: probe\nmcp-host:\n  version: 1\n  run:\n"
+        "    - script: probe.py\n      interpreter: python\n---\nprobe\n", encoding="utf-8")
+    params = StdioServerParameters(
+        command="setpriv", args=[f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python, "-m",
+                                 "skill_mcp.server", "--skills-dir", str(root)],
+        env={"PYTHONPATH": pythonpath, "PROBE_SECRET": SECRET, "SKILL_MCP_LOG": "warning"})
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        first = (await client.call_tool("skill_run", {"skill": "probe", "script": "probe.py"})).structured_content
+        assert first is not None
+        done = await client.call_tool("skill_run", {"skill": "probe", "script": "probe.py",
+                                                    "confirmToken": first["confirmToken"]})
+    assert done.structured_content is not None and done.structured_content["status"] == "ok", done
+    return dict(json.loads(done.structured_content["stdout"]))
+
+
+def test_a_script_run_by_the_real_server_cannot_read_its_environ_or_mem(root: Path) -> None:
+    import anyio
+
+    probe = anyio.run(_real_server_probe, root)
+    assert "skill_mcp.server" in probe["cmdline"]  # it looked at the server, not some other process
+    assert SECRET not in probe.get("environ", "") and SECRET not in probe.get("mem", "")
+    assert "mem_opened" not in probe
