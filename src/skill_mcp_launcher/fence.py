@@ -14,7 +14,7 @@ from typing import Any
 NFT = "/usr/sbin/nft"
 RULESET = "/etc/skill-mcp/skill-mcp.nft"
 TABLE = ("inet", "skill_mcp")
-EXPECTED_UIDS = {10001, 10002, 10003}
+EXPECTED_UIDS = {0, 10001, 10002, 10003}  # 0: the runtime DNS forwarder only
 
 
 class FenceError(RuntimeError):

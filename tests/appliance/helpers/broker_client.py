@@ -9,6 +9,7 @@ identity, capabilities and environment, for the posture tests.
 import json
 import os
 import socket
+import subprocess
 import sys
 
 from skill_mcp_launcher import protocol
@@ -26,12 +27,38 @@ def _self() -> dict:
             "env_names": sorted(os.environ)}
 
 
+def _procs() -> dict:
+    """Every process in the container: pid, real uid, state (Z for zombies)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii") as fh:
+                fields = dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
+        except OSError:
+            continue
+        out.append({"pid": int(entry), "uid": int(fields["Uid"].split()[0]), "state": fields["State"][:1],
+                    "name": fields["Name"]})
+    return {"ok": True, "procs": out}
+
+
+def _exec(argv: list) -> dict:
+    proc = subprocess.run(argv, capture_output=True, timeout=20, check=False)
+    return {"ok": True, "rc": proc.returncode, "stdout": proc.stdout.decode(errors="replace")[-4000:],
+            "stderr": proc.stderr.decode(errors="replace")[-4000:]}
+
+
 def main() -> int:
     sock = socket.socket(fileno=int(os.environ["SKILL_MCP_BROKER_FD"]))
     for n, line in enumerate(sys.stdin):
         request = json.loads(line)
         if request.get("op") == "self":
             reply = _self()
+        elif request.get("op") == "procs":
+            reply = _procs()
+        elif request.get("op") == "exec":
+            reply = _exec(request["argv"])
         else:
             request.setdefault("v", 1)
             request.setdefault("id", n)

@@ -1,0 +1,196 @@
+"""Appliance test probe: ``probe.py MODE ARGS...`` prints one JSON object on stdout."""
+
+import ctypes
+import errno
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+
+
+def err(exc):
+    return errno.errorcode.get(getattr(exc, "errno", None) or 0, type(exc).__name__)
+
+
+def status(pid="self"):
+    out = {}
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def ident(_):
+    st = status()
+    return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
+            "CapEff": st["CapEff"], "CapPrm": st["CapPrm"], "CapInh": st["CapInh"], "CapAmb": st["CapAmb"],
+            "NoNewPrivs": st["NoNewPrivs"], "cwd": os.getcwd(), "TMPDIR": os.environ.get("TMPDIR"),
+            "env": sorted(os.environ), "launcher": {k: status(1)[k] for k in ("CapEff", "CapPrm", "Uid")}}
+
+
+def read(args):
+    try:
+        with open(args[0], "rb") as fh:
+            data = fh.read(64)
+        return {"read": "ok", "bytes": len(data)}
+    except OSError as exc:
+        return {"read": err(exc)}
+
+
+def _ptrace(pid):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    rc = libc.ptrace(16, pid, None, None)  # PTRACE_ATTACH
+    return "ok" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+
+
+def _child():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    return pid
+
+
+def ptrace(args):
+    own = _child()
+    out = {"target": _ptrace(int(args[0])), "own_child": _ptrace(own)}
+    os.kill(own, signal.SIGKILL)
+    return out
+
+
+def kill(args):
+    own = _child()
+    out = {}
+    for name, pid in (("target", int(args[0])), ("own_child", own)):
+        try:
+            os.kill(pid, signal.SIGTERM if name == "target" else signal.SIGKILL)
+            out[name] = "ok"
+        except OSError as exc:
+            out[name] = err(exc)
+    return out
+
+
+def write(args):
+    try:
+        with open(args[0], "w") as fh:
+            fh.write("x")
+        return {"write": "ok"}
+    except OSError as exc:
+        return {"write": err(exc)}
+
+
+def scratch(_):
+    tmp = os.environ["TMPDIR"]
+    left = {}
+    for path in (os.path.join(tmp, "note"), "/tmp/probe-left", "/dev/shm/probe-left"):
+        left[path] = write([path])["write"]
+    return {"TMPDIR": tmp, "wrote": left}
+
+
+def exists(args):
+    return {p: os.path.lexists(p) for p in args}
+
+
+def flood(args):
+    block = b"x" * 65536
+    total = int(args[0])
+    for stream in (sys.stdout.buffer, sys.stderr.buffer):
+        sent = 0
+        while sent < total:
+            stream.write(block[: total - sent])
+            sent += min(len(block), total - sent)
+        stream.flush()
+    return {"flooded": total}
+
+
+def bomb(args):
+    deadline = time.monotonic() + float(args[0])
+    refused = 0
+    started = 0
+    while time.monotonic() < deadline:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            if exc.errno == errno.EAGAIN:
+                refused += 1
+                time.sleep(0.01)
+                continue
+            raise
+        if pid == 0:
+            # Every child keeps forking too: a real bomb, bounded only by NPROC.
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    time.sleep(0.05)
+        started += 1
+    return {"started": started, "eagain": refused}
+
+
+def detach(_):
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(w, str(os.getpid()).encode())
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            time.sleep(600)
+            os._exit(0)
+        os._exit(0)
+    os.close(w)
+    gpid = int(os.read(r, 32))
+    os.kill(gpid, 0)
+    return {"grandchild": gpid, "alive": os.path.exists(f"/proc/{gpid}"), "sid": os.getsid(gpid),
+            "own_sid": os.getsid(0)}
+
+
+def linger(_):
+    pid = _child()
+    return {"child": pid}
+
+
+def procs(_):
+    return {"uids": sorted({int(status(p)["Uid"].split()[0]) for p in os.listdir("/proc") if p.isdigit()
+                            and os.path.exists(f"/proc/{p}")})}
+
+
+def net(args):
+    mode, target = args[0], args[1]
+    try:
+        if mode == "proxy":
+            try:
+                with urllib.request.urlopen(target, timeout=15) as resp:
+                    return {"status": resp.status}
+            except urllib.error.HTTPError as exc:
+                return {"status": exc.code}
+        if mode == "direct":
+            host, port = target.rsplit(":", 1)
+            socket.create_connection((host, int(port)), timeout=3).close()
+            return {"direct": "connected"}
+        if mode == "dns":
+            socket.getaddrinfo(target, 80)
+            return {"dns": "resolved"}
+        if mode == "udp":
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(2)
+            s.sendto(b"\x00", (target, 53))
+            s.recv(512)
+            return {"udp": "answered"}
+    except (OSError, ValueError) as exc:
+        return {"error": type(exc).__name__, "errno": err(exc), "detail": str(exc)[:300]}
+    return {"error": "unknown mode"}
+
+
+MODES = {"id": ident, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
+         "exists": exists, "flood": flood, "bomb": bomb, "detach": detach, "linger": linger, "net": net,
+         "procs": procs}
+
+if __name__ == "__main__":
+    result = MODES[sys.argv[1]](sys.argv[2:])
+    sys.stdout.write(json.dumps(result) + "\n")

@@ -1,0 +1,71 @@
+"""Egress: default-deny nftables, and the per-run hostname allowlist in the proxy.
+
+The peers (a web server answering as allowed.test and other.test, and a logging DNS
+server) are containers this suite started on a network it created.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.appliance.conftest import Appliance, dns_queries
+
+pytestmark = pytest.mark.appliance
+
+ALLOWED = ("allowed.test",)
+
+
+def test_direct_tcp_from_script_times_out(appliance: Appliance, peers: dict[str, Any]) -> None:
+    direct = appliance.run("net", "direct", f"{peers['web_ip']}:80", egress=ALLOWED)["out"]
+    assert direct["error"] == "TimeoutError"
+    # Positive control: the same host answers through the proxy when the run allows it.
+    assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}
+
+
+def test_udp_and_dns_from_script_fail(appliance: Appliance, peers: dict[str, Any]) -> None:
+    assert "error" in appliance.run("net", "udp", peers["dns_ip"], egress=ALLOWED)["out"]
+    assert "error" in appliance.run("net", "dns", "allowed.test", egress=ALLOWED)["out"]
+    # Positive control: the proxy (its own uid) resolves and reaches that very name.
+    assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}
+
+
+@pytest.mark.parametrize("url", [
+    "http://other.test/",                  # a host the run did not accept
+    "http://{web_ip}/",                    # an IP literal, even of the accepted host
+    "http://allowed.test.evil.test/",      # a look-alike suffix
+    "http://allowed.test./",               # a trailing dot
+    "http://xallowed.test/",               # a look-alike prefix
+])
+def test_proxy_refuses_hosts_outside_the_run_allowlist(appliance: Appliance, peers: dict[str, Any],
+                                                       url: str) -> None:
+    refused = appliance.run("net", "proxy", url.format(web_ip=peers["web_ip"]), egress=ALLOWED)["out"]
+    assert refused == {"status": 403}
+    assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}
+
+
+def test_run_without_the_host_in_its_allowlist_gets_403(appliance: Appliance) -> None:
+    # The same script, the same host; only the run's accepted egress differs.
+    assert appliance.run("net", "proxy", "http://allowed.test/", skill="quiet")["out"] == {"status": 403}
+    assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}
+
+
+def test_https_connect_to_a_refused_host_gets_403(appliance: Appliance) -> None:
+    out = appliance.run("net", "proxy", "https://other.test/", egress=ALLOWED)["out"]
+    assert out["error"] == "URLError" and "403" in out["detail"]  # "Tunnel connection failed: 403"
+    # Positive control: the tunnel to an accepted name is set up (the peer speaks no TLS, so
+    # the handshake fails after the CONNECT succeeded - not with a 403).
+    tunnel = appliance.run("net", "proxy", "https://allowed.test/", egress=ALLOWED)["out"]
+    assert "403" not in tunnel.get("detail", "")
+
+
+def test_refused_name_is_never_resolved(appliance: Appliance, peers: dict[str, Any]) -> None:
+    secret = "leak-secret-data.example"
+    assert appliance.run("net", "proxy", f"http://{secret}/", egress=ALLOWED)["out"] == {"status": 403}
+    assert not [q for q in dns_queries(peers) if secret in q]
+    # Positive control: an accepted name outside the test network is resolved through the
+    # logging DNS peer (so the log would have shown the refused one too).
+    accepted = "ext-allowed.example"
+    assert appliance.run("net", "proxy", f"http://{accepted}/", egress=(accepted,))["out"] == {"status": 200}
+    assert accepted in dns_queries(peers)

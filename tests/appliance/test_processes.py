@@ -1,0 +1,77 @@
+"""Process bounds: fork bombs, detached grandchildren, sweeps, zombies and capture caps."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.appliance.conftest import Appliance
+
+pytestmark = pytest.mark.appliance
+
+MiB = 1024 * 1024
+
+
+def _script_procs(appliance: Appliance) -> list[dict]:
+    return [p for p in appliance.request({"op": "procs"})["procs"] if p["uid"] == 10002]
+
+
+def _zombies(appliance: Appliance) -> list[dict]:
+    return [p for p in appliance.request({"op": "procs"})["procs"] if p["state"] == "Z"]
+
+
+def test_fork_bomb_is_stopped_by_nproc_and_server_keeps_answering(appliance: Appliance) -> None:
+    reply = appliance.run("bomb", "3", timeout_s=20)
+    assert reply["ok"], reply
+    # Positive control: the bomb really ran into the limit (fork returned EAGAIN), so it was
+    # NPROC that stopped it, not a probe that never forked.
+    assert reply["out"]["eagain"] > 0 and reply["out"]["started"] > 0
+    assert reply["sweep"]["remaining"] == 0
+    assert _script_procs(appliance) == []
+    assert appliance.request({"op": "hello"})["ok"] is True
+
+
+def test_detached_grandchild_is_dead_after_the_call(appliance: Appliance) -> None:
+    first = appliance.run("detach")
+    out = first["out"]
+    # Positive control: the grandchild was alive, in a session of its own, when the script ended.
+    assert out["alive"] is True and out["sid"] != out["own_sid"]
+    assert appliance.run("exists", f"/proc/{out['grandchild']}")["out"] == {f"/proc/{out['grandchild']}": False}
+    assert _script_procs(appliance) == []
+
+
+def test_fifty_runs_leave_no_script_processes_and_no_zombies(appliance: Appliance) -> None:
+    for _ in range(50):
+        reply = appliance.run("linger")
+        assert reply["ok"] and reply["out"]["child"] > 0  # each run left a child behind it
+        assert reply["sweep"]["remaining"] == 0
+    # Independent of the broker's own count: the server uid's view of /proc.
+    seen = appliance.request({"op": "procs"})["procs"]
+    assert {p["uid"] for p in seen} >= {0, 10001}  # positive control: the scan sees processes
+    assert [p for p in seen if p["uid"] == 10002] == []
+    assert _zombies(appliance) == []
+
+
+def test_flood_is_capped_at_one_mebibyte_per_stream(appliance: Appliance) -> None:
+    size = 50 * 1000 * 1000
+    reply = appliance.request(_flood(size))
+    result = reply["result"]
+    assert len(result["stdout"].encode()) == MiB and len(result["stderr"].encode()) == MiB
+    assert result["truncated_stdout"] is True and result["truncated_stderr"] is True
+    assert result["dropped_bytes"] >= 2 * (size - MiB)
+    # Positive control: a small output is neither cut nor flagged.
+    small = appliance.request(_flood(1000))["result"]
+    assert small["truncated_stdout"] is False and small["stdout"].startswith("x" * 1000)
+    assert small["dropped_bytes"] == 0
+
+
+def _flood(size: int) -> dict:
+    from tests.appliance.conftest import probe_plan
+
+    return probe_plan("flood", str(size), timeout_s=60)
+
+
+def test_timeout_kills_the_script_and_the_call_returns(appliance: Appliance) -> None:
+    reply = appliance.run("bomb", "60", timeout_s=2)
+    assert reply["ok"] and reply["result"]["status"] == "timeout"
+    assert reply["result"]["duration_ms"] < 20_000
+    assert _script_procs(appliance) == []
