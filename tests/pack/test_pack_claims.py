@@ -1,0 +1,70 @@
+"""Claims a skill makes about the server's behaviour, replayed against the real server.
+
+`test-malformed-input` hands users a probe file and says what each line gets back; the probe
+is taken from the skill itself and sent to `skill-mcp serve`, and each stated answer checked.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from skill_mcp.config import BUNDLED_ROOT
+from tests.pack.extract import code_blocks, split_skill_md
+
+SERVER = Path(sys.executable).with_name("skill-mcp")
+
+
+def _probe_lines() -> list[str]:
+    _, body = split_skill_md((BUNDLED_ROOT / "test-malformed-input" / "SKILL.md").read_text(encoding="utf-8"))
+    lang, text = next(iter(code_blocks(body)))
+    assert lang == ""
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _exchange(lines: list[str], wanted: set[Any], timeout: float = 30) -> dict[Any, dict[str, Any]]:
+    """Send ``lines``, collect answers by id until every id in ``wanted`` arrived, then close."""
+    proc = subprocess.Popen([str(SERVER), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env={"SKILL_MCP_LOG": "warning", "LANG": "C.UTF-8"})
+    assert proc.stdin is not None and proc.stdout is not None
+    answers: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [answers.put(line) for line in proc.stdout],  # type: ignore[union-attr]
+                              daemon=True)
+    reader.start()
+    try:
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        got: dict[Any, dict[str, Any]] = {}
+        while not wanted <= set(got):
+            msg = json.loads(answers.get(timeout=timeout))  # every stdout line must be JSON
+            got[msg.get("id")] = msg
+        return got
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        reader.join(timeout=10)  # stdout is at EOF once the server exited
+        proc.stdout.close()
+
+
+def test_the_malformed_input_probe_gets_the_answers_the_skill_promises() -> None:
+    lines = _probe_lines()
+    assert "this is not json" in lines
+    got = _exchange(lines, {None, 1, 2, 3, 4, 5, 6})
+    assert "result" in got[1]
+    assert got[None]["error"]["code"] == -32700
+    assert got[2]["error"]["code"] == -32601
+    assert got[3]["result"]["isError"] is True
+    assert got[3]["result"]["structuredContent"]["reason"] == "invalid-arguments"
+    assert got[4]["error"]["code"] == -32602 and got[4]["error"]["data"]["reason"] == "unknown-uri"
+    assert got[5]["result"] == {}
+    assert got[6]["error"]["code"] == -32602 and got[6]["error"]["data"]["reason"] == "unknown-tool"
+    assert 99 not in got  # the notification got no reply
