@@ -187,3 +187,14 @@ def test_ipv6_loopback_serves_and_checks_the_bracketed_host() -> None:
         assert srv.url.startswith("http://[::1]:")
         assert _post(srv.url, {"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         assert _post(srv.url, {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example.com"}).status_code == 421
+
+
+def test_an_oversized_body_is_refused_without_a_session(server: HttpServer) -> None:
+    before = _sessions_created(server)
+    big = {**INIT, "params": {**INIT["params"], "pad": "x" * (5 * 1024 * 1024)}}  # type: ignore[dict-item]
+    response = _post(server.url, {"Authorization": f"Bearer {TOKEN}"}, big)
+    assert response.status_code == 413
+    assert "mcp-session-id" not in response.headers
+    # Positive control: the server still serves, and only that one session is new.
+    assert _post(server.url, {"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert _wait_for(lambda: _sessions_created(server) == before + 1)

@@ -240,7 +240,7 @@ class GuardMiddleware:
         if scope.get("method") == "POST":
             # Only POSTs carry calls; a GET is a long-lived notification stream that would
             # otherwise hold every drain to its full bound.
-            await self._tracked(scope, receive, send)
+            await self._tracked(scope, receive, send, headers)
         else:
             await self.app(scope, receive, send)
 
@@ -267,9 +267,14 @@ class GuardMiddleware:
         for scope in list(self._scopes):
             scope.cancel()
 
-    async def _tracked(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body, receive = await _buffered(receive, BODY_PEEK_LIMIT)
-        request_id = _request_id(body)
+    async def _tracked(self, scope: Scope, receive: Receive, send: Send,
+                       headers: dict[bytes, bytes]) -> None:
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > BODY_PEEK_LIMIT:
+            request_id = None  # the SDK answers 413; no id worth reading 4 MiB for
+        else:
+            body, receive = await _buffered(receive, BODY_PEEK_LIMIT)
+            request_id = _request_id(body)
         response = _ResponseWatch()
 
         async def watched_send(message: Message) -> None:
