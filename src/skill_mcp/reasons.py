@@ -52,6 +52,16 @@ class ProblemReason(StrEnum):
     INTERPRETER_UNAVAILABLE = "interpreter-unavailable"
     ENVIRON_UNSCRUBBED = "environ-unscrubbed"
     ENV_FORBIDDEN = "env-forbidden"  # a declared/granted loader variable (LD_*, PYTHON*, ...) never handed
+    # Quality floors (`skill-mcp validate --strict`) - see docs/cli.md.
+    FLOOR_DESCRIPTION_WHEN = "floor-description-when"
+    FLOOR_DESCRIPTION_SHORT = "floor-description-short"
+    FLOOR_NO_STEPS = "floor-no-steps"
+    FLOOR_BODY_TOO_LONG = "floor-body-too-long"
+    FLOOR_MISSING_REFERENCE = "floor-missing-reference"
+    FLOOR_INTERPRETER = "floor-interpreter"
+    CREDENTIAL_LIKE = "credential-like"
+    # Live reload (`serve --watch`) - see docs/cli.md.
+    RELOAD_KEPT_PREVIOUS = "reload-kept-previous"
 
 
 class Refusal(StrEnum):

@@ -1,0 +1,33 @@
+"""``skill-mcp validate [ROOT...] [--strict]``: every problem of every skill; exit 1 on any error."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from skill_mcp.cli import exits
+from skill_mcp.cli.output import emit, emit_json
+
+
+def run(args: argparse.Namespace) -> int:
+    from skill_mcp.catalog import build_catalog
+    from skill_mcp.config import load_settings
+    from skill_mcp.reasons import Level
+    from skill_mcp.validate import validate_catalog
+
+    settings = load_settings(args.roots, os.environ)
+    catalog = build_catalog(settings)
+    problems = validate_catalog(catalog, strict=args.strict)
+    errors = sum(1 for p in problems if p.level == Level.ERROR)
+    warnings = len(problems) - errors
+    if args.json:
+        emit_json({"roots": [str(r) for r in settings.roots], "strict": bool(args.strict),
+                   "skills": len(catalog.skills), "errors": errors, "warnings": warnings,
+                   "problems": [p.to_dict() for p in problems], "ok": errors == 0})
+    else:
+        for p in problems:
+            emit(f"{p.level}: {p.reason}: {p.path}: {p.detail}")
+        verdict = "ok" if errors == 0 else "FAILED"
+        emit(f"{verdict}: {len(catalog.skills)} skills served, {errors} errors, {warnings} warnings"
+             + (" (strict floors applied)" if args.strict else ""))
+    return exits.PROBLEM if errors else exits.OK

@@ -1,0 +1,170 @@
+"""``skill-mcp validate``: every problem of every skill, and with ``--strict`` the floors.
+
+Plain validation is the catalog's own scan: whatever would keep a directory from being
+served (or be served with a warning) is reported, for every skill, never stopping at the
+first. ``--strict`` adds quality floors beyond the Agent Skills spec, each a stable reason
+with a fix hint (docs/cli.md lists them):
+
+    floor-description-when      the description does not say when to use the skill
+    floor-description-short     the description is too short to choose the skill by
+    floor-no-steps              the body has no actionable steps (no list, no numbered step)
+    floor-body-too-long         the body is over 500 lines (move detail into references)
+    floor-missing-reference     the body points at a relative file the skill does not have
+    floor-interpreter           a declared script names an interpreter outside the closed set
+    credential-like             a file holds a string that looks like a credential
+
+Floors are error-level under ``--strict`` (a CI gate), so they fail the run like any error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from skill_mcp.catalog.files import read_body, read_skill_file
+from skill_mcp.errors import SkillMcpError
+from skill_mcp.models import Catalog, Problem, Skill
+from skill_mcp.reasons import Level, ProblemReason
+
+MAX_BODY_LINES = 500
+MIN_DESCRIPTION_CHARS = 40
+INTERPRETERS = frozenset({"node", "python", "bash"})
+SCAN_MAX_BYTES = 1024 * 1024  # files larger than this are not scanned for credentials
+
+_WHEN = re.compile(
+    r"\b(use (it |this |this skill |them )?(when|whenever|for|if|to)|when (the user|a user|you|someone|asked"
+    r"|working|the task|a task)|whenever|if the user|applies when|for tasks?|trigger)",
+    re.IGNORECASE,
+)
+_STEP = re.compile(r"^\s*(\d+[.)]\s+\S|[-*+]\s+\S|#+\s*(step|steps|how to|usage|workflow|quick ?start)\b)",
+                   re.IGNORECASE | re.MULTILINE)
+_LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_CODE_PATH = re.compile(r"`([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+)`")
+_REF_DIRS = frozenset({"scripts", "references", "reference", "assets", "examples", "templates", "docs"})
+
+_CREDENTIALS = [
+    ("an AWS access key id", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
+    ("a GitHub token", re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("an OpenAI-style API key", re.compile(r"\bsk-(proj-)?[A-Za-z0-9]{32,}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
+]
+_ASSIGNMENT = re.compile(
+    r"(?i)\b(api[_-]?key|apikey|secret|token|password|passwd)\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+_=.-]{20,})"
+)
+_PLACEHOLDER = re.compile(r"(?i)(\$\{|<|\$[A-Z_]|x{4,}|example|your[_-]|changeme|dummy|placeholder|redacted|\*{3,})")
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    reason: ProblemReason
+    hint: str
+
+
+FLOORS = {
+    ProblemReason.FLOOR_DESCRIPTION_WHEN: "add a clause such as 'Use when ...' naming the tasks that should pick it",
+    ProblemReason.FLOOR_DESCRIPTION_SHORT: f"say what the skill does and when, in at least {MIN_DESCRIPTION_CHARS} characters",
+    ProblemReason.FLOOR_NO_STEPS: "give the procedure as numbered steps or a bulleted list of actions",
+    ProblemReason.FLOOR_BODY_TOO_LONG: f"keep SKILL.md under {MAX_BODY_LINES} lines; move detail into references/",
+    ProblemReason.FLOOR_MISSING_REFERENCE: "add the file to the skill, or fix the path the body mentions",
+    ProblemReason.FLOOR_INTERPRETER: f"declare one of: {', '.join(sorted(INTERPRETERS))}",
+    ProblemReason.CREDENTIAL_LIKE: "remove the secret (rotate it), and read it from the environment instead",
+}
+
+
+def _problem(skill: Skill, reason: ProblemReason, detail: str, path: str | None = None) -> Problem:
+    return Problem(path or skill.found_at, reason, f"{detail} - fix: {FLOORS[reason]}", Level.ERROR, skill.name)
+
+
+def _references(body: str) -> set[str]:
+    """Relative file paths the body points at: Markdown link targets and code spans like
+    `scripts/fill.py` whose first segment is a conventional skill folder."""
+    refs: set[str] = set()
+    for target in _LINK.findall(body):
+        target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+        if not target or "://" in target or target.startswith(("/", "mailto:", "#")):
+            continue
+        refs.add(target[2:] if target.startswith("./") else target)
+    for path in _CODE_PATH.findall(body):
+        if path.split("/", 1)[0] in _REF_DIRS and "." in path.rsplit("/", 1)[-1]:
+            refs.add(path)
+    return refs
+
+
+def _text_problems(skill: Skill, body: str) -> Iterable[Problem]:
+    description = " ".join(skill.description.split())
+    if len(description) < MIN_DESCRIPTION_CHARS:
+        yield _problem(skill, ProblemReason.FLOOR_DESCRIPTION_SHORT,
+                       f"the description has {len(description)} characters")
+    if not _WHEN.search(description):
+        yield _problem(skill, ProblemReason.FLOOR_DESCRIPTION_WHEN, "the description does not say when to use the skill")
+    if not _STEP.search(body):
+        yield _problem(skill, ProblemReason.FLOOR_NO_STEPS, "the body has no numbered steps or list of actions")
+    lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
+    if lines > MAX_BODY_LINES:
+        yield _problem(skill, ProblemReason.FLOOR_BODY_TOO_LONG, f"the body is {lines} lines long")
+    served = {f.rel for f in skill.files}
+    dirs = {rel.rsplit("/", 1)[0] for rel in served if "/" in rel}
+    for ref in sorted(_references(body)):
+        norm = ref.rstrip("/")
+        if norm not in served and norm not in dirs and not any(d.startswith(norm + "/") for d in dirs):
+            yield _problem(skill, ProblemReason.FLOOR_MISSING_REFERENCE,
+                           f"the body mentions {ref!r}, which is not a file of this skill")
+
+
+def _script_problems(skill: Skill) -> Iterable[Problem]:
+    if skill.declaration is None:
+        return
+    for row in skill.declaration.run:
+        if row.interpreter not in INTERPRETERS:
+            yield _problem(skill, ProblemReason.FLOOR_INTERPRETER,
+                           f"{row.script} declares interpreter {row.interpreter!r}, outside the closed set")
+
+
+def credential_findings(text: str) -> list[str]:
+    """What in ``text`` looks like a credential (kinds only, never the value)."""
+    found = [kind for kind, pattern in _CREDENTIALS if pattern.search(text)]
+    for match in _ASSIGNMENT.finditer(text):
+        value = match.group(2)
+        if _PLACEHOLDER.search(value) or not (re.search(r"[A-Za-z]", value) and re.search(r"\d", value)):
+            continue
+        found.append(f"a {match.group(1).lower()} assignment")
+    return sorted(set(found))
+
+
+def _credential_problems(skill: Skill) -> Iterable[Problem]:
+    for entry in skill.files:
+        if entry.size > SCAN_MAX_BYTES:
+            continue
+        try:
+            data = read_skill_file(skill, entry.rel, max_bytes=SCAN_MAX_BYTES)
+        except (SkillMcpError, OSError):
+            continue
+        if b"\x00" in data[:8192]:
+            continue  # binary
+        kinds = credential_findings(data.decode("utf-8", "replace"))
+        if kinds:
+            yield _problem(skill, ProblemReason.CREDENTIAL_LIKE, f"{entry.rel} holds {', '.join(kinds)}",
+                           path=f"{skill.found_at}/{entry.rel}")
+
+
+def floor_problems(skill: Skill) -> list[Problem]:
+    """Every floor ``skill`` misses. Reads its files; never raises for an unreadable one."""
+    try:
+        body = read_body(skill)
+    except (SkillMcpError, OSError):
+        body = ""
+    return [*_text_problems(skill, body), *_script_problems(skill), *_credential_problems(skill)]
+
+
+def validate_catalog(catalog: Catalog, *, strict: bool) -> list[Problem]:
+    """The catalog's problems, plus every floor of every served skill when ``strict``."""
+    problems = list(catalog.problems)
+    if strict:
+        for skill in catalog.skills.values():
+            problems.extend(floor_problems(skill))
+    return problems
