@@ -1,0 +1,46 @@
+"""The launcher is stdlib-only: importing every module of it loads nothing else.
+
+Runs without Docker. The only project modules it may load are the stdlib-only leaves of
+``skill_mcp`` that hold the shared path rules and reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "fence", "procs", "protocol", "proxy", "sandbox")
+ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons"}
+
+
+def _loaded_by(imports: list[str]) -> list[str]:
+    code = (
+        "import json, sys\nbefore = set(sys.modules)\n"
+        + "".join(f"import {name}\n" for name in imports)
+        + "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, check=True, timeout=60)
+    return list(json.loads(out.stdout))
+
+
+def _foreign(modules: list[str]) -> list[str]:
+    bad = []
+    for name in modules:
+        top = name.split(".")[0]
+        if top in sys.stdlib_module_names or top == "skill_mcp_launcher" or name in ALLOWED_PROJECT:
+            continue
+        bad.append(name)
+    return bad
+
+
+def test_launcher_imports_only_the_standard_library() -> None:
+    loaded = _loaded_by([f"skill_mcp_launcher.{m}" for m in LAUNCHER_MODULES])
+    assert "skill_mcp_launcher.boot" in loaded  # positive control: the imports happened
+    assert _foreign(loaded) == []
+
+
+def test_import_pin_detects_a_third_party_module() -> None:
+    # The same check flags a non-stdlib import, so the test above can fail.
+    assert "yaml" in _foreign(_loaded_by(["yaml"]))
+    assert "skill_mcp.config" in _foreign(["skill_mcp.config"])
