@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio ([::1]:8080 for IPv6)")
     p.add_argument("--token-file", metavar="PATH", help="file holding the HTTP bearer token (else MCP_HTTP_TOKEN)")
     p.add_argument("--no-auth", action="store_true", help="HTTP without a bearer token (loopback only)")
+    p.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=[], metavar="NAME",
+                   help="a Host header the HTTP transport accepts besides loopback (repeatable)")
     p.set_defaults(run="skill_mcp.cli.serve:run")
 
     p = sub.add_parser("tools", help="what the server advertises: tools, prompts, resources, extensions")

@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
             from skill_mcp.surfaces.http import parse_host_port, serve_http
 
             host, port = parse_host_port(args.http)
-            return _blocking(serve_http(settings, host, port, _token(args), args.no_auth))
+            return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,
+                                        allowed_hosts=tuple(args.allowed_hosts)))
         from skill_mcp.server import serve_stdio
     except ImportError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"the server could not be loaded: {err}") from err
