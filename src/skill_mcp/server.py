@@ -45,7 +45,8 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
     from skill_mcp.surfaces.search_tool import search_tool_spec  # H4: skill_search
 
     runner = Runner.boot(settings)
-    return Plugins(tools=(run_tool_spec(runner), search_tool_spec()), script_states=runner.states(catalog_provider))
+    return Plugins(tools=(run_tool_spec(runner), search_tool_spec()), script_states=runner.states(catalog_provider),
+                   closers=(runner.stop_running,))
 
 
 def static_catalog(settings: Settings) -> Callable[[], Catalog]:

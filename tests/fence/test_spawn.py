@@ -291,3 +291,36 @@ def _cmdline(pid: str) -> bytes:
             return fh.read()
     except OSError:
         return b""
+
+
+def test_stop_running_ends_the_script_and_its_call_returns_a_result(root: Path) -> None:
+    # Server shutdown (Plugins.closers): the in-flight call is answered, not cut.
+    fifo = root / "started"
+    os.mkfifo(fifo)
+    fifo.chmod(0o666)
+    source = f"echo partial\necho started > {fifo}\nexec sleep 120\n"
+    skill = make_skill(root, "t", {"a.sh": source}, [ScriptDecl("a.sh", "bash", timeout=120)])
+    catalog = catalog_of(skill)
+
+    def wait_started() -> bytes:
+        with open(fifo, "rb") as fh:
+            return fh.read()
+
+    async def main() -> dict[str, Any]:
+        runner = make_runner()
+        result: dict[str, Any] = {}
+
+        async def call() -> None:
+            result.update(await runner.execute(runner.prepare(catalog, "t", "a.sh", []), confirmed=True))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await anyio.to_thread.run_sync(wait_started)
+            runner.stop_running()
+        return result
+
+    started = time.monotonic()
+    out = anyio.run(main)
+    assert time.monotonic() - started < 10
+    assert (out["status"], out["signal"], out["stdout"]) == ("killed", "SIGTERM", "partial\n")
+    assert any("shutting down" in note for note in out["notes"])

@@ -105,7 +105,18 @@ class Runner:
         Call it before any thread or child exists, so nothing else has copied the environment
         block yet. Keyword arguments go to ``create`` (a broker ``spawner``, an ``audit`` sink).
         """
+        if settings.broker_fd is not None and "spawner" not in kwargs:
+            # The appliance: the launcher's broker runs scripts as their own uid behind the egress fence.
+            from skill_mcp.runner.spawn_broker import BrokerSpawner
+
+            kwargs.update(spawner=BrokerSpawner.from_fd(settings.broker_fd), fenced=True)
         return cls.create(settings, harden=harden_process(), **kwargs)
+
+    def stop_running(self) -> None:
+        """Server shutdown: end the script in progress so its call returns (``Plugins.closers``)."""
+        stop = getattr(self.spawner, "stop_running", None)
+        if callable(stop):
+            stop()
 
     def prepare(self, catalog: Catalog, skill: str, script: str, args: Any) -> Prepared:
         prepared = prepare(catalog.skills.get(skill), skill, script, args if args is not None else [],

@@ -42,6 +42,7 @@ NOFILE = 256
 FSIZE = 64 * 1024 * 1024
 NPROC = 256
 KILL_WAIT_S = 5.0  # after SIGKILL; only a process stuck in the kernel takes longer
+STOPPED_NOTE = "the server is shutting down: the script was stopped before it finished"
 DETACHED_NOTE = ("a process that left the script's process group still held its output open after the "
                  "script exited; the call returned without it, and in standalone mode it may still be running")
 
@@ -138,6 +139,18 @@ class LocalSpawner:
     capture_limit: int = CAPTURE_LIMIT
     term_grace_s: float = TERM_GRACE_S
     drain_s: float = DRAIN_S
+    _waiting: anyio.CancelScope | None = field(default=None, repr=False)
+    _stopping: bool = field(default=False, repr=False)
+
+    def stop_running(self) -> None:
+        """End the run in progress early (server shutdown): its call still returns a normal result.
+
+        Call from the event loop's thread. The script's group gets SIGTERM, then SIGKILL after the
+        grace, exactly as at a deadline; the result is ``killed`` with a note saying why.
+        """
+        self._stopping = True
+        if self._waiting is not None:
+            self._waiting.cancel()
 
     def _config(self, plan: RunPlan, tmp: str) -> bytes:
         env = dict(plan.env)
@@ -151,6 +164,7 @@ class LocalSpawner:
         return json.dumps(cfg).encode()
 
     async def run(self, plan: RunPlan) -> RunResult:
+        self._stopping = False
         tmp = tempfile.mkdtemp(prefix="skill-mcp-run-")
         try:
             if self.drop is not None:
@@ -219,10 +233,15 @@ class LocalSpawner:
             tg.start_soon(_pump, out_r, out)
             tg.start_soon(_pump, err_r, err)
             remaining = plan.timeout_s - (time.monotonic() - started)
-            with anyio.move_on_after(max(remaining, 0)):
+            with anyio.move_on_after(max(remaining, 0)) as waiting:
+                self._waiting = waiting
+                if self._stopping:  # asked to stop while the script was starting
+                    waiting.cancel()
                 await anyio.wait_readable(pidfd)
+            self._waiting = None
+            stopped = self._stopping
             if not _exited(pidfd):
-                timed_out = True
+                timed_out = not stopped
                 await self._terminate(proc.pid, pidfd)
             # The leader is a zombie until reaped, so its pid (the group id) cannot be reused yet:
             # end whatever stayed in its group, then reap.
@@ -233,7 +252,8 @@ class LocalSpawner:
                 await err.eof.wait()
             held = not (out.eof.is_set() and err.eof.is_set())
             tg.cancel_scope.cancel()
-        return _result(proc.returncode, timed_out, out, err, started, (DETACHED_NOTE,) if held else ())
+        notes = ((STOPPED_NOTE,) if stopped else ()) + ((DETACHED_NOTE,) if held else ())
+        return _result(proc.returncode, timed_out, out, err, started, notes)
 
     async def _terminate(self, pid: int, pidfd: int) -> None:
         _killpg(pid, signal.SIGTERM)
