@@ -198,3 +198,25 @@ def test_every_directory_of_a_problem_tree_is_served_or_reported(tmp_path: Path)
         ProblemReason.SYMLINK_ESCAPE, ProblemReason.DUPLICATE_NAME,
     }
     assert all(p.level in (Level.ERROR, Level.WARNING) for p in catalog.problems)
+
+
+def test_packed_skill_whose_files_differ_from_the_pins_is_refused_alone(tmp_path: Path) -> None:
+    from skill_mcp.catalog.packs import PinnedSkill, render_pack
+
+    pack = tmp_path / "pack"
+    for name in ("kept", "tampered"):
+        skill(pack / name)
+    memo_catalog = scan(pack)
+    pins = []
+    for name in ("kept", "tampered"):
+        s = memo_catalog.skills[name]
+        import hashlib
+        files = {f.rel: "sha256:" + hashlib.sha256((s.directory / f.rel).read_bytes()).hexdigest() for f in s.files}
+        pins.append(PinnedSkill(name=name, path=name, files=files))
+    (pack / "pack.json").write_text(render_pack("demo", "1.0.0", pins))
+    assert sorted(scan(pack).skills) == ["kept", "tampered"]  # positive control: pins match
+    (pack / "tampered" / "SKILL.md").write_text("---\nname: tampered\ndescription: changed\n---\n")
+    catalog = scan(pack)
+    assert sorted(catalog.skills) == ["kept"]
+    assert catalog.skills["kept"].pack == "demo"
+    assert reasons_at(catalog, pack / "tampered") == {ProblemReason.DIGEST_MISMATCH}

@@ -19,14 +19,14 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from skill_mcp.catalog.files import SKILL_MD
+from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
+from skill_mcp.catalog.packs import PACK_JSON, apply_packs
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.paths import is_inside
 from skill_mcp.reasons import Level, ProblemReason
 
-PACK_JSON = "pack.json"
 CONTAINER_NAMES = frozenset({"skills"})
 
 
@@ -44,8 +44,11 @@ def _has_skill_md(path: Path) -> bool:
         return False
 
 
-def _candidates(container: Path, root_real: Path, problems: list[Problem], depth: int = 0) -> list[Path]:
-    """Directories under ``container`` that a layout says should be skills."""
+def _candidates(container: Path, root_real: Path, problems: list[Problem], packs: list[Path],
+                depth: int = 0) -> list[Path]:
+    """Directories under ``container`` that a layout says should be skills; collects pack dirs."""
+    if (container / PACK_JSON).is_file():
+        packs.append(container)
     if _has_skill_md(container):
         return [container]
     found: list[Path] = []
@@ -61,16 +64,21 @@ def _candidates(container: Path, root_real: Path, problems: list[Problem], depth
         if _has_skill_md(child):
             found.append(child)
         elif depth < 3 and (entry.name in CONTAINER_NAMES or (child / PACK_JSON).is_file()):
-            found.extend(_candidates(child, root_real, problems, depth + 1))
+            found.extend(_candidates(child, root_real, problems, packs, depth + 1))
         else:
             problems.append(Problem(str(child), ProblemReason.NO_SKILL_MD,
                                     "not served: the directory holds no SKILL.md", Level.WARNING))
     return found
 
 
-def build_catalog(settings: Settings, *, generation: int = 0) -> Catalog:
-    """Scan every root once. One bad skill costs itself, never the listing."""
+def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None) -> Catalog:
+    """Scan every root once. One bad skill costs itself, never the listing.
+
+    Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
+    lets the server reuse those digests later.
+    """
     problems: list[Problem] = []
+    pack_dirs: list[Path] = []
     queue: list[tuple[Path, Path]] = []  # (found_at, root_real)
     roots_real: list[Path] = []
     for root in settings.roots:
@@ -79,7 +87,7 @@ def build_catalog(settings: Settings, *, generation: int = 0) -> Catalog:
             continue
         root_real = Path(os.path.realpath(root))
         roots_real.append(root_real)
-        found = _candidates(root, root_real, problems)
+        found = _candidates(root, root_real, problems, pack_dirs)
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill.
         found.sort(key=lambda path: path.is_symlink())
@@ -107,8 +115,12 @@ def build_catalog(settings: Settings, *, generation: int = 0) -> Catalog:
             loaded[real] = result.skill
         queue.extend((nested, root_real) for nested in result.nested)
 
+    digests = memo or DigestMemo()
+    kept, pack_problems = apply_packs(list(loaded.values()), pack_dirs,
+                                      digest=lambda skill, entry: file_digest(digests, skill, entry))
+    problems.extend(pack_problems)
     by_name: dict[str, list[Skill]] = defaultdict(list)
-    for skill in loaded.values():
+    for skill in kept:
         by_name[skill.name].append(skill)
     skills: dict[str, Skill] = {}
     for name in sorted(by_name):
