@@ -159,6 +159,6 @@ def test_no_other_presented_token_matches(presented: str) -> None:
     ],
 )
 def test_only_a_single_request_has_an_id_to_answer(body: bytes | None, expected: object) -> None:
-    from skill_mcp.surfaces.http_guard import _request_id
+    from skill_mcp.surfaces.http_drain import request_id_of
 
-    assert _request_id(body) == expected
+    assert request_id_of(body) == expected

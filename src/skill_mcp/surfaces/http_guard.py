@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces.http_drain import BODY_PEEK_LIMIT, ResponseWatch, answer_stopped, buffered, request_id_of
 
 logger = logging.getLogger("skill_mcp.http")
 
@@ -273,9 +274,9 @@ class GuardMiddleware:
         if declared.isdigit() and int(declared) > BODY_PEEK_LIMIT:
             request_id = None  # the SDK answers 413; no id worth reading 4 MiB for
         else:
-            body, receive = await _buffered(receive, BODY_PEEK_LIMIT)
-            request_id = _request_id(body)
-        response = _ResponseWatch()
+            body, receive = await buffered(receive, BODY_PEEK_LIMIT)
+            request_id = request_id_of(body)
+        response = ResponseWatch()
 
         async def watched_send(message: Message) -> None:
             response.observe(message)
@@ -291,92 +292,11 @@ class GuardMiddleware:
                 finally:
                     self._scopes.discard(cancel_scope)
             if cancel_scope.cancelled_caught and request_id is not None and not response.complete:
-                await _answer_stopped(send, response, request_id)
+                await answer_stopped(send, response, request_id)
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self._idle.set()
-
-
-# The SDK refuses bodies over 4 MiB itself; past this the guard just stops looking for an id.
-BODY_PEEK_LIMIT = 4 * 1024 * 1024
-
-
-async def _buffered(receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
-    """Read the request body (up to ``limit``) and return it with a ``receive`` that replays it."""
-    seen: list[Message] = []
-    size = 0
-    complete = False
-    while True:
-        message = await receive()
-        seen.append(message)
-        if message["type"] != "http.request":
-            break
-        size += len(message.get("body", b""))
-        if not message.get("more_body", False):
-            complete = True
-            break
-        if size > limit:
-            break
-    body = b"".join(m.get("body", b"") for m in seen if m["type"] == "http.request") if complete else None
-
-    async def replay() -> Message:
-        if seen:
-            return seen.pop(0)
-        return await receive()
-
-    return body, replay
-
-
-def _request_id(body: bytes | None) -> str | int | None:
-    """The JSON-RPC id of a single request (not a notification, not a response)."""
-    if not body:
-        return None
-    try:
-        decoded = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(decoded, dict) or not isinstance(decoded.get("method"), str):
-        return None
-    rid = decoded.get("id")
-    return rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
-
-
-class _ResponseWatch:
-    """What has gone out for one request: nothing, an SSE stream, or a complete response."""
-
-    def __init__(self) -> None:
-        self.started = False
-        self.sse = False
-        self.complete = False
-
-    def observe(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            self.started = True
-            for key, value in message.get("headers", []):
-                if key.lower() == b"content-type" and value.lower().startswith(b"text/event-stream"):
-                    self.sse = True
-        elif message["type"] == "http.response.body" and not message.get("more_body", False):
-            self.complete = True
-
-
-async def _answer_stopped(send: Send, response: _ResponseWatch, request_id: str | int) -> None:
-    """Answer a call the drain had to stop, on whatever the response already is."""
-    error = {"jsonrpc": "2.0", "id": request_id,
-             "error": {"code": -32000, "message": "the server is shutting down; the call was stopped",
-                       "data": {"reason": str(Refusal.HTTP_DRAINING)}}}
-    payload = json.dumps(error).encode()
-    with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-        if not response.started:
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(payload)).encode())]})
-            await send({"type": "http.response.body", "body": payload})
-        elif response.sse:
-            await send({"type": "http.response.body", "body": b"event: message\ndata: " + payload + b"\n\n",
-                        "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-        # A started non-SSE response cannot take a second answer; the connection just closes.
 
 
 def _latin1(value: bytes | None) -> str | None:
