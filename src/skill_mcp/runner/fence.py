@@ -55,6 +55,18 @@ def resolve_drop(script_user: str | None, euid: int) -> UserDrop | SkillMcpError
     return UserDrop(uid=entry.pw_uid, gid=entry.pw_gid, name=entry.pw_name)
 
 
+def broker_refusal(broker: Any) -> SkillMcpError | None:
+    """Ask the appliance's broker (bounded) whether its fence is in force; refuse every run if not."""
+    try:
+        facts = broker.hello()
+    except SkillMcpError as exc:
+        return SkillMcpError(Refusal.FENCE_UNAVAILABLE, f"the spawn-broker did not answer: {exc.detail}")
+    if not facts.get("fence"):
+        return SkillMcpError(Refusal.FENCE_UNAVAILABLE, "the appliance's egress fence is not in force: "
+                             + str(facts.get("fenceDetail") or "no detail"))
+    return None
+
+
 @dataclass(slots=True)
 class Runner:
     settings: Settings
@@ -105,12 +117,17 @@ class Runner:
         Call it before any thread or child exists, so nothing else has copied the environment
         block yet. Keyword arguments go to ``create`` (a broker ``spawner``, an ``audit`` sink).
         """
+        refusal = None
         if settings.broker_fd is not None and "spawner" not in kwargs:
             # The appliance: the launcher's broker runs scripts as their own uid behind the egress fence.
             from skill_mcp.runner.spawn_broker import BrokerSpawner
 
-            kwargs.update(spawner=BrokerSpawner.from_fd(settings.broker_fd), fenced=True)
-        return cls.create(settings, harden=harden_process(), **kwargs)
+            broker = BrokerSpawner.from_fd(settings.broker_fd)
+            kwargs.update(spawner=broker, fenced=True)
+            refusal = broker_refusal(broker)
+        runner = cls.create(settings, harden=harden_process(), **kwargs)
+        runner.boot_refusal = runner.boot_refusal or refusal
+        return runner
 
     def stop_running(self) -> None:
         """Server shutdown: end the script in progress so its call returns (``Plugins.closers``)."""
