@@ -54,7 +54,10 @@ def run(args: argparse.Namespace) -> int:
             host, port = parse_host_port(args.http)
             return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,
                                         allowed_hosts=tuple(args.allowed_hosts)))
-        from skill_mcp.server import serve_stdio
+        if args.watch:
+            from skill_mcp.surfaces.reload import serve_stdio_watch as serve_stdio
+        else:
+            from skill_mcp.server import serve_stdio
     except ImportError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"the server could not be loaded: {err}") from err
     except SkillMcpError as err:

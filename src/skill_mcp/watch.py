@@ -1,0 +1,135 @@
+"""Live reload for ``serve --watch``: rebuild the catalog when files change, swap it atomically.
+
+``LiveCatalog`` holds the catalog a server reads; requests call it (it is the server's
+``catalog_provider``) and always see one whole catalog, never a half-built one, because a
+new catalog is built completely off to the side and then swapped in with one assignment.
+
+``watch_catalog`` waits for file changes under the roots (``watchfiles``, debounced), rebuilds,
+and swaps when what is served actually changed; then it calls ``on_swap`` so the surfaces can
+tell clients (``notifications/*/list_changed``).
+
+Half-written files: an editor saving SKILL.md, or a copy still in progress, can leave a skill
+momentarily unparsable. A skill that was served and now fails with a parse-type error while
+its directory still exists keeps its previous record in the new catalog, with a
+``reload-kept-previous`` warning, until a later change makes it parse again (or removes it).
+A deliberately broken skill therefore stays served in its last good form until the server
+restarts; ``skill-mcp validate`` reports it either way.
+
+This module imports no ``mcp``: it sits beside the catalog.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from skill_mcp.catalog import build_catalog
+from skill_mcp.config import Settings
+from skill_mcp.models import Catalog, Problem
+from skill_mcp.reasons import Level, ProblemReason
+
+log = logging.getLogger("skill_mcp.watch")
+
+DEBOUNCE_MS = 400  # group a burst of writes (an editor's save, a git checkout) into one rebuild
+STEP_MS = 50
+# Reasons that mean "the file is there but not readable as a skill right now" - what a file
+# that is still being written looks like.
+TRANSIENT = frozenset({ProblemReason.FRONTMATTER_PARSE, ProblemReason.FRONTMATTER_INVALID,
+                       ProblemReason.UNREADABLE, ProblemReason.NO_SKILL_MD})
+
+
+class LiveCatalog:
+    """The current catalog. Calling it returns the catalog; ``swap`` replaces it whole."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._lock = threading.Lock()
+        self._catalog = catalog
+
+    def __call__(self) -> Catalog:
+        return self._catalog  # one attribute read: a request sees the old or the new, never a mix
+
+    def swap(self, catalog: Catalog) -> None:
+        with self._lock:
+            self._catalog = catalog
+
+
+def fingerprint(catalog: Catalog) -> tuple[Any, ...]:
+    """What clients can observe of a catalog: skills, their files as scanned, and the problems."""
+    skills = tuple((name, s.directory, s.description, s.files, s.declaration, s.skills_list_excluded)
+                   for name, s in catalog.skills.items())
+    return skills, tuple(catalog.problems)
+
+
+def keep_previous(previous: Catalog, fresh: Catalog) -> Catalog:
+    """``fresh`` with each skill that just became unparsable replaced by its previous record."""
+    failing: dict[str, Problem] = {}
+    for problem in fresh.problems:
+        if problem.level == Level.ERROR and problem.reason in TRANSIENT and problem.skill:
+            failing.setdefault(problem.skill, problem)
+    kept = {
+        name: skill for name, skill in previous.skills.items()
+        if name in failing and name not in fresh.skills and os.path.isdir(skill.directory)
+    }
+    if not kept:
+        return fresh
+    problems = [p for p in fresh.problems if p.skill not in kept]
+    for name, skill in sorted(kept.items()):
+        why = failing[name]
+        problems.append(Problem(skill.found_at, ProblemReason.RELOAD_KEPT_PREVIOUS,
+                                f"the previous version stays served: the skill does not load right now "
+                                f"({why.reason}: {why.detail})", Level.WARNING, name))
+    skills = dict(sorted({**fresh.skills, **kept}.items()))
+    return replace(fresh, skills=skills, problems=tuple(problems))
+
+
+def rebuild(settings: Settings, live: LiveCatalog, generation: int) -> bool:
+    """Build a new catalog; swap it in when it differs from the live one. True when swapped."""
+    previous = live()
+    fresh = keep_previous(previous, build_catalog(settings, generation=generation))
+    if fingerprint(fresh) == fingerprint(previous):
+        return False
+    live.swap(fresh)
+    log.info("catalog reloaded", extra={"generation": generation, "skills": len(fresh.skills),
+                                        "problems": len(fresh.problems)})
+    return True
+
+
+def watched_paths(settings: Settings) -> list[Path]:
+    """Roots that exist (a missing root is watched through its parent, so creating it counts)."""
+    paths: list[Path] = []
+    for root in settings.roots:
+        path = root if root.is_dir() else root.parent
+        if path.is_dir() and path not in paths:
+            paths.append(path)
+    return paths
+
+
+async def watch_catalog(
+    settings: Settings,
+    live: LiveCatalog,
+    on_swap: Callable[[], Awaitable[None]],
+    *,
+    stop_event: anyio.Event | None = None,
+    debounce_ms: int = DEBOUNCE_MS,
+) -> None:
+    """Rebuild and swap on every debounced batch of changes until cancelled or ``stop_event``."""
+    from watchfiles import awatch
+
+    paths = watched_paths(settings)
+    if not paths:
+        log.warning("serve --watch: no root exists; nothing to watch")
+        return
+    generation = live().generation
+    async for _changes in awatch(*paths, debounce=debounce_ms, step=STEP_MS, stop_event=stop_event,
+                                 recursive=True, ignore_permission_denied=True):
+        generation += 1
+        swapped = await anyio.to_thread.run_sync(rebuild, settings, live, generation)
+        if swapped:
+            await on_swap()
