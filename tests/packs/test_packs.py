@@ -177,7 +177,7 @@ def test_schema_versions_other_than_1_are_refused_as_pack_version(version: objec
 
 
 def test_the_catalog_refuses_a_tampered_packed_skill(tmp_path: Path) -> None:
-    """Through the real discovery (build_catalog), once the lead wires apply_packs in."""
+    """Through the real discovery (build_catalog), not just the module."""
     from skill_mcp.catalog import build_catalog
     from skill_mcp.config import load_settings
 
@@ -185,7 +185,5 @@ def test_the_catalog_refuses_a_tampered_packed_skill(tmp_path: Path) -> None:
     assert lock(root).returncode == 0
     (root / "alpha" / "SKILL.md").write_text("---\nname: alpha\ndescription: evil.\n---\nx\n", encoding="utf-8")
     catalog = build_catalog(load_settings([str(root)], {}))
-    if not any(s.pack for s in catalog.skills.values()):
-        pytest.xfail("catalog discovery does not apply packs yet (requested from the lead)")
-    assert list(catalog.skills) == ["beta"]
+    assert list(catalog.skills) == ["beta"] and catalog.skills["beta"].pack == "pk"
     assert any(p.reason == ProblemReason.DIGEST_MISMATCH and p.skill == "alpha" for p in catalog.problems)
