@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import ERAS, build_tree
+from tests.integration import harness
+from tests.integration.harness import ERAS, Connect, build_tree
 
 
 @pytest.fixture
@@ -17,6 +18,16 @@ def anyio_backend() -> str:
 @pytest.fixture(params=ERAS)
 def era(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(params=("stdio", "http"))
+def connect(request: pytest.FixtureRequest) -> Connect:
+    """Open an SDK client on a freshly started server subprocess, over each transport in turn."""
+    if request.param == "stdio":
+        return harness.connect
+    from tests.http.harness import http_connect
+
+    return http_connect
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -88,6 +88,10 @@ def server_params(root: Path, env: Mapping[str, str] | None = None) -> StdioServ
     command = server_command()
     return StdioServerParameters(command=command[0], args=[*command[1:], "--skills-dir", str(root)],
                                  env={"SKILL_MCP_LOG": "warning", **(env or {})})
+
+
+Connect = Callable[..., AbstractAsyncContextManager[Client]]
+"""``connect(root, era, env=None)``: the ``connect`` fixture, over stdio or Streamable HTTP."""
 
 
 @asynccontextmanager

@@ -8,14 +8,16 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.integration.harness import PNG, connect, directory_read, sha256, skills_get, skills_list
+from tests.integration.harness import PNG, Connect, directory_read, sha256, skills_get, skills_list
 
 pytestmark = pytest.mark.anyio
 
 INVALID_PARAMS = -32602
 
 
-async def test_prompts_are_one_per_served_skill_with_the_body_as_message(skills_root: Path, era: str) -> None:
+async def test_prompts_are_one_per_served_skill_with_the_body_as_message(
+    connect: Connect, skills_root: Path, era: str
+) -> None:
     async with connect(skills_root, era) as client:
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
         assert sorted(prompts) == ["alpha", "beta", "bulk", "gamma"]
@@ -28,7 +30,9 @@ async def test_prompts_are_one_per_served_skill_with_the_body_as_message(skills_
         assert err.value.code == INVALID_PARAMS
 
 
-async def test_resources_list_every_file_of_the_published_skills_across_pages(skills_root: Path, era: str) -> None:
+async def test_resources_list_every_file_of_the_published_skills_across_pages(
+    connect: Connect, skills_root: Path, era: str
+) -> None:
     async with connect(skills_root, era) as client:
         uris: list[str] = []
         cursor = None
@@ -38,13 +42,24 @@ async def test_resources_list_every_file_of_the_published_skills_across_pages(sk
             if page.resources and page.resources[0].uri == "skill://alpha/SKILL.md":
                 first = page.resources[0]
                 assert (first.name, first.description, first.mime_type) == (
-                    "alpha", "Alpha turns notes into reports.", "text/markdown")
+                    "alpha",
+                    "Alpha turns notes into reports.",
+                    "text/markdown",
+                )
             cursor = page.next_cursor
             if not cursor:
                 break
-        expected = {f"skill://alpha/{p}" for p in ("SKILL.md", "assets/logo.png", "references/big.txt",
-                                                   "references/deep/notes.txt", "references/guide.md",
-                                                   "scripts/hello.py")}
+        expected = {
+            f"skill://alpha/{p}"
+            for p in (
+                "SKILL.md",
+                "assets/logo.png",
+                "references/big.txt",
+                "references/deep/notes.txt",
+                "references/guide.md",
+                "scripts/hello.py",
+            )
+        }
         expected |= {"skill://beta/SKILL.md", "skill://bulk/SKILL.md"}
         expected |= {f"skill://bulk/data/part{i}.txt" for i in range(5)}
         assert len(uris) == len(set(uris))
@@ -52,7 +67,9 @@ async def test_resources_list_every_file_of_the_published_skills_across_pages(sk
         assert set(uris) == expected
 
 
-async def test_resources_read_serves_text_and_blobs_and_refuses_unknown_uris(skills_root: Path, era: str) -> None:
+async def test_resources_read_serves_text_and_blobs_and_refuses_unknown_uris(
+    connect: Connect, skills_root: Path, era: str
+) -> None:
     async with connect(skills_root, era) as client:
         skill_md = (await client.read_resource("skill://alpha/SKILL.md")).contents[0]
         assert skill_md.mime_type == "text/markdown"
@@ -62,14 +79,22 @@ async def test_resources_read_serves_text_and_blobs_and_refuses_unknown_uris(ski
         # Read by URI even though not listed: the tools serve gamma, so its URIs read too.
         gamma = (await client.read_resource("skill://gamma/SKILL.md")).contents[0]
         assert gamma.text.endswith("Gamma body.\n")
-        for uri in ("skill://nope/SKILL.md", "skill://alpha/nope.md", "skill://alpha", "skill://alpha/../beta/SKILL.md",
-                    "file:///etc/passwd", "skill://alpha/references/%2E%2E/SKILL.md"):
+        for uri in (
+            "skill://nope/SKILL.md",
+            "skill://alpha/nope.md",
+            "skill://alpha",
+            "skill://alpha/../beta/SKILL.md",
+            "file:///etc/passwd",
+            "skill://alpha/references/%2E%2E/SKILL.md",
+        ):
             with pytest.raises(MCPError) as err:
                 await client.read_resource(uri)
             assert err.value.code == INVALID_PARAMS, uri
 
 
-async def test_skills_list_publishes_complete_entries_with_digests(skills_root: Path, era: str) -> None:
+async def test_skills_list_publishes_complete_entries_with_digests(
+    connect: Connect, skills_root: Path, era: str
+) -> None:
     async with connect(skills_root, era) as client:
         result = await skills_list(client)
         assert result["resultType"] == "complete"
@@ -85,15 +110,20 @@ async def test_skills_list_publishes_complete_entries_with_digests(skills_root: 
             assert res["digest"] == sha256(path) and res["size"] == path.stat().st_size
 
 
-@pytest.mark.xfail(reason="catalog leaves mcp-host out of Skill.frontmatter (requested in notes/requests.md)",
-                   strict=True)
-async def test_skills_entry_frontmatter_is_verbatim_including_mcp_host(skills_root: Path, era: str) -> None:
+@pytest.mark.xfail(
+    reason="catalog leaves mcp-host out of Skill.frontmatter (requested in notes/requests.md)", strict=True
+)
+async def test_skills_entry_frontmatter_is_verbatim_including_mcp_host(
+    connect: Connect, skills_root: Path, era: str
+) -> None:
     async with connect(skills_root, era) as client:
         alpha = (await skills_get(client, "skill://alpha/SKILL.md"))["skill"]
         assert alpha["frontmatter"]["mcp-host"]["run"][0]["script"] == "scripts/hello.py"
 
 
-async def test_skills_get_answers_for_a_served_skill_and_32602_otherwise(skills_root: Path, era: str) -> None:
+async def test_skills_get_answers_for_a_served_skill_and_32602_otherwise(
+    connect: Connect, skills_root: Path, era: str
+) -> None:
     async with connect(skills_root, era) as client:
         got = await skills_get(client, "skill://beta/SKILL.md")
         assert got["resultType"] == "complete" and "nextCursor" not in got and "ttlMs" in got
@@ -105,7 +135,9 @@ async def test_skills_get_answers_for_a_served_skill_and_32602_otherwise(skills_
             assert err.value.code == INVALID_PARAMS, uri
 
 
-async def test_directory_read_lists_direct_children_and_refuses_files(skills_root: Path, era: str) -> None:
+async def test_directory_read_lists_direct_children_and_refuses_files(
+    connect: Connect, skills_root: Path, era: str
+) -> None:
     async with connect(skills_root, era) as client:
         root = await directory_read(client, "skill://alpha")
         assert root["resultType"] == "complete"
@@ -118,17 +150,25 @@ async def test_directory_read_lists_direct_children_and_refuses_files(skills_roo
         }
         refs = await directory_read(client, "skill://alpha/references")
         assert {r["uri"] for r in refs["resources"]} == {
-            "skill://alpha/references/deep", "skill://alpha/references/big.txt", "skill://alpha/references/guide.md"}
+            "skill://alpha/references/deep",
+            "skill://alpha/references/big.txt",
+            "skill://alpha/references/guide.md",
+        }
         for uri in ("skill://alpha/SKILL.md", "skill://alpha/nope", "skill://nope"):
             with pytest.raises(MCPError) as err:
                 await directory_read(client, uri)
             assert err.value.code == INVALID_PARAMS, uri
 
 
-async def test_cacheable_results_carry_ttl_and_scope_in_the_2026_era(skills_root: Path) -> None:
+async def test_cacheable_results_carry_ttl_and_scope_in_the_2026_era(connect: Connect, skills_root: Path) -> None:
     async with connect(skills_root, "2026-07-28") as client:
-        results = [await client.list_tools(), await client.list_prompts(), await client.list_resources(),
-                   await client.list_resource_templates(), await client.read_resource("skill://beta/SKILL.md")]
+        results = [
+            await client.list_tools(),
+            await client.list_prompts(),
+            await client.list_resources(),
+            await client.list_resource_templates(),
+            await client.read_resource("skill://beta/SKILL.md"),
+        ]
         for result in results:
             assert result.ttl_ms == 60_000 and result.cache_scope == "public", type(result).__name__
         assert results[3].resource_templates == []

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.integration.harness import connect, handshake, skills_list
+from tests.integration.harness import Connect, handshake, skills_list
 
 pytestmark = pytest.mark.anyio
 
 NARROW = {"MCP_ENABLED_TOOLS": "skill_list, skill_file"}
 
 
-async def test_narrowed_server_registers_only_the_named_tools(skills_root: Path, era: str) -> None:
+async def test_narrowed_server_registers_only_the_named_tools(connect: Connect, skills_root: Path, era: str) -> None:
     async with connect(skills_root, era, NARROW) as client:
         assert sorted(t.name for t in (await client.list_tools()).tools) == ["skill_file", "skill_list"]
         listed = await client.call_tool("skill_list", {})
@@ -23,7 +23,9 @@ async def test_narrowed_server_registers_only_the_named_tools(skills_root: Path,
             await client.call_tool("skill_load", {"name": "alpha"})
 
 
-async def test_narrowed_server_hides_prompts_resources_and_the_skills_extension(skills_root: Path, era: str) -> None:
+async def test_narrowed_server_hides_prompts_resources_and_the_skills_extension(
+    connect: Connect, skills_root: Path, era: str
+) -> None:
     async with connect(skills_root, era, NARROW) as client:
         caps, _ = await handshake(client, era)
         assert caps.tools is not None
@@ -38,7 +40,7 @@ async def test_narrowed_server_hides_prompts_resources_and_the_skills_extension(
         assert err.value.code == -32601
 
 
-async def test_unnarrowed_control_serves_prompts_and_resources(skills_root: Path, era: str) -> None:
+async def test_unnarrowed_control_serves_prompts_and_resources(connect: Connect, skills_root: Path, era: str) -> None:
     async with connect(skills_root, era) as client:
         assert (await client.list_prompts()).prompts
         assert (await client.list_resources()).resources

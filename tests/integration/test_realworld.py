@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import connect, directory_read, sha256, skills_list
+from tests.integration.harness import Connect, directory_read, sha256, skills_list
 
 pytestmark = pytest.mark.anyio
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "realworld" / "skills"
 
 
-async def test_every_skill_of_a_realistic_corpus_is_listed_loadable_and_published(era: str) -> None:
+async def test_every_skill_of_a_realistic_corpus_is_listed_loadable_and_published(connect: Connect, era: str) -> None:
     on_disk = sorted(p.parent.name for p in CORPUS.glob("*/SKILL.md"))
     assert len(on_disk) >= 15
     async with connect(CORPUS, era) as client:

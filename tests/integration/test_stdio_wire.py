@@ -18,7 +18,10 @@ def test_a_line_that_is_not_json_gets_32700_and_the_server_keeps_serving(skills_
         assert srv.initialize()["result"]["serverInfo"]["name"] == "skill-mcp"
         srv.send("this is { not json")
         assert json.loads(srv.read_line()) == {
-            "jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: the line is not valid JSON"}}
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: the line is not valid JSON"},
+        }
         srv.send('{"not": "json-rpc"}')
         reply = json.loads(srv.read_line())
         assert reply["id"] is None and reply["error"]["code"] == -32600
@@ -75,8 +78,13 @@ def test_stdout_carries_only_json_rpc_and_stderr_only_json_log_lines(skills_root
 def test_started_by_hand_on_a_terminal_it_says_what_it_serves_and_how_to_connect(skills_root: Path) -> None:
     controller, terminal = pty.openpty()
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
-    proc = subprocess.Popen([*server_command(), "--skills-dir", str(skills_root)], stdin=terminal,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**env, "LANG": "C.UTF-8"})
+    proc = subprocess.Popen(
+        [*server_command(), "--skills-dir", str(skills_root)],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, "LANG": "C.UTF-8"},
+    )
     os.close(terminal)
     try:
         assert proc.stderr is not None

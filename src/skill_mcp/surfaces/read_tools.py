@@ -17,6 +17,7 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import content, schemas
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor, page
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
+from skill_mcp.surfaces.render import skill_file_blocks
 from skill_mcp.surfaces.state import SKILL_MD, file_record, find_skill
 
 MAX_PATHS = 8
@@ -189,5 +190,6 @@ def read_tools() -> tuple[ToolSpec, ...]:
             output_schema=schemas.SKILL_FILE_OUT,
             handler=skill_file,
             annotations=ro,
+            render=skill_file_blocks,
         ),
     )

@@ -80,3 +80,6 @@ class ToolSpec:
     output_schema: Mapping[str, Any] | None = None
     title: str | None = None
     annotations: Mapping[str, Any] | None = None
+    # Turns the structured result into the ``content`` blocks; default: the result as JSON text.
+    # A tool whose result carries file bodies renders them once, readably, instead of twice.
+    render: Callable[[dict[str, Any]], list[Any]] | None = field(default=None, repr=False)

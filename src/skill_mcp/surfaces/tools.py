@@ -83,7 +83,9 @@ class ToolTable:
             raise
         if isinstance(out, (types.CallToolResult, types.InputRequiredResult)):
             return out
+        blocks = spec.render(out) if spec.render is not None else [
+            types.TextContent(type="text", text=json.dumps(out, ensure_ascii=False))]
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(out, ensure_ascii=False))],
+            content=blocks,
             structured_content=out,
         )

@@ -1,0 +1,39 @@
+"""Readable ``content`` blocks for results that carry file bodies.
+
+``structuredContent`` is the contract; the ``content`` blocks are what a client that ignores
+it shows the model. For ``skill_file`` the JSON rendering would repeat every file body escaped
+(and base64 twice), doubling a response that may already be 4 MiB, so the text block carries
+the text files verbatim under a header each, images become image blocks the model can see, and
+other binaries become embedded blob resources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+def _header(entry: dict[str, Any]) -> str:
+    return f"--- {entry['path']} ({entry['mimeType']}, {entry['size']} bytes, {entry['digest']}) ---"
+
+
+def skill_file_blocks(out: dict[str, Any]) -> list[Any]:
+    parts = [f"{out['name']}: {out['served']} file(s) served, {out['failed']} refused"]
+    attachments: list[Any] = []
+    for entry in out["files"]:
+        if "error" in entry:
+            err = entry["error"]
+            parts.append(f"--- {entry['path']}: refused ({err['reason']}): {err['detail']} ---")
+        elif entry["encoding"] == "utf-8":
+            parts.append(_header(entry) + "\n" + entry["text"])
+        else:
+            parts.append(_header(entry) + "\n(binary; attached below)")
+            if entry["mimeType"] in _IMAGES:
+                attachments.append(types.ImageContent(type="image", data=entry["blob"], mime_type=entry["mimeType"]))
+            else:
+                attachments.append(types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(
+                    uri=entry["uri"], mime_type=entry["mimeType"], blob=entry["blob"])))
+    return [types.TextContent(type="text", text="\n".join(parts)), *attachments]
