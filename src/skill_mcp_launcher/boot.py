@@ -7,7 +7,7 @@
        fail the boot if the drop did not take; set no-new-privileges;
     4. start the server as its uid: no capabilities, no-new-privileges, an environment built
        from the container's, one end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``);
-       the server binary is execute-only, which makes the kernel mark it non-dumpable;
+       the server wipes its exec-time environment and turns non-dumpable at its own boot;
     5. serve requests, reap every child, forward SIGTERM/SIGINT to the server, and exit with
        the server's status when it ends.
 """

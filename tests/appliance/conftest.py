@@ -32,7 +32,7 @@ CAPS = ("SETUID", "SETGID", "KILL", "NET_ADMIN")
 HARDENING = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
              "--tmpfs", "/run:rw,nosuid,nodev,size=64m", "--tmpfs", "/tmp:rw,nosuid,nodev,size=64m"]
 SKILLS_MOUNT = ["-v", f"{SKILLS}:/skills:ro"]
-HELPER_CMD = ["/opt/skill-mcp/bin/python-server", "-I", "/helpers/broker_client.py"]
+HELPER_CMD = ["/opt/skill-mcp/bin/python", "-I", "/helpers/broker_client.py"]
 PY = "/usr/bin/python3.11"
 
 

@@ -1,7 +1,7 @@
 """A stand-in server for appliance tests: JSON lines on stdin -> broker frames on fd 3.
 
 The launcher starts it exactly as it starts the real server (server uid, no capabilities,
-no-new-privileges, execute-only interpreter), so what it observes is what the server would.
+no-new-privileges), so what it observes is what the server would.
 Besides forwarding ``{"op": ...}`` requests it answers ``{"op": "self"}`` with its own
 identity, capabilities and environment, for the posture tests.
 """
