@@ -76,17 +76,19 @@ def cli_command() -> list[str]:
 
 def server_argv(roots: Sequence[Path | str], *, address: str = "127.0.0.1:0", no_auth: bool = False,
                 token_file: Path | None = None, allowed_hosts: Sequence[str] = (),
-                drain_seconds: float | None = None) -> list[str]:
+                drain_seconds: float | None = None, stop_hooks: bool = True) -> list[str]:
     """The real ``skill-mcp serve --http`` when it can express the request; otherwise the
     test child (``serve_child.py``), which calls the same ``serve_http`` with test-only bounds."""
-    if drain_seconds is None and not allowed_hosts:
+    if drain_seconds is None and stop_hooks:
         argv = [*cli_command(), "serve", "--http", address]
     else:
         argv = [sys.executable, str(CHILD), address]
         if drain_seconds is not None:
             argv += ["--drain-seconds", str(drain_seconds)]
-        for name in allowed_hosts:
-            argv += ["--allowed-host", name]
+        if not stop_hooks:
+            argv.append("--without-stop-hooks")
+    for name in allowed_hosts:
+        argv += ["--allowed-host", name]
     for root in roots:
         argv += ["--skills-dir", str(root)]
     if no_auth:
@@ -107,6 +109,7 @@ def running_http_server(
     allowed_hosts: Sequence[str] = (),
     drain_seconds: float | None = None,
     token_file: Path | None = None,
+    stop_hooks: bool = True,
 ) -> Iterator[HttpServer]:
     """Start the server; yield once it listens. ``token`` goes in through ``MCP_HTTP_TOKEN``."""
     extra = dict(env or {})
@@ -114,7 +117,7 @@ def running_http_server(
         extra["MCP_HTTP_TOKEN"] = token
     proc = subprocess.Popen(
         server_argv(roots, address=address, no_auth=no_auth, allowed_hosts=allowed_hosts,
-                    drain_seconds=drain_seconds, token_file=token_file),
+                    drain_seconds=drain_seconds, token_file=token_file, stop_hooks=stop_hooks),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env=child_env(extra), start_new_session=True,
     )

@@ -20,6 +20,8 @@ def main() -> int:
     parser.add_argument("--token-file")
     parser.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=[])
     parser.add_argument("--drain-seconds", type=float, default=None)
+    # The server without its stop hooks: what the drain does with a call nothing else stops.
+    parser.add_argument("--without-stop-hooks", action="store_true")
     args = parser.parse_args()
 
     from skill_mcp.config import load_settings
@@ -33,7 +35,11 @@ def main() -> int:
             token = f.read().strip()
     try:
         host, port = parse_host_port(args.address)
-        bounds = {"drain_seconds": args.drain_seconds} if args.drain_seconds is not None else {}
+        bounds: dict[str, object] = {"drain_seconds": args.drain_seconds} if args.drain_seconds is not None else {}
+        if args.without_stop_hooks:
+            from skill_mcp.server import build_server
+
+            bounds["server_factory"] = build_server
         return serve_http(settings, host, port, token, args.no_auth, allowed_hosts=args.allowed_hosts, **bounds)
     except SkillMcpError as err:
         print(f"refused: {err.reason}", file=sys.stderr)

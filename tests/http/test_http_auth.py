@@ -198,3 +198,12 @@ def test_an_oversized_body_is_refused_without_a_session(server: HttpServer) -> N
     # Positive control: the server still serves, and only that one session is new.
     assert _post(server.url, {"Authorization": f"Bearer {TOKEN}"}).status_code == 200
     assert _wait_for(lambda: _sessions_created(server) == before + 1)
+
+
+def test_allowed_host_admits_the_proxy_name_and_nothing_else() -> None:
+    with running_http_server([CORPUS], token=TOKEN, allowed_hosts=["mcp.example.com"]) as srv:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        assert _post(srv.url, {**auth, "Host": "mcp.example.com"}).status_code == 200
+        assert _post(srv.url, {**auth, "Host": "MCP.example.com:443", "Origin": "https://Mcp.Example.com"}).status_code == 200
+        assert _post(srv.url, {**auth, "Host": "other.example.com"}).status_code == 421
+        assert _post(srv.url, {**auth, "Host": "mcp.example.com", "Origin": "https://evil.example.com"}).status_code == 403

@@ -169,7 +169,7 @@ def _assert_new_session_refused(server: HttpServer) -> None:
         time.sleep(0.05)
 
 
-def test_sigterm_during_a_long_call_stops_within_the_bound_and_leaves_no_script(root: Path) -> None:
+def _long_call_then_sigterm(root: Path, *, stop_hooks: bool) -> tuple[float, dict[str, Any], str]:
     marker = f"m-{uuid.uuid4().hex}"
     outcome: dict[str, Any] = {}
 
@@ -179,21 +179,32 @@ def test_sigterm_during_a_long_call_stops_within_the_bound_and_leaves_no_script(
                 async def call() -> None:
                     try:
                         outcome["result"] = await _run_script(client, marker, 100)
-                    except Exception as exc:  # the drain's JSON-RPC error arrives as MCPError
+                    except Exception as exc:  # a drain-cut call's JSON-RPC error arrives as MCPError
                         outcome["error"] = repr(exc)
 
                 tg.start_soon(call)
                 return await anyio.to_thread.run_sync(_terminate_when_running, server, marker)
         raise AssertionError("unreachable")
 
-    with running_http_server([root], token=TOKEN, drain_seconds=DRAIN) as server:
+    with running_http_server([root], token=TOKEN, drain_seconds=DRAIN, stop_hooks=stop_hooks) as server:
         try:
             took = anyio.run(main, server)
         except Exception:
             took = EXIT_BOUND  # the client's close raced the server's exit; the bound is checked below
         assert server.proc.wait(timeout=EXIT_BOUND + 10) == 0, server.stderr
-    assert took <= EXIT_BOUND
     assert _wait(lambda: _pids_with(marker) == [], 10), "a script outlived the server"
-    # Answered, not cut: either the runner stopped the script and the call returned its result,
-    # or the drain answered it with a JSON-RPC error naming the reason.
-    assert "result" in outcome or "http-draining" in outcome.get("error", ""), outcome
+    return took, outcome, server.stderr
+
+
+def test_sigterm_during_a_long_call_answers_it_within_the_bound_and_leaves_no_script(root: Path) -> None:
+    took, outcome, stderr = _long_call_then_sigterm(root, stop_hooks=True)
+    assert took <= EXIT_BOUND
+    # Answered, not cut: the runner's stop hook ended the script, so the call returned its
+    # normal result (a killed run), well before the drain would have had to cut it.
+    assert outcome.get("result", {}).get("status") == "killed", (outcome, stderr[-3000:])
+
+
+def test_a_call_no_stop_hook_ends_is_answered_with_http_draining_and_its_script_dies(root: Path) -> None:
+    took, outcome, stderr = _long_call_then_sigterm(root, stop_hooks=False)
+    assert took <= EXIT_BOUND
+    assert "http-draining" in outcome.get("error", ""), (outcome, stderr[-3000:])

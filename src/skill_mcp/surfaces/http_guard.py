@@ -238,6 +238,10 @@ class GuardMiddleware:
                                                          "status": status, "path": scope.get("path")})
             await _refuse(send, status, reason, message, extra)
             return
+        # Host names are case-insensitive (RFC 9110) but the SDK's own check behind this one
+        # compares them exactly: hand it the accepted values in lower case.
+        scope = {**scope, "headers": [(k, v.lower() if k.lower() in (b"host", b"origin") else v)
+                                      for k, v in scope["headers"]]}
         if scope.get("method") == "POST":
             # Only POSTs carry calls; a GET is a long-lived notification stream that would
             # otherwise hold every drain to its full bound.
