@@ -1,0 +1,96 @@
+"""``python -m bench``: generate the corpora, measure every server against the floor, write Markdown.
+
+    python -m bench                      # N = 100, 1,000, 10,000 and the bundled pack
+    python -m bench --sizes 100 --quick  # the CI smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from bench import corpus as corpora
+from bench.inproc import measure as measure_inproc
+from bench.measure import peak_memory, ready_runs
+from bench.report import Run, render
+from bench.servers import floor_spec, ours_spec
+from bench.suite import TargetResult, floor_first_call, ours_first_list, read_side, script_runs
+
+RESULTS = Path(__file__).with_name("results")
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--sizes", default="100,1000,10000", help="corpus sizes, comma-separated")
+    p.add_argument("--no-pack", action="store_true", help="leave out the bundled pack")
+    p.add_argument("--ready-runs", type=int, default=10, help="ready measurements per server (default 10)")
+    p.add_argument("--calls", type=int, default=200, help="calls per per-call figure (default 200)")
+    p.add_argument("--run-calls", type=int, default=30, help="skill_run calls per interpreter (default 30)")
+    p.add_argument("--search-calls", type=int, default=1000, help="in-process search queries (default 1000)")
+    p.add_argument("--quick", action="store_true", help="few repetitions: the CI smoke run")
+    p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
+    p.add_argument("--out", type=Path, default=None, help="Markdown file to write (default bench/results/<stamp>.md)")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.ready_runs, args.calls, args.run_calls, args.search_calls = 3, 20, 3, 50
+    return args
+
+
+def _appliance() -> str:
+    try:
+        out = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
+                             text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return "Not measured: docker is not available on this machine."
+    images = [line for line in out.stdout.splitlines() if "skill-mcp" in line]
+    if out.returncode != 0 or not images:
+        return "Not measured: no skill-mcp image is built on this machine (`docker images` lists none)."
+    return f"Not measured in this run: image(s) {', '.join(images)} exist, but the appliance figures are not wired yet."
+
+
+async def run_all(args: argparse.Namespace) -> Run:
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    infos = {str(n): corpora.generate(args.cache / f"corpus-{n}", n) for n in sizes}
+    floor = floor_spec()
+    specs = [ours_spec(label, info.root) for label, info in infos.items()]
+    if not args.no_pack:
+        specs.append(ours_spec("pack", None))
+    run = Run(started=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), ready_runs=args.ready_runs,
+              calls=args.calls)
+    print(f"ready: {args.ready_runs} runs x {len(specs) + 1} servers", file=sys.stderr)
+    run.ready = await ready_runs([floor, *specs], args.ready_runs)
+    run.memory_kib["floor"] = await peak_memory(floor, floor_first_call)
+    queries = next(iter(infos.values())).queries if infos else ("search skills",)
+    for spec in specs:
+        info = infos.get(spec.label)
+        print(f"{spec.label}: memory, per-call latency, skill_run", file=sys.stderr)
+        run.memory_kib[spec.label] = await peak_memory(spec, ours_first_list)
+        result = TargetResult(spec.label, info.n if info else 0)
+        await read_side(result, spec, floor, info, args.calls, queries)
+        await script_runs(result, spec, info, args.run_calls)
+        run.targets.append(result)
+        run.inproc[spec.label] = measure_inproc(info.root if info else None, queries, args.search_calls)
+    run.appliance = _appliance()
+    return run
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    run = anyio.run(run_all, args)
+    text = render(run)
+    out = args.out or RESULTS / f"{run.started.replace(' ', '-').replace(':', '')}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    print(f"\nwritten to {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

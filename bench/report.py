@@ -1,0 +1,147 @@
+"""Render one benchmark run as Markdown: figures, ratios to the floor, and each target's verdict."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from bench.inproc import InProc
+from bench.measure import Ready
+from bench.stats import Summary, ms, ratio, times
+from bench.suite import TargetResult
+
+MIB = 1024
+
+
+@dataclass(slots=True)
+class Run:
+    started: str
+    ready_runs: int
+    calls: int
+    ready: dict[str, Ready] = field(default_factory=dict)
+    memory_kib: dict[str, int] = field(default_factory=dict)
+    targets: list[TargetResult] = field(default_factory=list)
+    inproc: dict[str, InProc] = field(default_factory=dict)
+    appliance: str = "not measured"
+    verdicts: list[str] = field(default_factory=list)
+
+
+def _git_rev() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _verdict(run: Run, what: str, value: float, limit: float, unit: str) -> str:
+    if math.isnan(value):
+        line = f"- {what}: not measured (limit {limit:g}{unit})"
+    else:
+        ok = value <= limit
+        line = f"- {what}: **{value:.2f}{unit}** (limit {limit:g}{unit}) — {'met' if ok else 'MISSED'}"
+    run.verdicts.append(line)
+    return line
+
+
+def _ready_table(run: Run) -> list[str]:
+    floor = Summary.of(run.ready["floor"].ready)
+    lines = ["| server | skills | initialize median (ms) | ready median (ms) | ready p95 (ms) | ratio to floor |",
+             "|---|---:|---:|---:|---:|---:|"]
+    sizes = {t.label: t.skills for t in run.targets}
+    for label, ready in run.ready.items():
+        r = Summary.of(ready.ready)
+        i = Summary.of(ready.initialize)
+        lines.append(f"| {label} | {sizes.get(label, '')} | {ms(i.median)} | {ms(r.median)} | {ms(r.p95)} | "
+                     f"{times(ratio(r.median, floor.median))} |")
+    return lines
+
+
+def _memory_table(run: Run) -> list[str]:
+    floor = run.memory_kib.get("floor", 0)
+    lines = ["| server | peak RSS (MiB) | above the floor (MiB) |", "|---|---:|---:|"]
+    for label, kib in run.memory_kib.items():
+        lines.append(f"| {label} | {kib / MIB:.1f} | {(kib - floor) / MIB:+.1f} |")
+    return lines
+
+
+def _calls_table(t: TargetResult) -> list[str]:
+    lines = ["| call | ours median (ms) | ours p95 (ms) | floor median (ms) | floor p95 (ms) | median ratio |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for label, lat in t.calls.items():
+        o, f = Summary.of(lat.ours), Summary.of(lat.floor)
+        lines.append(f"| {label} | {ms(o.median)} | {ms(o.p95)} | {ms(f.median)} | {ms(f.p95)} | "
+                     f"{times(ratio(o.median, f.median))} |")
+    return lines
+
+
+def _runs_table(t: TargetResult) -> list[str]:
+    lines = ["| interpreter | direct spawn median (ms) | skill_run median (ms) | skill_run p95 (ms) | overhead (ms) |",
+             "|---|---:|---:|---:|---:|"]
+    for interp, lat in t.runs.items():
+        d, o = Summary.of(lat.floor), Summary.of(lat.ours)
+        lines.append(f"| {interp} | {ms(d.median)} | {ms(o.median)} | {ms(o.p95)} | {ms(o.median - d.median)} |")
+    return lines
+
+
+def _targets(run: Run) -> list[str]:
+    run.verdicts = []
+    floor_ready = Summary.of(run.ready["floor"].ready).median
+    for label, limit in (("1000", 1.10), ("10000", 1.30)):
+        if label in run.ready:
+            _verdict(run, f"ready at {label} skills / floor", ratio(Summary.of(run.ready[label].ready).median,
+                                                                    floor_ready), limit, "x")
+    if "10000" in run.memory_kib:
+        _verdict(run, "peak RSS at 10000 skills above the floor",
+                 (run.memory_kib["10000"] - run.memory_kib["floor"]) / MIB, 60, " MiB")
+    for t in run.targets:
+        if t.label != "10000":
+            continue
+        for label, lat in t.calls.items():
+            _verdict(run, f"{label} median / floor's trivial tool at 10000",
+                     ratio(Summary.of(lat.ours).median, Summary.of(lat.floor).median), 1.5, "x")
+    if "10000" in run.inproc:
+        _verdict(run, "skill_search p95 server time at 10000", Summary.of(run.inproc["10000"].search).p95 * 1000,
+                 5, " ms")
+    for t in run.targets:
+        for interp, lat in t.runs.items():
+            _verdict(run, f"skill_run overhead ({interp}, {t.label})",
+                     (Summary.of(lat.ours).median - Summary.of(lat.floor).median) * 1000, 30, " ms")
+    return run.verdicts
+
+
+def render(run: Run) -> str:
+    out = [f"# skill-mcp benchmark — {run.started}", "",
+           f"Commit {_git_rev()}; Python {platform.python_version()}; mcp {metadata.version('mcp')}; "
+           f"{os.cpu_count()} CPUs; {run.ready_runs} ready runs per server; {run.calls} calls per figure. "
+           "All times through the SDK's own client over stdio (handshake era), servers interleaved; "
+           "ratios are to the floor server (same SDK, one trivial tool, no catalog) measured in this run.", "",
+           "## Targets (issue 8)", "", *_targets(run), "",
+           "## Ready: spawn → initialize → tools/list", "", *_ready_table(run), "",
+           "## Peak memory after the first skill_list (floor: after its first call)", "", *_memory_table(run), ""]
+    for t in run.targets:
+        out += [f"## Per-call latency: {t.label} ({t.skills} skills)", "",
+                f"First skill_list after start: {ms(t.first_skill_list)} ms. skills/list, every page "
+                f"({t.skills_list_pages} pages): {ms(t.skills_list_walk_cold)} ms the first time (digests computed), "
+                f"{ms(t.skills_list_walk_warm)} ms the second.", "", *_calls_table(t), ""]
+        if t.runs:
+            out += [f"### skill_run of a no-op script ({t.label}), second call of the token round trip", "",
+                    *_runs_table(t), ""]
+        if t.missing:
+            out += ["Not measured: " + "; ".join(f"{k}: {v}" for k, v in t.missing.items()), ""]
+    if run.inproc:
+        out += ["## In-process (server time)", "",
+                "| target | catalog scan (ms) | search index build (ms) | search median (ms) | search p95 (ms) |",
+                "|---|---:|---:|---:|---:|"]
+        for label, ip in run.inproc.items():
+            s = Summary.of(ip.search)
+            out.append(f"| {label} | {ms(ip.scan_s)} | {ms(ip.index_build_s)} | {ms(s.median)} | {ms(s.p95)} |")
+        out.append("")
+    out += ["## Appliance", "", run.appliance, ""]
+    return "\n".join(out)

@@ -1,0 +1,109 @@
+"""How the benchmark starts a server and finds its process: one place, used for both servers.
+
+Both servers are started through the SDK's own stdio client (``StdioServerParameters``) with
+the same interpreter and the same environment, so whatever differs between them is the server.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+CALL_TIMEOUT_S = 120.0  # a 10,000-skill scan on a slow disk still answers well within this
+FLOOR_FILE = Path(__file__).with_name("floor.py")
+STDERR_LOG = Path("/tmp/skill-mcp-bench/server-stderr.log")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    label: str
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def params(self, extra_env: Mapping[str, str] | None = None) -> StdioServerParameters:
+        env = {"SKILL_MCP_LOG": "warning", **self.env, **(extra_env or {})}
+        return StdioServerParameters(command=self.command[0], args=list(self.command[1:]), env=env)
+
+
+def floor_spec() -> ServerSpec:
+    return ServerSpec("floor", (sys.executable, str(FLOOR_FILE)))
+
+
+def ours_command() -> tuple[str, ...]:
+    """``skill-mcp serve`` as installed next to this interpreter (what a client configures)."""
+    script = Path(sys.executable).with_name("skill-mcp")
+    if script.exists():
+        return (str(script), "serve")
+    return (sys.executable, "-m", "skill_mcp.server")
+
+
+def ours_spec(label: str, root: Path | None) -> ServerSpec:
+    """Our server on ``root``, or on the bundled pack when ``root`` is None."""
+    command = ours_command()
+    if root is not None:
+        command = (*command, "--skills-dir", str(root))
+    # The SDK hands the child only a default environment (no SKILLS_DIR, no hosted markers),
+    # so --skills-dir or, without it, the bundled pack decides the roots.
+    return ServerSpec(label, command)
+
+
+def child_pids() -> set[int]:
+    """Direct children of this process, from /proc (the SDK does not hand out its process)."""
+    me = os.getpid()
+    found: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                stat = handle.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: fields resume after the last ')'.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.add(int(entry.name))
+    return found
+
+
+def peak_rss_kib(pid: int) -> int:
+    """``VmHWM`` (peak resident set) of a live process, in KiB."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no VmHWM for pid {pid}")
+
+
+@dataclass(slots=True)
+class Session:
+    client: Client
+    pid: int | None
+    spawned_at: float  # perf_counter() just before the spawn
+    initialized_at: float  # perf_counter() when the initialize result was in
+
+
+@asynccontextmanager
+async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None) -> AsyncIterator[Session]:
+    """A connected, initialized client (handshake era) for ``spec``; the server ends with it."""
+    before = child_pids()
+    # Every wait is bounded by read_timeout_seconds (initialize included). No cancel scope is
+    # wrapped around the enter: the client opens task groups that must outlive such a scope.
+    # The server's stderr (JSON log lines, audit lines) goes to a file, not over the report.
+    STDERR_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with open(STDERR_LOG, "a", encoding="utf-8") as errlog:
+        transport = stdio_client(spec.params(extra_env), errlog=errlog)
+        client = Client(transport, mode="legacy", read_timeout_seconds=CALL_TIMEOUT_S, cache=None)
+        spawned_at = time.perf_counter()
+        async with client:  # spawn, initialize, notifications/initialized
+            initialized_at = time.perf_counter()
+            new = child_pids() - before
+            yield Session(client, max(new) if new else None, spawned_at, initialized_at)

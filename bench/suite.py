@@ -1,0 +1,149 @@
+"""One benchmark target (a corpus size, or the bundled pack) measured against the floor."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import CorpusInfo
+from bench.measure import Op, alternate, direct_spawn, floor_call, interpreter_path, skills_get, skills_list, structured
+from bench.servers import ServerSpec, session
+
+SKILL_MD = "SKILL.md"
+
+
+@dataclass(slots=True)
+class Latency:
+    floor: list[float]
+    ours: list[float]
+
+
+@dataclass(slots=True)
+class TargetResult:
+    label: str
+    skills: int
+    tools: list[str] = field(default_factory=list)
+    calls: dict[str, Latency] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # measurement -> why it was not measured
+    first_skill_list: float = float("nan")
+    skills_list_walk_cold: float = float("nan")
+    skills_list_walk_warm: float = float("nan")
+    skills_list_pages: int = 0
+    runs: dict[str, Latency] = field(default_factory=dict)  # interpreter -> (direct spawn, skill_run)
+    search_server: list[float] = field(default_factory=list)
+
+
+async def _walk_skills_list(client: Any) -> tuple[list[str | None], float]:
+    cursors: list[str | None] = [None]
+    start = time.perf_counter()
+    page = await skills_list(client)
+    while page.get("nextCursor"):
+        cursors.append(page["nextCursor"])
+        page = await skills_list(client, page["nextCursor"])
+    return cursors, time.perf_counter() - start
+
+
+async def _sample(client: Any, corpus: CorpusInfo | None) -> list[tuple[str, list[str]]]:
+    """(name, file paths) of up to eight skills to cycle the per-skill calls over."""
+    if corpus is not None:
+        names = list(corpus.sample)
+    else:
+        names = [e["name"] for e in structured(await client.call_tool("skill_list", {}))["skills"][:8]]
+    out = []
+    for name in names:
+        loaded = structured(await client.call_tool("skill_load", {"name": name}))
+        out.append((name, [f["path"] for f in loaded["files"]]))
+    return out
+
+
+def _read_ops(sample: list[tuple[str, list[str]]], cursors: list[str | None], queries: tuple[str, ...],
+              tools: list[str]) -> dict[str, Op]:
+    def pick(i: int) -> tuple[str, list[str]]:
+        return sample[i % len(sample)]
+
+    def others(i: int) -> list[str]:
+        _name, paths = pick(i)
+        rest = [p for p in paths if p != SKILL_MD] or [SKILL_MD]
+        return (rest * 8)[:8]
+
+    ops: dict[str, Op] = {
+        "skill_list (first page)": lambda c, i: c.call_tool("skill_list", {}),
+        "skill_load": lambda c, i: c.call_tool("skill_load", {"name": pick(i)[0]}),
+        "skill_file (1 path)": lambda c, i: c.call_tool("skill_file", {"name": pick(i)[0], "paths": others(i)[:1]}),
+        "skill_file (8 paths)": lambda c, i: c.call_tool("skill_file", {"name": pick(i)[0], "paths": others(i)}),
+    }
+    if "skill_search" in tools:
+        ops["skill_search"] = lambda c, i: c.call_tool("skill_search", {"query": queries[i % len(queries)]})
+    ops["skills/list (each page)"] = lambda c, i: skills_list(c, cursors[i % len(cursors)])
+    ops["skills/get"] = lambda c, i: skills_get(c, f"skill://{pick(i)[0]}/{SKILL_MD}")
+    ops["resources/read"] = lambda c, i: c.read_resource(f"skill://{pick(i)[0]}/{SKILL_MD}")
+    return ops
+
+
+async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, corpus: CorpusInfo | None,
+                    calls: int, queries: tuple[str, ...]) -> None:
+    async with session(floor) as f, session(spec) as s:
+        tools = [t.name for t in (await s.client.list_tools()).tools]
+        result.tools = tools
+        await f.client.list_tools()
+        start = time.perf_counter()
+        first = structured(await s.client.call_tool("skill_list", {}))
+        result.first_skill_list = time.perf_counter() - start
+        result.skills = int(first["total"])
+        sample = await _sample(s.client, corpus)
+        cursors, result.skills_list_walk_cold = await _walk_skills_list(s.client)
+        _, result.skills_list_walk_warm = await _walk_skills_list(s.client)
+        result.skills_list_pages = len(cursors)
+        if "skill_search" not in tools:
+            result.missing["skill_search"] = "this server build does not register skill_search"
+        for label, op in _read_ops(sample, cursors, queries, tools).items():
+            floor_samples, ours = await alternate(f.client, s.client, op, calls)
+            result.calls[label] = Latency(floor_samples, ours)
+
+
+async def script_runs(result: TargetResult, spec: ServerSpec, corpus: CorpusInfo | None, runs: int) -> None:
+    if "skill_run" not in result.tools:
+        result.missing["skill_run"] = "this server build does not register skill_run"
+        return
+    if corpus is None:
+        return
+    env = {"MCP_CONFIRM_ELICITATION": "off"}
+    async with session(spec, env) as s:
+        for interp, where in sorted(corpus.scripts.items()):
+            name, script = where.split(":", 1)
+            path = interpreter_path(interp)
+            if path is None:
+                result.missing[f"skill_run ({interp})"] = f"{interp} is not installed on this machine"
+                continue
+            args = {"skill": name, "script": script, "args": []}
+            try:
+                ours = [await _confirmed_run(s.client, args) for _ in range(runs + 2)][2:]
+            except RuntimeError as err:
+                result.missing[f"skill_run ({interp})"] = str(err)[:200]
+                continue
+            direct = direct_spawn([path, script], str(Path(corpus.root) / name), runs)
+            result.runs[interp] = Latency(direct, ours)
+
+
+async def _confirmed_run(client: Any, args: dict[str, Any]) -> float:
+    """The token round trip: the first call returns a confirmToken; the second (timed) runs."""
+    first = structured(await client.call_tool("skill_run", args))
+    token = first.get("confirmToken")
+    if not token:
+        raise RuntimeError(f"skill_run gave no confirmToken: status {first.get('status')!r}")
+    start = time.perf_counter()
+    second = structured(await client.call_tool("skill_run", {**args, "confirmToken": token}))
+    elapsed = time.perf_counter() - start
+    if second.get("exitCode") not in (0, None):
+        raise RuntimeError(f"the no-op script did not exit 0: {second.get('exitCode')!r}")
+    return elapsed
+
+
+async def floor_first_call(client: Any, i: int) -> Any:
+    return await floor_call(client, i)
+
+
+async def ours_first_list(client: Any, i: int) -> Any:
+    return await client.call_tool("skill_list", {})
