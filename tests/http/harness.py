@@ -158,9 +158,11 @@ def running_http_server(
 
 @asynccontextmanager
 async def http_client(url: str, *, token: str | None = None, mode: str = "legacy",
-                      headers: Mapping[str, str] | None = None, **client_kwargs: Any) -> AsyncIterator[Any]:
+                      headers: Mapping[str, str] | None = None, max_sse_event_size: int | None = None,
+                      **client_kwargs: Any) -> AsyncIterator[Any]:
     """An ``mcp.Client`` over Streamable HTTP. ``mode``: ``legacy`` (initialize handshake) or
-    ``2026-07-28`` (per-request era); ``auto`` probes."""
+    ``2026-07-28`` (per-request era); ``auto`` probes. ``max_sse_event_size`` overrides the SDK
+    client's 1 MiB cap on one SSE event (handshake-era answers travel as one event)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -170,7 +172,8 @@ async def http_client(url: str, *, token: str | None = None, mode: str = "legacy
         all_headers["Authorization"] = f"Bearer {token}"
     timeout = httpx2.Timeout(30.0, read=60.0)
     async with httpx2.AsyncClient(headers=all_headers, timeout=timeout) as http:
-        transport = streamable_http_client(url, http_client=http)
+        sse_cap = {} if max_sse_event_size is None else {"max_sse_event_size": max_sse_event_size}
+        transport = streamable_http_client(url, http_client=http, **sse_cap)
         async with Client(transport, mode=mode, **client_kwargs) as client:  # type: ignore[arg-type]
             yield client
 
