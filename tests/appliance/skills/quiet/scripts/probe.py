@@ -160,6 +160,23 @@ def procs(_):
                             and os.path.exists(f"/proc/{p}")})}
 
 
+def server(_):
+    """The server uid's processes as a script sees them, and what it can read of them."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            st = status(p)
+        except OSError:
+            continue
+        if int(st["Uid"].split()[0]) == 10001:
+            found.append({"pid": int(p), "CapEff": st["CapEff"], "CapPrm": st["CapPrm"],
+                          "NoNewPrivs": st["NoNewPrivs"], "environ": read([f"/proc/{p}/environ"])["read"],
+                          "environ_owner": os.stat(f"/proc/{p}/environ").st_uid})
+    return {"server": found}
+
+
 def net(args):
     mode, target = args[0], args[1]
     try:
@@ -189,7 +206,7 @@ def net(args):
 
 MODES = {"id": ident, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
          "exists": exists, "flood": flood, "bomb": bomb, "detach": detach, "linger": linger, "net": net,
-         "procs": procs}
+         "procs": procs, "server": server}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
