@@ -1,0 +1,140 @@
+"""Drive the real server with the SDK's own client, synchronously, for the security suite.
+
+A ``Session`` holds one ``mcp.Client`` over stdio inside an anyio blocking portal, so a
+module-scoped fixture can keep one server for many denials (each test still checks that the
+server answers afterwards). ``run`` performs the whole confirmation: with
+``MCP_CONFIRM_ELICITATION=off`` the first call must return ``confirmation-required`` and start
+nothing; the repeat call with the token runs the script once.
+
+The script uid: a root server drops scripts to ``SKILL_MCP_SCRIPT_USER``. The suite uses a user
+of its own (``skillmcp-sectest``, made by ``.ci/setup.d/security.sh``) so that "no process of
+the script uid survives" cannot be confused by another suite's ``nobody`` children.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import signal
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client, StdioServerParameters
+
+SCRIPT_USER = "skillmcp-sectest"
+FALLBACK_USER = "nobody"
+
+
+def script_account() -> pwd.struct_passwd | None:
+    """The account scripts run as when the test server is root; ``None`` when not root."""
+    if os.geteuid() != 0:
+        return None
+    for name in (SCRIPT_USER, FALLBACK_USER):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            continue
+    raise RuntimeError("no unprivileged script user: run .ci/setup.d/security.sh")
+
+
+def procs_of_uid(uid: int) -> list[dict[str, Any]]:
+    """Every live process whose real uid is ``uid`` (zombies included, marked)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as fh:
+                fields = dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
+        except OSError:
+            continue
+        if int(fields["Uid"].split()[0]) == uid:
+            out.append({"pid": int(entry), "state": fields["State"][:1], "name": fields["Name"]})
+    return out
+
+
+def kill_uid(uid: int) -> None:
+    """Clean-up after a test that proved a survivor: SIGKILL every process of ``uid`` (never root)."""
+    assert uid != 0
+    for proc in procs_of_uid(uid):
+        try:
+            os.kill(proc["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    """Poll a condition under a deadline (a condition, never a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def last_json(text: str) -> Any:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return json.loads(lines[-1]) if lines else None
+
+
+@dataclass
+class Session:
+    portal: BlockingPortal
+    client: Client
+    calls: int = 0
+    tool_names: list[str] = field(default_factory=list)
+
+    def call(self, tool: str, arguments: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+        self.calls += 1
+        result = self.portal.call(self.client.call_tool, tool, dict(arguments))
+        if result.structured_content is None:
+            text = "".join(getattr(c, "text", "") for c in result.content)
+            return bool(result.is_error), {"text": text}
+        return bool(result.is_error), dict(result.structured_content)
+
+    def preview(self, skill: str, script: str, args: Sequence[str] = ()) -> tuple[bool, dict[str, Any]]:
+        return self.call("skill_run", {"skill": skill, "script": script, "args": list(args)})
+
+    def run(self, skill: str, script: str, args: Sequence[str] = ()) -> tuple[bool, dict[str, Any]]:
+        """Preview then confirm with the token; a refusal at preview time is returned as is."""
+        err, first = self.preview(skill, script, args)
+        if err or first.get("status") != "confirmation-required":
+            return err, first
+        return self.call("skill_run", {"skill": skill, "script": script, "args": list(args),
+                                       "confirmToken": first["confirmToken"]})
+
+    def probe(self, mode: str, *args: str, skill: str = "sec", script: str = "scripts/probe.py") -> dict[str, Any]:
+        """Run the probe and return its result with the probe's JSON parsed in as ``out``."""
+        err, result = self.run(skill, script, [mode, *args])
+        assert not err, result
+        result["out"] = last_json(result.get("stdout", ""))
+        return result
+
+    def answers(self) -> bool:
+        """The server still answers a real request (the liveness check every test ends with)."""
+        tools = self.portal.call(self.client.list_tools)
+        err, listing = self.call("skill_list", {})
+        return bool(tools.tools) and not err and "skills" in listing
+
+
+def server_params(roots: Sequence[Path], env: Mapping[str, str]) -> StdioServerParameters:
+    args = ["-m", "skill_mcp.server"]
+    for root in roots:
+        args += ["--skills-dir", str(root)]
+    return StdioServerParameters(command=sys.executable, args=args, env=dict(env))
+
+
+@contextmanager
+def open_session(params: StdioServerParameters, mode: str = "legacy", read_timeout: float = 120) -> Iterator[Session]:
+    with ExitStack() as stack:
+        portal = stack.enter_context(start_blocking_portal("asyncio"))
+        client = portal.call(lambda: Client(params, mode=mode, read_timeout_seconds=read_timeout))
+        stack.enter_context(portal.wrap_async_context_manager(client))
+        yield Session(portal=portal, client=client)

@@ -1,0 +1,384 @@
+"""Security suite probe: ``probe.py MODE ARGS...`` prints one JSON object as its last stdout line.
+
+Each mode is one hostile (or ordinary) thing a script might do; the tests read the JSON and
+assert what the fence let it see or do. Standard library only: it runs in the appliance too.
+"""
+
+import ctypes
+import errno
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+
+def err(exc):
+    return errno.errorcode.get(getattr(exc, "errno", None) or 0, type(exc).__name__)
+
+
+def status(pid="self"):
+    out = {}
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def ident(_):
+    st = status()
+    return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
+            "CapEff": st["CapEff"], "CapPrm": st["CapPrm"], "CapInh": st["CapInh"], "CapAmb": st["CapAmb"],
+            "CapBnd": st["CapBnd"], "NoNewPrivs": st["NoNewPrivs"], "cwd": os.getcwd(),
+            "pid": os.getpid(), "ppid": os.getppid(), "fds": open_fds(),
+            "core": resource.getrlimit(resource.RLIMIT_CORE)}
+
+
+def open_fds():
+    """Each open descriptor and what it points at (the listing's own descriptor left out)."""
+    out = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the descriptor of this very listing, already closed
+        out[int(fd)] = target
+    return out
+
+
+def env(_):
+    return {"env": dict(os.environ)}
+
+
+def read(args):
+    try:
+        with open(args[0], "rb") as fh:
+            data = fh.read(4096)
+        return {"read": "ok", "bytes": len(data), "text": data.decode(errors="replace")}
+    except OSError as exc:
+        return {"read": err(exc)}
+
+
+def listdir(args):
+    try:
+        return {"list": "ok", "entries": sorted(os.listdir(args[0]))}
+    except OSError as exc:
+        return {"list": err(exc)}
+
+
+def _ptrace(pid):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    rc = libc.ptrace(16, pid, None, None)  # PTRACE_ATTACH
+    return "ok" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+
+
+def _sleeper():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    return pid
+
+
+def ptrace(args):
+    own = _sleeper()
+    out = {"target": _ptrace(int(args[0])), "own_child": _ptrace(own)}
+    os.kill(own, signal.SIGKILL)
+    os.waitpid(own, 0)
+    return out
+
+
+def kill(args):
+    own = _sleeper()
+    out = {}
+    for name, pid, sig in (("target", int(args[0]), signal.SIGTERM), ("target0", int(args[0]), 0),
+                           ("own_child", own, signal.SIGKILL)):
+        try:
+            os.kill(pid, sig)
+            out[name] = "ok"
+        except OSError as exc:
+            out[name] = err(exc)
+    os.waitpid(own, 0)
+    return out
+
+
+def cmdlines(args):
+    """Every process's command line we can read; does the secret appear in any?"""
+    seen, hits = 0, []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        seen += 1
+        if args[0].encode() in data:
+            hits.append(int(p))
+    return {"seen": seen, "hits": hits}
+
+
+def setuid_exec(args):
+    proc = subprocess.run([args[0], "-u"], capture_output=True, timeout=10, check=False)
+    return {"euid_after_exec": proc.stdout.decode().strip(), "rc": proc.returncode}
+
+
+def abort(_):
+    """A child that dumps core if it can: where would a core go, and did one appear?"""
+    pid = os.fork()
+    if pid == 0:
+        os.abort()
+    _, st = os.waitpid(pid, 0)
+    return {"signal": os.WTERMSIG(st), "core_dumped": os.WCOREDUMP(st),
+            "core_files": [f for f in os.listdir(".") + os.listdir(os.environ.get("TMPDIR", "/tmp"))
+                           if f.startswith("core")]}
+
+
+def sleep(args):
+    time.sleep(float(args[0]))
+    return {"slept": float(args[0])}
+
+
+def pidfile(args):
+    """Write our pid to args[0], then sleep args[1] seconds (the test kills the server meanwhile)."""
+    with open(args[0] + ".tmp", "w") as fh:
+        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid()}))
+    os.rename(args[0] + ".tmp", args[0])
+    time.sleep(float(args[1]))
+    return {"slept": True}
+
+
+def background(_):
+    """A child left running in our own process group, holding no pipe."""
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        time.sleep(120)
+        os._exit(0)
+    return {"child": pid}
+
+
+def doublefork(args):
+    """The classic daemon escape: fork, setsid, fork; the grandchild keeps stdout open if asked."""
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(w, str(os.getpid()).encode())
+            if not args or args[0] != "hold":
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(120)
+            os._exit(0)
+        os._exit(0)
+    os.close(w)
+    gpid = int(os.read(r, 32))
+    return {"grandchild": gpid, "sid": os.getsid(gpid), "own_sid": os.getsid(0)}
+
+
+def setsid_daemon(_):
+    """A single fork into a new session (no double fork), stdio to /dev/null."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        os.write(w, str(os.getpid()).encode())
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        time.sleep(120)
+        os._exit(0)
+    os.close(w)
+    return {"daemon": int(os.read(r, 32))}
+
+
+def forkbomb(args):
+    deadline = time.monotonic() + float(args[0])
+    started = eagain = 0
+    while time.monotonic() < deadline:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            if exc.errno != errno.EAGAIN:
+                raise
+            eagain += 1
+            time.sleep(0.01)
+            continue
+        if pid == 0:
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    time.sleep(0.05)
+        started += 1
+    return {"started": started, "eagain": eagain}
+
+
+def threadbomb(args):
+    stop = threading.Event()
+    started, error = 0, None
+    for _ in range(int(args[0])):
+        try:
+            threading.Thread(target=stop.wait, daemon=True).start()
+            started += 1
+        except RuntimeError as exc:
+            error = str(exc)[:200]
+            break
+    stop.set()
+    return {"started": started, "error": error}
+
+
+def zombie(_):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    return {"zombie": pid}  # never reaped by us
+
+
+def flood(args):
+    block = b"x" * 65536
+    total = int(args[0])
+    for stream in (sys.stdout.buffer, sys.stderr.buffer):
+        sent = 0
+        while sent < total:
+            stream.write(block[: total - sent])
+            sent += min(len(block), total - sent)
+        stream.flush()
+    return {"flooded": total}
+
+
+def weird(_):
+    out = sys.stdout.buffer
+    out.write(b"\x1b[31mred\x1b[0m\x00nul\xff\xfeinvalid\r\x07")
+    out.write(b'\n{"weird": true}\nno-newline-at-end')
+    out.flush()
+    os._exit(0)
+
+
+def ignore_term(_):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("ignoring", flush=True)
+    time.sleep(120)
+    return {}
+
+
+def selfstop(_):
+    print("stopping", flush=True)
+    os.kill(os.getpid(), signal.SIGSTOP)
+    return {"resumed": True}
+
+
+def spin(_):
+    while True:
+        pass
+
+
+def balloon(args):
+    chunks = []
+    try:
+        for _ in range(int(args[0])):
+            chunks.append(bytearray(16 * 1024 * 1024))
+        return {"balloon": "allocated", "mib": 16 * len(chunks)}
+    except MemoryError:
+        return {"balloon": "MemoryError", "mib": 16 * len(chunks)}
+
+
+def diskfill(args):
+    path = os.path.join(os.environ["TMPDIR"], "fill")
+    block = b"\0" * (1 << 20)
+    written = 0
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # see EFBIG instead of dying silently
+    try:
+        with open(path, "wb") as fh:
+            for _ in range(int(args[0])):
+                fh.write(block)
+                fh.flush()
+                written += 1
+        return {"fill": "ok", "mib": written, "tmp": os.environ["TMPDIR"]}
+    except OSError as exc:
+        return {"fill": err(exc), "mib": written, "tmp": os.environ["TMPDIR"]}
+
+
+def fds(_):
+    held = []
+    try:
+        while len(held) < 100000:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        return {"fds": "unbounded", "opened": len(held)}
+    except OSError as exc:
+        return {"fds": err(exc), "opened": len(held), "limit": resource.getrlimit(resource.RLIMIT_NOFILE)}
+
+
+def net(args):
+    mode, target = args[0], args[1]
+    try:
+        if mode == "proxy":
+            try:
+                with urllib.request.urlopen(target, timeout=15) as resp:
+                    return {"status": resp.status}
+            except urllib.error.HTTPError as exc:
+                return {"status": exc.code}
+        if mode == "noproxy":  # a script that ignores the proxy variables
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            with opener.open(target, timeout=3) as resp:
+                return {"status": resp.status}
+        if mode == "direct":
+            host, port = target.rsplit(":", 1)
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.settimeout(3)
+                s.connect((host.strip("[]"), int(port)))
+            return {"direct": "connected"}
+        if mode == "dns":
+            socket.getaddrinfo(target, 80)
+            return {"dns": "resolved"}
+        if mode == "udp":
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.settimeout(2)
+                s.sendto(b"\x00", (target, 53))
+                s.recv(512)
+            return {"udp": "answered"}
+        if mode == "raw":
+            socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).close()
+            return {"raw": "opened"}
+        if mode == "connect":  # a raw CONNECT through the proxy to host:port
+            host, port = target.rsplit(":", 1)
+            proxy = os.environ["HTTP_PROXY"].rsplit(":", 1)
+            with socket.create_connection((proxy[0].split("//")[1], int(proxy[1])), timeout=10) as s:
+                s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+                line = s.recv(200).split(b"\r\n", 1)[0].decode(errors="replace")
+            return {"connect": line}
+    except (OSError, ValueError) as exc:
+        return {"error": type(exc).__name__, "errno": err(exc), "detail": str(exc)[:300]}
+    return {"error": "unknown mode"}
+
+
+def echo(args):
+    return {"argv": args}
+
+
+MODES = {"id": ident, "env": env, "read": read, "list": listdir, "ptrace": ptrace, "kill": kill,
+         "cmdlines": cmdlines, "setuid": setuid_exec, "abort": abort, "sleep": sleep, "pidfile": pidfile,
+         "background": background, "doublefork": doublefork, "setsid": setsid_daemon, "forkbomb": forkbomb,
+         "threadbomb": threadbomb, "zombie": zombie, "flood": flood, "weird": weird, "ignore_term": ignore_term,
+         "selfstop": selfstop, "spin": spin, "balloon": balloon, "diskfill": diskfill, "fds": fds, "net": net,
+         "echo": echo}
+
+if __name__ == "__main__":
+    result = MODES[sys.argv[1]](sys.argv[2:])
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
