@@ -111,7 +111,7 @@ def kill(args):
 
 
 def cmdlines(args):
-    """Every process's command line we can read; does the secret appear in any?"""
+    """Every process's command line we can read; does the (hex-given) secret appear in any?"""
     seen, hits = 0, []
     for p in os.listdir("/proc"):
         if not p.isdigit():
@@ -122,7 +122,7 @@ def cmdlines(args):
         except OSError:
             continue
         seen += 1
-        if args[0].encode() in data:
+        if bytes.fromhex(args[0]) in data:
             hits.append(int(p))
     return {"seen": seen, "hits": hits}
 

@@ -1,0 +1,88 @@
+"""Secrets and introspection: a standalone script cannot reach into the server.
+
+The server here is root and the script runs as the suite's script user, so these prove the
+cross-uid boundary the standalone fence draws when it starts as root. The same-uid case (the
+wiped environment block and PR_SET_DUMPABLE=0) is proven with a root reader below - the wipe
+must hold even against a reader the kernel does not stop - and in tests/fence with a server
+running as ``nobody``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.security.conftest import SECRET
+from tests.security.harness import Session
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the cross-uid boundary exists only when the server is root")
+
+
+def _server_pid(server: Session) -> int:
+    return int(server.probe("id")["out"]["ppid"])
+
+
+@root_only
+@pytest.mark.parametrize("what", ["environ", "mem", "maps", "auxv"])
+def test_script_cannot_read_server_proc_file(what: str, server: Session) -> None:
+    pid = _server_pid(server)
+    assert server.probe("read", f"/proc/{pid}/{what}")["out"]["read"] == "EACCES"
+    # Positive control: its own entry opens (mem at offset 0 is unmapped: the read says EIO, after
+    # the open the server's entry never got past).
+    assert server.probe("read", f"/proc/self/{what}")["out"]["read"] in ("ok", "EIO")
+
+
+@root_only
+def test_script_cannot_list_server_descriptors(server: Session) -> None:
+    pid = _server_pid(server)
+    assert server.probe("list", f"/proc/{pid}/fd")["out"]["list"] == "EACCES"
+    assert server.probe("list", "/proc/self/fd")["out"]["list"] == "ok"
+
+
+@root_only
+def test_script_cannot_ptrace_server(server: Session) -> None:
+    out = server.probe("ptrace", str(_server_pid(server)))["out"]
+    assert out["target"] == "EPERM"
+    assert out["own_child"] == "ok"  # positive control: ptrace itself works on its own child
+
+
+@root_only
+def test_script_cannot_signal_server(server: Session) -> None:
+    out = server.probe("kill", str(_server_pid(server)))["out"]
+    assert out["target"] == out["target0"] == "EPERM"
+    assert out["own_child"] == "ok"
+
+
+def test_no_secret_in_any_process_command_line(server: Session) -> None:
+    out = server.probe("cmdlines", SECRET.encode().hex())["out"]
+    assert out["hits"] == []
+    # Positive control: the probe finds a string that is on a command line (its own mode name).
+    control = server.probe("cmdlines", b"cmdlines".hex())["out"]
+    assert control["hits"] and control["seen"] >= 1
+
+
+def test_server_environ_block_is_wiped_even_for_a_root_reader(server: Session) -> None:
+    pid = _server_pid(server)
+    with open(f"/proc/{pid}/environ", "rb") as fh:
+        block = fh.read()
+    assert SECRET.encode() not in block
+    assert b"SEC_SERVER_SECRET" not in block
+    # Positive control: the secret was in the server's environment (the script is granted a
+    # neighbour variable from the same environment, so the server did read it).
+    env = server.probe("env")["out"]["env"]
+    assert "SEC_GRANTED" in env
+
+
+def test_server_secret_not_on_server_command_line(server: Session) -> None:
+    pid = _server_pid(server)
+    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+        cmdline = fh.read()
+    assert SECRET.encode() not in cmdline and b"skill_mcp.server" in cmdline
+
+
+def test_script_dumps_no_core(server: Session) -> None:
+    out = server.probe("abort")["out"]
+    assert out["signal"] == 6  # positive control: the child really died of SIGABRT
+    assert out["core_dumped"] is False and out["core_files"] == []
+    assert server.probe("id")["out"]["core"] == [0, 0]
