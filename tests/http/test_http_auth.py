@@ -207,3 +207,11 @@ def test_allowed_host_admits_the_proxy_name_and_nothing_else() -> None:
         assert _post(srv.url, {**auth, "Host": "MCP.example.com:443", "Origin": "https://Mcp.Example.com"}).status_code == 200
         assert _post(srv.url, {**auth, "Host": "other.example.com"}).status_code == 421
         assert _post(srv.url, {**auth, "Host": "mcp.example.com", "Origin": "https://evil.example.com"}).status_code == 403
+
+
+def test_neither_the_token_nor_a_presented_one_is_ever_logged(server: HttpServer) -> None:
+    presented = "presented-but-wrong-0123456789"
+    assert _post(server.url, {"Authorization": f"Bearer {presented}"}).status_code == 401
+    assert _wait_for(lambda: "http-refused" in server.stderr)  # positive control: the refusal is logged
+    assert TOKEN not in server.stderr
+    assert presented not in server.stderr
