@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import Server
@@ -124,7 +125,7 @@ def assemble(
     async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         if not content:
             raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
-        return resources.read_resource(state.catalog(), params.uri)
+        return await anyio.to_thread.run_sync(resources.read_resource, state.catalog(), params.uri)
 
     hint = CacheHint(ttl_ms=LIST_TTL_MS, scope="public")
     server = SkillServer(
@@ -168,10 +169,11 @@ def _legacy_extensions_middleware(server: SkillServer) -> Any:
 
 def _add_skills_extension(server: SkillServer, state: SurfaceState) -> None:
     async def on_skills_list(ctx: Any, params: skills_ext.SkillsListParams) -> dict[str, Any]:
-        return skills_ext.list_skills(state.memo, state.catalog(), params.cursor)
+        # Entries carry every file's digest: hash off the event loop.
+        return await anyio.to_thread.run_sync(skills_ext.list_skills, state.memo, state.catalog(), params.cursor)
 
     async def on_skills_get(ctx: Any, params: skills_ext.SkillsGetParams) -> dict[str, Any]:
-        return skills_ext.get_skill(state.memo, state.catalog(), params.uri)
+        return await anyio.to_thread.run_sync(skills_ext.get_skill, state.memo, state.catalog(), params.uri)
 
     async def on_directory_read(ctx: Any, params: skills_ext.DirectoryReadParams) -> dict[str, Any]:
         return resources.read_directory(state.catalog(), params.uri, params.cursor)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import anyio
+
 from skill_mcp.catalog import files as catfiles
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Skill
@@ -65,6 +67,11 @@ async def skill_list(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def skill_load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
+    # Hashing a skill's files is blocking disk work: keep it off the event loop.
+    return await anyio.to_thread.run_sync(_load, call, args)
+
+
+def _load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     skill = find_skill(call.catalog, args["name"])
     files = []
     for f in skill.files:
@@ -112,6 +119,10 @@ def _read_entry(skill: Skill, rel: str, size: int) -> dict[str, Any]:
 
 
 async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
+    return await anyio.to_thread.run_sync(_read_batch, call, args)
+
+
+def _read_batch(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     skill = find_skill(call.catalog, args["name"])
     rels: list[str] = list(args["paths"])
     if len(rels) > MAX_PATHS:
