@@ -1,0 +1,70 @@
+"""What the image contains: no setuid/setgid file, no compiler, the closed interpreter set."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.appliance.conftest import Appliance, probe_plan
+
+pytestmark = pytest.mark.appliance
+
+COMPILERS = ("gcc", "cc", "c++", "g++", "clang", "tcc", "as", "ld", "make", "rustc", "go")
+
+
+def _sh(image: str, script: str) -> str:
+    proc = subprocess.run(["docker", "run", "--rm", "--entrypoint", "/bin/sh", image, "-c", script],
+                          capture_output=True, timeout=120, check=True)
+    return proc.stdout.decode()
+
+
+def test_image_has_no_setuid_or_setgid_files(image: str) -> None:
+    assert _sh(image, "find / -xdev -type f -perm /6000 2>/dev/null") == ""
+    # Positive control: the same find does find files by mode (the launcher's interpreter).
+    assert "python3" in _sh(image, "find /usr/bin -xdev -type f -perm /0111 -name 'python3*' 2>/dev/null")
+
+
+def test_image_has_no_compilers(image: str) -> None:
+    found = _sh(image, "for c in " + " ".join(COMPILERS) + "; do command -v $c; done; true")
+    assert found == ""
+    # Positive control: the same lookup finds the interpreters the image must have.
+    found_interpreters = _sh(image, "for c in node python3 bash; do command -v $c; done").split()
+    assert found_interpreters == ["/usr/bin/node", "/usr/bin/python3", "/usr/bin/bash"]
+
+
+@pytest.mark.parametrize(("interpreter", "path", "script"), [
+    ("node", "/usr/bin/node", "scripts/hello.js"),
+    ("bash", "/usr/bin/bash", "scripts/hello.sh"),
+])
+def test_every_interpreter_of_the_closed_set_runs_under_the_limits(
+        image: str, appliance: Appliance, interpreter: str, path: str, script: str) -> None:
+    plan = probe_plan("unused", skill="polyglot")["plan"]
+    plan.update(interpreter=interpreter, interpreter_path=path, script=script,
+                argv=[path, f"/skills/polyglot/{script}"])
+    reply = appliance.request({"op": "run", "plan": plan})
+    assert reply["ok"] and reply["result"]["status"] == "ok", reply
+    assert json.loads(reply["result"]["stdout"])["uid"] == 10002
+
+
+def test_interpreter_outside_the_closed_set_is_refused_by_the_broker(appliance: Appliance) -> None:
+    plan = probe_plan("id")["plan"]
+    plan.update(interpreter="python", interpreter_path="/bin/sh", argv=["/bin/sh", "/skills/probe/scripts/probe.py"])
+    reply = appliance.request({"op": "run", "plan": plan})
+    assert reply["ok"] is False and reply["reason"] == "interpreter-unavailable"
+    # Positive control: the untouched plan runs.
+    assert appliance.request(probe_plan("id"))["ok"] is True
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), [
+    ("script", "../quiet/scripts/probe.py", "invalid-path"),
+    ("cwd", "/", "outside-skill"),
+    ("cwd", "/skills/../etc", "outside-skill"),
+])
+def test_broker_rechecks_the_script_path(appliance: Appliance, field: str, value: str, reason: str) -> None:
+    plan = probe_plan("id")["plan"]
+    plan[field] = value
+    reply = appliance.request({"op": "run", "plan": plan})
+    assert reply["ok"] is False and reply["reason"] == reason
+    assert appliance.request(probe_plan("id"))["ok"] is True
