@@ -49,6 +49,7 @@ logger = logging.getLogger("skill_mcp.http")
 MCP_PATH = "/mcp"
 DRAIN_SECONDS = 10.0
 CANCEL_SECONDS = 3.0
+MAX_CONNECTIONS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +182,12 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=max(math.ceil(cancel_seconds), 1),
-        # A notification stream would otherwise keep a worker alive past the drain.
+        # An idle keep-alive connection is closed after this; it holds no call.
         timeout_keep_alive=5,
+        # Past this many open connections uvicorn answers 503: one client holds a stream and a
+        # call or two, so this is far above any honest use of a skill server and bounds memory.
+        limit_concurrency=MAX_CONNECTIONS,
+        server_header=False,
     )
     return DrainingServer(config)
 
