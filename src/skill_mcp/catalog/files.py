@@ -26,7 +26,7 @@ from urllib.parse import quote
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Problem, Skill, SkillFile
-from skill_mcp.paths import is_inside, open_regular, relpath_problem, resolve_inside
+from skill_mcp.paths import MAX_PATH_CHARS, is_inside, open_regular, relpath_problem, resolve_inside
 from skill_mcp.reasons import Level, ProblemReason, Refusal
 
 MAX_FILES = 512
@@ -54,6 +54,27 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
     def report(path: Path, reason: ProblemReason, detail: str) -> None:
         problems.append(Problem(str(path), reason, detail, Level.WARNING, skill_name))
 
+    def entry_target(entry: os.DirEntry[str], shown: Path, name: str) -> tuple[str, os.stat_result] | None:
+        """The real path and stat of one entry, or None (reported) when it is not servable."""
+        if not entry.is_symlink():
+            # Not a link inside a real directory: its real path is the directory's plus its
+            # name, so the resolution and the containment check below have nothing to do.
+            try:
+                return entry.path, entry.stat(follow_symlinks=False)
+            except OSError:
+                report(shown / name, ProblemReason.SYMLINK_ESCAPE, "not served: a link whose target does not exist")
+                return None
+        try:
+            target = Path(os.path.realpath(entry.path))
+            tst = os.stat(target)
+        except OSError:
+            report(shown / name, ProblemReason.SYMLINK_ESCAPE, "not served: a link whose target does not exist")
+            return None
+        if not is_inside(directory, target):
+            report(shown / name, ProblemReason.SYMLINK_ESCAPE, "not served: the link leads out of the skill")
+            return None
+        return str(target), tst
+
     def visit(real_dir: Path, rel_prefix: str, shown: Path) -> bool:
         nonlocal total
         try:
@@ -68,29 +89,26 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
         for entry in entries:
             name = os.fsdecode(entry.name)
             rel = f"{rel_prefix}{name}"
-            where = shown / name
-            problem = relpath_problem(rel)
+            # The prefix passed this check when its directory was entered, and every rule but
+            # the total length is per character or per segment: checking the new segment is
+            # checking the path (the full path is checked when it is long, for the message).
+            problem = relpath_problem(name) if len(rel) <= MAX_PATH_CHARS else relpath_problem(rel)
             if problem is not None:
-                report(where, ProblemReason.UNADDRESSABLE_FILENAME, f"not served: {problem}")
+                report(shown / name, ProblemReason.UNADDRESSABLE_FILENAME, f"not served: {problem}")
                 continue
-            try:
-                target = Path(os.path.realpath(entry.path))
-                tst = os.stat(target)
-            except OSError:
-                report(where, ProblemReason.SYMLINK_ESCAPE, "not served: a link whose target does not exist")
+            found = entry_target(entry, shown, name)
+            if found is None:
                 continue
-            if not is_inside(directory, target):
-                report(where, ProblemReason.SYMLINK_ESCAPE, "not served: the link leads out of the skill")
-                continue
+            target, tst = found
             if stat.S_ISDIR(tst.st_mode):
                 if (tst.st_dev, tst.st_ino) in visited:
-                    report(where, ProblemReason.SYMLINK_LOOP, "not descended: the directory was already walked")
+                    report(shown / name, ProblemReason.SYMLINK_LOOP, "not descended: the directory was already walked")
                     continue
-                if not visit(target, f"{rel}/", where):
+                if not visit(Path(target), f"{rel}/", shown / name):
                     return False
                 continue
             if not stat.S_ISREG(tst.st_mode):
-                report(where, ProblemReason.SPECIAL_FILE, "not served: not a regular file")
+                report(shown / name, ProblemReason.SPECIAL_FILE, "not served: not a regular file")
                 continue
             files.append(SkillFile(rel, tst.st_size, tst.st_mtime_ns, tst.st_ino))
             total += tst.st_size

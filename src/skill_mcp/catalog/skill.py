@@ -26,10 +26,14 @@ class Loaded:
 
 
 def _read_skill_md(real_dir: Path) -> bytes:
-    path = Path(os.path.realpath(real_dir / SKILL_MD))
-    if not is_inside(real_dir, path):
-        raise _Refused(ProblemReason.SYMLINK_ESCAPE, "SKILL.md is a link leading out of the skill")
-    st = os.stat(path)
+    path = real_dir / SKILL_MD
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        # Only a link needs resolving; a plain SKILL.md in a real directory is already real.
+        path = Path(os.path.realpath(path))
+        if not is_inside(real_dir, path):
+            raise _Refused(ProblemReason.SYMLINK_ESCAPE, "SKILL.md is a link leading out of the skill")
+        st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         raise _Refused(ProblemReason.SPECIAL_FILE, "SKILL.md is not a regular file")
     if st.st_size > SKILL_MD_MAX_BYTES:
