@@ -54,6 +54,30 @@ def static_catalog(settings: Settings) -> Callable[[], Catalog]:
     return lambda: catalog
 
 
+def catalog_source(settings: Settings) -> Callable[[], Catalog]:
+    """The catalog provider a transport serves from.
+
+    With ``settings.watch`` a reloading provider belongs here (H4, live reload): a zero-arg
+    callable returning the current catalog that also has ``async def run(on_change)``, a
+    watcher loop that swaps the catalog and then awaits ``on_change()``. ``watch_catalog``
+    runs that loop beside the server and ``on_change`` tells connected clients.
+    """
+    return static_catalog(settings)
+
+
+async def watch_catalog(provider: Callable[[], Catalog], server: Any) -> None:
+    """Run ``provider.run(on_change)`` when the provider reloads and the server can announce.
+
+    Returns at once for a static catalog; transports start it in their task group and cancel
+    it when they stop.
+    """
+    run = getattr(provider, "run", None)
+    announcer = getattr(server, "announcer", None)
+    if not callable(run) or announcer is None:
+        return
+    await run(announcer.announce)
+
+
 def build_server(
     settings: Settings,
     catalog_provider: Callable[[], Catalog] | None = None,
@@ -96,19 +120,33 @@ def _banner(settings: Settings, catalog: Catalog) -> str:
 
 async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None) -> int:
     """Serve over this process's stdin/stdout until stdin closes; returns an exit code."""
+    import anyio
+
     from skill_mcp.surfaces.stdio import run_stdio
 
     configure_logging(settings.log_level)
-    provider = catalog_provider or static_catalog(settings)
+    provider = catalog_provider or catalog_source(settings)
     catalog = provider()
-    server = build_server(settings, provider)
+    extra = plugins(settings, provider)
+    server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
     if sys.stdin.isatty():
         sys.stderr.write(_banner(settings, catalog))
         sys.stderr.flush()
     log.info("serving over stdio", extra={"skills": len(catalog.skills), "problems": len(catalog.problems),
                                           "roots": [str(r) for r in settings.roots], "rootsFrom": settings.roots_from,
                                           "narrowed": settings.narrowed})
-    await run_stdio(server)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_catalog, provider, server)
+            await run_stdio(server)
+            tg.cancel_scope.cancel()
+    finally:
+        # stdin closed (or we were cancelled): stop whatever still runs, e.g. a script.
+        for close in extra.closers:
+            try:
+                close()
+            except Exception:
+                log.exception("a shutdown hook failed")
     log.info("stdin closed; exiting")
     return 0
 

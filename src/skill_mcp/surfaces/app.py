@@ -26,6 +26,7 @@ from skill_mcp.models import Catalog
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import prompts, resources, skills_ext
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
+from skill_mcp.surfaces.live import ChangeAnnouncer
 from skill_mcp.surfaces.read_tools import read_tools
 from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
 from skill_mcp.surfaces.state import DeclaredScripts, SurfaceState
@@ -49,9 +50,12 @@ INSTRUCTIONS = (
 class SkillServer(Server[Any]):
     """The SDK server with one change: a narrowed server advertises tools only."""
 
-    def __init__(self, *, advertise_content: bool, **kwargs: Any) -> None:
+    def __init__(self, *, advertise_content: bool, announcer: ChangeAnnouncer | None = None, **kwargs: Any) -> None:
         super().__init__(SERVER_NAME, **kwargs)
         self.advertise_content = advertise_content
+        # Set when the catalog can change while serving (``serve --watch``): call
+        # ``await server.announcer.announce()`` after swapping the catalog.
+        self.announcer = announcer
 
     def get_capabilities(
         self,
@@ -61,6 +65,11 @@ class SkillServer(Server[Any]):
         *,
         protocol_version: str | None = None,
     ) -> types.ServerCapabilities:
+        if self.announcer is not None:
+            # Handshake era: the lists can change and the announcer sends list_changed. (At
+            # 2026-07-28 the SDK derives these flags from subscriptions/listen being served.)
+            notification_options = NotificationOptions(prompts_changed=True, resources_changed=True,
+                                                       tools_changed=True)
         caps = super().get_capabilities(notification_options, experimental_capabilities, extensions,
                                         protocol_version=protocol_version)
         if self.advertise_content:
@@ -128,8 +137,10 @@ def assemble(
         return await anyio.to_thread.run_sync(resources.read_resource, state.catalog(), params.uri)
 
     hint = CacheHint(ttl_ms=LIST_TTL_MS, scope="public")
+    announcer = ChangeAnnouncer() if settings.watch else None
     server = SkillServer(
         advertise_content=content,
+        announcer=announcer,
         version=__version__,
         instructions=_instructions(table.names),
         cache_hints={"tools/list": hint, "prompts/list": hint, "resources/list": hint, "resources/read": hint,
@@ -144,6 +155,8 @@ def assemble(
     )
     if content:
         _add_skills_extension(server, state)
+    if announcer is not None:
+        announcer.install(server)
     return server
 
 
