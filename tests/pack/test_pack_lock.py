@@ -79,7 +79,6 @@ def test_validate_strict_passes_on_the_bundled_pack() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="waiting for pack.json verification in discovery (packs.py is not wired yet)")
 def test_served_skills_are_stamped_with_the_pack_and_their_phase() -> None:
     catalog = build_catalog(load_settings([], {}))
     assert catalog.problems == ()
@@ -88,7 +87,6 @@ def test_served_skills_are_stamped_with_the_pack_and_their_phase() -> None:
     assert phases["connect-zed"] == "wire" and phases["lock-a-pack"] == "publish"
 
 
-@pytest.mark.xfail(strict=True, reason="waiting for pack.json verification in discovery (packs.py is not wired yet)")
 def test_a_tampered_skill_in_a_copy_is_refused_and_its_neighbours_served(tmp_path: Path) -> None:
     copy = _copy(tmp_path)
     script = copy / "check-stdout-purity" / "scripts" / "check_stdout.py"

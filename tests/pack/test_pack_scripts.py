@@ -139,11 +139,12 @@ def _write(path: Path, text: str) -> None:
 
 def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    _write(root / "good" / "SKILL.md", "---\nname: good\ndescription: Does a thing. Use when needed.\n---\n1. Do.\n")
-    _write(root / "other-name" / "SKILL.md", "---\nname: good\ndescription: x. Use when y.\n---\n1. Do.\n")
+    ok = "Does one useful thing well. Use when that thing is needed."
+    _write(root / "good" / "SKILL.md", f"---\nname: good\ndescription: {ok}\n---\n1. Do.\n")
+    _write(root / "other-name" / "SKILL.md", f"---\nname: good\ndescription: {ok}\n---\n1. Do.\n")
     _write(root / "no-front" / "SKILL.md", "# just markdown\n")
     _write(root / "no-desc" / "SKILL.md", "---\nname: no-desc\n---\n1. Do.\n")
-    _write(root / "scripted" / "SKILL.md", "---\nname: scripted\ndescription: Runs. Use when x.\nmcp-host:\n"
+    _write(root / "scripted" / "SKILL.md", f"---\nname: scripted\ndescription: {ok}\nmcp-host:\n"
            "  version: 1\n  run:\n    - script: scripts/gone.py\n      interpreter: python\n"
            "    - script: scripts/tool.rb\n      interpreter: ruby\n---\n1. Run.\n")
     _write(root / "scripted" / "scripts" / "tool.rb", "puts 1\n")
@@ -153,7 +154,7 @@ def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> Non
     assert out.returncode == 1, out.stdout
     found = {tuple(line.split()[:2]) for line in out.stdout.splitlines() if line.startswith(("error", "warning"))}
     assert found == {("error", "name-mismatch"), ("error", "frontmatter-parse"), ("error", "frontmatter-invalid"),
-                     ("error", "declared-script-missing"), ("error", "interpreter-unavailable"),
+                     ("error", "declared-script-missing"), ("error", "floor-interpreter"),
                      ("warning", "no-skill-md")}, out.stdout
     assert "checked 5 skills" in out.stdout
 

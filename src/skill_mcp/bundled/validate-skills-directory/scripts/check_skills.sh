@@ -111,18 +111,20 @@ check_skill() { # dir
     report error frontmatter-invalid "$md" "no description"
   elif [ "${#desc}" -gt 1024 ]; then
     report warning spec-warning "$md" "description is ${#desc} characters; the format allows 1024"
+  elif [ "${#desc}" -lt 40 ]; then
+    report error floor-description-short "$md" "the description has ${#desc} characters; say what it does and when"
   elif ! printf '%s' "$desc" | grep -qiE '(use (it |this )?(when|for|to|after|before)|when you|if you)'; then
-    report warning strict:when-to-use "$md" "the description does not say when to use the skill"
+    report error floor-description-when "$md" "the description does not say when to use the skill"
   fi
   if [ -n "$fname" ] && [ "$fname" != "$name" ]; then
     report error name-mismatch "$md" "frontmatter name '$fname' differs from the directory name '$name'"
   fi
   lines="$(body_lines "$md")"
-  if [ "$lines" -ge 500 ]; then
-    report warning strict:body-too-long "$md" "the body has $lines lines; keep it under 500"
+  if [ "$lines" -gt 500 ]; then
+    report error floor-body-too-long "$md" "the body has $lines lines; keep it to 500"
   fi
   if ! sed 's/\r$//' "$md" | grep -qE '^[ \t]*([0-9]+[.)]|[-*]) '; then
-    report warning strict:no-steps "$md" "the body has no numbered or bulleted steps"
+    report error floor-no-steps "$md" "the body has no numbered or bulleted steps"
   fi
   while IFS=$'\t' read -r script interp; do
     [ -z "$script" ] && continue
@@ -131,12 +133,12 @@ check_skill() { # dir
     fi
     case "$interp" in
       node|python|bash) ;;
-      *) report error interpreter-unavailable "$md" "$script names interpreter '$interp'; the closed set is node, python, bash" ;;
+      *) report error floor-interpreter "$md" "$script names interpreter '$interp'; the closed set is node, python, bash" ;;
     esac
   done < <(printf '%s\n' "$fm" | declared_scripts)
   local hit
   while IFS= read -r hit; do
-    report error strict:credential "$hit" "a string looks like a credential; move it to the environment"
+    report error credential-like "$hit" "a string looks like a credential; move it to the environment"
   done < <(grep -rIlE "${cred_args[@]}" "$dir" 2>/dev/null | sort)
 }
 
