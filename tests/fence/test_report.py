@@ -6,6 +6,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import ScriptDecl
 from skill_mcp.reasons import ProblemReason
 from skill_mcp.runner.environ import HardenReport
@@ -36,6 +39,9 @@ def test_standalone_states_and_grant_source(root: Path) -> None:
     assert view.grant()["grantFrom"] == "declaration" and "grantNote" not in view.grant()
     extras = view.skill_extras(catalog.skills["s"])
     assert extras["unavailableScripts"][0]["script"] == "b.js" and "python" in extras["unavailableScripts"][0]["detail"]
+    with pytest.raises(SkillMcpError) as info:  # skill_run refuses it in the same words
+        runner.prepare(catalog, "s", "b.js", [])
+    assert info.value.detail == extras["unavailableScripts"][0]["detail"]
     assert view.scripts(catalog.skills["plain"]) == []
     first = view.scripts(catalog.skills["s"])[0]
     assert first["env"] == ["KEY"] and first["description"] == "does a"

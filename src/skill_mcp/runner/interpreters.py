@@ -45,14 +45,18 @@ class Interpreters:
         have = ", ".join(self.available) or "none"
         return f"this deployment runs: {have} (closed set: {', '.join(KNOWN)})"
 
+    def unavailable_detail(self, name: str) -> str:
+        """The words both ``skill_list`` (``unavailableScripts``) and the ``skill_run`` refusal use."""
+        why = "is not one this server knows" if name not in CANDIDATES else "is not installed here"
+        return f"the interpreter {name!r} {why}; {self.describe_set()}"
+
     def path_for(self, name: str, *, script: str = "") -> str:
         """Return the absolute path for ``name`` or refuse with ``interpreter-unavailable``."""
         path = self.paths.get(name)
         if path is None:
-            why = "is not one this server knows" if name not in CANDIDATES else "is not installed here"
             raise SkillMcpError(
                 Refusal.INTERPRETER_UNAVAILABLE,
-                f"the interpreter {name!r} {why}; {self.describe_set()}",
+                self.unavailable_detail(name),
                 {"script": script, "interpreter": name, "available": list(self.available)},
             )
         return path

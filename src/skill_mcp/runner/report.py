@@ -73,7 +73,7 @@ def _state(skill: Skill, script: str, interpreter: str, grants: GrantSet, interp
     if script in skill.missing_scripts:
         return "missing", "declared but not in the bundle"
     if interpreter not in interpreters.paths:
-        return "interpreter-unavailable", f"needs {interpreter}; {interpreters.describe_set()}"
+        return "interpreter-unavailable", interpreters.unavailable_detail(interpreter)
     if grants.get(skill.name, script) is None:
         return "not-granted", grants.note or "no MCP_SKILL_RUN row grants this script"
     if blocked:
