@@ -208,3 +208,34 @@ def test_a_call_no_stop_hook_ends_is_answered_with_http_draining_and_its_script_
     took, outcome, stderr = _long_call_then_sigterm(root, stop_hooks=False)
     assert took <= EXIT_BOUND
     assert "http-draining" in outcome.get("error", ""), (outcome, stderr[-3000:])
+
+
+def test_a_confirmation_answered_during_the_drain_still_reaches_its_call(root: Path) -> None:
+    """The elicitation answer is a new POST in the call's session: the drain must let it through."""
+    marker = f"m-{uuid.uuid4().hex}"
+    seen: dict[str, Any] = {}
+
+    async def main(server: HttpServer) -> None:
+        async def confirm(ctx: Any, params: Any) -> Any:
+            import mcp_types as types
+
+            server.proc.send_signal(15)
+            # Wait until the drain is on (a new session is refused), then answer.
+            await anyio.to_thread.run_sync(_assert_new_session_refused, server)
+            seen["asked"] = True
+            return types.ElicitResult(action="accept", content={"confirm": True})
+
+        async with http_client(server.url, token=TOKEN, mode="legacy", elicitation_callback=confirm) as client:
+            # The SDK client lists tools to validate a result; do it now, not during the drain.
+            await client.list_tools()
+            result = await client.call_tool("skill_run", {"skill": "sleeper", "script": "scripts/sleep.py",
+                                                          "args": [marker, "0.2"]})
+            seen["result"] = result.structured_content
+
+    with running_http_server([root], token=TOKEN, drain_seconds=10) as server:
+        try:
+            anyio.run(main, server)
+        finally:
+            code = server.proc.wait(timeout=EXIT_BOUND + 10)
+        assert code == 0, server.stderr
+    assert seen.get("asked") and seen.get("result", {}).get("status") == "ok", seen

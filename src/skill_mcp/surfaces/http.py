@@ -6,7 +6,8 @@ Streamable HTTP app (both protocol eras: the handshake era with ``Mcp-Session-Id
 
 Shutdown (SIGTERM or SIGINT), in order:
 
-1. stop accepting connections; refuse new work with 503 (``http-draining``);
+1. refuse new work with 503 (``http-draining``); requests of an existing session still pass
+   (a call may be waiting on its confirmation), and the listener stays open for them;
 2. let calls in flight finish, for at most ``drain_seconds``;
 3. past that bound, run the stop hooks (the runner's ``closers``: running scripts are
    stopped, so their calls return a result and are answered), and wait ``cancel_seconds``
@@ -143,8 +144,9 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
                     signal.signal(sig, handler)
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            for server in self.servers:
-                server.close()
+            # The listener stays open through the drain: a call waiting on its confirmation gets
+            # the answer as a new POST, possibly on a new connection. The guard answers anything
+            # that would start new work with 503.
             app.guard.start_draining()
             pending = app.guard.in_flight
             drained = await _bounded_idle(app.guard, drain_seconds)
