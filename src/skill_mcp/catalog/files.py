@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,7 +111,7 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
             if not stat.S_ISREG(tst.st_mode):
                 report(shown / name, ProblemReason.SPECIAL_FILE, "not served: not a regular file")
                 continue
-            files.append(SkillFile(rel, tst.st_size, tst.st_mtime_ns, tst.st_ino))
+            files.append(SkillFile(sys.intern(rel), tst.st_size, tst.st_mtime_ns, tst.st_ino))  # rels repeat
             total += tst.st_size
             if len(files) > MAX_FILES:
                 return False

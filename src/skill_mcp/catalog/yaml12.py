@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import sys
 from typing import Any
 
 import yaml
@@ -47,6 +48,9 @@ def _mark(node_or_event: Any) -> tuple[int | None, int | None]:
     if mark is None:
         return None, None
     return mark.line + 1, mark.column + 1
+
+
+_INTERN_MAX = 40
 
 
 class _CoreResolver(BaseResolver):
@@ -99,7 +103,10 @@ class _CoreConstructor(BaseConstructor):
     def construct_core_str(self, node: Node) -> str:
         if not isinstance(node, ScalarNode):
             raise YamlError("expected a scalar", *_mark(node))
-        return str(node.value)
+        value = str(node.value)
+        # Keys and short values repeat across thousands of skills (name, description, MIT):
+        # one shared copy each keeps a 10,000-skill catalog several MiB smaller.
+        return sys.intern(value) if len(value) <= _INTERN_MAX else value
 
     def construct_core_null(self, node: Node) -> None:
         return None
@@ -211,6 +218,8 @@ def _c_safe(text: str) -> bool:
         return False  # flow mappings: libyaml takes keys with '?' inside that PyYAML refuses
     if "[" not in text:
         return True
+    if "?" in text:
+        return False  # flow sequences: libyaml takes '?' inside implicit pairs that PyYAML refuses
     return all(line.count("[") == line.count("]") for line in text.split("\n"))
 
 
