@@ -137,26 +137,64 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> None:
-    root = tmp_path / "skills"
+def _broken_tree(root: Path) -> Path:
     ok = "Does one useful thing well. Use when that thing is needed."
     _write(root / "good" / "SKILL.md", f"---\nname: good\ndescription: {ok}\n---\n1. Do.\n")
     _write(root / "other-name" / "SKILL.md", f"---\nname: good\ndescription: {ok}\n---\n1. Do.\n")
+    _write(root / "Bad_Name" / "SKILL.md", f"---\nname: Bad_Name\ndescription: {ok}\n---\n1. Do.\n")
     _write(root / "no-front" / "SKILL.md", "# just markdown\n")
     _write(root / "no-desc" / "SKILL.md", "---\nname: no-desc\n---\n1. Do.\n")
+    _write(root / "vague" / "SKILL.md", "---\nname: vague\ndescription: |\n  Short.\n---\nProse only, no steps.\n")
     _write(root / "scripted" / "SKILL.md", f"---\nname: scripted\ndescription: {ok}\nmcp-host:\n"
            "  version: 1\n  run:\n    - script: scripts/gone.py\n      interpreter: python\n"
            "    - script: scripts/tool.rb\n      interpreter: ruby\n---\n1. Run.\n")
     _write(root / "scripted" / "scripts" / "tool.rb", "puts 1\n")
+    _write(root / "leaky" / "SKILL.md", f"---\nname: leaky\ndescription: {ok}\n---\n1. Use the key.\n")
+    _write(root / "leaky" / "notes.txt", "AKI" + "A" + "Z7" * 8 + "\n")  # assembled: no literal key here
+    _write(root / "long-body" / "SKILL.md", f"---\nname: long-body\ndescription: {ok}\n---\n"
+           + "".join(f"{i}. step\n" for i in range(1, 520)))
+    _write(root / "skills" / "nested" / "SKILL.md", f"---\nname: nested\ndescription: {ok}\n---\n- do\n")
     (root / "empty-dir").mkdir()
+    return root
+
+
+def _findings(lines: list[str], root: Path) -> set[tuple[str, str]]:
+    """(skill directory, reason) pairs from either tool's report."""
+    out = set()
+    for reason, path in lines:
+        rel = Path(path).resolve().relative_to(root.resolve()).parts
+        out.add((rel[1] if rel[0] == "skills" and len(rel) > 1 else rel[0], reason))
+    return out
+
+
+def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> None:
+    root = _broken_tree(tmp_path / "skills-root")
     out = run_direct("validate-skills-directory", [INTERPRETERS.path_for("bash"), "scripts/check_skills.sh",
                                                    str(root)], tmp_path)
     assert out.returncode == 1, out.stdout
-    found = {tuple(line.split()[:2]) for line in out.stdout.splitlines() if line.startswith(("error", "warning"))}
-    assert found == {("error", "name-mismatch"), ("error", "frontmatter-parse"), ("error", "frontmatter-invalid"),
-                     ("error", "declared-script-missing"), ("error", "floor-interpreter"),
-                     ("warning", "no-skill-md")}, out.stdout
-    assert "checked 5 skills" in out.stdout
+    rows = [line.split()[1:3] for line in out.stdout.splitlines() if line.startswith(("error", "warning"))]
+    found = _findings([(reason, path.rstrip(":")) for reason, path in rows], root)
+    assert found == {
+        ("other-name", "name-mismatch"), ("Bad_Name", "invalid-name"), ("no-front", "frontmatter-parse"),
+        ("no-desc", "frontmatter-invalid"), ("vague", "floor-description-short"),
+        ("vague", "floor-description-when"), ("vague", "floor-no-steps"),
+        ("scripted", "declared-script-missing"), ("scripted", "floor-interpreter"),
+        ("leaky", "credential-like"), ("long-body", "floor-body-too-long"), ("empty-dir", "no-skill-md"),
+    }, out.stdout
+    assert "checked 10 skills" in out.stdout
+
+
+def test_skills_check_agrees_with_skill_mcp_validate_strict(tmp_path: Path) -> None:
+    root = _broken_tree(tmp_path / "skills-root")
+    script = run_direct("validate-skills-directory", [INTERPRETERS.path_for("bash"), "scripts/check_skills.sh",
+                                                      str(root)], tmp_path)
+    rows = [line.split()[1:3] for line in script.stdout.splitlines() if line.startswith(("error", "warning"))]
+    authority = subprocess.run([str(SERVER), "validate", "--strict", "--json", str(root)], capture_output=True,
+                               text=True, timeout=120, check=False)
+    assert authority.returncode == 1, authority.stderr
+    problems = json.loads(authority.stdout)["problems"]
+    assert _findings([(reason, path.rstrip(":")) for reason, path in rows], root) == \
+        _findings([(p["reason"], p["path"]) for p in problems], root)
 
 
 # --- through the real fence -----------------------------------------------------------------

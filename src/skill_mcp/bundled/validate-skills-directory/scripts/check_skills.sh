@@ -60,6 +60,16 @@ scalar() { # key
     END { if (block && !found) print out }'
 }
 
+body() { # SKILL.md -> the lines after the frontmatter
+  sed 's/\r$//' "$1" | awk 'NR == 1 && /^---/ { fm = 1; next }
+    fm && /^(---|\.\.\.)[ \t]*$/ { fm = 0; next } !fm { print }'
+}
+
+# The same rules `skill-mcp validate --strict` applies: a description says when to use the
+# skill; a body has a numbered or bulleted step, or a Steps/Usage/Workflow heading.
+when_pattern='\b(use (it |this |this skill |them )?(when|whenever|for|if|to)|when (the user|a user|you|someone|asked|working|the task|a task)|whenever|if the user|applies when|for tasks?|trigger)'
+step_pattern='^[[:space:]]*([0-9]+[.)][[:space:]]+[^[:space:]]|[-*+][[:space:]]+[^[:space:]]|#+[[:space:]]*(step|steps|how to|usage|workflow|quick ?start)\b)'
+
 body_lines() { # SKILL.md -> number of lines after the frontmatter
   sed 's/\r$//' "$1" | awk 'NR == 1 && /^---/ { fm = 1; next }
     fm && /^(---|\.\.\.)[ \t]*$/ { fm = 0; next } !fm { n++ } END { print n + 0 }'
@@ -97,8 +107,10 @@ check_skill() { # dir
   name="$(basename "$dir")"
   md="$dir/SKILL.md"
   skills=$((skills + 1))
+  # The server refuses these three outright, so nothing else about the skill is checked.
   if ! [[ "$name" =~ ^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$ ]] || [[ "$name" == *--* ]]; then
     report error invalid-name "$dir" "directory name is not 1-64 lowercase letters, digits and single hyphens"
+    return
   fi
   fm="$(frontmatter "$md")"; status=$?
   if [ "$status" -ne 0 ]; then
@@ -109,21 +121,25 @@ check_skill() { # dir
   fname="$(printf '%s\n' "$fm" | scalar name)"
   if [ -z "$desc" ]; then
     report error frontmatter-invalid "$md" "no description"
-  elif [ "${#desc}" -gt 1024 ]; then
-    report warning spec-warning "$md" "description is ${#desc} characters; the format allows 1024"
-  elif [ "${#desc}" -lt 40 ]; then
-    report error floor-description-short "$md" "the description has ${#desc} characters; say what it does and when"
-  elif ! printf '%s' "$desc" | grep -qiE '(use (it |this )?(when|for|to|after|before)|when you|if you)'; then
-    report error floor-description-when "$md" "the description does not say when to use the skill"
+    return
   fi
   if [ -n "$fname" ] && [ "$fname" != "$name" ]; then
     report error name-mismatch "$md" "frontmatter name '$fname' differs from the directory name '$name'"
+  fi
+  if [ "${#desc}" -gt 1024 ]; then
+    report warning spec-warning "$md" "description is ${#desc} characters; the format allows 1024"
+  fi
+  if [ "${#desc}" -lt 40 ]; then
+    report error floor-description-short "$md" "the description has ${#desc} characters; say what it does and when"
+  fi
+  if ! printf '%s' "$desc" | grep -qiE "$when_pattern"; then
+    report error floor-description-when "$md" "the description does not say when to use the skill"
   fi
   lines="$(body_lines "$md")"
   if [ "$lines" -gt 500 ]; then
     report error floor-body-too-long "$md" "the body has $lines lines; keep it to 500"
   fi
-  if ! sed 's/\r$//' "$md" | grep -qE '^[ \t]*([0-9]+[.)]|[-*]) '; then
+  if ! body "$md" | grep -qiE "$step_pattern"; then
     report error floor-no-steps "$md" "the body has no numbered or bulleted steps"
   fi
   while IFS=$'\t' read -r script interp; do
