@@ -91,22 +91,8 @@ def _instructions(tool_names: Sequence[str]) -> str:
     return INSTRUCTIONS.format(discover=discover)
 
 
-def assemble(
-    settings: Settings,
-    catalog_provider: Callable[[], Catalog],
-    *,
-    tools: Sequence[ToolSpec] = (),
-    script_states: ScriptStates | None = None,
-) -> SkillServer:
-    state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states or DeclaredScripts(settings))
-    table = ToolTable(_select_tools(settings, [*read_tools(), *tools]), state)
-    content = not settings.narrowed
-
-    async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return table.listing()
-
-    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
-        return await table.call(ctx, params)
+def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
+    """Prompt and resource handlers; ``content`` False (narrowed) makes them empty or -32602."""
 
     async def on_list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         if not content:
@@ -136,6 +122,32 @@ def assemble(
             raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
         return await anyio.to_thread.run_sync(resources.read_resource, state.catalog(), params.uri)
 
+    return {
+        "on_list_prompts": on_list_prompts,
+        "on_get_prompt": on_get_prompt,
+        "on_list_resources": on_list_resources,
+        "on_list_resource_templates": on_list_templates,
+        "on_read_resource": on_read_resource,
+    }
+
+
+def assemble(
+    settings: Settings,
+    catalog_provider: Callable[[], Catalog],
+    *,
+    tools: Sequence[ToolSpec] = (),
+    script_states: ScriptStates | None = None,
+) -> SkillServer:
+    state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states or DeclaredScripts(settings))
+    table = ToolTable(_select_tools(settings, [*read_tools(), *tools]), state)
+    content = not settings.narrowed
+
+    async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return table.listing()
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        return await table.call(ctx, params)
+
     hint = CacheHint(ttl_ms=LIST_TTL_MS, scope="public")
     announcer = ChangeAnnouncer() if settings.watch else None
     server = SkillServer(
@@ -147,11 +159,7 @@ def assemble(
                      "resources/templates/list": hint},
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
-        on_list_prompts=on_list_prompts,
-        on_get_prompt=on_get_prompt,
-        on_list_resources=on_list_resources,
-        on_list_resource_templates=on_list_templates,
-        on_read_resource=on_read_resource,
+        **_content_handlers(state, content),
     )
     if content:
         _add_skills_extension(server, state)
