@@ -28,10 +28,11 @@ import math
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from starlette.types import ASGIApp
 
 from skill_mcp.config import Settings
@@ -76,13 +77,31 @@ def _transport_security(policy: ExposurePolicy) -> Any:
     )
 
 
-def build_http_app(server: Any, policy: ExposurePolicy, *, stop_hooks: Iterable[Callable[[], Any]] = ()) -> HttpApp:
-    """Wrap an ``mcp.server.lowlevel.Server`` for Streamable HTTP behind the guard."""
+def build_http_app(server: Any, policy: ExposurePolicy, *, stop_hooks: Iterable[Callable[[], Any]] = (),
+                   background: Iterable[Callable[[], Coroutine[Any, Any, None]]] = ()) -> HttpApp:
+    """Wrap an ``mcp.server.lowlevel.Server`` for Streamable HTTP behind the guard.
+
+    ``background`` tasks (the catalog watcher of ``--watch``) run for the app's lifetime and are
+    cancelled when it stops.
+    """
     starlette_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=policy.host,
         transport_security=_transport_security(policy),
     )
+    tasks = tuple(background)
+    if tasks:
+        inner = starlette_app.router.lifespan_context
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Any) -> AsyncIterator[None]:
+            async with inner(app), anyio.create_task_group() as tg:
+                for task in tasks:
+                    tg.start_soon(task)
+                yield
+                tg.cancel_scope.cancel()
+
+        starlette_app.router.lifespan_context = lifespan
     guard = GuardMiddleware(starlette_app, policy)
     return HttpApp(asgi=guard, guard=guard, stop_hooks=tuple(stop_hooks))
 
@@ -223,8 +242,8 @@ def serve_http(
         logger.warning(
             "SERVING WITHOUT AUTHENTICATION (--no-auth): any local process and any local user can call "
             "this server, including skill_run", extra={"event": "http-no-auth", **describe(policy)})
-    server, hooks = _resolve_server(settings, server_factory, catalog_provider)
-    app = build_http_app(server, policy, stop_hooks=hooks)
+    server, hooks, background = _resolve_server(settings, server_factory, catalog_provider)
+    app = build_http_app(server, policy, stop_hooks=hooks, background=background)
     sock = _bind(policy.host, policy.port)
     bound_port = sock.getsockname()[1]
     url = f"http://{_url_host(policy.host)}:{bound_port}{MCP_PATH}"
@@ -247,14 +266,20 @@ def _url_host(host: str) -> str:
 
 def _resolve_server(
     settings: Settings, factory: Callable[[Settings], Any] | None, catalog_provider: Callable[[], Any] | None
-) -> tuple[Any, tuple[Callable[[], Any], ...]]:
+) -> tuple[Any, tuple[Callable[[], Any], ...], tuple[Callable[[], Coroutine[Any, Any, None]], ...]]:
+    """The server, its stop hooks, and what runs beside it (the ``--watch`` reloader)."""
     if factory is not None:
-        return factory(settings), ()
-    # The server stdio runs; heavy, so imported late. Built from its parts so the closers the
-    # plugins register (the runner's) are known here.
-    from skill_mcp.server import build_server, plugins, static_catalog
+        return factory(settings), (), ()
+    # The server stdio runs, built from the same parts as serve_stdio does, so the closers the
+    # plugins register (the runner's) and the catalog watcher are known here. Imported late:
+    # it is heavy.
+    from skill_mcp.server import build_server, catalog_source, plugins, watch_catalog
 
-    provider = catalog_provider or static_catalog(settings)
+    provider = catalog_provider or catalog_source(settings)
     extra = plugins(settings, provider)
     server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
-    return server, tuple(extra.closers)
+
+    async def watch() -> None:
+        await watch_catalog(provider, server)
+
+    return server, tuple(extra.closers), (watch,)
