@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from skill_mcp.config import BUNDLED_ROOT
 from tests.pack.extract import code_blocks, split_skill_md
 
@@ -68,3 +70,51 @@ def test_the_malformed_input_probe_gets_the_answers_the_skill_promises() -> None
     assert got[5]["result"] == {}
     assert got[6]["error"]["code"] == -32602 and got[6]["error"]["data"]["reason"] == "unknown-tool"
     assert 99 not in got  # the notification got no reply
+
+
+RUNNABLE = {"tools", "index", "list", "search", "show", "call"}
+
+
+def _cli(argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "SKILL_MCP_LOG": "warning"}
+    return subprocess.run([str(SERVER), *argv], capture_output=True, text=True, timeout=120, check=False,
+                          stdin=subprocess.DEVNULL, env=env)
+
+
+def _self_contained_commands() -> list[tuple[str, ...]]:
+    """Read-only pack commands that need nothing but the bundled pack (no user paths)."""
+    from tests.pack.extract import commands, skill_dirs
+
+    names = {d.name for d in skill_dirs()}
+    out: list[tuple[str, ...]] = []
+    for d in skill_dirs():
+        for c in commands(d):
+            argv = c.argv
+            if not argv or argv[0] not in RUNNABLE or argv in out:
+                continue
+            if any(a.startswith(("/", "~", ".")) or ("/" in a and not a.startswith("{")) for a in argv[1:]):
+                continue  # names a path on the reader's machine
+            if argv[0] == "show" and argv[1] not in names:
+                continue  # a placeholder such as my-skill
+            out.append(argv)
+    return out
+
+
+@pytest.mark.timeout(600)  # about twenty CLI runs, one after another
+def test_the_packs_own_read_only_commands_run_against_the_bundled_pack() -> None:
+    argvs = _self_contained_commands()
+    assert {a[0] for a in argvs} == RUNNABLE and len(argvs) >= 12
+    failed = [(" ".join(a), r.returncode, r.stderr[-300:]) for a in argvs if (r := _cli(a)).returncode != 0]
+    assert failed == []
+
+
+def test_list_phase_returns_exactly_the_skills_of_that_phase() -> None:
+    from tests.pack.extract import skill_dirs
+
+    for phase in ("govern", "deploy"):
+        done = _cli(("list", "--phase", phase, "--json"))
+        assert done.returncode == 0, done.stderr
+        listed = sorted(s["name"] for s in json.loads(done.stdout)["skills"])
+        expected = sorted(d.name for d in skill_dirs()
+                          if f"  phase: {phase}\n" in (d / "SKILL.md").read_text(encoding="utf-8"))
+        assert listed == expected and len(listed) >= 6
