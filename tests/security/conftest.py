@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.appliance import conftest as appliance_conftest
 from tests.security.harness import Session, open_session, procs_of_uid, script_account, server_params, wait_for
 
 HERE = Path(__file__).resolve().parent
@@ -145,3 +146,43 @@ def after_each(request: pytest.FixtureRequest, script_uid: int | None) -> Iterat
         session: Session = request.getfixturevalue("server")
         assert session.answers(), "the server stopped answering after this case"
         no_script_processes(script_uid)
+    if "app" in request.fixturenames:
+        from tests.security.appliance import SCRIPT_UID
+
+        app_ = request.getfixturevalue("app")
+        assert app_.session.answers(), "the appliance server stopped answering after this case"
+        wait_for(lambda: not app_.of_uid(SCRIPT_UID), 5, "zero processes of the script uid in the appliance")
+
+
+# --- the appliance half: H3's image and peers, reused (tests/appliance/conftest.py) -------------
+
+# H3's session fixtures, reused rather than building a second image or a second web peer.
+image = appliance_conftest.image
+peers = appliance_conftest.peers
+
+
+@pytest.fixture(scope="module")
+def rebind_dns(image: str, peers: dict) -> Iterator[dict]:
+    """A DNS peer on the test network answering every ``*.example`` name with 127.0.0.1 (logging each query)."""
+    from testcontainers.core.container import DockerContainer
+
+    container = (DockerContainer(image).with_volume_mapping(str(appliance_conftest.HELPERS), "/helpers", "ro")
+                 .with_kwargs(entrypoint=["/usr/bin/python3"], network=peers["network"])
+                 .with_command(["-u", "/helpers/dns_logger.py", "127.0.0.1"]))
+    with container:
+        appliance_conftest._wait_log(container, "READY")
+        yield {"ip": appliance_conftest._ip(container, peers["network"]), "container": container}
+
+
+def rebind_queries(rebind: dict) -> list[str]:
+    out, _ = rebind["container"].get_logs()
+    return [line.split()[1] for line in out.decode(errors="replace").splitlines() if line.startswith("QUERY ")]
+
+
+@pytest.fixture(scope="module")
+def app(image: str, peers: dict, rebind_dns: dict) -> Iterator:
+    from tests.security.appliance import open_appliance
+
+    name = f"skill-mcp-sec-{os.getpid()}-{secrets.token_hex(3)}"
+    with open_appliance(image, name, network=peers["network"], dns=rebind_dns["ip"]) as server_:
+        yield server_

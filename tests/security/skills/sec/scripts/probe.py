@@ -367,6 +367,33 @@ def net(args):
     return {"error": "unknown mode"}
 
 
+def rebind(args):
+    """Listen on 127.0.0.1:PORT, then fetch URL through the proxy: did the proxy reach our listener?"""
+    port, url = int(args[0]), args[1]
+    hits = []
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", port))
+    srv.listen(4)
+    srv.settimeout(20)
+
+    def serve():
+        try:
+            conn, _ = srv.accept()
+            hits.append(conn.recv(200).decode(errors="replace"))
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nloopbak")
+            conn.close()
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    out = net(["proxy", url])
+    srv.close()
+    thread.join(1)
+    return {"fetch": out, "listener_hits": len(hits)}
+
+
 def echo(args):
     return {"argv": args}
 
@@ -376,7 +403,7 @@ MODES = {"id": ident, "env": env, "read": read, "list": listdir, "ptrace": ptrac
          "background": background, "doublefork": doublefork, "setsid": setsid_daemon, "forkbomb": forkbomb,
          "threadbomb": threadbomb, "zombie": zombie, "flood": flood, "weird": weird, "ignore_term": ignore_term,
          "selfstop": selfstop, "spin": spin, "balloon": balloon, "diskfill": diskfill, "fds": fds, "net": net,
-         "echo": echo}
+         "echo": echo, "rebind": rebind}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
