@@ -162,3 +162,28 @@ def test_only_a_single_request_has_an_id_to_answer(body: bytes | None, expected:
     from skill_mcp.surfaces.http_drain import request_id_of
 
     assert request_id_of(body) == expected
+
+
+def test_a_websocket_scope_is_closed_without_reaching_the_app() -> None:
+    import anyio
+
+    from skill_mcp.surfaces.http_guard import GuardMiddleware
+
+    reached: list[str] = []
+    sent: list[dict[str, object]] = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        reached.append("app")
+
+    async def receive() -> dict[str, object]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    guard = GuardMiddleware(app, decide_exposure("127.0.0.1", 0, TOKEN, False))
+    anyio.run(guard, {"type": "websocket", "headers": [(b"host", b"localhost")]}, receive, send)
+    assert reached == [] and sent == [{"type": "websocket.close", "code": 1008}]
+    # Positive control: the lifespan passes through.
+    anyio.run(guard, {"type": "lifespan"}, receive, send)
+    assert reached == ["app"]

@@ -225,8 +225,13 @@ class GuardMiddleware:
             await self._idle.wait()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            # No WebSocket (or other) surface exists; refuse it here rather than trust every
+            # layer behind to do so without the checks below.
+            await send({"type": "websocket.close", "code": 1008})
             return
         headers: dict[bytes, bytes] = {}
         for key, value in scope["headers"]:
