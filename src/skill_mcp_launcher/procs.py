@@ -9,6 +9,7 @@ uid, then no-new-privileges - checked by reading the kernel's view back before e
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import pwd
 import selectors
@@ -198,6 +199,39 @@ def _remove_owned(directory: str, uid: int) -> None:
             continue
 
 
+_IPC_KINDS = (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl"))
+IPC_RMID = 0
+
+
+def ipc_ids_of(uid: int) -> list[tuple[str, int]]:
+    """System V IPC objects (shared memory, message queues, semaphores) owned by ``uid``."""
+    found = []
+    for kind, _ in _IPC_KINDS:
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as fh:
+                header = fh.readline().split()
+                uid_col = header.index("uid")
+                for line in fh:
+                    cols = line.split()
+                    if len(cols) > uid_col and int(cols[uid_col]) == uid:
+                        found.append((kind, int(cols[1])))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _remove_ipc(uid: int) -> None:
+    """Remove the uid's System V IPC objects: they outlive every process and would carry
+    data from one run to the next. Runs as ``uid`` (the owner may remove its own)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    calls = dict(_IPC_KINDS)
+    for kind, ident in ipc_ids_of(uid):
+        if kind == "sem":
+            libc.semctl(ident, 0, IPC_RMID)
+        else:
+            getattr(libc, calls[kind])(ident, IPC_RMID, None)
+
+
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")  # noqa: S108 - we clean them
 
 
@@ -226,6 +260,7 @@ def sweep(account: Account, reaper: Reaper, *, remove: tuple[str, ...] = (), tim
                             _remove_tree(path)
                     for shared in SHARED_WRITABLE:
                         _remove_owned(shared, account.uid)
+                    _remove_ipc(account.uid)
             except BaseException:
                 code = 1
             os._exit(code)

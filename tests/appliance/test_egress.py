@@ -69,3 +69,15 @@ def test_refused_name_is_never_resolved(appliance: Appliance, peers: dict[str, A
     accepted = "ext-allowed.example"
     assert appliance.run("net", "proxy", f"http://{accepted}/", egress=(accepted,))["out"] == {"status": 200}
     assert accepted in dns_queries(peers)
+
+
+def test_allowed_name_resolving_to_loopback_does_not_reach_inside(appliance: Appliance,
+                                                                   peers: dict[str, Any]) -> None:
+    name = "loopback.rebind.example"
+    out = appliance.run("rebind", name, "6", egress=(name,))["out"]
+    assert out["listener_reached"] is False
+    assert out["fetch"].get("status") != 200
+    # Positive control: the proxy did resolve the accepted name (so it tried, and the
+    # ruleset stopped the connection), and a name resolving to a peer is fetched.
+    assert name in dns_queries(peers)
+    assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}

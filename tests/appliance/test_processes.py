@@ -75,3 +75,9 @@ def test_timeout_kills_the_script_and_the_call_returns(appliance: Appliance) -> 
     assert reply["ok"] and reply["result"]["status"] == "timeout"
     assert reply["result"]["duration_ms"] < 20_000
     assert _script_procs(appliance) == []
+
+
+def test_system_v_ipc_objects_do_not_outlive_the_run(appliance: Appliance) -> None:
+    made = appliance.run("ipc", "create")["out"]
+    assert made["shm"] >= 0 and made["msg"] >= 0  # positive control: the kernel let it create them
+    assert appliance.run("ipc", "list")["out"] == {"mine": []}

@@ -2,7 +2,8 @@
 
 Every query name is printed to stdout (``QUERY <name>``), so a test can prove which names
 the appliance's proxy did or did not try to resolve. Names ending in ``.example`` get an A
-record pointing at the address given as argv[1]; everything else gets NXDOMAIN.
+record pointing at the address given as argv[1] (``loopback.*`` names: 127.0.0.1, for the
+rebinding test); everything else gets NXDOMAIN.
 """
 
 import socket
@@ -20,7 +21,7 @@ def _name(packet: bytes, offset: int) -> tuple[str, int]:
 
 
 def main() -> None:
-    answer_ip = socket.inet_aton(sys.argv[1])
+    peer_ip = socket.inet_aton(sys.argv[1])
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("0.0.0.0", 53))
     print("READY", flush=True)
@@ -32,6 +33,7 @@ def main() -> None:
         qtype = struct.unpack(">H", packet[end:end + 2])[0]
         print("QUERY", name.lower(), qtype, flush=True)
         question = packet[12:end + 4]
+        answer_ip = socket.inet_aton("127.0.0.1") if name.lower().startswith("loopback.") else peer_ip
         if name.lower().endswith(".example") and qtype == 1:
             header = packet[:2] + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0)
             rr = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + answer_ip

@@ -177,12 +177,54 @@ def server(_):
     return {"server": found}
 
 
+def ipc(args):
+    """``ipc create``: make a shared memory segment and a message queue; ``ipc list``: ours."""
+    mine = []
+    for kind in ("shm", "msg", "sem"):
+        with open(f"/proc/sysvipc/{kind}") as fh:
+            header = fh.readline().split()
+            for line in fh:
+                cols = line.split()
+                if int(cols[header.index("uid")]) == os.getuid():
+                    mine.append([kind, int(cols[1])])
+    if args[0] == "create":
+        libc = ctypes.CDLL(None, use_errno=True)
+        shm = libc.shmget(0, 4096, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+        msg = libc.msgget(0, 0o1000 | 0o600)
+        return {"shm": shm, "msg": msg, "before": mine}
+    return {"mine": mine}
+
+
+def rebind(args):
+    """Listen on loopback, then ask the proxy for a name that resolves to 127.0.0.1."""
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    srv.settimeout(float(args[1]))
+    port = srv.getsockname()[1]
+    accepted = []
+
+    def accept():
+        try:
+            accepted.append(srv.accept()[0])
+        except OSError:
+            pass
+
+    t = threading.Thread(target=accept)
+    t.start()
+    out = net(["proxy", f"http://{args[0]}:{port}/", args[1]])
+    t.join()
+    return {"fetch": out, "listener_reached": bool(accepted)}
+
+
 def net(args):
     mode, target = args[0], args[1]
     try:
         if mode == "proxy":
             try:
-                with urllib.request.urlopen(target, timeout=15) as resp:
+                with urllib.request.urlopen(target, timeout=float(args[2]) if len(args) > 2 else 15) as resp:
                     return {"status": resp.status}
             except urllib.error.HTTPError as exc:
                 return {"status": exc.code}
@@ -206,7 +248,7 @@ def net(args):
 
 MODES = {"id": ident, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
          "exists": exists, "flood": flood, "bomb": bomb, "detach": detach, "linger": linger, "net": net,
-         "procs": procs, "server": server}
+         "procs": procs, "server": server, "ipc": ipc, "rebind": rebind}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
