@@ -118,6 +118,23 @@ def _banner(settings: Settings, catalog: Catalog) -> str:
     return "\n".join(lines) + "\n"
 
 
+async def _stop_on_signal(scope: Any) -> None:
+    """SIGTERM or SIGINT ends serving like stdin EOF does, so the closers still run.
+
+    ``docker stop``, systemd and Kubernetes send SIGTERM; without this Python would die at once
+    and a running script would outlive the server.
+    """
+    import signal
+
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("signal received; stopping", extra={"signal": signal.Signals(signum).name})
+            scope.cancel()
+            return
+
+
 async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None) -> int:
     """Serve over this process's stdin/stdout until stdin closes; returns an exit code."""
     import anyio
@@ -138,6 +155,7 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_catalog, provider, server)
+            tg.start_soon(_stop_on_signal, tg.cancel_scope)
             await run_stdio(server)
             tg.cancel_scope.cancel()
     finally:
@@ -147,7 +165,7 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
                 close()
             except Exception:
                 log.exception("a shutdown hook failed")
-    log.info("stdin closed; exiting")
+    log.info("stopped serving over stdio")
     return 0
 
 

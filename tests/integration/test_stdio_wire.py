@@ -6,6 +6,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 from pathlib import Path
 
@@ -102,3 +103,29 @@ def test_started_by_hand_on_a_terminal_it_says_what_it_serves_and_how_to_connect
     assert "serving 4 skill(s)" in banner and str(skills_root) in banner
     assert "skill-mcp serve" in banner and "MCP client" in banner
     assert out == b""
+
+
+def test_sigterm_stops_the_server_like_end_of_input(skills_root: Path) -> None:
+    srv = RawServer(skills_root)
+    srv.initialize()
+    srv.proc.send_signal(signal.SIGTERM)
+    try:
+        code = srv.proc.wait(timeout=20)
+    finally:
+        rest, err = srv.close()
+    assert code == 0 and rest == b""
+    messages = [json.loads(line)["msg"] for line in err.decode().splitlines() if line.strip()]
+    assert "signal received; stopping" in messages and messages[-1] == "stopped serving over stdio"
+
+
+def test_a_line_over_16_mib_is_dropped_and_answered_and_serving_goes_on(skills_root: Path) -> None:
+    srv = RawServer(skills_root)
+    try:
+        srv.initialize()
+        srv.send(b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"pad": "' + b"x" * (17 * 1024 * 1024))
+        reply = json.loads(srv.read_line())
+        assert reply["id"] is None and reply["error"]["code"] == -32700
+        srv.request(6, "ping")
+        assert json.loads(srv.read_line()) == {"jsonrpc": "2.0", "id": 6, "result": {}}
+    finally:
+        srv.close()

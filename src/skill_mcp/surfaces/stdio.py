@@ -6,16 +6,26 @@ stream, and its dispatcher drops such items. JSON-RPC 2.0 wants a reply: ``-3270
 message (with the request's ``id`` when one can be read). ``answer_unparseable`` sits between
 the transport and the server loop, answers those items on a clone of the write stream (so the
 reply is serialized by the transport's single writer and never tears a frame) and forwards
-everything else untouched. The SDK's claim on fd 0/1 stays in force: stray writes to fd 1 go to
+everything else untouched. The SDK's claim on fd 1 stays in force: stray writes to fd 1 go to
 stderr while serving, so nothing but protocol reaches stdout.
+
+Stdin is read by ``StdinLines`` instead of the SDK's reader, for two reasons. The SDK reads
+lines in a worker thread that no cancellation can interrupt, so a SIGTERM could not stop the
+server until the client wrote another line; ``StdinLines`` waits for readability on the event
+loop and reads only what is there. And a line is bounded (``MAX_LINE_BYTES``): a client that
+never sends a newline cannot grow the server's heap; an over-long line is dropped and answered
+like any other unparseable line. Like the SDK, fd 0 itself is pointed at ``/dev/null`` while
+serving, so nothing else in the process can consume protocol bytes.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -78,7 +88,91 @@ async def answer_unparseable(read: Any, write: Any) -> AsyncIterator[tuple[Any, 
             tg.cancel_scope.cancel()
 
 
+MAX_LINE_BYTES = 16 * 1024 * 1024
+_CHUNK = 64 * 1024
+TOO_LONG = "<a line longer than the limit was dropped>"  # not JSON: answered with -32700
+
+
+class StdinLines:
+    """Async iterator of text lines from ``fd``, cancellable, each bounded by ``max_line``."""
+
+    def __init__(self, fd: int, max_line: int = MAX_LINE_BYTES) -> None:
+        self._fd = fd
+        self._max = max_line
+        self._buf = bytearray()
+        self._eof = False
+        self._dropping = False  # inside an over-long line: discard up to its newline
+        self._pollable = True
+
+    def __aiter__(self) -> StdinLines:
+        return self
+
+    async def _fill(self) -> None:
+        if self._pollable:
+            try:
+                await anyio.wait_readable(self._fd)
+            except OSError:
+                # A regular file cannot be polled; reading it never waits for a peer anyway.
+                self._pollable = False
+        try:
+            if self._pollable:
+                chunk = os.read(self._fd, _CHUNK)  # readable: returns at once, with data or at EOF
+            else:
+                chunk = await anyio.to_thread.run_sync(os.read, self._fd, _CHUNK)
+        except OSError as exc:
+            # A terminal that hung up reads EIO: the client is gone, which is end of input.
+            log.info("stdin read failed; treating it as end of input", extra={"error": exc.strerror})
+            chunk = b""
+        if not chunk:
+            self._eof = True
+        self._buf += chunk
+
+    async def __anext__(self) -> str:
+        while True:
+            newline = self._buf.find(b"\n")
+            if newline >= 0:
+                line = bytes(self._buf[: newline + 1])
+                del self._buf[: newline + 1]
+                if self._dropping:
+                    self._dropping = False
+                    return TOO_LONG + "\n"
+                return line.decode("utf-8", errors="replace")
+            if len(self._buf) > self._max:
+                if not self._dropping:
+                    log.warning("input line over the limit; dropping it", extra={"limit": self._max})
+                self._dropping = True
+                self._buf.clear()
+            if self._eof:
+                if self._dropping:
+                    self._dropping = False
+                    return TOO_LONG
+                if self._buf:
+                    line = bytes(self._buf)
+                    self._buf.clear()
+                    return line.decode("utf-8", errors="replace")
+                raise StopAsyncIteration
+            await self._fill()
+
+
+@contextmanager
+def _claim_stdin() -> Iterator[int]:
+    """Move the wire to a private descriptor and point fd 0 at /dev/null while serving."""
+    wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        yield wire
+    finally:
+        os.dup2(wire, 0)
+        os.close(wire)
+
+
 async def run_stdio(server: Any) -> None:
-    """Serve ``server`` on this process's stdin/stdout until stdin closes."""
-    async with stdio_server() as (read, write), answer_unparseable(read, write) as (inbound, outbound):
-        await server.run(inbound, outbound, server.create_initialization_options())
+    """Serve ``server`` on this process's stdin/stdout until stdin closes or we are cancelled."""
+    with _claim_stdin() as wire:
+        lines = cast(Any, StdinLines(wire))
+        async with stdio_server(stdin=lines) as (read, write), answer_unparseable(read, write) as (inbound, outbound):
+            await server.run(inbound, outbound, server.create_initialization_options())
