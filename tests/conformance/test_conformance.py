@@ -1,7 +1,8 @@
 """The official MCP conformance suite against the real server over Streamable HTTP.
 
 ``@modelcontextprotocol/conformance`` (pinned in tools/conformance/package-lock.json, run on the
-Node 22 that package brings) runs ``--suite all`` against ``serve_http`` on 127.0.0.1 serving
+Node 22 that package brings) runs ``--suite all`` - once at each scenario's default wire, once
+more on the 2026-07-28 wire - against ``skill-mcp serve --http`` on 127.0.0.1 serving
 ``tests/conformance/corpus`` - two skills, the first with nested subdirectories (the directory
 scenario descends into the first listed skill). The suite's exit status gates: it fails on any
 failure or warning outside ``tools/conformance/expected-failures.yaml``, and on a baseline entry
@@ -50,42 +51,66 @@ def _toolchain_or_skip() -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="module")
-def suite_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Run the whole suite once; keep its exit status, output and every scenario's checks."""
-    _toolchain_or_skip()
-    work = tmp_path_factory.mktemp("conformance")
-    corpus = work / "skills"
-    shutil.copytree(CORPUS, corpus)
-    results = work / "results"
-    with running_http_server([corpus], no_auth=True) as server:
-        proc = subprocess.run(
-            [str(NODE), str(SUITE), "server", "--url", server.url, "--suite", "all",
-             "--expected-failures", str(BASELINE), "-o", str(results)],
-            cwd=work, capture_output=True, text=True, timeout=SUITE_TIMEOUT,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "NO_COLOR": "1"},
-        )
+# Two runs against one server. "all": every scenario at its default wire (extension and
+# 2026-07-28 scenarios on the per-request wire, the rest on the 2025-11-25 handshake wire).
+# "modern": the scenarios that also apply to 2026-07-28, run again on that wire, because a
+# scenario passing on one wire says nothing about the other.
+RUNS = {"all": [], "modern": ["--spec-version", "2026-07-28"]}
+
+
+def _run_suite(url: str, work: Path, name: str) -> dict[str, Any]:
+    results = work / f"results-{name}"
+    proc = subprocess.run(
+        [str(NODE), str(SUITE), "server", "--url", url, "--suite", "all", *RUNS[name],
+         "--expected-failures", str(BASELINE), "-o", str(results)],
+        cwd=work, capture_output=True, text=True, timeout=SUITE_TIMEOUT,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "NO_COLOR": "1"},
+    )
     scenarios: dict[str, list[dict[str, Any]]] = {}
     for checks_file in sorted(results.glob("server-*/checks.json")):
         match = _RESULT_DIR.match(checks_file.parent.name)
         assert match, checks_file
-        name = match.group(1)
-        scenarios[name] = json.loads(checks_file.read_text(encoding="utf-8"))
+        scenarios[match.group(1)] = json.loads(checks_file.read_text(encoding="utf-8"))
     statuses = Counter(check["status"] for checks in scenarios.values() for check in checks)
     baselined = _baselined_scenarios() | {e.split(":", 1)[0] for e in _baseline_entries() if ":" in e}
     clean = [n for n, checks in scenarios.items() if not any(c["status"] in ("FAILURE", "WARNING") for c in checks)]
-    summary = {"scenarios": len(scenarios), "scenariosClean": len(clean),
+    summary = {"run": name, "scenarios": len(scenarios), "scenariosClean": len(clean),
                "scenariosBaselined": len(baselined & set(scenarios)), "checks": dict(statuses)}
     print(f"conformance summary: {json.dumps(summary, sort_keys=True)}")
-    (work / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True), encoding="utf-8")
-    return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
-            "scenarios": scenarios, "server_stderr": server.stderr}
+    (work / f"summary-{name}.json").write_text(json.dumps(summary, indent=2, sort_keys=True), encoding="utf-8")
+    return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "scenarios": scenarios}
 
 
-def test_conformance_suite_passes_against_its_baseline(suite_run: dict[str, Any]) -> None:
-    tail = suite_run["stdout"][-6000:]
-    assert suite_run["returncode"] == 0, f"conformance suite failed:\n{tail}\n{suite_run['stderr'][-2000:]}"
-    assert "Baseline check passed" in suite_run["stdout"]
+@pytest.fixture(scope="module")
+def suite_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Run the suite (both runs) against one server; keep exit statuses, output and checks."""
+    _toolchain_or_skip()
+    work = tmp_path_factory.mktemp("conformance")
+    corpus = work / "skills"
+    shutil.copytree(CORPUS, corpus)
+    with running_http_server([corpus], no_auth=True) as server:
+        return {name: _run_suite(server.url, work, name) for name in RUNS}
+
+
+@pytest.fixture
+def suite_run(suite_runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return suite_runs["all"]
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_conformance_suite_passes_against_its_baseline(suite_runs: dict[str, dict[str, Any]], run: str) -> None:
+    result = suite_runs[run]
+    tail = result["stdout"][-6000:]
+    assert result["returncode"] == 0, f"conformance suite ({run}) failed:\n{tail}\n{result['stderr'][-2000:]}"
+    assert "Baseline check passed" in result["stdout"]
+
+
+def test_the_modern_run_covered_the_core_listings_on_the_per_request_wire(
+        suite_runs: dict[str, dict[str, Any]]) -> None:
+    modern = suite_runs["modern"]["scenarios"]
+    for scenario in ("tools-list", "resources-list", "prompts-list", "caching", "dns-rebinding-protection"):
+        assert modern.get(scenario), f"{scenario} did not run on the 2026-07-28 wire"
+        assert all(c["status"] in ("SUCCESS", "INFO") for c in modern[scenario]), scenario
 
 
 @pytest.mark.parametrize("scenario", SEP_2640)
@@ -96,10 +121,12 @@ def test_sep_2640_scenario_passes_every_check(suite_run: dict[str, Any], scenari
     assert not_ok == []
 
 
-def test_core_scenarios_outside_the_baseline_have_no_failure_or_warning(suite_run: dict[str, Any]) -> None:
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_core_scenarios_outside_the_baseline_have_no_failure_or_warning(
+        suite_runs: dict[str, dict[str, Any]], run: str) -> None:
     baselined = _baselined_scenarios()
     bad = {name: [(c["id"], c["status"]) for c in checks if c["status"] in ("FAILURE", "WARNING")]
-           for name, checks in suite_run["scenarios"].items() if name not in baselined}
+           for name, checks in suite_runs[run]["scenarios"].items() if name not in baselined}
     bad = {k: v for k, v in bad.items() if v and not _only_baselined_checks(k, v)}
     assert bad == {}
 
