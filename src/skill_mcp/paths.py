@@ -22,6 +22,7 @@ This module imports only the standard library: the container launcher reuses it.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import unicodedata
 from pathlib import Path
@@ -32,6 +33,7 @@ from skill_mcp.reasons import Refusal
 MAX_PATH_CHARS = 1024
 MAX_SEGMENT_CHARS = 255
 _FORBIDDEN_CHARS = frozenset("\\%")
+_ASCII_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\%]")  # _bad_char, restricted to ASCII
 # Characters drawn like a slash, a backslash or a dot that NFKC does not fold to one. A
 # name holding them is not dangerous to the kernel, but it is made to mislead a person
 # reading a path, so it is refused like the real thing.
@@ -43,8 +45,31 @@ def _bad_char(ch: str) -> bool:
     return code < 0x20 or 0x7F <= code <= 0x9F or ch in _FORBIDDEN_CHARS
 
 
+def _plain_ascii_problem(rel: str, allow_leading_dash: bool) -> str | None:
+    """``relpath_problem`` for ASCII text free of forbidden characters (the common case).
+
+    Such text holds no look-alike, no surrogate and nothing NFKC changes, so only the
+    segment rules are left to check; the answer is the one the full check gives.
+    """
+    for segment in rel.split("/"):
+        if segment in ("", ".", ".."):
+            return "the path has an empty, '.' or '..' segment"
+        if len(segment) > MAX_SEGMENT_CHARS:
+            return f"a segment is longer than {MAX_SEGMENT_CHARS} characters"
+        if not allow_leading_dash and segment.startswith("-"):
+            return "a segment starts with '-'"
+    return None
+
+
 def relpath_problem(rel: str, *, allow_leading_dash: bool = True) -> str | None:
     """Return why ``rel`` is not a plain skill-relative path, or ``None`` when it is."""
+    if (isinstance(rel, str) and rel and len(rel) <= MAX_PATH_CHARS and rel[0] != "/" and rel.isascii()
+            and not _ASCII_FORBIDDEN.search(rel)):
+        return _plain_ascii_problem(rel, allow_leading_dash)
+    return _full_problem(rel, allow_leading_dash)
+
+
+def _full_problem(rel: str, allow_leading_dash: bool) -> str | None:
     if not isinstance(rel, str) or rel == "":
         return "the path is empty"
     if len(rel) > MAX_PATH_CHARS:
@@ -82,8 +107,42 @@ def check_relpath(rel: str, *, allow_leading_dash: bool = True) -> str:
 
 
 def is_inside(base_real: Path, candidate_real: Path) -> bool:
-    """True when ``candidate_real`` is ``base_real`` or below it (both already resolved)."""
-    return candidate_real == base_real or base_real in candidate_real.parents
+    """True when ``candidate_real`` is ``base_real`` or below it (both already resolved).
+
+    Compared as strings: resolved paths are normalised (no ``.``, ``..``, doubled or
+    trailing slash), so a prefix ending at a separator is exactly "below" - and far cheaper
+    than walking ``Path.parents`` for every file of every skill.
+    """
+    base, candidate = str(base_real), str(candidate_real)
+    return candidate == base or candidate.startswith(base if base.endswith("/") else base + "/")
+
+
+def _kernel_resolve(joined: Path) -> tuple[Path, os.stat_result] | None:
+    """The kernel's resolution of ``joined`` and its stat, or None to take the slow path.
+
+    ``os.path.realpath`` walks the path one ``lstat`` at a time in Python; for a path whose
+    last component is not a link, opening it with ``O_PATH | O_NOFOLLOW`` lets the kernel
+    resolve every earlier link and ``/proc/self/fd`` names the result: the same real path,
+    in a handful of system calls. Anything unusual (a final link, no /proc, a file unlinked
+    meanwhile, an error) returns None and the caller resolves the portable way, which also
+    words every refusal.
+    """
+    try:
+        fd = os.open(joined, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (OSError, AttributeError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISLNK(st.st_mode):
+            return None
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not real.startswith("/") or real.endswith(" (deleted)"):
+        return None
+    return Path(real), st
 
 
 def resolve_inside(base_real: Path, rel: str, *, allow_leading_dash: bool = True) -> tuple[Path, os.stat_result]:
@@ -94,6 +153,16 @@ def resolve_inside(base_real: Path, rel: str, *, allow_leading_dash: bool = True
     """
     check_relpath(rel, allow_leading_dash=allow_leading_dash)
     joined = base_real / rel
+    fast = _kernel_resolve(joined)
+    if fast is not None:
+        real, st = fast
+        if not is_inside(base_real, real):
+            raise SkillMcpError(
+                Refusal.OUTSIDE_SKILL, "the path resolves outside the skill directory", {"path": rel}
+            )
+        if not stat.S_ISREG(st.st_mode):
+            raise SkillMcpError(Refusal.NOT_A_FILE, "the path is not a regular file", {"path": rel})
+        return real, st
     real = Path(os.path.realpath(joined))
     if not is_inside(base_real, real):
         raise SkillMcpError(

@@ -1,0 +1,81 @@
+"""The fast paths taken for speed (issue 8) give exactly the answers of the portable ones.
+
+``relpath_problem`` skips the Unicode checks for plain ASCII; ``resolve_inside`` lets the
+kernel resolve a path whose last component is not a link. Each is compared with the full
+check on the same input, refusals included.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skill_mcp import paths
+from skill_mcp.errors import SkillMcpError
+
+ASCII_PATHS = st.text(alphabet=st.sampled_from(list("ab./-_%\\\x00\x1f\x7f ~")), max_size=40)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(ASCII_PATHS, st.booleans())
+def test_ascii_fast_path_agrees_with_the_full_check(rel: str, dash: bool) -> None:
+    assert paths.relpath_problem(rel, allow_leading_dash=dash) == paths._full_problem(rel, dash)
+
+
+def test_ascii_fast_path_refuses_long_segments_and_dot_segments() -> None:
+    assert paths.relpath_problem("a/" + "x" * 256) == paths._full_problem("a/" + "x" * 256, True)
+    assert paths.relpath_problem("a/../b") is not None
+    assert paths.relpath_problem("references/guide.md") is None  # positive control
+
+
+def _outcome(base: Path, rel: str) -> object:
+    try:
+        real, st_ = paths.resolve_inside(base, rel)
+        return (str(real), st_.st_ino)
+    except SkillMcpError as err:
+        return err.reason
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    skill = tmp_path / "skill"
+    (skill / "refs" / "deep").mkdir(parents=True)
+    (skill / "refs" / "deep" / "a.md").write_text("a", encoding="utf-8")
+    (skill / "SKILL.md").write_text("s", encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("x", encoding="utf-8")
+    os.symlink(skill / "refs", skill / "dirlink")  # a directory link that stays inside
+    os.symlink(outside, skill / "outlink")  # a directory link that leaves
+    os.symlink(skill / "SKILL.md", skill / "filelink")  # a final link inside
+    os.symlink(outside / "secret.txt", skill / "escape")  # a final link that leaves
+    os.symlink(skill / "nowhere", skill / "dangling")
+    os.mkfifo(skill / "fifo")
+    return skill
+
+
+@pytest.mark.parametrize("rel", ["SKILL.md", "refs/deep/a.md", "dirlink/deep/a.md", "outlink/secret.txt",
+                                 "filelink", "escape", "dangling", "fifo", "refs", "missing.md", "refs/missing"])
+def test_kernel_resolution_agrees_with_realpath(tree: Path, rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = _outcome(tree, rel)
+    monkeypatch.setattr(paths, "_kernel_resolve", lambda joined: None)
+    assert fast == _outcome(tree, rel)
+
+
+def test_link_leaving_the_skill_is_refused_on_the_fast_path(tree: Path) -> None:
+    with pytest.raises(SkillMcpError) as err:
+        paths.resolve_inside(tree, "outlink/secret.txt")
+    assert err.value.reason == paths.Refusal.OUTSIDE_SKILL
+    assert paths.resolve_inside(tree, "dirlink/deep/a.md")[0] == tree / "refs" / "deep" / "a.md"  # positive control
+
+
+def test_is_inside_is_a_separator_bounded_prefix() -> None:
+    assert paths.is_inside(Path("/a/b"), Path("/a/b"))
+    assert paths.is_inside(Path("/a/b"), Path("/a/b/c"))
+    assert not paths.is_inside(Path("/a/b"), Path("/a/bc"))
+    assert not paths.is_inside(Path("/a/b"), Path("/a"))
+    assert paths.is_inside(Path("/"), Path("/x"))
