@@ -146,60 +146,81 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     return result
 
 
-def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, reaper: procs.Reaper,
-               result: Outcome, started: float) -> None:
-    pidfd = os.pidfd_open(pid)
-    sel = selectors.DefaultSelector()
-    caps = {out_r: result.out, err_r: result.err}
-    for fd in (out_r, err_r, rep_r):
-        os.set_blocking(fd, False)
-        sel.register(fd, selectors.EVENT_READ)
-    sel.register(pidfd, selectors.EVENT_READ)
-    deadline = started + timeout_s
+@dataclass(slots=True)
+class _Supervisor:
+    """The capture loop's state: which pipes are open, which deadline comes next."""
+
+    pid: int
+    pidfd: int
+    rep_r: int
+    result: Outcome
+    reaper: procs.Reaper
+    deadline: float
+    caps: dict[int, Capture]
     kill_at: float | None = None
     drain_until: float | None = None
-    report = bytearray()
+    report: bytearray = field(default_factory=bytearray)
+
+    def done(self, now: float) -> bool:
+        if self.drain_until is not None and (now >= self.drain_until or not self.caps):
+            return True
+        # Still not dead well past SIGKILL (stuck in the kernel): the sweep keeps trying.
+        return now >= self.deadline + TERM_GRACE_S + HARD_EXTRA_S
+
+    def enforce_deadline(self, now: float) -> None:
+        if self.result.status is None and now >= self.deadline and not self.result.timed_out:
+            self.result.timed_out = True
+            _killpg(self.pid, signal.SIGTERM)
+            self.kill_at = now + TERM_GRACE_S
+        if self.kill_at is not None and now >= self.kill_at and self.result.status is None:
+            _killpg(self.pid, signal.SIGKILL)
+            self.kill_at = None
+
+    def wait_for(self, now: float) -> float:
+        wake = [t for t in (self.deadline, self.kill_at, self.drain_until) if t is not None and t > now]
+        return max(0.0, min(wake) - now) if wake else 0.05
+
+    def on_ready(self, fd: int, sel: selectors.BaseSelector) -> None:
+        if fd == self.pidfd:
+            self.reaper.reap()
+            status = self.reaper.pop(self.pid)
+            if status is not None:
+                self.result.status = status
+                self.drain_until = time.monotonic() + DRAIN_S
+                sel.unregister(fd)
+            return
+        chunk = _read(fd)
+        if chunk is None:
+            return
+        if not chunk:
+            sel.unregister(fd)
+            self.caps.pop(fd, None)
+        elif fd == self.rep_r:
+            self.report += chunk[:2048]
+            self.result.spawn_error = self.report.decode("utf-8", "replace")
+        else:
+            self.caps[fd].add(chunk)
+
+
+def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, reaper: procs.Reaper,
+               result: Outcome, started: float) -> None:
+    """Capture until the script has exited and its pipes are drained, or the hard bound."""
+    pidfd = os.pidfd_open(pid)
+    sup = _Supervisor(pid=pid, pidfd=pidfd, rep_r=rep_r, result=result, reaper=reaper,
+                      deadline=started + timeout_s, caps={out_r: result.out, err_r: result.err})
+    sel = selectors.DefaultSelector()
     try:
+        for fd in (out_r, err_r, rep_r):
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        sel.register(pidfd, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
-            if drain_until is not None and (now >= drain_until or not caps):
+            if sup.done(now):
                 return
-            if now >= deadline + TERM_GRACE_S + HARD_EXTRA_S:
-                return  # unkillable for now; the sweep that follows keeps trying
-            if result.status is None and now >= deadline and not result.timed_out:
-                result.timed_out = True
-                _killpg(pid, signal.SIGTERM)
-                kill_at = now + TERM_GRACE_S
-            if kill_at is not None and now >= kill_at and result.status is None:
-                _killpg(pid, signal.SIGKILL)
-                kill_at = None
-            wake = [t for t in (deadline, kill_at, drain_until) if t is not None and t > now]
-            for key, _ in sel.select(max(0.0, min(wake) - now) if wake else 0.05):
-                fd = key.fd
-                if fd == pidfd:
-                    reaper.reap()
-                    status = reaper.pop(pid)
-                    if status is not None:
-                        result.status = status
-                        drain_until = time.monotonic() + DRAIN_S
-                        sel.unregister(pidfd)
-                    continue
-                chunk = _read(fd)
-                if chunk is None:
-                    continue
-                if fd == rep_r:
-                    if chunk:
-                        report += chunk[:2048]
-                    else:
-                        sel.unregister(fd)
-                    continue
-                if chunk:
-                    caps[fd].add(chunk)
-                else:
-                    sel.unregister(fd)
-                    caps.pop(fd, None)
-            if report:
-                result.spawn_error = report.decode("utf-8", "replace")
+            sup.enforce_deadline(now)
+            for key, _ in sel.select(sup.wait_for(now)):
+                sup.on_ready(key.fd, sel)
     finally:
         sel.close()
         os.close(pidfd)
