@@ -45,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     from skill_mcp.config import load_settings
     from skill_mcp.errors import SkillMcpError
 
+    if args.watch and args.http:
+        # Refused rather than ignored: a user asking for reload must not silently get none.
+        raise exits.CliError(exits.USAGE, "--watch is served over stdio only; drop --http or --watch")
     settings = load_settings(args.skills_dirs, os.environ, watch=args.watch)
     try:
         if args.http:
