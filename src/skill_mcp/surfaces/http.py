@@ -117,12 +117,19 @@ async def _run_stop_hooks(hooks: Iterable[Callable[[], Any]]) -> None:
             logger.exception("a stop hook failed", extra={"event": "http-stop-hook-failed"})
 
 
-async def _bounded_idle(guard: GuardMiddleware, seconds: float) -> bool:
-    try:
-        await asyncio.wait_for(guard.wait_idle(), timeout=seconds)
-    except TimeoutError:
-        return False
-    return True
+async def _bounded_idle(guard: GuardMiddleware, seconds: float, hurry: Callable[[], bool]) -> bool:
+    """Wait until no call is in flight, at most ``seconds``; stop waiting as soon as ``hurry()``
+    (a second Ctrl-C). True when idle."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while guard.in_flight and not hurry():
+        left = deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            return False
+        try:
+            await asyncio.wait_for(guard.wait_idle(), timeout=min(left, 0.25))
+        except TimeoutError:
+            continue
+    return not guard.in_flight
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -168,20 +175,23 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
             # that would start new work with 503.
             app.guard.start_draining()
             pending = app.guard.in_flight
-            drained = await _bounded_idle(app.guard, drain_seconds)
+            def hurry() -> bool:  # a second Ctrl-C: stop waiting
+                return bool(self.force_exit)
+
+            drained = await _bounded_idle(app.guard, drain_seconds, hurry)
             if not drained:
                 # Calls still running past the bound: stop their scripts so the calls return
                 # (and are answered) instead of being cut off; then give the answers a moment.
                 answered = False
                 if app.stop_hooks:
                     await _run_stop_hooks(app.stop_hooks)
-                    answered = await _bounded_idle(app.guard, cancel_seconds)
+                    answered = await _bounded_idle(app.guard, cancel_seconds, hurry)
                 if not answered:
                     # Still running: stop streaming those calls and answer each with a JSON-RPC
                     # error (reason http-draining). Their handlers end with the lifespan below,
                     # where the spawner kills any script still running with its process group.
                     app.guard.cut_in_flight()
-                    await _bounded_idle(app.guard, cancel_seconds)
+                    await _bounded_idle(app.guard, cancel_seconds, hurry)
             logger.info("http drain finished", extra={"event": "http-drained", "inFlightAtSignal": pending,
                                                       "drained": drained, "left": app.guard.in_flight})
             # Now, and not at the signal, let sse-starlette end the streams that are left.
