@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skill_mcp.catalog import yaml12
-
 FRONTMATTER_MAX_BYTES = 64 * 1024
 HOST_KEY = "mcp-host"
 _BOM = "\ufeff"
@@ -117,6 +115,10 @@ def _check_json_safe(value: Any, path: str) -> None:
 
 def parse_yaml(text: str, first_line: int) -> Any:
     """Parse YAML text whose first line is line ``first_line`` of SKILL.md."""
+    # Imported here, not at the top: PyYAML is a sizeable import, and a server answers the
+    # MCP handshake before it scans a single skill (the catalog is built on first use).
+    from skill_mcp.catalog import yaml12
+
     try:
         value = yaml12.load(text)
     except yaml12.YamlError as exc:
