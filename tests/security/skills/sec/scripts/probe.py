@@ -394,6 +394,16 @@ def rebind(args):
     return {"fetch": out, "listener_hits": len(hits)}
 
 
+def cmd(args):
+    """Run a program (no shell) and report how it ended."""
+    try:
+        proc = subprocess.run(args, capture_output=True, timeout=20, check=False)
+    except OSError as exc:
+        return {"rc": None, "error": err(exc)}
+    return {"rc": proc.returncode, "stdout": proc.stdout.decode(errors="replace")[-2000:],
+            "stderr": proc.stderr.decode(errors="replace")[-2000:]}
+
+
 def echo(args):
     return {"argv": args}
 
@@ -403,7 +413,7 @@ MODES = {"id": ident, "env": env, "read": read, "list": listdir, "ptrace": ptrac
          "background": background, "doublefork": doublefork, "setsid": setsid_daemon, "forkbomb": forkbomb,
          "threadbomb": threadbomb, "zombie": zombie, "flood": flood, "weird": weird, "ignore_term": ignore_term,
          "selfstop": selfstop, "spin": spin, "balloon": balloon, "diskfill": diskfill, "fds": fds, "net": net,
-         "echo": echo, "rebind": rebind}
+         "echo": echo, "rebind": rebind, "cmd": cmd}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
