@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import uvicorn
+from sse_starlette.sse import AppStatus
 from starlette.types import ASGIApp
 
 from skill_mcp.config import Settings
@@ -149,62 +151,66 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: float) -> Any:
-    import uvicorn
+class _DrainingServer(uvicorn.Server):
+    """uvicorn's server, whose shutdown first drains the calls in flight (bounded)."""
 
-    class DrainingServer(uvicorn.Server):
-        """uvicorn's shutdown, preceded by a bounded drain of the calls in flight."""
+    def __init__(self, config: uvicorn.Config, app: HttpApp, drain_seconds: float, cancel_seconds: float) -> None:
+        super().__init__(config)
+        self.http_app = app
+        self.drain_seconds = drain_seconds
+        self.cancel_seconds = cancel_seconds
 
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            # uvicorn re-raises the captured signal after its shutdown, so the process would
-            # die by SIGTERM even after a clean drain; a clean drain exits 0 instead.
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-            try:
-                yield
-            finally:
-                for sig, handler in original.items():
-                    signal.signal(sig, handler)
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # uvicorn re-raises the captured signal after its shutdown, so the process would die by
+        # SIGTERM even after a clean drain; a clean drain exits 0 instead.
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
 
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            # The listener stays open through the drain: a call waiting on its confirmation gets
-            # the answer as a new POST, possibly on a new connection. The guard answers anything
-            # that would start new work with 503.
-            app.guard.start_draining()
-            pending = app.guard.in_flight
-            def hurry() -> bool:  # a second Ctrl-C: stop waiting
-                return bool(self.force_exit)
+    def _hurry(self) -> bool:
+        return bool(self.force_exit)  # a second Ctrl-C: stop waiting
 
-            drained = await _bounded_idle(app.guard, drain_seconds, hurry)
-            if not drained:
-                # Calls still running past the bound: stop their scripts so the calls return
-                # (and are answered) instead of being cut off; then give the answers a moment.
-                answered = False
-                if app.stop_hooks:
-                    await _run_stop_hooks(app.stop_hooks)
-                    answered = await _bounded_idle(app.guard, cancel_seconds, hurry)
-                if not answered:
-                    # Still running: stop streaming those calls and answer each with a JSON-RPC
-                    # error (reason http-draining). Their handlers end with the lifespan below,
-                    # where the spawner kills any script still running with its process group.
-                    app.guard.cut_in_flight()
-                    await _bounded_idle(app.guard, cancel_seconds, hurry)
-            logger.info("http drain finished", extra={"event": "http-drained", "inFlightAtSignal": pending,
-                                                      "drained": drained, "left": app.guard.in_flight})
-            # Now, and not at the signal, let sse-starlette end the streams that are left.
-            AppStatus.should_exit = True
-            # uvicorn then closes what is left (notification streams) and ends the lifespan,
-            # which cancels every session task; a script still running is killed with its group.
-            await super().shutdown(sockets)
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # The listener stays open through the drain: a call waiting on its confirmation gets the
+        # answer as a new POST, possibly on a new connection. The guard answers anything that
+        # would start new work with 503.
+        guard = self.http_app.guard
+        guard.start_draining()
+        pending = guard.in_flight
+        drained = await _bounded_idle(guard, self.drain_seconds, self._hurry)
+        if not drained:
+            # Calls still running past the bound: stop their scripts so the calls return (and
+            # are answered) instead of being cut off; then give the answers a moment.
+            answered = False
+            if self.http_app.stop_hooks:
+                await _run_stop_hooks(self.http_app.stop_hooks)
+                answered = await _bounded_idle(guard, self.cancel_seconds, self._hurry)
+            if not answered:
+                # Still running: stop streaming those calls and answer each with a JSON-RPC error
+                # (reason http-draining). Their handlers end with the lifespan below, where the
+                # spawner kills any script still running with its process group.
+                guard.cut_in_flight()
+                await _bounded_idle(guard, self.cancel_seconds, self._hurry)
+        logger.info("http drain finished", extra={"event": "http-drained", "inFlightAtSignal": pending,
+                                                  "drained": drained, "left": guard.in_flight})
+        # Now, and not at the signal, let sse-starlette end the streams that are left.
+        AppStatus.should_exit = True
+        # uvicorn then closes what is left (notification streams) and ends the lifespan, which
+        # cancels every session task; a script still running is killed with its group.
+        await super().shutdown(sockets)
 
-    from sse_starlette.sse import AppStatus
 
-    # sse-starlette ends every SSE response the moment uvicorn sees SIGTERM, which would cut
-    # the calls in flight (their answers travel on SSE) before the drain. Take that decision
-    # back: the streams end after the drain (above). Process-wide, like the signal itself.
+def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: float) -> _DrainingServer:
+    # sse-starlette ends every SSE response the moment uvicorn sees SIGTERM, which would cut the
+    # calls in flight (their answers travel on SSE) before the drain. Take that decision back:
+    # the streams end after the drain (above). Process-wide, like the signal itself.
     AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
     config = uvicorn.Config(
         app.asgi,
@@ -220,7 +226,7 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
         limit_concurrency=MAX_CONNECTIONS,
         server_header=False,
     )
-    return DrainingServer(config)
+    return _DrainingServer(config, app, drain_seconds, cancel_seconds)
 
 
 def serve_http(
