@@ -187,3 +187,35 @@ def test_a_websocket_scope_is_closed_without_reaching_the_app() -> None:
     # Positive control: the lifespan passes through.
     anyio.run(guard, {"type": "lifespan"}, receive, send)
     assert reached == ["app"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [
+        ([(b"host", b"evil.example.com")], 421),
+        ([(b"origin", b"http://localhost"), (b"origin", b"http://evil.example.com")], 403),
+        ([(b"authorization", f"Bearer {TOKEN}".encode())], 401),
+        ([], 200),  # positive control: one of each passes
+    ],
+)
+def test_a_repeated_host_origin_or_authorization_header_is_refused(extra: list[tuple[bytes, bytes]],
+                                                                    status: int) -> None:
+    import anyio
+
+    from skill_mcp.surfaces.http_guard import GuardMiddleware
+
+    sent: list[dict[str, object]] = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        sent.append({"type": "http.response.start", "status": 200})
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    guard = GuardMiddleware(app, decide_exposure("127.0.0.1", 0, TOKEN, False))
+    headers = [(b"host", b"localhost:1"), (b"authorization", f"Bearer {TOKEN}".encode()), *extra]
+    anyio.run(guard, {"type": "http", "method": "GET", "path": "/mcp", "headers": headers}, receive, send)
+    assert sent[0]["status"] == status

@@ -234,9 +234,13 @@ class GuardMiddleware:
             await send({"type": "websocket.close", "code": 1008})
             return
         headers: dict[bytes, bytes] = {}
+        repeated: set[bytes] = set()
         for key, value in scope["headers"]:
-            headers.setdefault(key.lower(), value)
-        refusal = self._check(headers)
+            name = key.lower()
+            if name in headers:
+                repeated.add(name)
+            headers.setdefault(name, value)
+        refusal = _repeated(repeated) or self._check(headers)
         if refusal is not None:
             status, reason, message, extra = refusal
             logger.warning("http request refused", extra={"event": "http-refused", "reason": str(reason),
@@ -306,6 +310,18 @@ class GuardMiddleware:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self._idle.set()
+
+
+def _repeated(names: set[bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
+    """Two Host, Origin or Authorization headers: layers behind could read the other one."""
+    if b"host" in names:
+        return 421, Refusal.HTTP_HOST_REFUSED, "more than one Host header", []
+    if b"origin" in names:
+        return 403, Refusal.HTTP_ORIGIN_REFUSED, "more than one Origin header", []
+    if b"authorization" in names:
+        return (401, Refusal.HTTP_UNAUTHORIZED, "more than one Authorization header",
+                [(b"www-authenticate", b'Bearer realm="skill-mcp"')])
+    return None
 
 
 def _latin1(value: bytes | None) -> str | None:
