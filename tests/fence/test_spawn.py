@@ -324,3 +324,13 @@ def test_stop_running_ends_the_script_and_its_call_returns_a_result(root: Path) 
     assert time.monotonic() - started < 10
     assert (out["status"], out["signal"], out["stdout"]) == ("killed", "SIGTERM", "partial\n")
     assert any("shutting down" in note for note in out["notes"])
+
+
+def test_the_interpreter_comes_from_the_declaration_never_the_shebang_or_extension(root: Path) -> None:
+    # A .sh file with a bash shebang, declared as python, runs under python: the file cannot choose.
+    source = "#!/bin/bash\nimport sys; print('python', sys.version_info[0])\n"
+    skill = make_skill(root, "t", {"x.sh": source}, [ScriptDecl("x.sh", "python")])
+    runner = make_runner()
+    prepared = runner.prepare(catalog_of(skill), "t", "x.sh", [])
+    out = anyio.run(lambda: runner.execute(prepared, confirmed=True))
+    assert out["stdout"] == "python 3\n" and prepared.plan.argv[0] == runner.interpreters.paths["python"]
