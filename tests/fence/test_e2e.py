@@ -230,3 +230,16 @@ async def test_an_expired_token_is_refused_through_the_sdk(skills: Path, era: st
                              confirmToken=first["confirmToken"])
     assert err and out["reason"] == Refusal.TOKEN_EXPIRED
     assert not marker(skills).exists()
+
+
+async def test_a_script_edited_while_the_prompt_is_open_is_refused(skills: Path, era: str) -> None:
+    class EditingPrompts(Prompts):
+        async def __call__(self, ctx: Any, params: Any) -> types.ElicitResult:
+            (skills / "demo" / "scripts" / "echo.py").write_text(ECHO + "print('swapped')\n", encoding="utf-8")
+            return await super().__call__(ctx, params)
+
+    prompts = EditingPrompts("accept")
+    async with connect([skills], era, prompts=prompts) as client:
+        err, out = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))])
+    assert prompts.messages and err and out["reason"] == Refusal.DRAFT_CHANGED
+    assert not marker(skills).exists()
