@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -96,6 +97,8 @@ def _self_contained_commands() -> list[tuple[str, ...]]:
                 continue  # names a path on the reader's machine
             if argv[0] == "show" and argv[1] not in names:
                 continue  # a placeholder such as my-skill
+            if any(re.fullmatch(r"[A-Z][A-Z_]+", a) or '"NAME"' in a for a in argv[1:]):
+                continue  # a placeholder such as NAME or ROOT
             out.append(argv)
     return out
 
