@@ -81,3 +81,12 @@ def test_allowed_name_resolving_to_loopback_does_not_reach_inside(appliance: App
     # ruleset stopped the connection), and a name resolving to a peer is fetched.
     assert name in dns_queries(peers)
     assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}
+
+
+def test_server_uid_has_no_network(appliance: Appliance, peers: dict[str, Any]) -> None:
+    code = ("import socket,sys\ntry:\n socket.create_connection((sys.argv[1], 80), timeout=3)\n print('connected')\n"
+            "except OSError as e:\n print(type(e).__name__)\n")
+    out = appliance.request({"op": "exec", "argv": ["/usr/bin/python3", "-c", code, peers["web_ip"]]})
+    assert out["stdout"].strip() == "TimeoutError", out
+    # Positive control: the host is up and reachable through the proxy for an accepting run.
+    assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}

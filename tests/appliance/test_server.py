@@ -119,3 +119,35 @@ def test_time_from_docker_run_to_initialize_is_bounded(image: str) -> None:
 
     elapsed = anyio.run(go)
     assert elapsed < 30, elapsed  # generous bound for a loaded CI box; the figure is in docs/deploy.md
+
+
+def test_http_transport_answers_from_the_appliance(image: str) -> None:
+    """The ruleset lets the server answer on its HTTP port (and nothing else: see test_egress)."""
+    import subprocess
+
+    from tests.http.harness import http_client
+
+    token = "appliance-token-0123456789abcdef"
+    flags = [*run_flags(CAPS), *SKILLS_MOUNT, "-p", "127.0.0.1::8000", "-e", f"MCP_HTTP_TOKEN={token}"]
+    cmd = ["/opt/skill-mcp/bin/python", "-I", "/opt/skill-mcp/bin/skill-mcp", "serve", "--http", "0.0.0.0:8000",
+           "--allowed-host", "127.0.0.1"]
+    cid = subprocess.run(["docker", "run", "-d", "--rm", *flags, image, *cmd], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.strip()
+    try:
+        port = subprocess.run(["docker", "port", cid, "8000"], capture_output=True, text=True, check=True,
+                              timeout=30).stdout.split("\n")[0].rsplit(":", 1)[1]
+
+        async def go() -> list[str]:
+            last: BaseException | None = None
+            for _ in range(60):  # bounded: the server needs a moment to listen after the launcher boots
+                try:
+                    async with http_client(f"http://127.0.0.1:{port}/mcp", token=token) as client:
+                        return [t.name for t in (await client.list_tools()).tools]
+                except Exception as exc:  # connection refused/reset until it listens
+                    last = exc
+                    await anyio.sleep(0.25)
+            raise AssertionError(f"the HTTP server never answered: {last!r}")
+
+        assert "skill_run" in anyio.run(go)
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60, check=False)
