@@ -121,3 +121,19 @@ def test_list_phase_returns_exactly_the_skills_of_that_phase() -> None:
         expected = sorted(d.name for d in skill_dirs()
                           if f"  phase: {phase}\n" in (d / "SKILL.md").read_text(encoding="utf-8"))
         assert listed == expected and len(listed) >= 6
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("skill", ["connect-python-sdk-client", "test-both-protocol-eras"])
+def test_the_python_client_examples_in_the_pack_run_against_the_real_server(skill: str) -> None:
+    """The SDK snippets are pasted by users as they are; run them, pointing at this install."""
+    _, body = split_skill_md((BUNDLED_ROOT / skill / "SKILL.md").read_text(encoding="utf-8"))
+    blocks = [text for lang, text in code_blocks(body) if lang == "python"]
+    assert len(blocks) == 1
+    code = blocks[0].replace('command="skill-mcp"', f"command={str(SERVER)!r}")
+    code = code.replace(', "--skills-dir", "./skills"', "")  # serve the bundled pack
+    assert str(SERVER) in code
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=False,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "skill_search" in done.stdout
