@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -211,10 +214,24 @@ def _run_cases() -> list[tuple[str, str, list[str], str]]:
     return cases
 
 
+@pytest.fixture()
+def readable_pack() -> Iterator[Path]:
+    """A copy of the pack every uid can read. A server running as root (CI) drops scripts to
+    an unprivileged user, who cannot enter a checkout under a 0700 home directory."""
+    base = Path(tempfile.mkdtemp(prefix="skill-mcp-pack-"))
+    try:
+        os.chmod(base, 0o755)
+        copy = Path(shutil.copytree(BUNDLED_ROOT, base / "bundled", ignore=shutil.ignore_patterns("__pycache__")))
+        yield copy
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
-async def test_each_declared_script_runs_through_skill_run_after_confirmation(era: str) -> None:
-    params = StdioServerParameters(command=str(SERVER), args=["serve"], env={"SKILL_MCP_LOG": "warning"})
+async def test_each_declared_script_runs_through_skill_run_after_confirmation(era: str, readable_pack: Path) -> None:
+    params = StdioServerParameters(command=str(SERVER), args=["serve", "--skills-dir", str(readable_pack)],
+                                   env={"SKILL_MCP_LOG": "warning"})
     async with Client(params, mode=era, read_timeout_seconds=90) as client:
         listing = (await client.call_tool("skill_list", {"limit": 200})).structured_content
         assert listing["grantFrom"] == "declaration" and listing["total"] == 50
@@ -223,7 +240,7 @@ async def test_each_declared_script_runs_through_skill_run_after_confirmation(er
             first = await client.call_tool("skill_run", call)
             preview = first.structured_content
             assert not first.is_error and preview["status"] == "confirmation-required", preview
-            assert preview["preview"]["willRun"]["cwd"] == str(BUNDLED_ROOT / skill)
+            assert preview["preview"]["willRun"]["cwd"] == os.path.realpath(readable_pack / skill)
             done = await client.call_tool("skill_run", {**call, "confirmToken": preview["confirmToken"]})
             result = done.structured_content
             assert result["status"] == "ok", result
