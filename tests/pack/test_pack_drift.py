@@ -70,6 +70,57 @@ def test_the_extractor_finds_the_commands_the_pack_is_made_of() -> None:
     assert subcommands >= {"serve", "tools", "index", "list", "search", "show", "call", "validate", "pack"}
 
 
+# Long flags of other programs the pack mentions on their own, by program.
+OTHER_FLAGS = {
+    "docker run": {"--cap-add", "--cap-drop", "--read-only", "--rm", "--security-opt", "--tmpfs"},
+    "claude mcp add": {"--scope"},
+    "goose session": {"--with-extension"},
+}
+
+
+def _all_cli_options() -> set[str]:
+    """Every option string of every skill-mcp subcommand (and sub-subcommand)."""
+    found: set[str] = set()
+
+    def walk(parser: object) -> None:
+        for action in parser._actions:  # type: ignore[attr-defined]
+            found.update(o for o in action.option_strings if o.startswith("--"))
+            for sub in (getattr(action, "choices", None) or {}).values():
+                if hasattr(sub, "_actions"):
+                    walk(sub)
+
+    walk(build_parser())
+    return found
+
+
+def _script_options() -> set[str]:
+    """The flags the bundled scripts parse, read from their sources."""
+    found: set[str] = set()
+    for path in BUNDLED.glob("*/scripts/*"):
+        found.update(re.findall(r"""['"](--[a-z][a-z-]*)['"]""", path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_every_flag_the_pack_mentions_on_its_own_exists_somewhere() -> None:
+    known = _all_cli_options() | _script_options() | set().union(*OTHER_FLAGS.values())
+    mentioned = set()
+    for d in skill_dirs():
+        _, body = split_skill_md((d / "SKILL.md").read_text(encoding="utf-8"))
+        for span in inline_code(body):
+            word = span.split()[0]
+            if re.fullmatch(r"--[a-z][a-z-]*", word):
+                mentioned.add((d.name, word))
+    assert len(mentioned) >= 20
+    assert sorted((s, f) for s, f in mentioned if f not in known) == []
+
+
+def test_the_flag_check_knows_the_real_options() -> None:  # positive and negative control
+    options = _all_cli_options()
+    assert {"--skills-dir", "--watch", "--phase", "--strict", "--check", "--args", "--json"} <= options
+    assert "--no-such-flag" not in options
+    assert {"--client", "--home", "--timeout"} <= _script_options()
+
+
 def _serve_options() -> set[str]:
     sub = next(a for a in build_parser()._actions if a.dest == "command")  # the subcommand table
     return {o for action in sub.choices["serve"]._actions for o in action.option_strings}  # type: ignore[attr-defined]
