@@ -60,7 +60,10 @@ def start_server(command: Sequence[str], env: Mapping[str, str], account: procs.
     if pid == 0:  # pragma: no cover - child
         try:
             procs.reset_signals()
-            os.dup2(child_sock.fileno(), BROKER_FD)
+            if child_sock.fileno() == BROKER_FD:
+                os.set_inheritable(BROKER_FD, True)  # dup2 onto itself would keep close-on-exec
+            else:
+                os.dup2(child_sock.fileno(), BROKER_FD)
             procs.close_fds_from(BROKER_FD + 1)
             procs.drop_to(account)
             caps.set_nondumpable()
@@ -119,6 +122,8 @@ def serve(broker: Broker, sock: socket.socket, server_pid: int) -> int:
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     pending: list[int] = []
+    forwarded: list[int] = []
+    broker.stopping = lambda: bool(forwarded) or any(s != signal.SIGCHLD for s in pending)
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: pending.append(signum))
     sel = selectors.DefaultSelector()
@@ -130,11 +135,15 @@ def serve(broker: Broker, sock: socket.socket, server_pid: int) -> int:
             if key.fd == wake_r:
                 _drain(wake_r)
             elif connected and not _serve_one(broker, sock):
+                # A broken or closed conversation ends: the server sees end-of-file at once
+                # and refuses its runs, instead of waiting for a reply that never comes.
                 sel.unregister(sock)
+                sock.close()
                 connected = False
         while pending:
             signum = pending.pop()
             if signum != signal.SIGCHLD:
+                forwarded.append(signum)
                 _signal(server_pid, signum)
         broker.reaper.reap()
         status = broker.reaper.pop(server_pid)

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,8 @@ class Broker:
     fence_detail: str
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     runs: int = 0
+    # True once a stop signal arrived: a run in progress is ended at once (SIGTERM, then SIGKILL).
+    stopping: Callable[[], bool] = lambda: False
 
     def hello(self) -> dict[str, Any]:
         return {"ok": True, "fence": self.fence_ok, "fenceDetail": self.fence_detail,
@@ -72,7 +75,7 @@ class Broker:
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
         proxy_pid = self._start_proxy(job.egress)
         try:
-            outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch)
+            outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping)
         finally:
             self._stop_proxy(proxy_pid)
         log("run", skill_dir=job.cwd, argv0=job.argv[0], status=outcome.status, timed_out=outcome.timed_out,

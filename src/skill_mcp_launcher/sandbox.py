@@ -15,7 +15,7 @@ import resource
 import selectors
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from skill_mcp_launcher import procs
@@ -117,7 +117,7 @@ class Outcome:
 
 
 def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
-        scratch: str) -> Outcome:
+        scratch: str, stopping: Callable[[], bool] = lambda: False) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid."""
     result = Outcome()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -131,7 +131,7 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
     try:
-        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started)
+        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started, stopping)
     finally:
         # The sweep kills whatever still holds the pipes (a detached grandchild), so the
         # final read below meets end-of-file instead of waiting on a process we do not own.
@@ -160,6 +160,7 @@ class _Supervisor:
     kill_at: float | None = None
     drain_until: float | None = None
     report: bytearray = field(default_factory=bytearray)
+    stopping: Callable[[], bool] = lambda: False
 
     def done(self, now: float) -> bool:
         if self.drain_until is not None and (now >= self.drain_until or not self.caps):
@@ -168,6 +169,9 @@ class _Supervisor:
         return now >= self.deadline + TERM_GRACE_S + HARD_EXTRA_S
 
     def enforce_deadline(self, now: float) -> None:
+        if self.result.status is None and not self.result.timed_out and self.stopping():
+            # The container is being stopped: end the run now rather than hold shutdown.
+            self.deadline = min(self.deadline, now)
         if self.result.status is None and now >= self.deadline and not self.result.timed_out:
             self.result.timed_out = True
             _killpg(self.pid, signal.SIGTERM)
@@ -203,11 +207,12 @@ class _Supervisor:
 
 
 def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, reaper: procs.Reaper,
-               result: Outcome, started: float) -> None:
+               result: Outcome, started: float, stopping: Callable[[], bool]) -> None:
     """Capture until the script has exited and its pipes are drained, or the hard bound."""
     pidfd = os.pidfd_open(pid)
     sup = _Supervisor(pid=pid, pidfd=pidfd, rep_r=rep_r, result=result, reaper=reaper,
-                      deadline=started + timeout_s, caps={out_r: result.out, err_r: result.err})
+                      deadline=started + timeout_s, caps={out_r: result.out, err_r: result.err},
+                      stopping=stopping)
     sel = selectors.DefaultSelector()
     try:
         for fd in (out_r, err_r, rep_r):

@@ -81,3 +81,36 @@ def test_system_v_ipc_objects_do_not_outlive_the_run(appliance: Appliance) -> No
     made = appliance.run("ipc", "create")["out"]
     assert made["shm"] >= 0 and made["msg"] >= 0  # positive control: the kernel let it create them
     assert appliance.run("ipc", "list")["out"] == {"mine": []}
+
+
+@pytest.mark.timeout(300)
+def test_stop_signal_ends_a_run_in_progress_instead_of_holding_shutdown(image: str) -> None:
+    import json
+    import subprocess
+    import time
+
+    from tests.appliance.conftest import probe_plan
+
+    app = Appliance(image)
+    try:
+        assert app.request({"op": "hello"})["ok"]
+        assert app.proc.stdin is not None
+        app.proc.stdin.write((json.dumps(probe_plan("sleep", "120", timeout_s=200)) + "\n").encode())
+        app.proc.stdin.flush()
+        # Bounded wait until the launcher has started the script (its pid shows in /proc as
+        # the script uid), so the signal lands while the run is in progress.
+        scan = ("import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: c=open(f'/proc/{p}/cmdline','rb')"
+                ".read()\n  except OSError: continue\n  if b'probe.py\\x00sleep' in c: print('running')\n")
+        deadline = time.monotonic() + 30
+        seen = ""
+        while time.monotonic() < deadline and "running" not in seen:
+            seen = subprocess.run(["docker", "exec", app.name, "/usr/bin/python3", "-c", scan], capture_output=True,
+                                  text=True, timeout=30, check=False).stdout
+        assert "running" in seen  # positive control: the run really was in progress
+        started = time.monotonic()
+        subprocess.run(["docker", "kill", "--signal", "TERM", app.name], capture_output=True, timeout=30, check=True)
+        app.proc.wait(timeout=60)
+        assert time.monotonic() - started < 20  # not the 120 s the script wanted
+    finally:
+        app.close()
+    assert '"timed_out": true' in app.stderr()

@@ -219,6 +219,12 @@ def rebind(args):
     return {"fetch": out, "listener_reached": bool(accepted)}
 
 
+def sleep(args):
+    print("sleeping", flush=True)
+    time.sleep(float(args[0]))
+    return {"slept": float(args[0])}
+
+
 def net(args):
     mode, target = args[0], args[1]
     try:
@@ -248,7 +254,8 @@ def net(args):
 
 MODES = {"id": ident, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
          "exists": exists, "flood": flood, "bomb": bomb, "detach": detach, "linger": linger, "net": net,
-         "procs": procs, "server": server, "ipc": ipc, "rebind": rebind}
+         "procs": procs, "server": server, "ipc": ipc, "rebind": rebind,
+         "sleep": sleep}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
