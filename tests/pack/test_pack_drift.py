@@ -75,6 +75,7 @@ OTHER_FLAGS = {
     "docker run": {"--cap-add", "--cap-drop", "--read-only", "--rm", "--security-opt", "--tmpfs"},
     "claude mcp add": {"--scope"},
     "goose session": {"--with-extension"},
+    "@modelcontextprotocol/conformance server": {"--spec-version"},
 }
 
 
