@@ -220,3 +220,13 @@ def test_packed_skill_whose_files_differ_from_the_pins_is_refused_alone(tmp_path
     assert sorted(catalog.skills) == ["kept"]
     assert catalog.skills["kept"].pack == "demo"
     assert reasons_at(catalog, pack / "tampered") == {ProblemReason.DIGEST_MISMATCH}
+
+
+def test_interpreter_build_output_is_not_a_skill_file(tmp_path: Path) -> None:
+    s = skill(tmp_path / "compiled")
+    (s / "scripts" / "__pycache__").mkdir(parents=True)
+    (s / "scripts" / "tool.py").write_text("print(1)\n")
+    (s / "scripts" / "__pycache__" / "tool.cpython-311.pyc").write_bytes(b"\0")
+    catalog = scan(tmp_path / "compiled")
+    assert [f.rel for f in catalog.skills["compiled"].files] == ["SKILL.md", "scripts/tool.py"]
+    assert not catalog.problems

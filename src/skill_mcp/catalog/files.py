@@ -31,6 +31,10 @@ from skill_mcp.paths import MAX_PATH_CHARS, is_inside, open_regular, relpath_pro
 from skill_mcp.reasons import Level, ProblemReason, Refusal
 
 MAX_FILES = 512
+# Directories an interpreter writes next to the code it runs (pip byte-compiles an installed
+# pack's scripts into them). They are build output, not the author's content: never listed,
+# never served, never pinned - the one documented exception to "reported, never silent".
+BUILD_OUTPUT_DIRS = frozenset({"__pycache__"})
 MAX_TOTAL_BYTES = 16 * 1024 * 1024
 SKILL_MD = "SKILL.md"
 _CHUNK = 256 * 1024
@@ -89,6 +93,8 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
             nested.append(shown)
         for entry in entries:
             name = os.fsdecode(entry.name)
+            if name in BUILD_OUTPUT_DIRS and entry.is_dir(follow_symlinks=False):
+                continue
             rel = f"{rel_prefix}{name}"
             # The prefix passed this check when its directory was entered, and every rule but
             # the total length is per character or per segment: checking the new segment is
