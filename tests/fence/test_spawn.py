@@ -259,7 +259,7 @@ def test_a_cancelled_call_ends_the_script_and_releases_the_lock(root: Path) -> N
     fifo = root / "started"
     os.mkfifo(fifo)
     fifo.chmod(0o666)  # the script may run as nobody
-    source = f"echo started > {fifo}\nexec sleep 120\n"
+    source = f"echo $$ > {fifo}\nexec sleep 120\n"
     skill = make_skill(root, "t", {"a.sh": source, "b.sh": "echo b\n"},
                        [ScriptDecl("a.sh", "bash", timeout=120), ScriptDecl("b.sh", "bash")])
     catalog = catalog_of(skill)
@@ -268,11 +268,13 @@ def test_a_cancelled_call_ends_the_script_and_releases_the_lock(root: Path) -> N
         with open(fifo, "rb") as fh:  # blocks until the script opened the FIFO: it is running
             return fh.read()
 
+    script_pid: list[int] = []
+
     async def main() -> None:
         runner = make_runner()
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: runner.execute(runner.prepare(catalog, "t", "a.sh", []), confirmed=True))
-            assert await anyio.to_thread.run_sync(wait_started) == b"started\n"
+            script_pid.append(int(await anyio.to_thread.run_sync(wait_started)))
             tg.cancel_scope.cancel()
         assert not runner._busy
         after = await runner.execute(runner.prepare(catalog, "t", "b.sh", []), confirmed=True)
@@ -281,16 +283,7 @@ def test_a_cancelled_call_ends_the_script_and_releases_the_lock(root: Path) -> N
     started = time.monotonic()
     anyio.run(main)
     assert time.monotonic() - started < 10
-    leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == b"sleep\x00120\x00"]
-    assert leftovers == []
-
-
-def _cmdline(pid: str) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read()
-    except OSError:
-        return b""
+    assert _dead_or_zombie(script_pid[0])
 
 
 def test_stop_running_ends_the_script_and_its_call_returns_a_result(root: Path) -> None:
@@ -334,3 +327,36 @@ def test_the_interpreter_comes_from_the_declaration_never_the_shebang_or_extensi
     prepared = runner.prepare(catalog_of(skill), "t", "x.sh", [])
     out = anyio.run(lambda: runner.execute(prepared, confirmed=True))
     assert out["stdout"] == "python 3\n" and prepared.plan.argv[0] == runner.interpreters.paths["python"]
+
+
+def test_a_script_does_not_outlive_a_server_killed_with_sigkill(root: Path) -> None:
+    # PR_SET_PDEATHSIG, set by the exec shim after the uid drop: the only supervisor is gone.
+    import select
+    import subprocess
+    import sys
+
+    fifo = root / "started"
+    os.mkfifo(fifo)
+    fifo.chmod(0o666)
+    (root / "long").mkdir()
+    (root / "long" / "long.sh").write_text(f"echo $$ > {fifo}\nexec sleep 120\n", encoding="utf-8")
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("orphan_server.py")), str(root)],
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        with open(fifo, "rb") as fh:  # blocks until the script runs
+            script_pid = int(fh.read())
+        pidfd = os.pidfd_open(script_pid)
+        try:
+            assert not select.select([pidfd], [], [], 0)[0]  # positive control: alive while the server is
+            server.kill()
+            server.wait(timeout=10)
+            assert select.select([pidfd], [], [], 10)[0], "the script outlived the killed server"
+        finally:
+            os.close(pidfd)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=10)
+        assert server.stderr is not None
+        server.stderr.close()

@@ -23,6 +23,7 @@ import sys
 from typing import Any
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
 _LIMITS = {"core": resource.RLIMIT_CORE, "nofile": resource.RLIMIT_NOFILE, "fsize": resource.RLIMIT_FSIZE,
            "nproc": resource.RLIMIT_NPROC}
 
@@ -60,6 +61,13 @@ def main() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        # If the server dies (even by SIGKILL) the script must not outlive its only supervisor.
+        # Set after the uid drop, which clears it; it survives the execve below. Then close the race
+        # where the server died before this line: our parent would already be someone else.
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        if cfg.get("parent") is not None and os.getppid() != cfg["parent"]:
+            raise RuntimeError("the server exited before the script started")
         # Python ignores SIGPIPE and SIGXFSZ at startup and an ignored signal survives execve;
         # the script must get the default actions (a write to a closed pipe ends it).
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):

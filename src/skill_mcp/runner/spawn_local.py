@@ -156,7 +156,7 @@ class LocalSpawner:
         env = dict(plan.env)
         env["TMPDIR"] = tmp
         limits: dict[str, tuple[int, int]] = {"core": (0, 0), "nofile": (NOFILE, NOFILE), "fsize": (FSIZE, FSIZE)}
-        cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "rlimits": limits}
+        cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "rlimits": limits, "parent": os.getpid()}
         if self.drop is not None:
             env["HOME"] = tmp  # the server's HOME is not the dropped user's to write
             limits["nproc"] = (NPROC, NPROC)

@@ -1,0 +1,34 @@
+"""A minimal "server" for the orphan test: runs one long script through a Runner until killed.
+
+Argv: ``SKILL_ROOT``. The script announces itself on the FIFO ``SKILL_ROOT/started`` (its pid).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+from skill_mcp.config import load_settings
+from skill_mcp.models import Catalog, Declaration, ScriptDecl, Skill
+from skill_mcp.runner.environ import HardenReport
+from skill_mcp.runner.fence import Runner
+
+
+def main() -> None:
+    root = Path(sys.argv[1])
+    runner = Runner.create(load_settings((), dict(os.environ)), harden=HardenReport(True, True),
+                           audit=lambda record: None)
+    directory = root / "long"
+    skill = Skill(name="long", directory=directory, found_at=str(directory), root=root, frontmatter={},
+                  description="long", files=(), body_offset=0,
+                  declaration=Declaration(version=1, run=(ScriptDecl("long.sh", "bash", timeout=120),)))
+    catalog = Catalog(skills={"long": skill}, problems=(), roots=(root,))
+    prepared = runner.prepare(catalog, "long", "long.sh", [])
+    anyio.run(lambda: runner.execute(prepared, confirmed=True))
+
+
+if __name__ == "__main__":
+    main()
