@@ -219,3 +219,22 @@ def test_a_repeated_host_origin_or_authorization_header_is_refused(extra: list[t
     headers = [(b"host", b"localhost:1"), (b"authorization", f"Bearer {TOKEN}".encode()), *extra]
     anyio.run(guard, {"type": "http", "method": "GET", "path": "/mcp", "headers": headers}, receive, send)
     assert sent[0]["status"] == status
+
+
+def test_the_listening_socket_is_tcp_with_nodelay() -> None:
+    """asyncio turns on TCP_NODELAY for accepted sockets only when the listener's proto is TCP;
+    without it each answer on a kept-alive connection waited ~40 ms for a delayed ACK."""
+    import socket
+
+    from skill_mcp.surfaces.http import _bind
+
+    sock = _bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        client = socket.create_connection(sock.getsockname(), timeout=5)
+        accepted, _ = sock.accept()
+        with client, accepted:
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        sock.close()
