@@ -186,3 +186,12 @@ def appliance(image: str, peers: dict[str, Any]) -> Iterator[Appliance]:
         yield app
     finally:
         app.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The first test that needs the image also pays for building it (a minute or two on a
+    fresh machine, base image included): give image-using tests room beyond the default."""
+    for item in items:
+        if HERE in Path(str(item.path)).parents and "image" in getattr(item, "fixturenames", ()) \
+                and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(900))
