@@ -2,17 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.integration import harness
-from tests.integration.harness import ERAS, Connect, build_tree
+from tests.integration.harness import ERAS, Connect, Wire, build_tree
+
+WIRES = [(transport, era) for transport in ("stdio", "http") for era in ERAS]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def _opener(transport: str) -> Connect:
+    if transport == "stdio":
+        return harness.connect
+    from tests.http.harness import http_connect
+
+    return http_connect
+
+
+@pytest.fixture(scope="module")
+def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tree(tmp_path_factory.mktemp("shared") / "skills")
+
+
+@pytest.fixture(scope="module", params=WIRES, ids=[f"{t}-{e}" for t, e in WIRES])
+async def wire(request: pytest.FixtureRequest, shared_root: Path) -> AsyncIterator[Wire]:
+    """One server per transport and era, shared by a module's tests (they only read)."""
+    transport, era = request.param
+    async with _opener(transport)(shared_root, era) as client:
+        yield Wire(client, era, transport, shared_root)
 
 
 @pytest.fixture(params=ERAS)
@@ -23,11 +47,7 @@ def era(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(params=("stdio", "http"))
 def connect(request: pytest.FixtureRequest) -> Connect:
     """Open an SDK client on a freshly started server subprocess, over each transport in turn."""
-    if request.param == "stdio":
-        return harness.connect
-    from tests.http.harness import http_connect
-
-    return http_connect
+    return _opener(str(request.param))
 
 
 @pytest.fixture

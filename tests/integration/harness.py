@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -88,6 +89,20 @@ def server_params(root: Path, env: Mapping[str, str] | None = None) -> StdioServ
     command = server_command()
     return StdioServerParameters(command=command[0], args=[*command[1:], "--skills-dir", str(root)],
                                  env={"SKILL_MCP_LOG": "warning", **(env or {})})
+
+
+@dataclass
+class Wire:
+    """One open SDK client on a server shared by a module's read-only tests."""
+
+    client: Client
+    era: str
+    transport: str
+    root: Path
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[Client]:
+        yield self.client
 
 
 Connect = Callable[..., AbstractAsyncContextManager[Client]]

@@ -8,17 +8,15 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.integration.harness import PNG, Connect, directory_read, sha256, skills_get, skills_list
+from tests.integration.harness import PNG, Connect, Wire, directory_read, sha256, skills_get, skills_list
 
 pytestmark = pytest.mark.anyio
 
 INVALID_PARAMS = -32602
 
 
-async def test_prompts_are_one_per_served_skill_with_the_body_as_message(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_prompts_are_one_per_served_skill_with_the_body_as_message(wire: Wire) -> None:
+    async with wire.session() as client:
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
         assert sorted(prompts) == ["alpha", "beta", "bulk", "gamma"]
         assert prompts["beta"].description == "Beta answers questions."
@@ -30,10 +28,8 @@ async def test_prompts_are_one_per_served_skill_with_the_body_as_message(
         assert err.value.code == INVALID_PARAMS
 
 
-async def test_resources_list_every_file_of_the_published_skills_across_pages(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_resources_list_every_file_of_the_published_skills_across_pages(wire: Wire) -> None:
+    async with wire.session() as client:
         uris: list[str] = []
         cursor = None
         while True:
@@ -67,10 +63,9 @@ async def test_resources_list_every_file_of_the_published_skills_across_pages(
         assert set(uris) == expected
 
 
-async def test_resources_read_serves_text_and_blobs_and_refuses_unknown_uris(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_resources_read_serves_text_and_blobs_and_refuses_unknown_uris(wire: Wire) -> None:
+    skills_root = wire.root
+    async with wire.session() as client:
         skill_md = (await client.read_resource("skill://alpha/SKILL.md")).contents[0]
         assert skill_md.mime_type == "text/markdown"
         assert skill_md.text == (skills_root / "alpha" / "SKILL.md").read_text(encoding="utf-8")
@@ -92,10 +87,9 @@ async def test_resources_read_serves_text_and_blobs_and_refuses_unknown_uris(
             assert err.value.code == INVALID_PARAMS, uri
 
 
-async def test_skills_list_publishes_complete_entries_with_digests(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_skills_list_publishes_complete_entries_with_digests(wire: Wire) -> None:
+    skills_root = wire.root
+    async with wire.session() as client:
         result = await skills_list(client)
         assert result["resultType"] == "complete"
         assert isinstance(result["ttlMs"], int) and result["cacheScope"] in ("public", "private")
@@ -113,18 +107,14 @@ async def test_skills_list_publishes_complete_entries_with_digests(
 @pytest.mark.xfail(
     reason="catalog leaves mcp-host out of Skill.frontmatter (requested in notes/requests.md)", strict=True
 )
-async def test_skills_entry_frontmatter_is_verbatim_including_mcp_host(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_skills_entry_frontmatter_is_verbatim_including_mcp_host(wire: Wire) -> None:
+    async with wire.session() as client:
         alpha = (await skills_get(client, "skill://alpha/SKILL.md"))["skill"]
         assert alpha["frontmatter"]["mcp-host"]["run"][0]["script"] == "scripts/hello.py"
 
 
-async def test_skills_get_answers_for_a_served_skill_and_32602_otherwise(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_skills_get_answers_for_a_served_skill_and_32602_otherwise(wire: Wire) -> None:
+    async with wire.session() as client:
         got = await skills_get(client, "skill://beta/SKILL.md")
         assert got["resultType"] == "complete" and "nextCursor" not in got and "ttlMs" in got
         assert got["skill"]["uri"] == "skill://beta/SKILL.md"
@@ -135,10 +125,8 @@ async def test_skills_get_answers_for_a_served_skill_and_32602_otherwise(
             assert err.value.code == INVALID_PARAMS, uri
 
 
-async def test_directory_read_lists_direct_children_and_refuses_files(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_directory_read_lists_direct_children_and_refuses_files(wire: Wire) -> None:
+    async with wire.session() as client:
         root = await directory_read(client, "skill://alpha")
         assert root["resultType"] == "complete"
         kids = {r["uri"]: r.get("mimeType") for r in root["resources"]}

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 
 import pytest
 
-from tests.integration import harness
-from tests.integration.harness import BIG, PNG, Connect, handshake, sha256
+from tests.integration.harness import BIG, PNG, Wire, handshake, sha256
 
 pytestmark = pytest.mark.anyio
 
 SERVED = ["alpha", "beta", "bulk", "gamma"]
 
 
-async def test_handshake_advertises_every_surface_and_the_skills_extension(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_handshake_advertises_every_surface_and_the_skills_extension(wire: Wire) -> None:
+    era = wire.era
+    async with wire.session() as client:
         caps, instructions = await handshake(client, era)
         assert caps.tools is not None and caps.prompts is not None and caps.resources is not None
         assert caps.extensions == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
@@ -26,10 +23,8 @@ async def test_handshake_advertises_every_surface_and_the_skills_extension(
         assert "one skill at a time" in instructions
 
 
-async def test_tools_list_has_the_read_tools_with_input_and_output_schemas(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_tools_list_has_the_read_tools_with_input_and_output_schemas(wire: Wire) -> None:
+    async with wire.session() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert {"skill_list", "skill_load", "skill_file"} <= set(tools)
         for tool in (tools["skill_list"], tools["skill_load"], tools["skill_file"]):
@@ -38,10 +33,8 @@ async def test_tools_list_has_the_read_tools_with_input_and_output_schemas(
             assert tool.annotations is not None and tool.annotations.read_only_hint is True
 
 
-async def test_skill_list_pages_through_every_served_skill_and_reports_problems(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_skill_list_pages_through_every_served_skill_and_reports_problems(wire: Wire) -> None:
+    async with wire.session() as client:
         names: list[str] = []
         cursor = None
         pages = 0
@@ -72,16 +65,15 @@ async def test_skill_list_pages_through_every_served_skill_and_reports_problems(
         assert gamma["skillsListExcluded"] == "name-mismatch"
 
 
-async def test_skill_list_refuses_a_cursor_it_did_not_issue(connect: Connect, skills_root: Path, era: str) -> None:
-    async with connect(skills_root, era) as client:
+async def test_skill_list_refuses_a_cursor_it_did_not_issue(wire: Wire) -> None:
+    async with wire.session() as client:
         result = await client.call_tool("skill_list", {"cursor": "bm90LWEtY3Vyc29y"})
         assert result.is_error and result.structured_content["reason"] == "invalid-arguments"
 
 
-async def test_skill_load_returns_instructions_frontmatter_and_a_manifest_with_true_digests(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
-    async with connect(skills_root, era) as client:
+async def test_skill_load_returns_instructions_frontmatter_and_a_manifest_with_true_digests(wire: Wire) -> None:
+    skills_root = wire.root
+    async with wire.session() as client:
         result = await client.call_tool("skill_load", {"name": "alpha"})
         assert not result.is_error
         out = result.structured_content
@@ -102,9 +94,8 @@ async def test_skill_load_returns_instructions_frontmatter_and_a_manifest_with_t
         assert by_path["SKILL.md"]["mimeType"] == "text/markdown"
 
 
-async def test_skill_file_serves_a_mixed_batch_and_fails_only_the_bad_entries(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
+async def test_skill_file_serves_a_mixed_batch_and_fails_only_the_bad_entries(wire: Wire) -> None:
+    skills_root = wire.root
     paths = [
         "references/guide.md",
         "assets/logo.png",
@@ -113,7 +104,7 @@ async def test_skill_file_serves_a_mixed_batch_and_fails_only_the_bad_entries(
         "references/big.txt",
         "references/deep/notes.txt",
     ]
-    async with connect(skills_root, era) as client:
+    async with wire.session() as client:
         result = await client.call_tool("skill_file", {"name": "alpha", "paths": paths})
         assert not result.is_error
         out = result.structured_content
@@ -133,11 +124,9 @@ async def test_skill_file_serves_a_mixed_batch_and_fails_only_the_bad_entries(
         assert (out["served"], out["failed"]) == (3, 3)
 
 
-async def test_skill_file_refuses_a_batch_over_4_mib_whatever_the_order(
-    connect: Connect, skills_root: Path, era: str
-) -> None:
+async def test_skill_file_refuses_a_batch_over_4_mib_whatever_the_order(wire: Wire) -> None:
     parts = [f"data/part{i}.txt" for i in range(5)]
-    async with connect(skills_root, era) as client:
+    async with wire.session() as client:
         for order in (parts, list(reversed(parts))):
             result = await client.call_tool("skill_file", {"name": "bulk", "paths": order})
             assert result.is_error and result.structured_content["reason"] == "batch-too-large"
@@ -145,22 +134,22 @@ async def test_skill_file_refuses_a_batch_over_4_mib_whatever_the_order(
         # Positive control: four of them (3.6 MiB) fit under the cap and are served. Not over
         # handshake-era HTTP: its answers travel as one SSE event, and the SDK client refuses an
         # event over 1 MiB (DEFAULT_MAX_SSE_EVENT_SIZE) - a client limit, see docs/surfaces.md.
-        if connect is harness.connect or era != "legacy":
+        if wire.transport == "stdio" or wire.era != "legacy":
             ok = await client.call_tool("skill_file", {"name": "bulk", "paths": parts[:4]})
             assert not ok.is_error and ok.structured_content["served"] == 4
             assert ok.content[0].text.count("--- data/part") == 4
 
 
-async def test_skill_file_refuses_more_than_eight_paths(connect: Connect, skills_root: Path, era: str) -> None:
-    async with connect(skills_root, era) as client:
+async def test_skill_file_refuses_more_than_eight_paths(wire: Wire) -> None:
+    async with wire.session() as client:
         result = await client.call_tool("skill_file", {"name": "alpha", "paths": ["SKILL.md"] * 9})
         assert result.is_error and result.structured_content["reason"] == "too-many-paths"
         ok = await client.call_tool("skill_file", {"name": "alpha", "paths": ["SKILL.md"] * 8})
         assert not ok.is_error and ok.structured_content["served"] == 8
 
 
-async def test_refusals_are_tool_errors_with_a_stable_reason(connect: Connect, skills_root: Path, era: str) -> None:
-    async with connect(skills_root, era) as client:
+async def test_refusals_are_tool_errors_with_a_stable_reason(wire: Wire) -> None:
+    async with wire.session() as client:
         unknown = await client.call_tool("skill_load", {"name": "nope"})
         assert unknown.is_error and unknown.structured_content["reason"] == "unknown-skill"
         bad_args = await client.call_tool("skill_file", {"name": "alpha"})
