@@ -1,0 +1,25 @@
+"""`skill-mcp serve` with no arguments serves the bundled pack to the SDK's own client."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.integration.harness import server_command, skills_list
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+async def test_serve_without_arguments_serves_the_bundled_skills(era: str) -> None:
+    command = server_command()
+    # No --skills-dir, and the SDK's default environment carries no SKILLS_DIR: the bundled pack.
+    params = StdioServerParameters(command=command[0], args=command[1:], env={"SKILL_MCP_LOG": "warning"})
+    async with Client(params, mode=era, read_timeout_seconds=60) as client:
+        listed = (await client.call_tool("skill_list", {"limit": 200})).structured_content
+        assert listed["total"] >= 2 and len(listed["skills"]) == listed["total"]
+        assert [p for p in listed["problems"] if p["level"] == "error"] == []
+        first = listed["skills"][0]["name"]
+        loaded = await client.call_tool("skill_load", {"name": first})
+        assert not loaded.is_error and loaded.structured_content["instructions"].strip()
+        assert (await skills_list(client))["skills"]
