@@ -92,6 +92,11 @@ async def test_skill_load_returns_instructions_frontmatter_and_a_manifest_with_t
             assert entry["digest"] == sha256(skills_root / "alpha" / rel)
             assert entry["size"] == (skills_root / "alpha" / rel).stat().st_size
         assert by_path["SKILL.md"]["mimeType"] == "text/markdown"
+        # The text block is readable on its own: the instructions verbatim, then the manifest.
+        text = result.content[0].text
+        assert text.startswith("# Skill alpha (skill://alpha/SKILL.md)") and out["instructions"] in text
+        guide = by_path["references/guide.md"]
+        assert f"- references/guide.md (text/markdown, {guide['size']} bytes, {guide['digest']})" in text
 
 
 async def test_skill_file_serves_a_mixed_batch_and_fails_only_the_bad_entries(wire: Wire) -> None:

@@ -19,7 +19,7 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import content, schemas
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor, page
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
-from skill_mcp.surfaces.render import skill_file_blocks
+from skill_mcp.surfaces.render import skill_file_blocks, skill_load_blocks
 from skill_mcp.surfaces.state import SKILL_MD, file_record, find_skill
 
 MAX_PATHS = 8
@@ -186,6 +186,7 @@ def read_tools() -> tuple[ToolSpec, ...]:
             output_schema=schemas.SKILL_LOAD_OUT,
             handler=skill_load,
             annotations=ro,
+            render=skill_load_blocks,
         ),
         ToolSpec(
             name="skill_file",

@@ -9,6 +9,7 @@ other binaries become embedded blob resources.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import mcp_types as types
@@ -37,3 +38,16 @@ def skill_file_blocks(out: dict[str, Any]) -> list[Any]:
                 attachments.append(types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(
                     uri=entry["uri"], mime_type=entry["mimeType"], blob=entry["blob"])))
     return [types.TextContent(type="text", text="\n".join(parts)), *attachments]
+
+
+def skill_load_blocks(out: dict[str, Any]) -> list[Any]:
+    """The instructions verbatim, then the manifest and scripts one a line (no JSON-escaped copy)."""
+    lines = [f"# Skill {out['name']} ({out['uri']})", "", out["instructions"].rstrip("\n"), "",
+             f"## Files ({len(out['files'])}; read them with skill_file)"]
+    lines += [f"- {f['path']} ({f.get('mimeType', '?')}, {f['size']} bytes, {f['digest']})" for f in out["files"]]
+    if out["scripts"]:
+        lines += ["", "## Declared scripts"]
+        lines += [f"- {s['script']}: {s['state']}" + (f" ({s['reason']})" if s.get("reason") else "")
+                  for s in out["scripts"]]
+    lines += ["", "## Frontmatter", json.dumps(out["frontmatter"], ensure_ascii=False)]
+    return [types.TextContent(type="text", text="\n".join(lines))]
