@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from skill_mcp.search.text import TermCounter, query_terms
 
@@ -213,20 +214,11 @@ def _doc_fields(doc: SearchDoc, counter: TermCounter) -> tuple[list[Counter[str]
     headings, sections = split_markdown(doc.body)
     # A term's section is the first heading that names it, else the first section whose
     # text holds it: that is the passage a person would be pointed to.
-    first_section: dict[str, int] = {}
-    heading_terms: Counter[str] = Counter()
-    for i, h in enumerate(headings):
-        counted = counter.count(h)
-        heading_terms.update(counted)
-        for t in counted:
-            first_section.setdefault(t, i)
-    body: Counter[str] = Counter()
-    for i, text in enumerate(sections):
-        counted = counter.count(text)
-        body.update(counted)
-        if i:
-            for t in counted:
-                first_section.setdefault(t, i - 1)
+    heading_terms, first_section = counter.count_sections(headings)
+    body, first_text = counter.count_sections(sections)
+    for t, i in first_text.items():
+        if i and t not in first_section:
+            first_section[t] = i - 1  # sections[0] is the text before the first heading
     tags: Counter[str] = Counter()
     for tag in doc.tags:
         tags.update(counter.count(tag))
@@ -261,10 +253,11 @@ def _pseudo_tf(counts: list[Counter[str]], avg: list[float]) -> tuple[dict[str, 
     return pseudo, masks
 
 
-def _postings(n_docs: int, rows: list[tuple[int, float, int, int]]) -> _Postings:
-    docs, saturated, masks, sections = zip(*rows, strict=True)
-    idf = _idf(n_docs, len(rows))
-    scores = [idf * x for x in saturated]
+def _postings(n_docs: int, flat: list[Any]) -> _Postings:
+    """Arrays for one term from its flat rows ``[doc, saturated, mask, section, doc, ...]``."""
+    masks = bytes(flat[2::4])
+    idf = _idf(n_docs, len(masks))
+    scores = [idf * x for x in flat[1::4]]
     name_bits = (1 << Field.NAME) | (1 << Field.TITLE)
     in_names = [i for i, m in enumerate(masks) if m & name_bits]
     if in_names:
@@ -273,8 +266,8 @@ def _postings(n_docs: int, rows: list[tuple[int, float, int, int]]) -> _Postings
             scores[i] += boost
     stored = array("f", scores)
     # The bound is taken from the stored (float32) values, so it is never below one of them.
-    return _Postings(docs=array("I", docs), scores=stored, masks=bytes(masks),
-                     sections=array("H", sections), top=max(stored))
+    return _Postings(docs=array("I", flat[0::4]), scores=stored, masks=masks,
+                     sections=array("H", flat[3::4]), top=max(stored))
 
 
 def build_index(docs: Iterable[SearchDoc]) -> SearchIndex:
@@ -292,17 +285,18 @@ def build_index(docs: Iterable[SearchDoc]) -> SearchIndex:
             totals[f] += field.total()
     n = max(len(ordered), 1)
     avg = [max(t / n, 1.0) for t in totals]
-    raw: dict[str, list[tuple[int, float, int, int]]] = {}
+    raw: dict[str, list[Any]] = {}
+    get = raw.get
     for doc_id, (counts, first_section) in enumerate(per_doc):
         pseudo, masks = _pseudo_tf(counts, avg)
         section_of = first_section.get
         for t, tf_tilde in pseudo.items():
             row = (doc_id, tf_tilde / (K1 + tf_tilde), masks[t], min(section_of(t, NO_SECTION), NO_SECTION))
-            rows = raw.get(t)
+            rows = get(t)
             if rows is None:
-                raw[t] = [row]
+                raw[t] = list(row)
             else:
-                rows.append(row)
+                rows.extend(row)
         per_doc[doc_id] = ([], {})  # drop this doc's counts as soon as they are posted
     postings = {t: _postings(len(ordered), rows) for t, rows in raw.items()}
     return SearchIndex(names=tuple(d.name for d in ordered), headings=tuple(all_headings), postings=postings)

@@ -90,49 +90,93 @@ def stem(word: str) -> str:
     return w or word
 
 
+# ASCII text (nearly all skill text) is split with str.translate + str.split, several times
+# faster than a Unicode regex; anything else goes through NFKC and the regex.
+_ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+
+
+def _tokens(text: str) -> list[str]:
+    """Runs of letters and digits, case preserved (camelCase is split later, per token)."""
+    if text.isascii():
+        return text.translate(_ASCII_SEPARATORS).split()
+    return _WORD.findall(unicodedata.normalize("NFKC", text))
+
+
+def _split_token(token: str) -> tuple[str, ...]:
+    if token.islower() or token.isupper() or token.isdigit():
+        return (token.casefold(),)
+    return tuple(part.casefold() for part in _CAMEL.split(token) if part)
+
+
 def words(text: str) -> Iterator[str]:
     """Case-folded words of ``text``, split on punctuation, hyphens, underscores and camelCase."""
-    norm = unicodedata.normalize("NFKC", text)
-    for raw in _WORD.findall(norm):
-        for part in _CAMEL.split(raw):
-            if part:
-                yield part.casefold()
+    for token in _tokens(text):
+        yield from _split_token(token)
+
+
+def _term_of(word: str) -> str:
+    return "" if word in STOP_WORDS or len(word) > MAX_TERM_CHARS else stem(word)
 
 
 class TermCounter:
-    """Counts the terms of many texts fast: words are counted first, then each distinct word
-    is stemmed once (memoised for the life of this object, i.e. one index build)."""
+    """Counts the terms of many texts fast: tokens are split and counted in C, then each
+    distinct token is turned into terms once (memoised for the life of this object, i.e. one
+    index build), so Python does one step per distinct token, not per word."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, str] = {}
+        self._memo: dict[str, tuple[str, ...]] = {}
 
-    def _term(self, word: str) -> str:
-        term = self._memo.get(word)
-        if term is None:
-            term = "" if word in STOP_WORDS or len(word) > MAX_TERM_CHARS else stem(word)
-            self._memo[word] = term
-        return term
+    def _terms(self, token: str) -> tuple[str, ...]:
+        found = self._memo.get(token)
+        if found is None:
+            found = tuple(t for t in map(_term_of, _split_token(token)) if t)
+            self._memo[token] = found
+        return found
+
+    def _fold(self, tokens: Counter[str], first_token: dict[str, int] | None) -> tuple[Counter[str], dict[str, int]]:
+        counts: dict[str, int] = {}
+        first: dict[str, int] = {}
+        memo = self._memo
+        for token, n in tokens.items():
+            found = memo.get(token)
+            if found is None:
+                found = self._terms(token)
+            at = first_token[token] if first_token is not None else 0
+            for term in found:
+                if term in counts:  # a second token with the same term (test, tests, Test)
+                    counts[term] += n
+                    if at < first[term]:
+                        first[term] = at
+                else:
+                    counts[term] = n
+                    first[term] = at
+        return Counter(counts), first
+
+    def count_sections(self, texts: list[str]) -> tuple[Counter[str], dict[str, int]]:
+        """Term counts over all ``texts`` together, and the index of the first text each
+        term occurs in."""
+        tokens: Counter[str] = Counter()
+        first_token: dict[str, int] = {}
+        seen: set[str] = set()
+        for i, text in enumerate(texts):
+            found = _tokens(text)
+            tokens.update(found)
+            new = set(found) - seen
+            seen |= new
+            first_token.update(dict.fromkeys(new, i))
+        return self._fold(tokens, first_token)
 
     def count(self, text: str) -> Counter[str]:
-        """The same terms ``terms(text)`` yields, counted; splitting happens in C, not per word."""
-        norm = _CAMEL.sub(" ", unicodedata.normalize("NFKC", text)).casefold()
-        out: Counter[str] = Counter()
-        memo = self._memo
-        for word, n in Counter(_WORD.findall(norm)).items():
-            term = memo.get(word)
-            if term is None:
-                term = self._term(word)
-            if term:
-                out[term] += n
-        return out
+        """The same terms ``terms(text)`` yields, counted."""
+        return self._fold(Counter(_tokens(text)), None)[0]
 
 
 def terms(text: str) -> Iterator[str]:
     """Index terms of ``text``: words minus stop words, stemmed, bounded in length."""
     for w in words(text):
-        if w in STOP_WORDS or len(w) > MAX_TERM_CHARS:
-            continue
-        yield stem(w)
+        term = _term_of(w)
+        if term:
+            yield term
 
 
 def query_terms(query: str) -> dict[str, tuple[float, str]]:
