@@ -61,7 +61,7 @@ def _packs(roots: Any) -> list[dict[str, Any]]:
                 except OSError:
                     continue
                 stack.extend((directory / c, depth + 1) for c in children)
-    out = []
+    out: list[dict[str, Any]] = []
     for directory in sorted(set(found)):
         pack = load_pack(directory)
         if isinstance(pack, Problem):

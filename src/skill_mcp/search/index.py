@@ -85,10 +85,10 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class _Postings:
-    docs: array  # sorted doc ids ('I')
-    scores: array  # idf * tf~/(k1+tf~) per doc ('f')
+    docs: array[int]  # sorted doc ids ('I')
+    scores: array[float]  # idf * tf~/(k1+tf~) per doc ('f')
     masks: bytes  # bit i set: the term occurs in Field(i)
-    sections: array  # heading index of the first body occurrence, or NO_SECTION ('H')
+    sections: array[int]  # heading index of the first body occurrence, or NO_SECTION ('H')
     top: float  # the largest score in ``scores``: this term's upper bound, for pruning
 
 
@@ -237,11 +237,11 @@ def _pseudo_tf(counts: list[Counter[str]], avg: list[float]) -> tuple[dict[str, 
     the short fields are folded in after it.
     """
     body = counts[Field.BODY]
-    f = Field.BODY
-    scale = WEIGHTS[f] / (1.0 - B[f] + B[f] * body.total() / avg[f])
+    b = int(Field.BODY)
+    scale = WEIGHTS[b] / (1.0 - B[b] + B[b] * body.total() / avg[b])
     pseudo = {t: scale * tf for t, tf in body.items()}
-    masks = dict.fromkeys(body, 1 << f)
-    for f in range(Field.BODY):
+    masks = dict.fromkeys(body, 1 << b)
+    for f in range(b):
         field = counts[f]
         if not field:
             continue
