@@ -129,3 +129,49 @@ def test_a_line_over_16_mib_is_dropped_and_answered_and_serving_goes_on(skills_r
         assert json.loads(srv.read_line()) == {"jsonrpc": "2.0", "id": 6, "result": {}}
     finally:
         srv.close()
+
+
+def test_every_request_read_before_end_of_input_is_answered(skills_root: Path, tmp_path: Path) -> None:
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "skill_load", "arguments": {"name": "alpha"}},
+        },
+        {"jsonrpc": "2.0", "id": 3, "method": "skills/list"},
+        {"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "skill://alpha/nope"}},
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "skill_file", "arguments": {"name": "bulk", "paths": ["data/part0.txt"]}},
+        },
+    ]
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json\n", encoding="utf-8")
+    env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [*server_command(), "--skills-dir", str(skills_root)],
+            stdin=stdin,
+            capture_output=True,
+            env={**env, "LANG": "C.UTF-8"},
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert sorted(a["id"] for a in answers if a["id"] is not None) == [1, 2, 3, 4, 5]
+    assert [a["error"]["code"] for a in answers if a["id"] is None] == [-32700]
