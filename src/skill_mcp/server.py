@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skill_mcp import __version__
-from skill_mcp.catalog import build_catalog
+from skill_mcp.catalog.lazy import LazyCatalog
 from skill_mcp.config import Settings, load_settings
 from skill_mcp.logs import configure_logging
 from skill_mcp.models import Catalog
@@ -50,8 +50,12 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
 
 
 def static_catalog(settings: Settings) -> Callable[[], Catalog]:
-    catalog = build_catalog(settings)
-    return lambda: catalog
+    """The catalog, scanned on the first request that needs it (issue 8).
+
+    Nothing in ``initialize`` or ``tools/list`` depends on the skills found, so the scan
+    (O(N) in skills) is kept off start-up; ``LazyCatalog`` logs its size (debug) once built.
+    """
+    return LazyCatalog(settings)
 
 
 def catalog_source(settings: Settings) -> Callable[[], Catalog]:
@@ -143,14 +147,13 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
 
     configure_logging(settings.log_level)
     provider = catalog_provider or catalog_source(settings)
-    catalog = provider()
     extra = plugins(settings, provider)
     server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
     if sys.stdin.isatty():
-        sys.stderr.write(_banner(settings, catalog))
+        # A person at a terminal gets the counts now; a client's handshake never waits for the scan.
+        sys.stderr.write(_banner(settings, provider()))
         sys.stderr.flush()
-    log.info("serving over stdio", extra={"skills": len(catalog.skills), "problems": len(catalog.problems),
-                                          "roots": [str(r) for r in settings.roots], "rootsFrom": settings.roots_from,
+    log.info("serving over stdio", extra={"roots": [str(r) for r in settings.roots], "rootsFrom": settings.roots_from,
                                           "narrowed": settings.narrowed})
     try:
         async with anyio.create_task_group() as tg:

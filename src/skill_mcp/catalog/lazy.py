@@ -40,7 +40,7 @@ class LazyCatalog:
             if self._catalog is None:
                 start = time.perf_counter()
                 self._catalog = build_catalog(self._settings, generation=self._generation)
-                log.info("catalog built", extra={"skills": len(self._catalog.skills),
+                log.debug("catalog built", extra={"skills": len(self._catalog.skills),
                                                  "problems": len(self._catalog.problems),
                                                  "ms": round((time.perf_counter() - start) * 1000, 1)})
             return self._catalog

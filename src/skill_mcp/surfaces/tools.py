@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
-from jsonschema import Draft202012Validator
 from mcp.shared.exceptions import MCPError
 
 from skill_mcp.errors import SkillMcpError
@@ -34,10 +33,19 @@ class ToolTable:
         for spec in specs:
             if spec.name in self._specs:
                 raise ValueError(f"two tools are named {spec.name!r}")
-            Draft202012Validator.check_schema(spec.input_schema)
             self._specs[spec.name] = spec
-        self._validators = {name: Draft202012Validator(spec.input_schema) for name, spec in self._specs.items()}
+        # Compiled on each tool's first call: jsonschema is a large import that the handshake
+        # does not need (issue 8). Every spec's schema is checked by tests/surfaces/test_tool_schemas.py.
+        self._validators: dict[str, Any] = {}
         self._state = state
+
+    def _validator(self, name: str) -> Any:
+        validator = self._validators.get(name)
+        if validator is None:
+            from jsonschema import Draft202012Validator
+
+            validator = self._validators[name] = Draft202012Validator(self._specs[name].input_schema)
+        return validator
 
     @property
     def names(self) -> list[str]:
@@ -57,7 +65,7 @@ class ToolTable:
         return types.ListToolsResult(tools=tools)
 
     def _check_arguments(self, name: str, args: dict[str, Any]) -> None:
-        errors = sorted(self._validators[name].iter_errors(args), key=lambda e: list(e.path))
+        errors = sorted(self._validator(name).iter_errors(args), key=lambda e: list(e.path))
         if not errors:
             return
         found = [{"at": "/" + "/".join(str(p) for p in e.path), "problem": e.message} for e in errors]
