@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
+import math
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -33,6 +35,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--calls", type=int, default=200, help="calls per per-call figure (default 200)")
     p.add_argument("--run-calls", type=int, default=30, help="skill_run calls per interpreter (default 30)")
     p.add_argument("--search-calls", type=int, default=1000, help="in-process search queries (default 1000)")
+    p.add_argument("--no-appliance", action="store_true", help="skip the container figures")
     p.add_argument("--quick", action="store_true", help="few repetitions: the CI smoke run")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--out", type=Path, default=None, help="Markdown file to write (default bench/results/<stamp>.md)")
@@ -42,16 +45,32 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def _appliance() -> str:
+def _appliance(enabled: bool) -> tuple[str, float]:
+    """The appliance figures from H3's ``container/measure.py`` when the image exists.
+
+    Returns the report text and skill_run's overhead over ``docker exec`` in ms (NaN if none).
+    """
+    if not enabled:
+        return "Not measured: --no-appliance.", math.nan
     try:
         out = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
                              text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
-        return "Not measured: docker is not available on this machine."
-    images = [line for line in out.stdout.splitlines() if "skill-mcp" in line]
-    if out.returncode != 0 or not images:
-        return "Not measured: no skill-mcp image is built on this machine (`docker images` lists none)."
-    return f"Not measured in this run: image(s) {', '.join(images)} exist, but the appliance figures are not wired yet."
+        return "Not measured: docker is not available on this machine.", math.nan
+    if out.returncode != 0 or "skill-mcp:dev" not in out.stdout.split():
+        return "Not measured: no skill-mcp:dev image on this machine (`make image` builds it).", math.nan
+    script = Path(__file__).resolve().parents[1] / "container" / "measure.py"
+    try:
+        proc = subprocess.run([sys.executable, str(script), "skill-mcp:dev"], capture_output=True, text=True,
+                              timeout=900)
+        figures = json.loads(proc.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as err:
+        return f"Not measured: container/measure.py failed ({err}).", math.nan
+    overhead = figures["skillRunMedianMs"] - figures["dockerExecMedianMs"]
+    rows = "\n".join(f"| {k} | {v} |" for k, v in figures.items())
+    return ("Measured by `container/measure.py` (docker run → initialize, median of 5; skill_run of a trivial "
+            "script after confirmation vs `docker exec` of it in the same container, median of 20):\n\n"
+            f"| figure | value |\n|---|---|\n{rows}\n\nskill_run over docker exec: {overhead:.1f} ms"), overhead
 
 
 async def run_all(args: argparse.Namespace) -> Run:
@@ -76,7 +95,7 @@ async def run_all(args: argparse.Namespace) -> Run:
         await script_runs(result, spec, info, args.run_calls)
         run.targets.append(result)
         run.inproc[spec.label] = measure_inproc(info.root if info else None, queries, args.search_calls)
-    run.appliance = _appliance()
+    run.appliance, run.appliance_overhead_ms = _appliance(not args.no_appliance)
     return run
 
 

@@ -12,6 +12,7 @@ stamp file and is reused, not rewritten.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import shutil
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SEED = 20261130
-VERSION = "2"  # bump when the shape below changes; the stamp then forces a rebuild
+VERSION = "3"  # bump when the shape below changes; the stamp then forces a rebuild
 STAMP = ".bench-corpus"
 
 WORDS = ["analyze", "api", "archive", "audit", "backup", "batch", "benchmark", "branch", "browser", "build", "cache", "calendar", "certificate", "changelog", "chart", "checklist", "cli", "client", "cloud", "cluster", "commit", "compile", "compliance", "config", "container", "contract", "convert", "cost", "coverage", "cron", "csv", "dashboard", "data", "database", "debug", "deploy", "design", "diagram", "diff", "dns", "docker", "document", "domain", "draft", "email", "encrypt", "endpoint", "error", "estimate", "event", "excel", "export", "feature", "feedback", "file", "filter", "finance", "firewall", "font", "form", "format", "git", "grammar", "graph", "grant", "helm", "html", "image", "import", "incident", "index", "invoice", "issue", "java", "json", "kubernetes", "label", "latency", "layout", "lint", "log", "markdown", "meeting", "memory", "merge", "metric", "migrate", "mock", "model", "monitor", "network", "note", "notebook", "onboarding", "package", "page", "parse", "patch", "payment", "pdf", "performance", "pipeline", "plan", "plot", "policy", "postgres", "presentation", "privacy", "profile", "prompt", "proxy", "python", "query", "queue", "react", "readme", "recipe", "refactor", "regex", "release", "report", "request", "resume", "review", "risk", "roadmap", "route", "rust", "schema", "scrape", "script", "search", "secret", "security", "server", "service", "sheet", "shell", "slack", "slide", "spec", "sql", "ssh", "sprint", "storage", "style", "summary", "survey", "table", "task", "template", "terraform", "test", "ticket", "timeline", "token", "trace", "translate", "tutorial", "typescript", "upload", "user", "validate", "vector", "video", "webhook", "wiki", "workflow", "yaml", "zip"]
@@ -42,8 +43,40 @@ class CorpusInfo:
     queries: tuple[str, ...]
 
 
+FUNCTION_WORDS = ["the", "a", "to", "and", "of", "for", "with", "when", "use", "this", "that", "is", "in", "on", "it", "be", "by", "or", "if", "then", "each", "your", "from", "as", "not", "all", "any", "only", "before", "after", "first", "next", "file", "step", "run", "check"]
+
+
+def _vocabulary() -> tuple[list[str], list[float]]:
+    """Body text follows Zipf's law over a large vocabulary, like prose does.
+
+    A body drawn uniformly from the few domain words would put every word in every skill,
+    which no real catalog does and which would make every search term's posting list the
+    whole catalog. So: function words first, then 6,000 made-up words, weights 1/rank; the
+    domain words (what descriptions and queries use) are mixed in separately, sparsely.
+    """
+    rng = random.Random(SEED)
+    onsets, vowels, codas = ["b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "cl", "dr", "fl", "gr", "pl", "st", "tr"], "aeiou", "nrstlmk"
+    made: list[str] = []
+    seen = set(FUNCTION_WORDS) | set(WORDS)
+    while len(made) < 6000:
+        word = "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.randint(1, 3)))
+        word += rng.choice(codas) if rng.random() < 0.5 else ""
+        if word not in seen:
+            seen.add(word)
+            made.append(word)
+    vocab = [*FUNCTION_WORDS, *made]
+    weights = [1.0 / (rank + 1) for rank in range(len(vocab))]
+    return vocab, list(itertools.accumulate(weights))
+
+
+VOCAB, CUM_WEIGHTS = _vocabulary()
+
+
 def _sentence(rng: random.Random, lo: int, hi: int) -> str:
-    words = [rng.choice(WORDS) for _ in range(rng.randint(lo, hi))]
+    count = rng.randint(lo, hi)
+    words = rng.choices(VOCAB, cum_weights=CUM_WEIGHTS, k=count)
+    if rng.random() < 0.3:  # now and then a domain word, as prose about a task would have
+        words[rng.randrange(count)] = rng.choice(WORDS)
     return " ".join(words).capitalize() + "."
 
 
@@ -72,7 +105,7 @@ def _skill_md(rng: random.Random, name: str, script: tuple[str, str] | None) -> 
     topic = f"{rng.choice(WORDS)} {rng.choice(WORDS)}"
     description = (f"{rng.choice(VERBS).capitalize()} {topic} for a {rng.choice(WORDS)} project. "
                    f"Use when the user asks to {rng.choice(VERBS)} {rng.choice(WORDS)} or {rng.choice(WORDS)} "
-                   f"{rng.choice(WORDS)}. {_sentence(rng, 5, 14)}")
+                   f"{rng.choice(WORDS)}. {' '.join(rng.sample(WORDS, 6)).capitalize()}.")
     tags = ", ".join(rng.sample(WORDS, 3))
     head = [f"name: {name}", f"description: {json.dumps(description)}", "license: MIT",
             "metadata:", '  author: "bench"', '  version: "1.0"', f'  tags: "{tags}"']

@@ -28,6 +28,7 @@ class Run:
     targets: list[TargetResult] = field(default_factory=list)
     inproc: dict[str, InProc] = field(default_factory=dict)
     appliance: str = "not measured"
+    appliance_overhead_ms: float = math.nan
     verdicts: list[str] = field(default_factory=list)
 
 
@@ -113,6 +114,7 @@ def _targets(run: Run) -> list[str]:
         for interp, lat in t.runs.items():
             _verdict(run, f"skill_run overhead ({interp}, {t.label})",
                      (Summary.of(lat.ours).median - Summary.of(lat.floor).median) * 1000, 30, " ms")
+    _verdict(run, "skill_run overhead in the appliance (over docker exec)", run.appliance_overhead_ms, 60, " ms")
     return run.verdicts
 
 

@@ -111,9 +111,13 @@ async def script_runs(result: TargetResult, spec: ServerSpec, corpus: CorpusInfo
         return
     env = {"MCP_CONFIRM_ELICITATION": "off"}
     async with session(spec, env) as s:
+        # The direct spawn uses the very interpreter the fence resolved at boot (skill_list says
+        # which), not whatever PATH finds first: a venv's python starts far slower than the system's.
+        listed = structured(await s.client.call_tool("skill_list", {"limit": 1}))
+        resolved = listed.get("interpreters") or {}
         for interp, where in sorted(corpus.scripts.items()):
             name, script = where.split(":", 1)
-            path = interpreter_path(interp)
+            path = resolved.get(interp) or interpreter_path(interp)
             if path is None:
                 result.missing[f"skill_run ({interp})"] = f"{interp} is not installed on this machine"
                 continue

@@ -58,7 +58,7 @@ def test_corpus_is_reused_when_its_stamp_matches(tmp_path: Path) -> None:
 def test_smoke_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "smoke.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--no-pack",
+        [sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--no-pack", "--no-appliance",
          "--cache", str(tmp_path / "cache"), "--out", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=170,
     )
