@@ -39,6 +39,7 @@ log = logging.getLogger("skill_mcp.watch")
 
 DEBOUNCE_MS = 400  # group a burst of writes (an editor's save, a git checkout) into one rebuild
 STEP_MS = 50
+CATCH_UP_MS = 500  # how soon after start the watcher checks for changes it could not see
 # Reasons that mean "the file is there but not readable as a skill right now" - what a file
 # that is still being written looks like.
 TRANSIENT = frozenset({ProblemReason.FRONTMATTER_PARSE, ProblemReason.FRONTMATTER_INVALID,
@@ -46,18 +47,37 @@ TRANSIENT = frozenset({ProblemReason.FRONTMATTER_PARSE, ProblemReason.FRONTMATTE
 
 
 class LiveCatalog:
-    """The current catalog. Calling it returns the catalog; ``swap`` replaces it whole."""
+    """The current catalog, reloaded while ``run`` watches the roots.
 
-    def __init__(self, catalog: Catalog) -> None:
+    Calling it returns the catalog (scanned on first use, like ``catalog.lazy.LazyCatalog``, so
+    start-up does not wait for the scan); ``swap`` replaces it whole. This is the provider
+    ``server.serve_stdio`` and ``surfaces.http.serve_http`` take for ``--watch``: they run
+    ``await provider.run(on_change)`` beside the server, with ``on_change`` announcing
+    ``list_changed`` to the connected clients.
+    """
+
+    def __init__(self, settings: Settings, catalog: Catalog | None = None) -> None:
+        self._settings = settings
         self._lock = threading.Lock()
         self._catalog = catalog
 
     def __call__(self) -> Catalog:
-        return self._catalog  # one attribute read: a request sees the old or the new, never a mix
+        catalog = self._catalog  # one attribute read: a request sees the old or the new, never a mix
+        if catalog is not None:
+            return catalog
+        with self._lock:
+            if self._catalog is None:
+                self._catalog = build_catalog(self._settings)
+            return self._catalog
 
     def swap(self, catalog: Catalog) -> None:
         with self._lock:
             self._catalog = catalog
+
+    async def run(self, on_change: Callable[[], Awaitable[None]]) -> None:
+        """Watch the roots until cancelled; after each swap, ``await on_change()``."""
+        await anyio.to_thread.run_sync(self)  # the baseline to compare the first change with
+        await watch_catalog(self._settings, self, on_change)
 
 
 def fingerprint(catalog: Catalog) -> tuple[Any, ...]:
@@ -127,8 +147,15 @@ async def watch_catalog(
         log.warning("serve --watch: no root exists; nothing to watch")
         return
     generation = live().generation
-    async for _changes in awatch(*paths, debounce=debounce_ms, step=STEP_MS, stop_event=stop_event,
-                                 recursive=True, ignore_permission_denied=True):
+    caught_up = False
+    # yield_on_timeout: the first (empty) batch proves the watcher is running, and one rebuild
+    # then catches whatever changed between the baseline scan and the watcher starting.
+    async for changes in awatch(*paths, debounce=debounce_ms, step=STEP_MS, stop_event=stop_event,
+                                recursive=True, ignore_permission_denied=True, yield_on_timeout=True,
+                                rust_timeout=CATCH_UP_MS):
+        if not changes and caught_up:
+            continue
+        caught_up = True
         generation += 1
         swapped = await anyio.to_thread.run_sync(rebuild, settings, live, generation)
         if swapped:

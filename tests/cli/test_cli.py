@@ -141,7 +141,3 @@ def test_serve_with_a_bad_http_address_is_a_usage_error() -> None:
     done = run("serve", "--http", "not-an-address")
     assert done.returncode in (2, 3) and done.stdout == "" and done.stderr
 
-
-def test_serve_refuses_watch_over_http_instead_of_ignoring_it() -> None:
-    done = run("serve", "--watch", "--http", "127.0.0.1:0")
-    assert done.returncode == 2 and "--watch" in done.stderr and done.stdout == ""

@@ -113,6 +113,7 @@ async def test_a_half_written_skill_md_keeps_the_last_good_version_served(tmp_pa
             changed.set()
 
     async with Client(_params(root), mode="legacy", message_handler=on_message) as client:
+        assert await _names(client) == {"alpha"}  # alpha's good version is what is served
         # A truncated SKILL.md (the frontmatter is not closed yet) plus a new neighbour, so the
         # test has a notification to wait for.
         (root / "alpha" / "SKILL.md").write_text("---\nname: alpha\ndescri", encoding="utf-8")

@@ -45,10 +45,14 @@ def run(args: argparse.Namespace) -> int:
     from skill_mcp.config import load_settings
     from skill_mcp.errors import SkillMcpError
 
-    if args.watch and args.http:
-        # Refused rather than ignored: a user asking for reload must not silently get none.
-        raise exits.CliError(exits.USAGE, "--watch is served over stdio only; drop --http or --watch")
     settings = load_settings(args.skills_dirs, os.environ, watch=args.watch)
+    # --watch: a provider that reloads; both transports run its watcher beside the server and
+    # announce list_changed after each swap (server.watch_catalog).
+    provider = None
+    if args.watch:
+        from skill_mcp.watch import LiveCatalog
+
+        provider = LiveCatalog(settings)
     try:
         if args.http:
             # Imported here: the SDK and the server are heavy and --help must stay fast.
@@ -56,11 +60,8 @@ def run(args: argparse.Namespace) -> int:
 
             host, port = parse_host_port(args.http)
             return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,
-                                        allowed_hosts=tuple(args.allowed_hosts)))
-        if args.watch:
-            from skill_mcp.surfaces.reload import serve_stdio_watch as serve_stdio
-        else:
-            from skill_mcp.server import serve_stdio
+                                        allowed_hosts=tuple(args.allowed_hosts), catalog_provider=provider))
+        from skill_mcp.server import serve_stdio
     except ImportError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"the server could not be loaded: {err}") from err
     except SkillMcpError as err:
@@ -68,6 +69,6 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise exits.CliError(exits.USAGE, f"--http: {err}") from err
     try:
-        return _blocking(serve_stdio(settings))
+        return _blocking(serve_stdio(settings, provider))
     except SkillMcpError as err:
         raise exits.CliError(exits.UNAVAILABLE, err.detail, str(err.reason)) from err
