@@ -120,3 +120,24 @@ def test_launcher_refuses_to_boot_without_setuid(image: str) -> None:
     code = app.close()
     assert code == 3
     assert "missing capabilities" in app.stderr()
+
+
+def test_ruleset_is_in_force_after_boot(appliance: Appliance) -> None:
+    import json
+    import subprocess
+
+    def nft(*args: str) -> subprocess.CompletedProcess[str]:
+        # docker exec runs as root with the container's capability set (NET_ADMIN included):
+        # an observer outside the launcher, reading the kernel's tables.
+        return subprocess.run(["docker", "exec", appliance.name, "/usr/sbin/nft", "-j", *args],
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    assert appliance.request({"op": "hello"})["fence"] is True  # booted, ruleset loaded
+    listing = nft("list", "table", "inet", "skill_mcp")
+    assert listing.returncode == 0, listing.stderr
+    items = json.loads(listing.stdout)["nftables"]
+    chains = [i["chain"] for i in items if "chain" in i]
+    assert [(c["hook"], c["policy"]) for c in chains] == [("output", "drop")]
+    assert sum(1 for i in items if "rule" in i) >= 8
+    # Positive control: the same observer is told when a table is not there.
+    assert nft("list", "table", "inet", "no_such_table").returncode != 0
