@@ -243,3 +243,28 @@ async def test_a_script_edited_while_the_prompt_is_open_is_refused(skills: Path,
         err, out = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))])
     assert prompts.messages and err and out["reason"] == Refusal.DRAFT_CHANGED
     assert not marker(skills).exists()
+
+
+@pytest.mark.parametrize("action", ["accept", "decline"])
+async def test_confirmation_over_streamable_http(skills: Path, era: str, action: str) -> None:
+    # Same flows over the HTTP transport: a back channel (handshake era) or the input-required round trip.
+    from tests.http.harness import http_connect
+
+    prompts = Prompts(action)
+    async with http_connect(skills, era, elicitation_callback=prompts) as client:
+        err, out = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills)), "h"])
+    assert prompts.messages
+    if action == "accept":
+        assert not err and out["status"] == "ok" and json.loads(out["stdout"]) == ["h"]
+    else:
+        assert err and out["reason"] == Refusal.DECLINED and not marker(skills).exists()
+
+
+async def test_token_flow_over_streamable_http(skills: Path, era: str) -> None:
+    from tests.http.harness import http_connect
+
+    async with http_connect(skills, era) as client:
+        _, first = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))])
+        err, out = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))],
+                             confirmToken=first["confirmToken"])
+    assert first["status"] == "confirmation-required" and not err and out["status"] == "ok"
