@@ -68,3 +68,12 @@ def test_boot_with_a_broker_fd_uses_the_broker_and_reports_its_fence(broker_pair
     assert booted.boot_refusal is not None and booted.boot_refusal.reason == Refusal.FENCE_UNAVAILABLE
     assert seen and seen[0]["op"] == "hello"
     booted.spawner.sock.close()  # type: ignore[attr-defined]  # the broker spawner owns the fd now
+
+
+def test_a_machine_looks_fenced_by_a_proxy_variable_or_an_egress_table() -> None:
+    from skill_mcp.runner.audit import looks_fenced
+
+    assert looks_fenced({"https_proxy": "http://127.0.0.1:3128"}, tables=lambda: [])
+    assert looks_fenced({}, tables=lambda: ["skill_mcp_egress"])
+    assert not looks_fenced({}, tables=lambda: ["nat", "filter"])  # positive control: ordinary host tables
+    assert not looks_fenced({"HTTPS_PROXY": ""}, tables=lambda: [])

@@ -76,7 +76,7 @@ class Runner:
     harden: HardenReport | None = None  # None: the process was never hardened
     boot_refusal: SkillMcpError | None = None  # e.g. root without a drop: every run refuses
     runs_as: str | None = None
-    fenced: bool = False
+    fenced: bool | None = None  # None: not asked yet; decided on the first failed run (no boot cost)
     audit: AuditSink = stderr_sink
     _busy: bool = field(default=False, repr=False)
 
@@ -99,7 +99,13 @@ class Runner:
                              f"this server's environment: {harden.detail}"})
         return cls(settings=settings, interpreters=interpreters or resolve_interpreters(), spawner=spawner,
                    tokens=TokenBook(clock=clock), harden=harden, boot_refusal=boot_refusal, runs_as=runs_as,
-                   fenced=looks_fenced(settings.environ) if fenced is None else fenced, audit=audit)
+                   fenced=fenced, audit=audit)
+
+    def looks_fenced(self) -> bool:
+        """Proxy variable or nftables egress table; asked once, on the first failed run."""
+        if self.fenced is None:
+            self.fenced = looks_fenced(self.settings.environ)
+        return self.fenced
 
     @property
     def unscrubbed_blocks(self) -> bool:
@@ -173,7 +179,7 @@ class Runner:
         finally:
             self._busy = False
         out = result.to_dict()
-        if self.fenced and result.status != "ok":
+        if result.status != "ok" and self.looks_fenced():
             out["notes"] = [*out.get("notes", []), FENCED_NOTE]
         out["skill"], out["script"] = prepared.plan.skill, prepared.plan.script
         self.audit(audit_record(prepared.plan, result, spawner=self.spawner.name))
