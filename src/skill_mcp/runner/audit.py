@@ -61,7 +61,7 @@ def _nft_tables() -> list[str]:
 
 
 def looks_fenced(environ: Mapping[str, str], tables: Callable[[], list[str]] = _nft_tables) -> bool:
-    """True when a proxy variable is set or an nftables egress table is present. Checked once at boot."""
+    """True when a proxy variable is set or an nftables egress table is present (asked once per Runner)."""
     if any(environ.get(name) for name in PROXY_VARS):
         return True
     return any(hint in table.lower() for table in tables() for hint in FENCE_TABLE_HINTS)
