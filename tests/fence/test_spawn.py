@@ -360,3 +360,11 @@ def test_a_script_does_not_outlive_a_server_killed_with_sigkill(root: Path) -> N
             server.wait(timeout=10)
         assert server.stderr is not None
         server.stderr.close()
+
+
+def test_the_private_tmpdir_is_removed_even_when_the_script_locks_itself_out(root: Path) -> None:
+    source = ("import os\nd = os.path.join(os.environ['TMPDIR'], 'locked')\nos.makedirs(os.path.join(d, 'deep'))\n"
+              "open(os.path.join(d, 'deep', 'f'), 'w').write('x')\nos.chmod(os.path.join(d, 'deep'), 0)\n"
+              "os.chmod(d, 0)\nprint(os.environ['TMPDIR'])\n")
+    out = run(root, "python", source)
+    assert out["status"] == "ok" and not os.path.exists(out["stdout"].strip())

@@ -128,7 +128,10 @@ def _remove_tree(path: str) -> None:
                 shutil.rmtree(p, ignore_errors=True)
             else:
                 os.unlink(p)
-    shutil.rmtree(path, onerror=fix)
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=fix)  # onerror is deprecated from 3.12 on
+    else:
+        shutil.rmtree(path, onerror=fix)
 
 
 @dataclass(slots=True)
