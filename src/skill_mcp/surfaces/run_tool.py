@@ -57,7 +57,24 @@ INPUT_SCHEMA: dict[str, Any] = {
 
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"status": {"type": "string"}},
+    "properties": {
+        "status": {"type": "string", "enum": ["confirmation-required", "ok", "error", "timeout", "killed"]},
+        # confirmation-required
+        "preview": {"type": "object", "properties": {"willRun": {"type": "object"}}, "required": ["willRun"]},
+        "confirmToken": {"type": "string"},
+        "howToConfirm": {"type": "string"},
+        # a run
+        "skill": {"type": "string"},
+        "script": {"type": "string"},
+        "exitCode": {"type": ["integer", "null"]},
+        "signal": {"type": ["string", "null"]},
+        "stdout": {"type": "string"},
+        "stderr": {"type": "string"},
+        "truncated": {"type": "object", "properties": {"stdout": {"type": "boolean"}, "stderr": {"type": "boolean"}}},
+        "droppedBytes": {"type": "integer", "minimum": 0},
+        "durationMs": {"type": "integer", "minimum": 0},
+        "notes": {"type": "array", "items": {"type": "string"}},
+    },
     "required": ["status"],
 }
 
