@@ -110,8 +110,10 @@ Connect = Callable[..., AbstractAsyncContextManager[Client]]
 
 
 @asynccontextmanager
-async def connect(root: Path, era: str, env: Mapping[str, str] | None = None) -> AsyncIterator[Client]:
-    async with Client(server_params(root, env), mode=era, read_timeout_seconds=30) as client:
+async def connect(
+    root: Path, era: str, env: Mapping[str, str] | None = None, **client_kwargs: Any
+) -> AsyncIterator[Client]:
+    async with Client(server_params(root, env), mode=era, read_timeout_seconds=30, **client_kwargs) as client:
         yield client
 
 

@@ -17,6 +17,7 @@ import mcp_types as types
 from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.server import NotificationOptions
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skill_mcp import __version__
 from skill_mcp.catalog.files import DigestMemo
@@ -25,6 +26,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import prompts, resources, skills_ext
+from skill_mcp.surfaces.client_logs import ClientLogForwarder
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.live import ChangeAnnouncer
 from skill_mcp.surfaces.read_tools import read_tools
@@ -72,6 +74,9 @@ class SkillServer(Server[Any]):
                                                        tools_changed=True)
         caps = super().get_capabilities(notification_options, experimental_capabilities, extensions,
                                         protocol_version=protocol_version)
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # logging/setLevel is a handshake-era method (removed at 2026-07-28; the SDK answers -32601).
+            caps = caps.model_copy(update={"logging": None})
         if self.advertise_content:
             return caps
         return caps.model_copy(update={"prompts": None, "resources": None, "extensions": None})
@@ -165,6 +170,7 @@ def assemble(
         _add_skills_extension(server, state)
     if announcer is not None:
         announcer.install(server)
+    ClientLogForwarder().install(server)
     return server
 
 
