@@ -128,6 +128,32 @@ def _env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | None
     return env, fields
 
 
+def _will_run(plan: RunPlan, grant: ScriptGrant, fields: list[dict[str, Any]], *, spawner: str,
+              runs_as: str | None) -> dict[str, Any]:
+    """The preview: names only, never a value. It is what the confirm token is bound to."""
+    handed = [f["name"] for f in fields if f.get("grantedBy") and f.get("present")]
+    accepted = "MCP_SKILL_RUN" if grant.source == "MCP_SKILL_RUN" else "standalone default"
+    will_run: dict[str, Any] = {
+        "skill": plan.skill, "script": plan.script, "interpreter": plan.interpreter,
+        "interpreterPath": plan.interpreter_path, "argv": list(plan.argv), "cwd": plan.cwd,
+        "timeoutSeconds": plan.timeout_s, "env": fields, "scriptDigest": plan.script_digest,
+        "egress": [{"host": h, "declaredBy": f"skill {plan.skill} (mcp-host: egress)", "acceptedBy": accepted}
+                   for h in grant.egress],
+        "spawner": spawner,
+    }
+    if spawner == "local":
+        will_run["containment"] = ("standalone: the script's process group is ended when it exits or times out; "
+                                   "a process that starts a session of its own may outlive the run")
+    if runs_as:
+        will_run["runsAs"] = runs_as
+    if grant.source == "declaration" and handed:
+        will_run["envWarning"] = (
+            "standalone mode: this script will be handed " + ", ".join(handed) + " from this server's own "
+            "environment because the skill declared them; nobody granted them explicitly (set MCP_SKILL_RUN "
+            "to decide which variables a script gets)")
+    return will_run
+
+
 def prepare(skill: Skill | None, skill_name: str, script: str, args: Sequence[Any], *, grants: GrantSet,
             interpreters: Interpreters, environ: Mapping[str, str], data_dir: str | None = None,
             runs_as: str | None = None, spawner: str = "local") -> Prepared:
@@ -152,24 +178,5 @@ def prepare(skill: Skill | None, skill_name: str, script: str, args: Sequence[An
     plan = RunPlan(skill=skill.name, script=script, interpreter=decl.interpreter,
                    interpreter_path=interpreter_path, argv=argv, cwd=str(base), env=env,
                    timeout_s=clamp_timeout(decl.timeout), egress=grant.egress, script_digest=digest)
-    handed = [f["name"] for f in fields if f.get("grantedBy") and f.get("present")]
-    will_run: dict[str, Any] = {
-        "skill": skill.name, "script": script, "interpreter": decl.interpreter,
-        "interpreterPath": interpreter_path, "argv": list(argv), "cwd": str(base),
-        "timeoutSeconds": plan.timeout_s, "env": fields, "scriptDigest": digest,
-        "egress": [{"host": h, "declaredBy": f"skill {skill.name} (mcp-host: egress)",
-                    "acceptedBy": "MCP_SKILL_RUN" if grant.source == "MCP_SKILL_RUN" else "standalone default"}
-                   for h in grant.egress],
-        "spawner": spawner,
-    }
-    if spawner == "local":
-        will_run["containment"] = ("standalone: the script's process group is ended when it exits or times out; "
-                                   "a process that starts a session of its own may outlive the run")
-    if runs_as:
-        will_run["runsAs"] = runs_as
-    if grant.source == "declaration" and handed:
-        will_run["envWarning"] = (
-            "standalone mode: this script will be handed " + ", ".join(handed) + " from this server's own "
-            "environment because the skill declared them; nobody granted them explicitly (set MCP_SKILL_RUN "
-            "to decide which variables a script gets)")
+    will_run = _will_run(plan, grant, fields, spawner=spawner, runs_as=runs_as)
     return Prepared(plan=plan, will_run=will_run)
