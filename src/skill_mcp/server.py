@@ -66,6 +66,10 @@ def catalog_source(settings: Settings) -> Callable[[], Catalog]:
     watcher loop that swaps the catalog and then awaits ``on_change()``. ``watch_catalog``
     runs that loop beside the server and ``on_change`` tells connected clients.
     """
+    if settings.watch:
+        from skill_mcp.watch import LiveCatalog
+
+        return LiveCatalog(settings)
     return static_catalog(settings)
 
 
@@ -179,8 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m skill_mcp.server", description="serve skills over stdio")
     parser.add_argument("--skills-dir", dest="skills_dirs", action="append", default=[], metavar="DIR")
+    parser.add_argument("--watch", action="store_true", help="rebuild the catalog when files change")
     args = parser.parse_args(argv)
-    settings = load_settings(args.skills_dirs)
+    settings = load_settings(args.skills_dirs, watch=args.watch)
     try:
         return anyio.run(serve_stdio, settings)
     except KeyboardInterrupt:
