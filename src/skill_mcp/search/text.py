@@ -20,6 +20,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from itertools import filterfalse
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -122,56 +123,66 @@ def _term_of(word: str) -> str:
 
 
 class TermCounter:
-    """Counts the terms of many texts fast: tokens are split and counted in C, then each
-    distinct token is turned into terms once (memoised for the life of this object, i.e. one
-    index build), so Python does one step per distinct token, not per word."""
+    """Counts the terms of many texts fast, for one index build.
+
+    Each distinct token is turned into its term once and memoised (for the life of this
+    object). Counting then maps tokens to terms with ``map`` and ``Counter`` - loops that run
+    in C - so Python does work per *new* token, not per word. A token that yields no term (a
+    stop word) maps to ``""``; one that yields several (``camelCase``) maps to the terms joined
+    by a space, and those few are split apart after counting.
+    """
 
     def __init__(self) -> None:
-        self._memo: dict[str, tuple[str, ...]] = {}
+        self._memo: dict[str, str] = {}
+        self._multi: set[str] = set()  # tokens that yield several terms
 
-    def _terms(self, token: str) -> tuple[str, ...]:
-        found = self._memo.get(token)
-        if found is None:
-            found = tuple(t for t in map(_term_of, _split_token(token)) if t)
-            self._memo[token] = found
-        return found
+    def _learn(self, tokens: set[str]) -> None:
+        # filterfalse over the new tokens, not a set difference with the memo: that would cost
+        # the size of the memo on every call.
+        for token in list(filterfalse(self._memo.__contains__, tokens)):
+            found = [t for t in map(_term_of, _split_token(token)) if t]
+            joined = " ".join(found)
+            self._memo[token] = joined
+            if len(found) > 1:
+                self._multi.add(token)
 
-    def _fold(self, tokens: Counter[str], first_token: dict[str, int] | None) -> tuple[Counter[str], dict[str, int]]:
-        counts: dict[str, int] = {}
-        first: dict[str, int] = {}
-        memo = self._memo
-        for token, n in tokens.items():
-            found = memo.get(token)
-            if found is None:
-                found = self._terms(token)
-            at = first_token[token] if first_token is not None else 0
-            for term in found:
-                if term in counts:  # a second token with the same term (test, tests, Test)
-                    counts[term] += n
-                    if at < first[term]:
-                        first[term] = at
-                else:
-                    counts[term] = n
+    def _settle(self, tokens: set[str], counts: Counter[str], first: dict[str, int] | None) -> Counter[str]:
+        counts.pop("", None)
+        if first is not None:
+            first.pop("", None)
+        for joined in {self._memo[t] for t in filter(self._multi.__contains__, tokens)}:
+            if joined not in counts:
+                continue  # already split: two tokens can join to the same terms
+            n = counts.pop(joined)
+            at = first.pop(joined) if first is not None else 0
+            for term in joined.split(" "):
+                counts[term] += n
+                if first is not None and at < first.get(term, at + 1):
                     first[term] = at
-        return Counter(counts), first
+        return counts
 
     def count_sections(self, texts: list[str]) -> tuple[Counter[str], dict[str, int]]:
         """Term counts over all ``texts`` together, and the index of the first text each
         term occurs in."""
-        tokens: Counter[str] = Counter()
-        first_token: dict[str, int] = {}
-        seen: set[str] = set()
-        for i, text in enumerate(texts):
-            found = _tokens(text)
-            tokens.update(found)
-            new = set(found) - seen
-            seen |= new
-            first_token.update(dict.fromkeys(new, i))
-        return self._fold(tokens, first_token)
+        sections = [_tokens(text) for text in texts]
+        distinct = [set(tokens) for tokens in sections]
+        union: set[str] = set().union(*distinct)
+        self._learn(union)
+        term_of = self._memo.__getitem__
+        counts: Counter[str] = Counter()
+        for tokens in sections:
+            counts.update(map(term_of, tokens))
+        first: dict[str, int] = {}
+        for i in range(len(sections) - 1, -1, -1):  # earlier sections overwrite later ones
+            first.update(dict.fromkeys(map(term_of, distinct[i]), i))
+        return self._settle(union, counts, first), first
 
     def count(self, text: str) -> Counter[str]:
         """The same terms ``terms(text)`` yields, counted."""
-        return self._fold(Counter(_tokens(text)), None)[0]
+        tokens = _tokens(text)
+        distinct = set(tokens)
+        self._learn(distinct)
+        return self._settle(distinct, Counter(map(self._memo.__getitem__, tokens)), None)
 
 
 def terms(text: str) -> Iterator[str]:
