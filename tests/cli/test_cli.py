@@ -141,3 +141,12 @@ def test_serve_with_a_bad_http_address_is_a_usage_error() -> None:
     done = run("serve", "--http", "not-an-address")
     assert done.returncode in (2, 3) and done.stdout == "" and done.stderr
 
+
+
+def test_search_output_is_identical_across_processes_and_hash_seeds() -> None:
+    corpus = str(Path(__file__).resolve().parent.parent / "search" / "corpus")
+    args = ("search", "make", "slides", "and", "a", "pdf", "form", "--json", "--limit", "18", "--skills-dir", corpus)
+    one = run(*args, env={"PYTHONHASHSEED": "1"})
+    two = run(*args, env={"PYTHONHASHSEED": "2"})
+    assert one.returncode == 0 and one.stdout == two.stdout
+    assert len(as_json(one)["hits"]) > 3
