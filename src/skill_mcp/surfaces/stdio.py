@@ -164,6 +164,7 @@ class StdinLines:
         self._eof = False
         self._dropping = False  # inside an over-long line: discard up to its newline
         self._pollable = True
+        self._scanned = 0  # bytes of _buf already known to hold no newline
 
     def __aiter__(self) -> StdinLines:
         return self
@@ -190,11 +191,15 @@ class StdinLines:
 
     async def __anext__(self) -> str:
         while True:
-            newline = self._buf.find(b"\n")
+            newline = self._buf.find(b"\n", self._scanned)
+            self._scanned = len(self._buf) if newline < 0 else 0
             if newline >= 0:
-                line = bytes(self._buf[: newline + 1])
+                too_long = self._dropping or newline + 1 > self._max
+                line = b"" if too_long else bytes(self._buf[: newline + 1])
                 del self._buf[: newline + 1]
-                if self._dropping:
+                if too_long:
+                    if not self._dropping:
+                        log.warning("input line over the limit; dropping it", extra={"limit": self._max})
                     self._dropping = False
                     return TOO_LONG + "\n"
                 return line.decode("utf-8", errors="replace")
@@ -203,6 +208,7 @@ class StdinLines:
                     log.warning("input line over the limit; dropping it", extra={"limit": self._max})
                 self._dropping = True
                 self._buf.clear()
+                self._scanned = 0
             if self._eof:
                 if self._dropping:
                     self._dropping = False
@@ -210,6 +216,7 @@ class StdinLines:
                 if self._buf:
                     line = bytes(self._buf)
                     self._buf.clear()
+                    self._scanned = 0
                     return line.decode("utf-8", errors="replace")
                 raise StopAsyncIteration
             await self._fill()
