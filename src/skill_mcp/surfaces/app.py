@@ -92,8 +92,11 @@ def _select_tools(settings: Settings, specs: Sequence[ToolSpec]) -> list[ToolSpe
 
 
 def _instructions(tool_names: Sequence[str]) -> str:
-    discover = "skill_search or skill_list" if "skill_search" in tool_names else "skill_list"
-    return INSTRUCTIONS.format(discover=discover)
+    if not {"skill_list", "skill_search", "skill_load"} & set(tool_names):
+        # Narrowed to tools that read no catalog: do not point the model at tools it cannot call.
+        return "This server serves Agent Skills. Its tools here: " + ", ".join(tool_names) + "."
+    found = [t for t in ("skill_search", "skill_list") if t in tool_names]
+    return INSTRUCTIONS.format(discover=" or ".join(found) if found else "skill_load with a known name")
 
 
 def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
