@@ -64,6 +64,12 @@ class Broker:
         except SkillMcpError as exc:
             log("refused", reason=str(exc.reason), detail=exc.detail)
             return {"ok": False, "reason": str(exc.reason), "detail": exc.detail, "data": exc.data}
+        except Exception as exc:
+            # PID 1 must outlive any one request: an unexpected failure (a fork refused, a full
+            # tmpfs) refuses that run and keeps serving.
+            log("run-failed", error=repr(exc))
+            return {"ok": False, "reason": str(Refusal.SPAWN_FAILED), "detail": f"the broker failed: {exc}",
+                    "data": {}}
 
     def run(self, raw: Any) -> dict[str, Any]:
         if not self.fence_ok:

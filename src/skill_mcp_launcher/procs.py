@@ -235,41 +235,48 @@ def _remove_ipc(uid: int) -> None:
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")  # noqa: S108 - we clean them
 
 
+def _as_user(account: Account, reaper: Reaper, deadline: float, *, kill: bool, remove: tuple[str, ...]) -> None:
+    """Fork a child that becomes ``account``, kills all its processes and/or cleans up."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 0
+        try:
+            reset_signals()
+            drop_to(account)
+            if kill:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(-1, signal.SIGKILL)
+            else:
+                for path in remove:
+                    if os.path.isdir(path):
+                        _remove_tree(path)
+                for shared in SHARED_WRITABLE:
+                    _remove_owned(shared, account.uid)
+                _remove_ipc(account.uid)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    reaper.watch(pid)
+    reaper.wait(pid, max(0.1, deadline - time.monotonic()))
+
+
 def sweep(account: Account, reaper: Reaper, *, remove: tuple[str, ...] = (), timeout: float = 5.0) -> int:
     """Kill every process of ``account`` and remove what it left; return how many remain.
 
     ``kill(-1, SIGKILL)`` is executed by a child that has become ``account``: the kernel
     then signals exactly the processes that uid may signal, which are its own - including a
-    grandchild that detached into its own session. The sweep repeats (a fork bomb may be
+    grandchild that detached into its own session. The kill repeats (a fork bomb may be
     mid-fork) until /proc shows no process of the uid, zombies included, or the bound ends.
+    Only then, with nothing of the uid left to write, its files and IPC objects are removed.
     """
     deadline = time.monotonic() + timeout
-    first = True
     while True:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            code = 0
-            try:
-                reset_signals()
-                drop_to(account)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(-1, signal.SIGKILL)
-                if first:
-                    for path in remove:
-                        if os.path.isdir(path):
-                            _remove_tree(path)
-                    for shared in SHARED_WRITABLE:
-                        _remove_owned(shared, account.uid)
-                    _remove_ipc(account.uid)
-            except BaseException:
-                code = 1
-            os._exit(code)
-        reaper.watch(pid)
-        reaper.wait(pid, max(0.1, deadline - time.monotonic()))
-        first = False
+        _as_user(account, reaper, deadline, kill=True, remove=())
         reaper.reap()
         left = pids_of(account.uid)
         if not left or time.monotonic() >= deadline:
-            return len(left)
+            break
         # Killed processes take a moment to become zombies that we can reap.
         time.sleep(0.005)
+    _as_user(account, reaper, deadline + 2.0, kill=False, remove=remove)
+    return len(left)
