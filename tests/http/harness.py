@@ -76,7 +76,7 @@ def cli_command() -> list[str]:
 
 def server_argv(roots: Sequence[Path | str], *, address: str = "127.0.0.1:0", no_auth: bool = False,
                 token_file: Path | None = None, allowed_hosts: Sequence[str] = (),
-                drain_seconds: float | None = None, stop_hooks: bool = True) -> list[str]:
+                drain_seconds: float | None = None, stop_hooks: bool = True, watch: bool = False) -> list[str]:
     """The real ``skill-mcp serve --http`` when it can express the request; otherwise the
     test child (``serve_child.py``), which calls the same ``serve_http`` with test-only bounds."""
     if drain_seconds is None and stop_hooks:
@@ -91,6 +91,9 @@ def server_argv(roots: Sequence[Path | str], *, address: str = "127.0.0.1:0", no
         argv += ["--allowed-host", name]
     for root in roots:
         argv += ["--skills-dir", str(root)]
+    if watch:
+        assert drain_seconds is None and stop_hooks, "--watch goes through the real CLI"
+        argv.append("--watch")
     if no_auth:
         argv.append("--no-auth")
     if token_file is not None:
@@ -110,6 +113,7 @@ def running_http_server(
     drain_seconds: float | None = None,
     token_file: Path | None = None,
     stop_hooks: bool = True,
+    watch: bool = False,
 ) -> Iterator[HttpServer]:
     """Start the server; yield once it listens. ``token`` goes in through ``MCP_HTTP_TOKEN``."""
     extra = dict(env or {})
@@ -117,7 +121,7 @@ def running_http_server(
         extra["MCP_HTTP_TOKEN"] = token
     proc = subprocess.Popen(
         server_argv(roots, address=address, no_auth=no_auth, allowed_hosts=allowed_hosts,
-                    drain_seconds=drain_seconds, token_file=token_file, stop_hooks=stop_hooks),
+                    drain_seconds=drain_seconds, token_file=token_file, stop_hooks=stop_hooks, watch=watch),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env=child_env(extra), start_new_session=True,
     )

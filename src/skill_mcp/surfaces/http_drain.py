@@ -48,16 +48,23 @@ async def buffered(receive: Receive, limit: int) -> tuple[bytes | None, Receive]
 
 def request_id_of(body: bytes | None) -> str | int | None:
     """The JSON-RPC id of a single request (not a notification, not a response)."""
+    return parse_request(body)[0]
+
+
+def parse_request(body: bytes | None) -> tuple[str | int | None, str | None]:
+    """``(id, method)`` of a single JSON-RPC request; ``(None, None)`` for anything else."""
     if not body:
-        return None
+        return None, None
     try:
         decoded = json.loads(body)
     except (ValueError, RecursionError):
-        return None
+        return None, None
     if not isinstance(decoded, dict) or not isinstance(decoded.get("method"), str):
-        return None
+        return None, None
     rid = decoded.get("id")
-    return rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+        return None, None
+    return rid, decoded["method"]
 
 
 class ResponseWatch:

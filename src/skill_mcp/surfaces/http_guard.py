@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.http_drain import BODY_PEEK_LIMIT, ResponseWatch, answer_stopped, buffered, request_id_of
+from skill_mcp.surfaces.http_drain import BODY_PEEK_LIMIT, ResponseWatch, answer_stopped, buffered, parse_request
 
 logger = logging.getLogger("skill_mcp.http")
 
@@ -41,6 +41,7 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 # by an online attacker long before anyone notices.
 MIN_TOKEN_CHARS = 16
 MCP_SESSION_HEADER = b"mcp-session-id"
+STREAMS_NOT_CALLS = frozenset({"subscriptions/listen"})
 
 
 def parse_host_port(text: str) -> tuple[str, int]:
@@ -284,11 +285,15 @@ class GuardMiddleware:
     async def _tracked(self, scope: Scope, receive: Receive, send: Send,
                        headers: dict[bytes, bytes]) -> None:
         declared = headers.get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > BODY_PEEK_LIMIT:
-            request_id = None  # the SDK answers 413; no id worth reading 4 MiB for
-        else:
+        request_id: str | int | None = None
+        if not (declared.isdigit() and int(declared) > BODY_PEEK_LIMIT):  # else the SDK answers 413
             body, receive = await buffered(receive, BODY_PEEK_LIMIT)
-            request_id = request_id_of(body)
+            request_id, method = parse_request(body)
+            if method in STREAMS_NOT_CALLS:
+                # A 2026-07-28 notification stream is a POST that stays open; it carries no
+                # call, so it must not hold the drain. It ends with the others after it.
+                await self.app(scope, receive, send)
+                return
         response = ResponseWatch()
 
         async def watched_send(message: Message) -> None:
