@@ -96,8 +96,6 @@ def test_a_tampered_skill_in_a_copy_is_refused_and_its_neighbours_served(tmp_pat
     assert "check-stdout-purity" not in catalog.skills and len(catalog.skills) == 49
 
 
-@pytest.mark.xfail(strict=True, reason="catalog counts interpreter caches (__pycache__) as skill files: requested "
-                   "from the lead/H4 in /work/notes/requests.md")
 def test_the_pack_still_verifies_after_pip_compiles_its_python_files(tmp_path: Path) -> None:
     """`pip install` byte-compiles every .py file of the package, the bundled scripts included,
     writing __pycache__ next to them; the installed pack must still match its pins."""
