@@ -107,3 +107,4 @@ def test_the_pack_still_verifies_after_pip_compiles_its_python_files(tmp_path: P
     catalog = build_catalog(load_settings([str(copy)], {}))
     assert [p.to_dict() for p in catalog.problems] == []
     assert len(catalog.skills) == 50
+    assert _cli("pack", "lock", str(copy), "--check").returncode == 0
