@@ -117,3 +117,21 @@ def test_the_python_client_examples_in_the_pack_run_against_the_real_server(skil
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "skill_search" in done.stdout
+
+
+def test_narrowing_does_what_choose_tools_and_make_read_only_say() -> None:
+    """`MCP_ENABLED_TOOLS` keeps only the named tools and stops advertising prompts,
+    resources and the Skills extension (choose-tools-prompts-or-resources, make-server-read-only)."""
+    def tools(extra: dict[str, str]) -> dict[str, Any]:
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "SKILL_MCP_LOG": "warning", **extra}
+        done = subprocess.run([str(SERVER), "tools", "--json"], capture_output=True, text=True, timeout=120,
+                              check=False, stdin=subprocess.DEVNULL, env=env)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    full = tools({})
+    assert "io.modelcontextprotocol/skills" in full["capabilities"]["extensions"] and full["prompts"] == 50
+    read_only = tools({"MCP_ENABLED_TOOLS": "skill_list,skill_search,skill_load,skill_file"})
+    assert sorted(t["name"] for t in read_only["tools"]) == ["skill_file", "skill_list", "skill_load", "skill_search"]
+    assert "extensions" not in read_only["capabilities"] and "prompts" not in read_only["capabilities"]
+    assert read_only["prompts"] == 0 and read_only["resources"] == 0
