@@ -135,3 +135,19 @@ def test_narrowing_does_what_choose_tools_and_make_read_only_say() -> None:
     assert sorted(t["name"] for t in read_only["tools"]) == ["skill_file", "skill_list", "skill_load", "skill_search"]
     assert "extensions" not in read_only["capabilities"] and "prompts" not in read_only["capabilities"]
     assert read_only["prompts"] == 0 and read_only["resources"] == 0
+
+
+@pytest.mark.parametrize(("env", "grant_from"), [
+    ({"MCP_SKILL_RUN": "[]"}, "MCP_SKILL_RUN"),  # make-server-read-only, step 2
+    ({"MCP_DATA_DIR": "/tmp"}, "hosted-default"),  # grant-scripts-with-mcp-skill-run: the hosted default
+    ({}, "declaration"),  # standalone: the declaration stands (positive control)
+])
+def test_grant_defaults_the_pack_describes(env: dict[str, str], grant_from: str) -> None:
+    base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "SKILL_MCP_LOG": "warning"}
+    done = subprocess.run([str(SERVER), "call", "skill_list", "--args", '{"limit": 200}'], capture_output=True,
+                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL, env={**base, **env})
+    assert done.returncode == 0, done.stderr
+    listing = json.loads(done.stdout)
+    states = {s["state"] for skill in listing["skills"] for s in skill["scripts"]}
+    assert listing["grantFrom"] == grant_from
+    assert states == ({"runnable"} if grant_from == "declaration" else {"not-granted"})
