@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skill_mcp import paths
+from skill_mcp.catalog.frontmatter import FRONTMATTER_MAX_BYTES, FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
 
 ASCII_PATHS = st.text(alphabet=st.sampled_from(list("ab./-_%\\\x00\x1f\x7f ~")), max_size=40)
@@ -79,3 +80,54 @@ def test_is_inside_is_a_separator_bounded_prefix() -> None:
     assert not paths.is_inside(Path("/a/b"), Path("/a/bc"))
     assert not paths.is_inside(Path("/a/b"), Path("/a"))
     assert paths.is_inside(Path("/"), Path("/x"))
+
+
+def _reference_split(raw: bytes) -> tuple[str, int, str, int]:
+    """``frontmatter.split`` as first written (the whole text cut into lines)."""
+    offset = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
+    text = raw[offset:].decode("utf-8")
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n").rstrip(" \t") != "---":
+        raise FrontmatterError("start", 1, 1)
+    consumed = len(lines[0].encode("utf-8"))
+    yaml_lines: list[str] = []
+    for index, line in enumerate(lines[1:], start=2):
+        stripped = line.rstrip("\r\n").rstrip(" \t")
+        consumed += len(line.encode("utf-8"))
+        if stripped in ("---", "..."):
+            return "".join(yaml_lines), 2, raw[offset + consumed:].decode("utf-8"), offset + consumed
+        if consumed > FRONTMATTER_MAX_BYTES:
+            raise FrontmatterError("size", index, 1)
+        yaml_lines.append(line.rstrip("\r\n") + "\n")
+    raise FrontmatterError("closing", len(lines), 1)
+
+
+def _split_outcome(fn: object, raw: bytes) -> object:
+    try:
+        got = fn(raw)  # type: ignore[operator]
+    except FrontmatterError as err:
+        return ("error", err.line, err.column)
+    if isinstance(got, tuple):
+        return got
+    return (got.frontmatter, got.first_line, got.body, got.body_offset)
+
+
+LINE = st.sampled_from(["---", "...", "--- ", "name: x", "é" * 300, "x" * 5000, "a: b\r", "", "#"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(LINE, max_size=40), st.sampled_from(["\n", "\r\n", "\u2028"]), st.booleans(),
+       st.integers(min_value=0, max_value=3))
+def test_split_reads_only_the_head_yet_agrees_with_the_whole_text_rule(lines: list[str], eol: str, bom: bool,
+                                                                       pad: int) -> None:
+    text = eol.join(lines) + ("z" * 30000 + eol) * pad
+    raw = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8")
+    assert _split_outcome(split, raw) == _split_outcome(_reference_split, raw)
+
+
+def test_split_finds_a_delimiter_past_the_head_by_falling_back() -> None:
+    raw = ("---\nname: x\n" + "# " + "c" * 70000 + "\n---\nbody\n").encode()
+    with pytest.raises(FrontmatterError):  # over 64 KiB either way
+        split(raw)
+    ok = ("---\nname: x\n---\n" + "b" * 100000).encode()
+    assert split(ok).body == "b" * 100000  # positive control
