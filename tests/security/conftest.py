@@ -169,9 +169,12 @@ def rebind_dns(image: str, peers: dict) -> Iterator[dict]:
     container = (DockerContainer(image).with_volume_mapping(str(appliance_conftest.HELPERS), "/helpers", "ro")
                  .with_kwargs(entrypoint=["/usr/bin/python3"], network=peers["network"])
                  .with_command(["-u", "/helpers/dns_logger.py", "127.0.0.1"]))
-    with container:
-        appliance_conftest._wait_log(container, "READY")
-        yield {"ip": appliance_conftest._ip(container, peers["network"]), "container": container}
+    try:
+        with container:
+            appliance_conftest._wait_log(container, "READY")
+            yield {"ip": appliance_conftest._ip(container, peers["network"]), "container": container}
+    finally:
+        container._docker.client.close()  # its pooled socket to the daemon, or pytest reports it unclosed
 
 
 def rebind_queries(rebind: dict) -> list[str]:

@@ -109,16 +109,13 @@ def test_refused_name_is_never_resolved(app: AppServer, rebind_dns: dict) -> Non
     assert "ext-allowed.example" in rebind_queries(rebind_dns)
 
 
-REBIND_FINDING = ("finding F3 (/work/notes/requests.md, H8 -> H3): the nftables ruleset accepts everything from the "
-                  "proxy uid, loopback included, so an accepted name that resolves to 127.0.0.1 makes the proxy "
-                  "connect to a loopback service inside the appliance")
-
-
-@pytest.mark.xfail(strict=True, reason=REBIND_FINDING)
-def test_dns_rebinding_to_loopback_is_refused(app: AppServer) -> None:
+def test_dns_rebinding_to_loopback_is_refused(app: AppServer, rebind_dns: dict) -> None:
+    """Was finding F3 (fixed in nftables/ by H3): the proxy uid may not connect to loopback."""
     out = app.session.probe("rebind", "18080", "http://rebind.example:18080/")["out"]
     assert out["listener_hits"] == 0, out
     assert out["fetch"].get("status") != 200, out
+    assert "rebind.example" in rebind_queries(rebind_dns)  # positive control: the name was resolved (to 127.0.0.1)
+    _control(app)
 
 
 def test_raw_socket_is_refused(app: AppServer) -> None:

@@ -178,13 +178,12 @@ def test_second_concurrent_run_is_refused_busy(server: Session, sec_root: Path) 
     _control(server)  # the lock was released
 
 
-ORPHAN_FINDING = ("finding F1/F2 (/work/notes/requests.md, H8 -> H2/H1): a standalone server that dies by SIGTERM or "
-                  "SIGKILL mid-run leaves the script running past its timeout (no PR_SET_PDEATHSIG in the shim, "
-                  "no SIGTERM handler that runs the stop_running closer)")
+ORPHAN_FINDING = ("finding F1 (/work/notes/requests.md, H8 -> H2): a standalone server killed with SIGKILL mid-run "
+                  "leaves the script running past its timeout (no PR_SET_PDEATHSIG in the exec shim)")
 
 
 @pytest.mark.parametrize("how", [pytest.param("SIGKILL", marks=pytest.mark.xfail(strict=True, reason=ORPHAN_FINDING)),
-                                 pytest.param("SIGTERM", marks=pytest.mark.xfail(strict=True, reason=ORPHAN_FINDING)),
+                                 "SIGTERM",  # was finding F2, fixed by H1 (SIGTERM stops serving like EOF)
                                  "stdin-EOF"])
 def test_server_killed_mid_run_leaves_no_orphan(how: str, sec_root: Path, script_uid: int | None) -> None:
     pidfile = sec_root.parent / "out" / f"killed-{how}.pid"
