@@ -2,13 +2,15 @@
 
     text    - normalisation: words, stop words, light stemming, format aliases
     index   - a BM25F index (posting lists with precomputed contributions, no body text kept)
+    build   - builds that index fast (per-word and per-posting work in C loops)
     source  - catalog records -> SearchDoc (the one place that reads SKILL.md bodies)
 
 Layering: search sits beside the surfaces, above the catalog; it imports ``catalog`` and
 ``models`` only.
 """
 
-from skill_mcp.search.index import Hit, SearchDoc, SearchIndex, build_index
+from skill_mcp.search.build import build_index
+from skill_mcp.search.index import Hit, SearchDoc, SearchIndex
 from skill_mcp.search.source import MAX_LIMIT, index_catalog, search_result
 
 __all__ = ["MAX_LIMIT", "Hit", "SearchDoc", "SearchIndex", "build_index", "index_catalog", "search_result"]

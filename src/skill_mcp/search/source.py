@@ -13,7 +13,8 @@ from typing import Any
 from skill_mcp.catalog.files import read_body, skill_uri
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Skill
-from skill_mcp.search.index import SearchDoc, SearchIndex, build_index
+from skill_mcp.search.build import build_sorted
+from skill_mcp.search.index import SearchDoc, SearchIndex
 
 BODY_MAX_BYTES = 256 * 1024
 MAX_LIMIT = 50  # past this, the body is ranked on its first 256 KiB only
@@ -53,13 +54,15 @@ def doc_for(skill: Skill) -> SearchDoc:
 
 
 def docs_from_catalog(catalog: Catalog) -> Iterator[SearchDoc]:
-    for skill in catalog.skills.values():
+    # In name order, one at a time: the builder numbers docs in the order they come, and only
+    # one body is held at once.
+    for skill in sorted(catalog.skills.values(), key=lambda s: s.name):
         yield doc_for(skill)
 
 
 def index_catalog(catalog: Catalog) -> SearchIndex:
     """Build the search index for one catalog generation."""
-    return build_index(docs_from_catalog(catalog))
+    return build_sorted(docs_from_catalog(catalog))
 
 
 def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int) -> dict[str, Any]:
