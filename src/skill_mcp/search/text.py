@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Iterator, Mapping
-from itertools import filterfalse
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -120,69 +118,6 @@ def words(text: str) -> Iterator[str]:
 
 def _term_of(word: str) -> str:
     return "" if word in STOP_WORDS or len(word) > MAX_TERM_CHARS else stem(word)
-
-
-class TermCounter:
-    """Counts the terms of many texts fast, for one index build.
-
-    Each distinct token is turned into its term once and memoised (for the life of this
-    object). Counting then maps tokens to terms with ``map`` and ``Counter`` - loops that run
-    in C - so Python does work per *new* token, not per word. A token that yields no term (a
-    stop word) maps to ``""``; one that yields several (``camelCase``) maps to the terms joined
-    by a space, and those few are split apart after counting.
-    """
-
-    def __init__(self) -> None:
-        self._memo: dict[str, str] = {}
-        self._multi: set[str] = set()  # tokens that yield several terms
-
-    def _learn(self, tokens: set[str]) -> None:
-        # filterfalse over the new tokens, not a set difference with the memo: that would cost
-        # the size of the memo on every call.
-        for token in list(filterfalse(self._memo.__contains__, tokens)):
-            found = [t for t in map(_term_of, _split_token(token)) if t]
-            joined = " ".join(found)
-            self._memo[token] = joined
-            if len(found) > 1:
-                self._multi.add(token)
-
-    def _settle(self, tokens: set[str], counts: Counter[str], first: dict[str, int] | None) -> Counter[str]:
-        counts.pop("", None)
-        if first is not None:
-            first.pop("", None)
-        for joined in {self._memo[t] for t in filter(self._multi.__contains__, tokens)}:
-            if joined not in counts:
-                continue  # already split: two tokens can join to the same terms
-            n = counts.pop(joined)
-            at = first.pop(joined) if first is not None else 0
-            for term in joined.split(" "):
-                counts[term] += n
-                if first is not None and at < first.get(term, at + 1):
-                    first[term] = at
-        return counts
-
-    def count_sections(self, texts: list[str]) -> tuple[Counter[str], dict[str, int]]:
-        """Term counts over all ``texts`` together, and the index of the first text each
-        term occurs in."""
-        sections = [_tokens(text) for text in texts]
-        distinct = [set(tokens) for tokens in sections]
-        union: set[str] = set().union(*distinct)
-        self._learn(union)
-        term_of = self._memo.__getitem__
-        counts: Counter[str] = Counter()
-        for tokens in sections:
-            counts.update(map(term_of, tokens))
-        first: dict[str, int] = {}
-        for i in range(len(sections) - 1, -1, -1):  # earlier sections overwrite later ones
-            first.update(dict.fromkeys(map(term_of, distinct[i]), i))
-        return self._settle(union, counts, first), first
-
-    def count(self, text: str) -> Counter[str]:
-        """The same terms ``terms(text)`` yields, counted."""
-        tokens = _tokens(text)
-        distinct = set(tokens)
-        self._learn(distinct)
-        return self._settle(distinct, Counter(map(self._memo.__getitem__, tokens)), None)
 
 
 def terms(text: str) -> Iterator[str]:
