@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -35,6 +36,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--calls", type=int, default=200, help="calls per per-call figure (default 200)")
     p.add_argument("--run-calls", type=int, default=30, help="skill_run calls per interpreter (default 30)")
     p.add_argument("--search-calls", type=int, default=1000, help="in-process search queries (default 1000)")
+    p.add_argument("--ready-only", action="store_true", help="measure only ready (spawn -> tools/list)")
     p.add_argument("--no-appliance", action="store_true", help="skip the container figures")
     p.add_argument("--quick", action="store_true", help="few repetitions: the CI smoke run")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
@@ -84,6 +86,9 @@ async def run_all(args: argparse.Namespace) -> Run:
               calls=args.calls)
     print(f"ready: {args.ready_runs} runs x {len(specs) + 1} servers", file=sys.stderr)
     run.ready = await ready_runs([floor, *specs], args.ready_runs)
+    if args.ready_only:
+        run.appliance = "Not measured: --ready-only."
+        return run
     run.memory_kib["floor"] = await peak_memory(floor, floor_first_call)
     queries = next(iter(infos.values())).queries if infos else ("search skills",)
     for spec in specs:
@@ -106,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or RESULTS / f"{run.started.replace(' ', '-').replace(':', '')}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n", encoding="utf-8")
+    # The raw samples beside the report, so a figure can be recomputed another way later.
+    out.with_suffix(".json").write_text(json.dumps(dataclasses.asdict(run), default=str) + "\n", encoding="utf-8")
     print(text)
     print(f"\nwritten to {out}", file=sys.stderr)
     return 0

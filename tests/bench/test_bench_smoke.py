@@ -7,6 +7,7 @@ business, not the test suite's.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -64,6 +65,8 @@ def test_smoke_run_writes_every_section(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = out.read_text(encoding="utf-8")
+    raw = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert len(raw["ready"]["100"]["ready"]) == len(raw["ready"]["floor"]["ready"]) == 3
     for heading in ("## Ready", "## Peak memory", "## Per-call latency: 100", "## In-process", "## Appliance"):
         assert heading in text
     ready_row = re.search(r"^\| 100 \| 100 \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
