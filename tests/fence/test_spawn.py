@@ -368,3 +368,16 @@ def test_the_private_tmpdir_is_removed_even_when_the_script_locks_itself_out(roo
               "os.chmod(d, 0)\nprint(os.environ['TMPDIR'])\n")
     out = run(root, "python", source)
     assert out["status"] == "ok" and not os.path.exists(out["stdout"].strip())
+
+
+def test_the_default_audit_sink_writes_one_json_line_on_stderr(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from skill_mcp.runner.audit import stderr_sink
+
+    runner = make_runner({"WANTED": SECRET}, audit=stderr_sink)
+    run(root, "python", "print(1)\n", env=("WANTED",), runner=runner)
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert captured.out == "" and len(lines) == 1
+    record = json.loads(lines[0])
+    assert record["logger"] == "skill_mcp.audit" and record["msg"] == "skill_run" and "WANTED" in record["env"]
+    assert SECRET not in lines[0]

@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,7 +27,16 @@ FENCED_NOTE = ("this machine looks fenced (an egress proxy or nftables table is 
 
 
 def stderr_sink(record: Mapping[str, Any]) -> None:
-    sys.stderr.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+    """Write one line in the shape of ``skill_mcp.logs`` (ts, level, logger, msg + fields).
+
+    Written directly rather than through ``logging``: the audit line is due for every run whatever
+    ``SKILL_MCP_LOG`` says, and a level filter must never drop it.
+    """
+    now = time.time()
+    line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
+            "level": "warning" if record.get("event") == "warning" else "info", "logger": "skill_mcp.audit",
+            "msg": str(record.get("event", "audit")), **record}
+    sys.stderr.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
     sys.stderr.flush()
 
 
