@@ -38,7 +38,7 @@ def test_any_bytes_parse_or_raise_the_one_documented_error(raw: bytes) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
                     max_leaves=12))
 def test_any_declaration_value_builds_or_raises_declaration_error(value: object) -> None:

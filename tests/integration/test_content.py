@@ -104,9 +104,6 @@ async def test_skills_list_publishes_complete_entries_with_digests(wire: Wire) -
             assert res["digest"] == sha256(path) and res["size"] == path.stat().st_size
 
 
-@pytest.mark.xfail(
-    reason="catalog leaves mcp-host out of Skill.frontmatter (requested in notes/requests.md)", strict=True
-)
 async def test_skills_entry_frontmatter_is_verbatim_including_mcp_host(wire: Wire) -> None:
     async with wire.session() as client:
         alpha = (await skills_get(client, "skill://alpha/SKILL.md"))["skill"]

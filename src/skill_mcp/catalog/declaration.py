@@ -12,12 +12,13 @@ A declaration narrows; it never grants. Rules:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skill_mcp.catalog.frontmatter import FrontmatterError, HostChunk, parse_yaml
+from skill_mcp.catalog.frontmatter import FrontmatterError, HostChunk, check_json_safe, parse_yaml
 from skill_mcp.models import Declaration, EnvField, ScriptDecl
 from skill_mcp.paths import relpath_problem
 from skill_mcp.reasons import Level, ProblemReason
@@ -46,6 +47,10 @@ class DeclarationError(ValueError):
 class DeclarationResult:
     declaration: Declaration | None
     findings: tuple[tuple[ProblemReason, Level, str], ...] = ()
+    # The block as the author wrote it (YAML -> JSON), for the verbatim frontmatter SEP-2640
+    # publishes; None when there is no block or it does not parse.
+    raw: Any = None
+    parsed: bool = True
 
 
 def _unknown(where: str, value: Mapping[str, Any], known: frozenset[str]) -> list[str]:
@@ -90,7 +95,8 @@ def _run_row(row: Any, index: int, unknown: list[str]) -> ScriptDecl:
         if not ENV_NAME.match(name):
             raise DeclarationError(f"{where}.env names {name!r}, which is not a variable name")
     timeout = row.get("timeout", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
+            or timeout <= 0):
         raise DeclarationError(f"{where}.timeout must be a positive number of seconds")
     description = row.get("description")
     if description is not None and not isinstance(description, str):
@@ -149,12 +155,19 @@ def read_declaration(chunk: HostChunk, first_line: int) -> DeclarationResult:
         parsed = parse_yaml(chunk.text, first_line)
     except FrontmatterError as exc:
         return DeclarationResult(None, ((ProblemReason.DECLARATION_INVALID, Level.ERROR,
-                                         f"the mcp-host block does not parse: {exc}; its scripts are not served"),))
+                                         f"the mcp-host block does not parse: {exc}; its scripts are not served"),),
+                                 parsed=False)
     block = parsed.get("mcp-host") if isinstance(parsed, dict) else None
+    try:
+        check_json_safe(block, "mcp-host")
+    except FrontmatterError as exc:
+        return DeclarationResult(None, ((ProblemReason.DECLARATION_INVALID, Level.ERROR,
+                                         f"{exc}; its scripts are not served"),), parsed=False)
     try:
         declaration, unknown = build_declaration(block)
     except DeclarationError as exc:
-        return DeclarationResult(None, ((exc.reason, Level.ERROR, f"{exc.message}; its scripts are not served"),))
+        return DeclarationResult(None, ((exc.reason, Level.ERROR, f"{exc.message}; its scripts are not served"),),
+                                 raw=block)
     findings = tuple((ProblemReason.DECLARATION_UNKNOWN_KEY, Level.WARNING, f"unknown key {key} ignored")
                      for key in unknown)
-    return DeclarationResult(declaration, findings)
+    return DeclarationResult(declaration, findings, raw=block)

@@ -122,7 +122,7 @@ def split_host_block(yaml_text: str) -> tuple[str, HostChunk]:
     return rest, HostChunk(host, any(owner))
 
 
-def _check_json_safe(value: Any, path: str) -> None:
+def check_json_safe(value: Any, path: str) -> None:
     """The frontmatter is rendered verbatim as JSON: refuse what JSON cannot carry."""
     if isinstance(value, float) and not math.isfinite(value):
         raise FrontmatterInvalid(f"{path} is a non-finite number, which JSON cannot carry")
@@ -130,10 +130,10 @@ def _check_json_safe(value: Any, path: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise FrontmatterInvalid(f"{path} has a non-string key {key!r}")
-            _check_json_safe(item, f"{path}.{key}")
+            check_json_safe(item, f"{path}.{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _check_json_safe(item, f"{path}[{index}]")
+            check_json_safe(item, f"{path}[{index}]")
 
 
 def parse_yaml(text: str, first_line: int) -> Any:
@@ -158,5 +158,5 @@ def parse_frontmatter(split_result: Split) -> tuple[dict[str, Any], HostChunk]:
         value = {}
     if not isinstance(value, dict):
         raise FrontmatterInvalid("the frontmatter is not a mapping of keys to values", split_result.first_line, 1)
-    _check_json_safe(value, "frontmatter")
+    check_json_safe(value, "frontmatter")
     return value, host

@@ -106,6 +106,10 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
     declared = read_declaration(host_chunk, parts.first_line)
     for reason, level, detail in declared.findings:
         note(reason, detail, level)
+    if host_chunk.present and declared.parsed:
+        # SEP-2640 publishes the frontmatter verbatim: every field the author wrote. (A block
+        # that does not parse is already reported as declaration-invalid and left out.)
+        frontmatter = {**frontmatter, "mcp-host": declared.raw}
     served = {f.rel for f in walk.files}
     missing: list[str] = []
     if declared.declaration is not None:
