@@ -36,6 +36,7 @@ def compact_entry(call: ToolCall, skill: Skill) -> dict[str, Any]:
         "uri": catfiles.skill_uri(skill, SKILL_MD),
         "fileCount": len(skill.files),
         "scripts": [dict(s) for s in call.scripts.scripts(skill)],
+        **call.scripts.skill_extras(skill),
     }
     if skill.skills_list_excluded is not None:
         entry["skillsListExcluded"] = str(skill.skills_list_excluded)

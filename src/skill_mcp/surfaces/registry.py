@@ -38,6 +38,9 @@ class ScriptStates(Protocol):
       where ``state`` is e.g. ``runnable``, ``not-granted``, ``unavailable``, ``missing``.
     - ``problems()`` -> extra problems to report beside the catalog's (grant rows that match
       nothing, an environ that could not be wiped, ...).
+    - ``skill_extras(skill)`` -> ``{"unavailableScripts": [{script, interpreter, detail}],
+      "ungrantedScripts": [script]}``: declared scripts this deployment cannot run, and those the
+      grant leaves out, so "nothing runs" never looks like "nothing was declared".
     """
 
     def grant(self) -> Mapping[str, Any]: ...
@@ -45,6 +48,8 @@ class ScriptStates(Protocol):
     def scripts(self, skill: Skill) -> Sequence[Mapping[str, Any]]: ...
 
     def problems(self) -> Sequence[Problem]: ...
+
+    def skill_extras(self, skill: Skill) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,10 @@ SKILL_LIST_OUT: dict[str, Any] = {
                     "uri": _STR,
                     "fileCount": _INT,
                     "scripts": {"type": "array", "items": SCRIPT},
+                    "unavailableScripts": {"type": "array", "items": {
+                        "type": "object", "required": ["script", "interpreter", "detail"],
+                        "properties": {"script": _STR, "interpreter": _STR, "detail": _STR}}},
+                    "ungrantedScripts": {"type": "array", "items": _STR},
                     "skillsListExcluded": _STR,
                 },
             },

@@ -47,6 +47,9 @@ class DeclaredScripts:
     def problems(self) -> Sequence[Problem]:
         return ()
 
+    def skill_extras(self, skill: Skill) -> Mapping[str, Any]:
+        return {"unavailableScripts": [], "ungrantedScripts": []}
+
 
 @dataclass(frozen=True, slots=True)
 class SurfaceState:
