@@ -178,11 +178,7 @@ def test_second_concurrent_run_is_refused_busy(server: Session, sec_root: Path) 
     _control(server)  # the lock was released
 
 
-ORPHAN_FINDING = ("finding F1 (/work/notes/requests.md, H8 -> H2): a standalone server killed with SIGKILL mid-run "
-                  "leaves the script running past its timeout (no PR_SET_PDEATHSIG in the exec shim)")
-
-
-@pytest.mark.parametrize("how", [pytest.param("SIGKILL", marks=pytest.mark.xfail(strict=True, reason=ORPHAN_FINDING)),
+@pytest.mark.parametrize("how", ["SIGKILL",  # was finding F1, fixed by H2 (PR_SET_PDEATHSIG in the exec shim)
                                  "SIGTERM",  # was finding F2, fixed by H1 (SIGTERM stops serving like EOF)
                                  "stdin-EOF"])
 def test_server_killed_mid_run_leaves_no_orphan(how: str, sec_root: Path, script_uid: int | None) -> None:
@@ -207,7 +203,9 @@ def test_server_killed_mid_run_leaves_no_orphan(how: str, sec_root: Path, script
             if script_uid is not None and not orphan_dead:
                 kill_uid(script_uid)
     assert orphan_dead, f"the script (pid {info['pid']}) outlived the server ({how})"
-    assert script_uid is None or not procs_of_uid(script_uid)
+    # A script whose server was SIGKILLed is re-parented to this machine's PID 1, which need not
+    # reap: an unreaped zombie runs nothing and holds nothing but its pid, so it is not a survivor.
+    assert script_uid is None or not [p for p in procs_of_uid(script_uid) if p["state"] != "Z"]
 
 
 def _eventually(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
