@@ -2,7 +2,7 @@
 
 ``@modelcontextprotocol/conformance`` (pinned in tools/conformance/package-lock.json, run on the
 Node 22 that package brings) runs ``--suite all`` - once at each scenario's default wire, once
-more on the 2026-07-28 wire - against ``skill-mcp serve --http`` on 127.0.0.1 serving
+more on the 2026-07-28 wire - against ``skill-mcp serve --http --watch`` on 127.0.0.1 serving
 ``tests/conformance/corpus`` - two skills, the first with nested subdirectories (the directory
 scenario descends into the first listed skill). The suite's exit status gates: it fails on any
 failure or warning outside ``tools/conformance/expected-failures.yaml``, and on a baseline entry
@@ -88,7 +88,8 @@ def suite_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     work = tmp_path_factory.mktemp("conformance")
     corpus = work / "skills"
     shutil.copytree(CORPUS, corpus)
-    with running_http_server([corpus], no_auth=True) as server:
+    # --watch: the server then serves list-changed subscriptions, which the suite checks too.
+    with running_http_server([corpus], no_auth=True, watch=True) as server:
         return {name: _run_suite(server.url, work, name) for name in RUNS}
 
 
