@@ -9,7 +9,7 @@
        from the container's, one end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``);
        the server wipes its exec-time environment and turns non-dumpable at its own boot;
     5. serve requests, reap every child, forward SIGTERM/SIGINT to the server, and exit with
-       the server's status when it ends.
+       the server's status when it ends; a run in progress when the server dies ends at once.
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server_pid = start_server(command, server_env(environ), users.server, child)
     child.close()
     broker.reaper.watch(server_pid)
+    broker.server_fd = os.pidfd_open(server_pid)  # watched during a run: see sandbox.run
     return serve(broker, parent, server_pid)
 
 

@@ -46,6 +46,9 @@ class Broker:
     runs: int = 0
     # True once a stop signal arrived: a run in progress is ended at once (SIGTERM, then SIGKILL).
     stopping: Callable[[], bool] = lambda: False
+    # The server's pidfd: a run in progress ends at once when the server dies (nobody is
+    # left to read its result, and the script must not run on until its own timeout).
+    server_fd: int | None = None
 
     def hello(self) -> dict[str, Any]:
         return {"ok": True, "fence": self.fence_ok, "fenceDetail": self.fence_detail,
@@ -81,11 +84,12 @@ class Broker:
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
         proxy_pid = self._start_proxy(job.egress)
         try:
-            outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping)
+            outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
+                                  self.server_fd)
         finally:
             self._stop_proxy(proxy_pid)
         log("run", skill_dir=job.cwd, argv0=job.argv[0], status=outcome.status, timed_out=outcome.timed_out,
-            remaining=outcome.remaining, duration_ms=outcome.duration_ms, egress=list(job.egress))
+            server_gone=outcome.server_gone, remaining=outcome.remaining, duration_ms=outcome.duration_ms, egress=list(job.egress))
         if outcome.spawn_error is not None:
             raise SkillMcpError(Refusal.SPAWN_FAILED, f"the script could not be started: {outcome.spawn_error}")
         return {"ok": True, "result": _result(outcome, notes), "sweep": {

@@ -108,6 +108,7 @@ def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Lim
 class Outcome:
     status: int | None = None
     timed_out: bool = False
+    server_gone: bool = False
     spawn_error: str | None = None
     out: Capture = field(default_factory=Capture)
     err: Capture = field(default_factory=Capture)
@@ -117,8 +118,13 @@ class Outcome:
 
 
 def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
-        scratch: str, stopping: Callable[[], bool] = lambda: False) -> Outcome:
-    """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid."""
+        scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None) -> Outcome:
+    """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
+
+    ``server_fd`` is the server's pidfd: when it turns readable the server has died, nobody
+    will read this run's result, and the run ends at once (SIGKILL, then the sweep) instead of
+    running on until its own timeout.
+    """
     result = Outcome()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -131,7 +137,7 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
     try:
-        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started, stopping)
+        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started, stopping, server_fd)
     finally:
         # The sweep kills whatever still holds the pipes (a detached grandchild), so the
         # final read below meets end-of-file instead of waiting on a process we do not own.
@@ -161,8 +167,12 @@ class _Supervisor:
     drain_until: float | None = None
     report: bytearray = field(default_factory=bytearray)
     stopping: Callable[[], bool] = lambda: False
+    server_fd: int | None = None
+    server_gone: bool = False
 
     def done(self, now: float) -> bool:
+        if self.server_gone:
+            return True  # the finally in ``run`` sweeps the uid and reaps
         if self.drain_until is not None and (now >= self.drain_until or not self.caps):
             return True
         # Still not dead well past SIGKILL (stuck in the kernel): the sweep keeps trying.
@@ -185,6 +195,12 @@ class _Supervisor:
         return max(0.0, min(wake) - now) if wake else 0.05
 
     def on_ready(self, fd: int, sel: selectors.BaseSelector) -> None:
+        if fd == self.server_fd:
+            # The server died mid-run: its script must not outlive it by a single timeout.
+            self.server_gone = self.result.server_gone = True
+            _killpg(self.pid, signal.SIGKILL)
+            sel.unregister(fd)
+            return
         if fd == self.pidfd:
             self.reaper.reap()
             status = self.reaper.pop(self.pid)
@@ -207,18 +223,20 @@ class _Supervisor:
 
 
 def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, reaper: procs.Reaper,
-               result: Outcome, started: float, stopping: Callable[[], bool]) -> None:
-    """Capture until the script has exited and its pipes are drained, or the hard bound."""
+               result: Outcome, started: float, stopping: Callable[[], bool], server_fd: int | None) -> None:
+    """Capture until the script has exited and its pipes are drained, the server died, or the hard bound."""
     pidfd = os.pidfd_open(pid)
     sup = _Supervisor(pid=pid, pidfd=pidfd, rep_r=rep_r, result=result, reaper=reaper,
                       deadline=started + timeout_s, caps={out_r: result.out, err_r: result.err},
-                      stopping=stopping)
+                      stopping=stopping, server_fd=server_fd)
     sel = selectors.DefaultSelector()
     try:
         for fd in (out_r, err_r, rep_r):
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
         sel.register(pidfd, selectors.EVENT_READ)
+        if server_fd is not None:
+            sel.register(server_fd, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if sup.done(now):

@@ -114,3 +114,30 @@ def test_stop_signal_ends_a_run_in_progress_instead_of_holding_shutdown(image: s
     finally:
         app.close()
     assert '"timed_out": true' in app.stderr()
+
+
+def test_server_death_mid_run_ends_the_script_at_once(image: str) -> None:
+    """Finding F4: the broker watches the server during a run. The stand-in server starts a
+    60 s sleeper (timeout 30 s) and exits; the container must end well before that timeout."""
+    import json
+    import subprocess
+
+    from tests.appliance.conftest import probe_plan
+
+    app = Appliance(image)
+    try:
+        plan = probe_plan("sleep", "60", timeout_s=30)
+        started = app.request({"op": "run-and-die", "plan": plan["plan"]})
+        # Positive control: the script really was running when the server died.
+        assert started["ok"] and started["script_pids"], started
+        code = app.proc.wait(timeout=10)  # before the fix: ~30 s, the script's own timeout
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        app.close()
+    events = [json.loads(line) for line in app.stderr().splitlines() if line.startswith('{"ts"')]
+    runs = [e for e in events if e.get("component") == "launcher" and e.get("event") == "run"]
+    assert code is not None, f"the container outlived its server; launcher log: {app.stderr()}"
+    assert runs and runs[-1]["server_gone"] is True and runs[-1]["remaining"] == 0, runs
+    assert runs[-1]["duration_ms"] < 10_000
+    assert any(e.get("event") == "server-exited" for e in events)

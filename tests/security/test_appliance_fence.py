@@ -137,11 +137,6 @@ def test_appliance_output_flood_is_capped(app: AppServer) -> None:
     assert out["truncated"] == {"stdout": True, "stderr": True}
 
 
-ORPHAN_FINDING = ("finding F4 (/work/notes/requests.md, H8 -> H3): while a run is in progress the broker is inside "
-                  "sandbox.run and does not watch the server; a script whose server died runs on until its own "
-                  "timeout, and only then is it swept")
-
-
 def _kill_server_mid_run(image: str, peers: dict, rebind_dns: dict, script: str, within_s: float) -> None:
     name = f"skill-mcp-sec-kill-{os.getpid()}-{script.rsplit('/', 1)[-1][:5]}"
     with open_appliance(image, name, network=peers["network"], dns=rebind_dns["ip"]) as app:
@@ -159,8 +154,8 @@ def _kill_server_mid_run(image: str, peers: dict, rebind_dns: dict, script: str,
                                         check=False).returncode != 0, 30, "the container to end")
 
 
-@pytest.mark.xfail(strict=True, reason=ORPHAN_FINDING)
 def test_appliance_server_killed_mid_run_leaves_no_orphan(image: str, peers: dict, rebind_dns: dict) -> None:
+    # Finding F4 (fixed): the broker watches the server's pidfd during a run and ends it at once.
     _kill_server_mid_run(image, peers, rebind_dns, "scripts/probe.py", within_s=10)  # probe.py: timeout 30 s
 
 

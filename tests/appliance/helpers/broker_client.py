@@ -3,7 +3,8 @@
 The launcher starts it exactly as it starts the real server (server uid, no capabilities,
 no-new-privileges), so what it observes is what the server would.
 Besides forwarding ``{"op": ...}`` requests it answers ``{"op": "self"}`` with its own
-identity, capabilities and environment, for the posture tests.
+identity, capabilities and environment, for the posture tests; ``{"op": "run-and-die", "plan": ...}``
+starts a run and exits while it is in progress.
 """
 
 import json
@@ -11,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 from skill_mcp_launcher import protocol
 
@@ -49,6 +51,22 @@ def _exec(argv: list) -> dict:
             "stderr": proc.stderr.decode(errors="replace")[-4000:]}
 
 
+def _run_and_die(sock: socket.socket, request: dict) -> None:
+    """Send a run, wait (bounded) until the script is running, report its pids, then die.
+
+    The server dying mid-run: the broker must end the run at once, not at its timeout.
+    """
+    protocol.send(sock, {"v": 1, "id": 0, "op": "run", "plan": request["plan"]})
+    deadline = time.monotonic() + 30
+    pids: list = []
+    while not pids and time.monotonic() < deadline:
+        pids = [p["pid"] for p in _procs()["procs"] if p["uid"] == 10002]
+        time.sleep(0.02)
+    sys.stdout.write(json.dumps({"ok": bool(pids), "script_pids": pids}) + "\n")
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def main() -> int:
     sock = socket.socket(fileno=int(os.environ["SKILL_MCP_BROKER_FD"]))
     for n, line in enumerate(sys.stdin):
@@ -59,6 +77,8 @@ def main() -> int:
             reply = _procs()
         elif request.get("op") == "exec":
             reply = _exec(request["argv"])
+        elif request.get("op") == "run-and-die":
+            _run_and_die(sock, request)
         else:
             request.setdefault("v", 1)
             request.setdefault("id", n)
