@@ -27,8 +27,6 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from itertools import compress, repeat
-from operator import add, ge
 
 from skill_mcp.search.text import query_terms
 
@@ -108,11 +106,6 @@ class SearchIndex:
             return []
         qterms = query_terms(query)
         acc = self._accumulate(qterms, limit)
-        if len(acc) > limit:
-            # Only skills within float noise of the limit-th best can make the cut: select
-            # them in C, then order just those exactly.
-            cut = heapq.nlargest(limit, acc.values())[-1] - _EPSILON
-            acc = dict(compress(acc.items(), map(cut.__le__, acc.values())))
         # Rounded before comparing so that scores equal up to float noise tie, and then the
         # lower doc id (the earlier name) wins.
         best = heapq.nsmallest(limit, acc.items(), key=lambda kv: (-round(kv[1], 9), kv[0]))
@@ -126,8 +119,6 @@ class SearchIndex:
         enter the result: the remaining terms are then only looked up for the candidates
         still in reach, by binary search, instead of scanning their postings. The result is
         exactly the exhaustive one; the order of terms is fixed, so float sums repeat.
-        Whole posting lists are added with ``map``/``zip`` (C loops): ``acc[doc] + w * score``
-        in the same order as a Python loop would.
         """
         present = [(t, qterms[t][0], p) for t in sorted(qterms) if (p := self.postings.get(t)) is not None]
         present.sort(key=lambda x: (-x[1] * x[2].top, x[0]))
@@ -136,28 +127,25 @@ class SearchIndex:
         pruned = False
         for _term, weight, post in present:
             rest -= weight * post.top
-            docs = post.docs
             if not pruned:
-                # acc.get is called for each doc before that doc is stored: each doc occurs once.
-                acc.update(zip(docs, map(add, map(acc.get, docs, repeat(0.0)), map(weight.__mul__, post.scores)), strict=True))
-            elif len(acc) * 8 < len(docs):
-                n = len(docs)
+                get = acc.get
+                for doc, score in zip(post.docs, post.scores, strict=True):
+                    acc[doc] = get(doc, 0.0) + weight * score
+            elif len(acc) * 8 < len(post.docs):
+                docs, n = post.docs, len(post.docs)
                 for doc in acc:
                     i = bisect_left(docs, doc)
                     if i < n and docs[i] == doc:
                         acc[doc] += weight * post.scores[i]
             else:
-                for doc, score in zip(docs, post.scores, strict=True):
+                for doc, score in zip(post.docs, post.scores, strict=True):
                     if doc in acc:
                         acc[doc] += weight * score
             if len(acc) >= limit:
-                bound = rest + _EPSILON
-                above = list(filter(bound.__lt__, acc.values()))  # C loop; theta > bound needs `limit` of them
-                if len(above) >= limit:
-                    theta = heapq.nlargest(limit, above)[-1]
+                theta = heapq.nlargest(limit, acc.values())[-1]
+                if rest + _EPSILON < theta:
                     pruned = True
-                    keep = map(ge, map(add, map(add, acc.values(), repeat(rest)), repeat(_EPSILON)), repeat(theta))
-                    acc = dict(compress(acc.items(), keep))  # s + rest + eps >= theta
+                    acc = {d: s for d, s in acc.items() if s + rest + _EPSILON >= theta}
         return acc
 
     def _hit(self, doc: int, score: float, qterms: Mapping[str, tuple[float, str]]) -> Hit:

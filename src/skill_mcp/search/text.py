@@ -128,6 +128,10 @@ def terms(text: str) -> Iterator[str]:
             yield term
 
 
+# Derived once from the constant table above (not a cache: it never changes).
+_ALIASES_BY_STEM: Mapping[str, tuple[str, ...]] = {stem(k): v for k, v in ALIASES.items()}
+
+
 def query_terms(query: str) -> dict[str, tuple[float, str]]:
     """Map each query term to (weight, the word the person typed), aliases included.
 
@@ -141,9 +145,8 @@ def query_terms(query: str) -> dict[str, tuple[float, str]]:
         t = stem(w)
         typed.append((w, t))
         out[t] = (1.0, w)
-    by_stem = {stem(k): v for k, v in ALIASES.items()}
     for w, t in typed:
-        for alias in ALIASES.get(w) or by_stem.get(t, ()):
+        for alias in ALIASES.get(w) or _ALIASES_BY_STEM.get(t, ()):
             a = stem(alias)
             if a not in out:
                 out[a] = (ALIAS_WEIGHT, w)
