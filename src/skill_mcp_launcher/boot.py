@@ -3,8 +3,9 @@
     1. check we are root with SETUID, SETGID and KILL; look the three users up;
     2. load nftables/skill-mcp.nft and verify it is in force (needs NET_ADMIN; without it
        the fence is unavailable: instructions are served, scripts are refused, and why);
-    3. drop every capability but SETUID, SETGID and KILL, read the kernel's view back, and
-       fail the boot if the drop did not take; set no-new-privileges;
+    3. with SETPCAP (documented), empty the bounding set; drop every capability but SETUID,
+       SETGID and KILL from the effective and permitted sets; read the kernel's view back and
+       fail the boot if either drop did not take; set no-new-privileges;
     4. start the server as its uid: no capabilities, no-new-privileges, an environment built
        from the container's, one end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``);
        the server wipes its exec-time environment and turns non-dumpable at its own boot;
@@ -84,6 +85,26 @@ def boot_fence(state: caps.CapState) -> tuple[bool, str]:
     return True, "nftables default-deny egress in force; proxy on 127.0.0.1:8888"
 
 
+NO_SETPCAP = ("started without SETPCAP: the bounding set keeps what the container was granted; "
+              "no-new-privileges still stops every process here from gaining any of it")
+
+
+def drop_capabilities(start: caps.CapState) -> caps.CapState:
+    """Empty the bounding set (when SETPCAP allows), keep only ``KEEP``, verify, set NNP.
+
+    Runs after the ruleset is loaded: ``nft`` is exec'd as root and needs ``NET_ADMIN`` in
+    the bounding set. Raises ``CapError`` when the kernel's view differs from the request.
+    """
+    emptied = start.has(caps.CAP_SETPCAP)
+    if emptied:
+        caps.drop_bounding()
+    state = caps.set_caps(KEEP)
+    if emptied and state.bounding:
+        raise caps.CapError(f"the bounding set is not empty after the drop: CapBnd={state.bounding:#x}")
+    caps.set_no_new_privs()
+    return state
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     command = list(sys.argv[1:] if argv is None else argv)
     if not command or not os.path.isabs(command[0]):
@@ -101,13 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         fatal(f"missing capabilities {missing}: the launcher cannot separate the server and scripts from root")
     fence_ok, fence_detail = boot_fence(start)
     try:
-        state = caps.set_caps(KEEP)
-        caps.set_no_new_privs()
+        state = drop_capabilities(start)
     except caps.CapError as exc:
         fatal(str(exc))
     _prepare_dirs()
     log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective),
-        bounding=caps.describe(state.bounding))
+        bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
+        **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
     environ = dict(os.environ)
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     broker = Broker(users=users, reaper=procs.Reaper(), roots=skill_roots(environ),

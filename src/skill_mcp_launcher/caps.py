@@ -1,10 +1,12 @@
 """Capabilities and process attributes, through the kernel's own interfaces (stdlib only).
 
-The launcher is PID 1 and root. It needs four capabilities at boot (``NET_ADMIN`` to load
+The launcher is PID 1 and root. It needs five capabilities at boot (``NET_ADMIN`` to load
 the ruleset, ``SETUID``/``SETGID`` to become the other users, ``KILL`` to signal a script's
-process group) and keeps only the last three once the ruleset is in force. Every change is
-read back from ``/proc/self/status``: a drop that silently did nothing is a failed boot, never
-a warning.
+process group, ``SETPCAP`` to empty the bounding set) and keeps only ``SETUID``/``SETGID``/
+``KILL`` once the ruleset is in force - in its effective and permitted sets only: the bounding
+set is emptied, because nothing the launcher starts afterwards may ever hold a capability.
+Every change is read back from ``/proc/self/status``: a drop that silently did nothing is a
+failed boot, never a warning.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from dataclasses import dataclass
 CAP_KILL = 5
 CAP_SETGID = 6
 CAP_SETUID = 7
+CAP_SETPCAP = 8
 CAP_NET_ADMIN = 12
-NAMES = {CAP_KILL: "KILL", CAP_SETGID: "SETGID", CAP_SETUID: "SETUID", CAP_NET_ADMIN: "NET_ADMIN"}
+NAMES = {CAP_KILL: "KILL", CAP_SETGID: "SETGID", CAP_SETUID: "SETUID", CAP_SETPCAP: "SETPCAP",
+         CAP_NET_ADMIN: "NET_ADMIN"}
 
 PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 PR_CAP_AMBIENT = 47
@@ -113,6 +118,34 @@ def set_caps(keep: Iterable[int]) -> CapState:
             f"capability drop did not take effect: wanted {want:#x}, kernel shows "
             f"eff={state.effective:#x} prm={state.permitted:#x} inh={state.inheritable:#x} amb={state.ambient:#x}"
         )
+    return state
+
+
+def _cap_last() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return 63  # every bit the status line can show; dropping an unknown one fails with EINVAL
+
+
+def drop_bounding() -> CapState:
+    """Empty the bounding set (needs ``SETPCAP`` effective) and verify ``CapBnd`` is 0.
+
+    The bounding set limits what an ``execve`` can grant; it does not touch the caller's own
+    permitted set, so the launcher keeps using ``SETUID``/``SETGID``/``KILL`` after this. Every
+    process it starts afterwards - server, proxy, scripts - inherits an empty bounding set.
+    Call it after the ruleset is loaded (``nft`` is exec'd as root and needs ``NET_ADMIN``).
+    """
+    libc = _libc()
+    for cap in range(_cap_last() + 1):
+        try:
+            _prctl(libc, PR_CAPBSET_DROP, cap, 0, 0)
+        except CapError as exc:
+            raise CapError(f"dropping {NAMES.get(cap, cap)} from the bounding set: {exc}") from None
+    state = read_state()
+    if state.bounding:
+        raise CapError(f"bounding set drop did not take effect: kernel shows CapBnd={state.bounding:#x}")
     return state
 
 

@@ -28,7 +28,7 @@ SKILLS = HERE / "skills"
 HELPERS = HERE / "helpers"
 IMAGE = os.environ.get("SKILL_MCP_IMAGE", "skill-mcp:dev")
 # The documented posture (docs/deploy.md); tests that remove a piece say which.
-CAPS = ("SETUID", "SETGID", "KILL", "NET_ADMIN")
+CAPS = ("SETUID", "SETGID", "KILL", "NET_ADMIN", "SETPCAP")
 HARDENING = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
              "--tmpfs", "/run:rw,nosuid,nodev,size=64m", "--tmpfs", "/tmp:rw,nosuid,nodev,size=64m"]
 SKILLS_MOUNT = ["-v", f"{SKILLS}:/skills:ro"]
@@ -64,6 +64,9 @@ def image() -> str:
         proc = subprocess.run(["make", "image", f"PY={sys.executable}", f"IMAGE={IMAGE}"], cwd=REPO,
                               capture_output=True, timeout=900, check=False)
         assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
+        # tests/security registers this fixture a second time (its conftest reuses it): the
+        # second instance must not build again.
+        os.environ["SKILL_MCP_IMAGE_PREBUILT"] = "1"
     return IMAGE
 
 

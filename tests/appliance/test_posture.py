@@ -42,6 +42,30 @@ def test_server_holds_no_capabilities_and_launcher_keeps_only_what_it_needs(appl
     assert hello["fence"] is True and hello["ok"] is True
 
 
+def test_launcher_server_and_script_hold_an_empty_bounding_set(appliance: Appliance) -> None:
+    # NET_ADMIN (and SETPCAP) were needed at boot only: after the ruleset is loaded the launcher
+    # empties the bounding set, so no process in the container can ever be granted them again.
+    out = appliance.run("id")["out"]
+    assert int(out["launcher"]["CapBnd"], 16) == 0 and int(out["CapBnd"], 16) == 0
+    assert int(appliance.request({"op": "self"})["status"]["CapBnd"], 16) == 0
+    # Positive control: the launcher still holds (and uses) SETUID/SETGID/KILL in its own sets.
+    assert int(out["launcher"]["CapEff"], 16) == int(out["launcher"]["CapPrm"], 16) == KEPT
+    assert out["uid"] == 10002
+
+
+def test_launcher_without_setpcap_boots_and_says_the_bounding_set_is_kept(image: str) -> None:
+    # SETPCAP is in the documented flags; older flag sets without it still boot (no-new-privileges
+    # stops every gain), and the boot log says the bounding set could not be emptied.
+    app = Appliance(image, caps=("SETUID", "SETGID", "KILL", "NET_ADMIN"))
+    try:
+        out = app.run("id")["out"]
+        assert int(out["launcher"]["CapBnd"], 16) >> 12 & 1  # NET_ADMIN stays in the bounding set
+        assert int(out["CapEff"], 16) == 0 and out["NoNewPrivs"] == "1"
+    finally:
+        app.close()
+    assert '"bounding_emptied": false' in app.stderr() and "SETPCAP" in app.stderr()
+
+
 @pytest.mark.parametrize("target", ["server", "launcher"])
 @pytest.mark.parametrize("what", ["environ", "mem"])
 def test_script_cannot_read_server_or_launcher_proc_files(appliance: Appliance, target: str, what: str) -> None:

@@ -29,8 +29,9 @@ def ident(_):
     st = status()
     return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
             "CapEff": st["CapEff"], "CapPrm": st["CapPrm"], "CapInh": st["CapInh"], "CapAmb": st["CapAmb"],
-            "NoNewPrivs": st["NoNewPrivs"], "cwd": os.getcwd(), "TMPDIR": os.environ.get("TMPDIR"),
-            "env": sorted(os.environ), "launcher": {k: status(1)[k] for k in ("CapEff", "CapPrm", "Uid")}}
+            "CapBnd": st["CapBnd"], "NoNewPrivs": st["NoNewPrivs"], "cwd": os.getcwd(),
+            "TMPDIR": os.environ.get("TMPDIR"), "env": sorted(os.environ),
+            "launcher": {k: status(1)[k] for k in ("CapEff", "CapPrm", "CapBnd", "Uid")}}
 
 
 def read(args):
