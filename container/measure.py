@@ -23,8 +23,8 @@ from mcp import Client, StdioServerParameters
 REPO = Path(__file__).resolve().parents[1]
 SKILLS = REPO / "tests" / "appliance" / "skills"
 FLAGS = ["--cap-drop", "ALL", "--cap-add", "SETUID", "--cap-add", "SETGID", "--cap-add", "KILL",
-         "--cap-add", "NET_ADMIN", "--security-opt", "no-new-privileges", "--read-only",
-         "--tmpfs", "/run", "--tmpfs", "/tmp", "-v", f"{SKILLS}:/skills:ro"]
+         "--cap-add", "NET_ADMIN", "--cap-add", "SETPCAP", "--security-opt", "no-new-privileges", "--read-only",
+         "--tmpfs", "/run", "--tmpfs", "/tmp", "-v", f"{SKILLS}:/skills:ro"]  # noqa: S108 - tmpfs mount points inside the container
 GRANT = json.dumps([{"skill": "probe", "script": "scripts/probe.py"}])
 CALL = {"skill": "probe", "script": "scripts/probe.py", "args": ["exists", "/"]}
 

@@ -68,3 +68,13 @@ def test_broker_rechecks_the_script_path(appliance: Appliance, field: str, value
     reply = appliance.request({"op": "run", "plan": plan})
     assert reply["ok"] is False and reply["reason"] == reason
     assert appliance.request(probe_plan("id"))["ok"] is True
+
+
+def test_image_fixture_is_not_built_twice_per_session(image: str) -> None:
+    """tests/security registers the ``image`` fixture a second time (its conftest reuses this
+    one); after the first build the fixture marks the image prebuilt so the second instance
+    returns at once instead of running ``make image`` again."""
+    import os
+
+    assert os.environ.get("SKILL_MCP_IMAGE_PREBUILT") == "1"
+    assert image  # positive control: the fixture produced an image name
