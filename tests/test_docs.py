@@ -25,3 +25,9 @@ def test_every_reason_is_documented(reason: ProblemReason | Refusal) -> None:
 @pytest.mark.parametrize("name", sorted(ENV_VARS))
 def test_every_environment_variable_is_documented(name: str) -> None:
     assert name in documented_codes("configuration.md"), f"docs/configuration.md does not list {name}"
+
+
+@pytest.mark.parametrize("name", sorted(ENV_VARS))
+def test_every_environment_variable_is_in_the_readme(name: str) -> None:
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    assert f"`{name}`" in readme, f"README.md does not list {name}"
