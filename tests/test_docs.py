@@ -31,3 +31,29 @@ def test_every_environment_variable_is_documented(name: str) -> None:
 def test_every_environment_variable_is_in_the_readme(name: str) -> None:
     readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
     assert f"`{name}`" in readme, f"README.md does not list {name}"
+
+
+def _cli_words() -> set[str]:
+    """Every subcommand and every option string the real parser accepts."""
+    import argparse
+
+    from skill_mcp.cli.main import build_parser
+
+    words: set[str] = set()
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            words.update(s for s in action.option_strings if s.startswith("--"))
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    words.add(name)
+                    walk(sub)
+
+    walk(build_parser())
+    return words - {"--help"}
+
+
+@pytest.mark.parametrize("word", sorted(_cli_words()))
+def test_every_cli_subcommand_and_flag_is_documented(word: str) -> None:
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    assert re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text), f"docs/cli.md does not mention {word}"
