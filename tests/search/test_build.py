@@ -82,3 +82,34 @@ def test_a_term_first_met_in_the_preamble_points_to_no_section() -> None:
     hit = index.search("word later", 1)[0]
     assert hit.section == "Two"  # "word" first occurs before any heading; "later" under "Two"
     assert build_index([SearchDoc("a", body="intro word\n# Head\nword\n")]).search("word", 1)[0].section is None
+
+
+def _body_or_error(read, skill):  # type: ignore[no-untyped-def]
+    try:
+        return read(skill)
+    except Exception as exc:
+        return type(exc)
+
+
+def test_the_body_read_for_indexing_is_the_body_read_body_gives() -> None:
+    from skill_mcp.catalog.files import read_body
+    from skill_mcp.search.source import _body
+
+    catalog = build_catalog(load_settings([str(CORPUS)], {}))
+    assert catalog.skills
+    for skill in catalog.skills.values():
+        assert _body(skill) == read_body(skill)
+
+
+def test_a_skill_md_changed_since_the_scan_is_read_as_read_body_reads_it(tmp_path: Path) -> None:
+    from skill_mcp.catalog.files import read_body
+    from skill_mcp.search.source import _body
+
+    md = tmp_path / "demo" / "SKILL.md"
+    md.parent.mkdir()
+    md.write_text("---\nname: demo\ndescription: Demo things. Use when testing.\n---\n# Steps\nDo it.\n")
+    skill = build_catalog(load_settings([str(tmp_path)], {})).skills["demo"]
+    for changed in ("---\nname: demo\ndescription: A longer description now. Use when testing.\n---\n# New\nx\n",
+                    "---\nname: demo\n---\n# Short\ny\n", "no frontmatter at all\n", "---\nname: d\n"):
+        md.write_text(changed)
+        assert _body_or_error(_body, skill) == _body_or_error(read_body, skill), changed

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from skill_mcp.catalog.files import read_body, skill_uri
+from skill_mcp.catalog.files import SKILL_MD, read_body, read_skill_file, skill_uri
+from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Skill
 from skill_mcp.search.build import build_sorted
@@ -37,11 +38,27 @@ def _tag_values(frontmatter: Mapping[str, Any], skill: Skill) -> tuple[str, ...]
     return tuple(out)
 
 
+def _body(skill: Skill) -> str:
+    """The body of SKILL.md, as ``read_body`` gives it, decoding only the body.
+
+    When the frontmatter still ends where the scan saw it end (parsing just the bytes before
+    ``body_offset`` finds the closing line exactly there), the body is the rest of the file;
+    otherwise the whole file is split again, as ``read_body`` does.
+    """
+    raw = read_skill_file(skill, SKILL_MD, max_bytes=1024 * 1024)
+    try:
+        if split(raw[:skill.body_offset]).body_offset == skill.body_offset:
+            return raw[skill.body_offset:].decode("utf-8")
+    except FrontmatterError:
+        pass
+    return read_body(skill, max_bytes=1024 * 1024)
+
+
 def doc_for(skill: Skill) -> SearchDoc:
     fm = skill.frontmatter
     title = fm.get("name")
     try:
-        body = read_body(skill, max_bytes=1024 * 1024)[:BODY_MAX_BYTES]
+        body = _body(skill)[:BODY_MAX_BYTES]
     except (SkillMcpError, OSError, UnicodeDecodeError):
         body = ""
     return SearchDoc(
