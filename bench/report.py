@@ -78,9 +78,13 @@ def paired_ratio(run: Run, label: str) -> float:
 
 def _memory_table(run: Run) -> list[str]:
     floor = run.memory_kib.get("floor", 0)
-    lines = ["| server | peak RSS (MiB) | above the floor (MiB) |", "|---|---:|---:|"]
+    after_all = {t.label: t.peak_after_all_kib for t in run.targets}
+    lines = ["| server | peak RSS (MiB) | above the floor (MiB) | peak after every read-side call, search index "
+             "built (MiB) |", "|---|---:|---:|---:|"]
     for label, kib in run.memory_kib.items():
-        lines.append(f"| {label} | {kib / MIB:.1f} | {(kib - floor) / MIB:+.1f} |")
+        later = after_all.get(label, 0)
+        lines.append(f"| {label} | {kib / MIB:.1f} | {(kib - floor) / MIB:+.1f} | "
+                     f"{f'{later / MIB:.1f}' if later else ''} |")
     return lines
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from bench.corpus import CorpusInfo
 from bench.measure import Op, alternate, direct_spawn, floor_call, interpreter_path, skills_get, skills_list, structured
-from bench.servers import ServerSpec, session
+from bench.servers import ServerSpec, peak_rss_kib, session
 
 SKILL_MD = "SKILL.md"
 
@@ -33,6 +33,7 @@ class TargetResult:
     skills_list_pages: int = 0
     runs: dict[str, Latency] = field(default_factory=dict)  # interpreter -> (direct spawn, skill_run)
     search_server: list[float] = field(default_factory=list)
+    peak_after_all_kib: int = 0  # VmHWM once every read-side call ran (the search index is built by then)
 
 
 async def _walk_skills_list(client: Any) -> tuple[list[str | None], float]:
@@ -101,6 +102,8 @@ async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, c
         for label, op in _read_ops(sample, cursors, queries, tools).items():
             floor_samples, ours = await alternate(f.client, s.client, op, calls)
             result.calls[label] = Latency(floor_samples, ours)
+        if s.pid is not None:
+            result.peak_after_all_kib = peak_rss_kib(s.pid)
 
 
 async def script_runs(result: TargetResult, spec: ServerSpec, corpus: CorpusInfo | None, runs: int) -> None:
