@@ -143,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def serve(broker: Broker, sock: socket.socket, server_pid: int) -> int:
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    broker.wake_fd = wake_r
     pending: list[int] = []
     forwarded: list[int] = []
     broker.stopping = lambda: bool(forwarded) or any(s != signal.SIGCHLD for s in pending)

@@ -49,6 +49,8 @@ class Broker:
     # The server's pidfd: a run in progress ends at once when the server dies (nobody is
     # left to read its result, and the script must not run on until its own timeout).
     server_fd: int | None = None
+    # The signal wakeup pipe (boot.serve): a stop signal wakes a run's capture loop.
+    wake_fd: int | None = None
 
     def hello(self) -> dict[str, Any]:
         return {"ok": True, "fence": self.fence_ok, "fenceDetail": self.fence_detail,
@@ -85,7 +87,7 @@ class Broker:
         proxy_pid = self._start_proxy(job.egress)
         try:
             outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
-                                  self.server_fd)
+                                  self.server_fd, self.wake_fd)
         finally:
             self._stop_proxy(proxy_pid)
         log("run", skill_dir=job.cwd, argv0=job.argv[0], status=outcome.status, timed_out=outcome.timed_out,

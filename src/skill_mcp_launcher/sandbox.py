@@ -118,12 +118,14 @@ class Outcome:
 
 
 def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
-        scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None) -> Outcome:
+        scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None,
+        wake_fd: int | None = None) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
 
     ``server_fd`` is the server's pidfd: when it turns readable the server has died, nobody
     will read this run's result, and the run ends at once (SIGKILL, then the sweep) instead of
-    running on until its own timeout.
+    running on until its own timeout. ``wake_fd`` is the signal wakeup pipe: a stop signal
+    must wake the capture loop so that ``stopping`` is asked at once, not at the next output.
     """
     result = Outcome()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -137,7 +139,7 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
     try:
-        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started, stopping, server_fd)
+        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started, stopping, (server_fd, wake_fd))
     finally:
         # The sweep kills whatever still holds the pipes (a detached grandchild), so the
         # final read below meets end-of-file instead of waiting on a process we do not own.
@@ -168,6 +170,7 @@ class _Supervisor:
     report: bytearray = field(default_factory=bytearray)
     stopping: Callable[[], bool] = lambda: False
     server_fd: int | None = None
+    wake_fd: int | None = None
     server_gone: bool = False
 
     def done(self, now: float) -> bool:
@@ -195,6 +198,9 @@ class _Supervisor:
         return max(0.0, min(wake) - now) if wake else 0.05
 
     def on_ready(self, fd: int, sel: selectors.BaseSelector) -> None:
+        if fd == self.wake_fd:
+            _read(fd)  # a signal arrived; enforce_deadline asks ``stopping`` on this turn
+            return
         if fd == self.server_fd:
             # The server died mid-run: its script must not outlive it by a single timeout.
             self.server_gone = self.result.server_gone = True
@@ -223,20 +229,22 @@ class _Supervisor:
 
 
 def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, reaper: procs.Reaper,
-               result: Outcome, started: float, stopping: Callable[[], bool], server_fd: int | None) -> None:
+               result: Outcome, started: float, stopping: Callable[[], bool],
+               watch: tuple[int | None, int | None]) -> None:
     """Capture until the script has exited and its pipes are drained, the server died, or the hard bound."""
     pidfd = os.pidfd_open(pid)
     sup = _Supervisor(pid=pid, pidfd=pidfd, rep_r=rep_r, result=result, reaper=reaper,
                       deadline=started + timeout_s, caps={out_r: result.out, err_r: result.err},
-                      stopping=stopping, server_fd=server_fd)
+                      stopping=stopping, server_fd=watch[0], wake_fd=watch[1])
     sel = selectors.DefaultSelector()
     try:
         for fd in (out_r, err_r, rep_r):
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
         sel.register(pidfd, selectors.EVENT_READ)
-        if server_fd is not None:
-            sel.register(server_fd, selectors.EVENT_READ)
+        for fd in watch:
+            if fd is not None:
+                sel.register(fd, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if sup.done(now):

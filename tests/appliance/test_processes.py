@@ -84,7 +84,8 @@ def test_system_v_ipc_objects_do_not_outlive_the_run(appliance: Appliance) -> No
 
 
 @pytest.mark.timeout(300)
-def test_stop_signal_ends_a_run_in_progress_instead_of_holding_shutdown(image: str) -> None:
+@pytest.mark.parametrize("mode", ["sleep", "silent"])  # silent: no output wakes the launcher, only the signal
+def test_stop_signal_ends_a_run_in_progress_instead_of_holding_shutdown(image: str, mode: str) -> None:
     import json
     import subprocess
     import time
@@ -95,12 +96,12 @@ def test_stop_signal_ends_a_run_in_progress_instead_of_holding_shutdown(image: s
     try:
         assert app.request({"op": "hello"})["ok"]
         assert app.proc.stdin is not None
-        app.proc.stdin.write((json.dumps(probe_plan("sleep", "120", timeout_s=200)) + "\n").encode())
+        app.proc.stdin.write((json.dumps(probe_plan(mode, "120", timeout_s=200)) + "\n").encode())
         app.proc.stdin.flush()
         # Bounded wait until the launcher has started the script (its pid shows in /proc as
         # the script uid), so the signal lands while the run is in progress.
         scan = ("import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: c=open(f'/proc/{p}/cmdline','rb')"
-                ".read()\n  except OSError: continue\n  if b'probe.py\\x00sleep' in c: print('running')\n")
+                ".read()\n  except OSError: continue\n  if b'probe.py\\x00" + mode + "' in c: print('running')\n")
         deadline = time.monotonic() + 30
         seen = ""
         while time.monotonic() < deadline and "running" not in seen:

@@ -226,6 +226,12 @@ def sleep(args):
     return {"slept": float(args[0])}
 
 
+def silent(args):
+    # No output at all while it runs: nothing but a signal can wake the launcher's capture loop.
+    time.sleep(float(args[0]))
+    return {"slept": float(args[0])}
+
+
 def net(args):
     mode, target = args[0], args[1]
     try:
@@ -256,7 +262,7 @@ def net(args):
 MODES = {"id": ident, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
          "exists": exists, "flood": flood, "bomb": bomb, "detach": detach, "linger": linger, "net": net,
          "procs": procs, "server": server, "ipc": ipc, "rebind": rebind,
-         "sleep": sleep}
+         "sleep": sleep, "silent": silent}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
