@@ -19,23 +19,11 @@ from mcp import Client, StdioServerParameters
 
 from skill_mcp.config import load_settings
 from skill_mcp.reasons import Refusal
+from tests.fence.demo_skill import ECHO, SKILL_MD
 
 pytestmark = pytest.mark.anyio
 ERAS = ("legacy", "2026-07-28")
 
-ECHO = "import json, sys\nopen(sys.argv[1], 'a').write('ran\\n')\nprint(json.dumps(sys.argv[2:]))\n"
-SKILL_MD = """---
-name: demo
-description: Echoes its arguments.
-mcp-host:
-  version: 1
-  run:
-    - script: scripts/echo.py
-      interpreter: python
-      timeout: 20
----
-Run scripts/echo.py.
-"""
 
 
 @pytest.fixture

@@ -19,24 +19,12 @@ from typing import Any
 import mcp_types as types
 import pytest
 
+from tests.fence.demo_skill import ECHO, SKILL_MD
 from tests.http.harness import HttpServer, http_client, running_http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 TOKEN = "run-token-0123456789abcdef"
 ERAS = ("legacy", "2026-07-28")
-ECHO = "import json, sys\nopen(sys.argv[1], 'a').write('ran\\n')\nprint(json.dumps(sys.argv[2:]))\n"
-SKILL_MD = """---
-name: demo
-description: Echoes its arguments.
-mcp-host:
-  version: 1
-  run:
-    - script: scripts/echo.py
-      interpreter: python
-      timeout: 20
----
-Run scripts/echo.py.
-"""
 
 
 @pytest.fixture
