@@ -13,6 +13,7 @@ import pytest
 from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.search import index_catalog
+from tests.search.quality import measure
 
 HERE = Path(__file__).parent
 
@@ -40,16 +41,7 @@ def test_the_query_set_is_large_and_covers_every_phase(index) -> None:  # type: 
 
 @pytest.mark.parametrize("name", ["queries.tsv", "queries-heldout.tsv"])
 def test_hit_at_1_and_hit_at_3_on_the_bundled_pack(index, name: str) -> None:  # type: ignore[no-untyped-def]
-    rows = _queries(name)
-    ranks = []
-    for query, expected in rows:
-        names = [hit.name for hit in index.search(query, 10)]
-        ranks.append(names.index(expected) + 1 if expected in names else 0)
-    n = len(ranks)
-    hit1 = sum(r == 1 for r in ranks) / n
-    hit3 = sum(1 <= r <= 3 for r in ranks) / n
-    mrr = sum(1 / r for r in ranks if r) / n
-    print(f"bundled pack search ({name}): n={n} hit@1={hit1:.3f} hit@3={hit3:.3f} MRR={mrr:.3f}")
-    misses = [(q, e, r) for (q, e), r in zip(rows, ranks, strict=True) if r != 1]
-    assert hit1 >= 0.85, misses
-    assert hit3 >= 0.95, misses
+    q = measure(index, _queries(name))
+    print(f"bundled pack search ({name}): {q.line()}")
+    assert q.hit1 >= 0.85, q.misses
+    assert q.hit3 >= 0.95, q.misses

@@ -15,6 +15,7 @@ import pytest
 from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.search import index_catalog
+from tests.search.quality import measure
 
 HERE = Path(__file__).parent
 
@@ -42,17 +43,8 @@ def test_labelled_set_is_big_enough_and_labels_exist(index) -> None:  # type: ig
 
 
 def test_quality_floors_hit_at_1_hit_at_3_and_mrr(index) -> None:  # type: ignore[no-untyped-def]
-    rows = _queries()
-    ranks = []
-    for query, expected in rows:
-        names = [h.name for h in index.search(query, 10)]
-        ranks.append(names.index(expected) + 1 if expected in names else 0)
-    n = len(ranks)
-    hit1 = sum(r == 1 for r in ranks) / n
-    hit3 = sum(1 <= r <= 3 for r in ranks) / n
-    mrr = sum(1 / r for r in ranks if r) / n
-    print(f"search quality: n={n} hit@1={hit1:.3f} hit@3={hit3:.3f} MRR={mrr:.3f}")
-    misses = [(q, e, r) for (q, e), r in zip(rows, ranks, strict=True) if r != 1]
-    assert hit1 >= 0.85, misses
-    assert hit3 >= 0.95, misses
-    assert mrr >= 0.9, misses
+    q = measure(index, _queries())
+    print(f"search quality: {q.line()}")
+    assert q.hit1 >= 0.85, q.misses
+    assert q.hit3 >= 0.95, q.misses
+    assert q.mrr >= 0.9, q.misses
