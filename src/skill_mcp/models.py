@@ -122,6 +122,15 @@ class Catalog:
     roots: tuple[Path, ...]
     generation: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # Derived once here, because every page of every listing needs them and the catalog never
+    # changes: the names in order, and the skills the Skills extension publishes (in order).
+    ordered: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    extension_listed: tuple[Skill, ...] = field(init=False, repr=False, compare=False)
 
-    def names(self) -> list[str]:
-        return list(self.skills)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ordered", tuple(self.skills))
+        object.__setattr__(self, "extension_listed",
+                           tuple(s for s in self.skills.values() if s.skills_list_excluded is None))
+
+    def names(self) -> tuple[str, ...]:
+        return self.ordered

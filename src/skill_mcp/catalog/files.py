@@ -10,13 +10,14 @@ tree costs bounded time.
 Reads re-check everything against the disk (``paths.resolve_inside`` then
 ``paths.open_regular``) and serve only files the scan listed. Digests are never stale: a
 digest is recomputed whenever the file's identity (inode, size, mtime) differs from the one
-it was computed for; ``DigestMemo`` only remembers pure results.
+it was computed for; ``DigestMemo`` only remembers digests of entries it verified.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import sys
 import threading
@@ -38,6 +39,8 @@ BUILD_OUTPUT_DIRS = frozenset({"__pycache__"})
 MAX_TOTAL_BYTES = 16 * 1024 * 1024
 SKILL_MD = "SKILL.md"
 _CHUNK = 256 * 1024
+# The characters urllib.parse.quote(safe="/") never escapes.
+_URI_PLAIN = re.compile(r"[A-Za-z0-9_.~/-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +137,8 @@ def skill_uri(skill: Skill | str, rel: str | None = None) -> str:
     name = skill if isinstance(skill, str) else skill.name
     if rel is None:
         return f"skill://{name}"
+    if _URI_PLAIN.fullmatch(rel):  # what quote() would leave unchanged: skip its per-call work
+        return f"skill://{name}/{rel}"
     return f"skill://{name}/{quote(rel, safe='/')}"
 
 
@@ -145,19 +150,38 @@ class FileInfo:
 
 
 class DigestMemo:
-    """Remembers digests by file identity. Safe to share across threads; holds no file bytes."""
+    """Digests of files already verified and hashed, each valid only while its file is unchanged.
+
+    Keyed by (skill directory, relative path), each entry holds the identity the digest was
+    computed for: device, inode, size and mtime as the fully checked read saw them. A later
+    answer for the same entry ``lstat``s the path once and reuses the digest only when every
+    one of those still matches; anything else (another inode, a link now in its place, a new
+    size or mtime, a vanished file) takes the full path again: resolution inside the skill,
+    the regular-file check, the open and a fresh hash. A reused digest is therefore one this
+    server already published for this very entry, of the bytes it would read now (up to the
+    filesystem's mtime granularity for a same-size rewrite, as with every mtime check).
+    Safe to share across threads; holds no file bytes.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._known: dict[tuple[int, int, int, int], str] = {}
+        self._known: dict[tuple[str, str], tuple[tuple[int, int, int, int], str]] = {}
 
-    def get(self, key: tuple[int, int, int, int]) -> str | None:
+    def get(self, where: tuple[str, str], identity: tuple[int, int, int, int]) -> str | None:
         with self._lock:
-            return self._known.get(key)
+            known = self._known.get(where)
+        return known[1] if known is not None and known[0] == identity else None
 
-    def put(self, key: tuple[int, int, int, int], digest: str) -> None:
+    def put(self, where: tuple[str, str], identity: tuple[int, int, int, int], digest: str) -> None:
         with self._lock:
-            self._known[key] = digest
+            self._known[where] = (identity, digest)
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _served(skill: Skill, rel: str) -> SkillFile:
@@ -170,34 +194,77 @@ def _served(skill: Skill, rel: str) -> SkillFile:
     return entry
 
 
+def known_info(memo: DigestMemo, skill: Skill, entry: SkillFile) -> FileInfo | None:
+    """``file_info`` when the memo already holds this entry unchanged (one ``lstat``), else None.
+
+    Costs no read and no hash, so callers may run it on the event loop and go to a worker
+    thread only when it returns None.
+    """
+    where = (str(skill.directory), entry.rel)
+    try:
+        st = os.lstat(f"{where[0]}/{entry.rel}")
+    except OSError:
+        return None  # the full path words the refusal
+    if stat.S_ISREG(st.st_mode) and (digest := memo.get(where, _identity(st))) is not None:
+        return FileInfo(entry.rel, st.st_size, digest)
+    return None
+
+
 def file_info(memo: DigestMemo, skill: Skill, entry: SkillFile) -> FileInfo:
     """Size and digest of the file as it is on disk now (recomputed when it changed)."""
+    known = known_info(memo, skill, entry)
+    if known is not None:
+        return known
+    where = (str(skill.directory), entry.rel)
     real, st = resolve_inside(skill.directory, entry.rel)
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    digest = memo.get(key)
-    if digest is None:
-        fd = open_regular(real, st, entry.rel)
-        hasher = hashlib.sha256()
-        with os.fdopen(fd, "rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                hasher.update(chunk)
-        digest = f"sha256:{hasher.hexdigest()}"
-        memo.put(key, digest)
-    return FileInfo(entry.rel, st.st_size, digest)
+    fd = open_regular(real, st, entry.rel)
+    hasher = hashlib.sha256()
+    with os.fdopen(fd, "rb") as handle:
+        opened = os.fstat(handle.fileno())
+        while chunk := handle.read(_CHUNK):
+            hasher.update(chunk)
+    digest = f"sha256:{hasher.hexdigest()}"
+    # Remembered for the identity seen on the open descriptor; a write during the hash changes
+    # the mtime, so the next answer recomputes rather than trusting a torn read.
+    memo.put(where, _identity(opened), digest)
+    return FileInfo(entry.rel, opened.st_size, digest)
 
 
 def file_digest(memo: DigestMemo, skill: Skill, entry: SkillFile) -> str:
     return file_info(memo, skill, entry).digest
 
 
-def read_skill_file(skill: Skill, rel: str, *, max_bytes: int) -> bytes:
-    """Read one listed file, refusing before reading when it is larger than ``max_bytes``."""
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A listed file resolved inside its skill: where it is and the ``stat`` the checks saw."""
+
+    rel: str
+    real: Path
+    st: os.stat_result
+
+    @property
+    def size(self) -> int:
+        return self.st.st_size
+
+
+def locate(skill: Skill, rel: str) -> Located:
+    """Check ``rel`` (listed, plain, inside the skill, a regular file) without reading a byte."""
     entry = _served(skill, rel)
     real, st = resolve_inside(skill.directory, entry.rel)
+    return Located(entry.rel, real, st)
+
+
+def read_located(found: Located, *, max_bytes: int) -> bytes:
+    """Read a located file, refusing before reading when it is larger than ``max_bytes``.
+
+    ``open_regular`` proves the descriptor is the inode ``locate`` resolved, so the checks and
+    the read are about the same file however long ago ``locate`` ran.
+    """
+    rel, st = found.rel, found.st
     if st.st_size > max_bytes:
         raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"{rel} is {st.st_size} bytes; the limit is {max_bytes}",
                             {"path": rel, "size": st.st_size, "limit": max_bytes})
-    fd = open_regular(real, st, rel)
+    fd = open_regular(found.real, st, rel)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
@@ -206,11 +273,14 @@ def read_skill_file(skill: Skill, rel: str, *, max_bytes: int) -> bytes:
     return data
 
 
+def read_skill_file(skill: Skill, rel: str, *, max_bytes: int) -> bytes:
+    """Read one listed file, refusing before reading when it is larger than ``max_bytes``."""
+    return read_located(locate(skill, rel), max_bytes=max_bytes)
+
+
 def current_size(skill: Skill, rel: str) -> int:
     """The size of a listed file now, without reading it (for batch budgets)."""
-    entry = _served(skill, rel)
-    _real, st = resolve_inside(skill.directory, entry.rel)
-    return st.st_size
+    return locate(skill, rel).size
 
 
 def read_body(skill: Skill, *, max_bytes: int = 1024 * 1024) -> str:

@@ -218,26 +218,36 @@ class FenceStates:
     """Implements ``ScriptStates`` structurally (runner never imports surfaces).
 
     The report is recomputed when the catalog object changes (a reload swaps it) and kept for
-    that catalog only: one entry, held by this instance, not a module-level cache.
+    that catalog only: one entry, held by this instance, not a module-level cache. The
+    per-skill mappings derived from it are kept beside it, because every ``skill_list`` page
+    asks for them again; they are shared between answers, so callers must not mutate them.
     """
 
     runner: Runner
     catalog_provider: Callable[[], Catalog]
     _last: tuple[Catalog, FenceReport] | None = field(default=None, repr=False)
+    _per_skill: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     def _report(self) -> FenceReport:
         catalog = self.catalog_provider()
         if self._last is None or self._last[0] is not catalog:
             self._last = (catalog, self.runner.report(catalog))
+            self._per_skill = {}
         return self._last[1]
 
-    def grant(self) -> Mapping[str, Any]:
-        return self._report().top_dict()
+    def _skill(self, skill: Skill) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        report = self._report()
+        per_skill = self._per_skill
+        known = per_skill.get(skill.name)
+        if known is None:
+            known = per_skill[skill.name] = (self._scripts(report, skill), self._extras(report, skill))
+        return known
 
-    def scripts(self, skill: Skill) -> Sequence[Mapping[str, Any]]:
+    @staticmethod
+    def _scripts(report: FenceReport, skill: Skill) -> list[dict[str, Any]]:
         descriptions = {r.script: r.description for r in skill.declaration.run} if skill.declaration else {}
         out = []
-        for state in self._report().scripts.get(skill.name, ()):
+        for state in report.scripts.get(skill.name, ()):
             entry = state.to_dict()
             reason = _STATE_REASONS.get(state.state)
             if state.state == "blocked":
@@ -249,10 +259,22 @@ class FenceStates:
             out.append(entry)
         return out
 
+    @staticmethod
+    def _extras(report: FenceReport, skill: Skill) -> dict[str, Any]:
+        # Only the lists that have something in them: an entry without either key has no
+        # script this deployment cannot run and none the grant leaves out.
+        extras = report.skill_dict(skill.name)
+        return {k: extras[k] for k in ("unavailableScripts", "ungrantedScripts") if extras[k]}
+
+    def grant(self) -> Mapping[str, Any]:
+        return self._report().top_dict()
+
+    def scripts(self, skill: Skill) -> Sequence[Mapping[str, Any]]:
+        return self._skill(skill)[0]
+
     def skill_extras(self, skill: Skill) -> Mapping[str, Any]:
-        """``unavailableScripts`` and ``ungrantedScripts`` for one skill's entry."""
-        extras = self._report().skill_dict(skill.name)
-        return {k: extras[k] for k in ("unavailableScripts", "ungrantedScripts")}
+        """``unavailableScripts`` and ``ungrantedScripts`` for one skill's entry, each only when non-empty."""
+        return self._skill(skill)[1]
 
     def problems(self) -> Sequence[Problem]:
         return self._report().problems

@@ -128,7 +128,10 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
     async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         if not content:
             raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
-        return await anyio.to_thread.run_sync(resources.read_resource, state.catalog(), params.uri)
+        catalog = state.catalog()
+        if resources.small_read(catalog, params.uri):
+            return resources.read_resource(catalog, params.uri)
+        return await anyio.to_thread.run_sync(resources.read_resource, catalog, params.uri)
 
     return {
         "on_list_prompts": on_list_prompts,
@@ -197,13 +200,31 @@ def _legacy_extensions_middleware(server: SkillServer) -> Any:
     return middleware
 
 
+def _full(answer: Callable[..., dict[str, Any] | None], *args: Any) -> dict[str, Any]:
+    out = answer(*args)
+    if out is None:  # cannot happen: without known_only every file is hashed, never skipped
+        raise RuntimeError("a full skills answer came back empty")
+    return out
+
+
 def _add_skills_extension(server: SkillServer, state: SurfaceState) -> None:
+    # Entries carry every file's digest. When each one is already known for the file as it is
+    # now (one lstat per file), the page is answered on the event loop; when any file must be
+    # hashed, the whole answer is computed in a worker thread (a thread hop costs more than
+    # the lstats, so it is paid only when there is real work).
     async def on_skills_list(ctx: Any, params: skills_ext.SkillsListParams) -> dict[str, Any]:
-        # Entries carry every file's digest: hash off the event loop.
-        return await anyio.to_thread.run_sync(skills_ext.list_skills, state.memo, state.catalog(), params.cursor)
+        catalog = state.catalog()
+        page = skills_ext.list_skills(state.memo, catalog, params.cursor, known_only=True)
+        if page is not None:
+            return page
+        return await anyio.to_thread.run_sync(_full, skills_ext.list_skills, state.memo, catalog, params.cursor)
 
     async def on_skills_get(ctx: Any, params: skills_ext.SkillsGetParams) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(skills_ext.get_skill, state.memo, state.catalog(), params.uri)
+        catalog = state.catalog()
+        entry = skills_ext.get_skill(state.memo, catalog, params.uri, known_only=True)
+        if entry is not None:
+            return entry
+        return await anyio.to_thread.run_sync(_full, skills_ext.get_skill, state.memo, catalog, params.uri)
 
     async def on_directory_read(ctx: Any, params: skills_ext.DirectoryReadParams) -> dict[str, Any]:
         return resources.read_directory(state.catalog(), params.uri, params.cursor)

@@ -19,8 +19,8 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import content, schemas
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor, page
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
-from skill_mcp.surfaces.render import skill_file_blocks, skill_load_blocks
-from skill_mcp.surfaces.state import SKILL_MD, file_record, find_skill
+from skill_mcp.surfaces.render import skill_file_blocks, skill_list_blocks, skill_load_blocks
+from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, file_record, find_skill
 
 MAX_PATHS = 8
 MAX_FILE_BYTES = 1024 * 1024
@@ -30,12 +30,14 @@ MAX_LIST_LIMIT = 200
 
 
 def compact_entry(call: ToolCall, skill: Skill) -> dict[str, Any]:
+    # The script mappings are the runner's, shared between answers: put in as they are, never
+    # mutated (the answer is only serialized).
     entry: dict[str, Any] = {
         "name": skill.name,
         "description": skill.description,
         "uri": catfiles.skill_uri(skill, SKILL_MD),
         "fileCount": len(skill.files),
-        "scripts": [dict(s) for s in call.scripts.scripts(skill)],
+        "scripts": call.scripts.scripts(skill),
         **call.scripts.skill_extras(skill),
     }
     if skill.skills_list_excluded is not None:
@@ -68,15 +70,28 @@ async def skill_list(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def skill_load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-    # Hashing a skill's files is blocking disk work: keep it off the event loop.
-    return await anyio.to_thread.run_sync(_load, call, args)
-
-
-def _load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     skill = find_skill(call.catalog, args["name"])
+    # On the event loop when every digest is known and SKILL.md is small; hashing and large
+    # reads are blocking disk work and go to a worker thread.
+    out = _load(call, skill, known_only=True)
+    if out is None:
+        out = await anyio.to_thread.run_sync(_load_all, call, skill)
+    return out
+
+
+def _load_all(call: ToolCall, skill: Skill) -> dict[str, Any]:
+    out = _load(call, skill, known_only=False)
+    if out is None:  # cannot happen: without known_only every file is hashed
+        raise RuntimeError("skill_load came back empty")
+    return out
+
+
+def _load(call: ToolCall, skill: Skill, *, known_only: bool) -> dict[str, Any] | None:
     files = []
     for f in skill.files:
-        record = file_record(call.memo, skill, f)
+        record = file_record(call.memo, skill, f, known_only=known_only)
+        if record is None or (known_only and f.rel == SKILL_MD and record["size"] > INLINE_READ_BYTES):
+            return None
         record["mimeType"] = content.MARKDOWN if f.rel == SKILL_MD else (content.guess_mime(f.rel)
                                                                           or "application/octet-stream")
         files.append(record)
@@ -87,7 +102,7 @@ def _load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
         "frontmatter": dict(skill.frontmatter),
         "instructions": catfiles.read_body(skill),
         "files": files,
-        "scripts": [dict(s) for s in call.scripts.scripts(skill)],
+        "scripts": call.scripts.scripts(skill),
     }
 
 
@@ -95,17 +110,18 @@ def _entry_error(rel: str, err: SkillMcpError) -> dict[str, Any]:
     return {"path": rel, "error": err.to_dict()}
 
 
-def _size_of(skill: Skill, rel: str) -> int:
-    """Stat one requested path (string check, served-file check, resolution) and return its size."""
-    size = catfiles.current_size(skill, rel)
-    if size > MAX_FILE_BYTES:
-        raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"the file is {size} bytes; the limit is {MAX_FILE_BYTES}",
-                            {"path": rel, "size": size, "limit": MAX_FILE_BYTES})
-    return size
+def _locate(skill: Skill, rel: str) -> catfiles.Located:
+    """Check one requested path (string, served file, resolution) and its size; read nothing."""
+    found = catfiles.locate(skill, rel)
+    if found.size > MAX_FILE_BYTES:
+        raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"the file is {found.size} bytes; the limit is {MAX_FILE_BYTES}",
+                            {"path": rel, "size": found.size, "limit": MAX_FILE_BYTES})
+    return found
 
 
-def _read_entry(skill: Skill, rel: str, size: int) -> dict[str, Any]:
-    data = catfiles.read_skill_file(skill, rel, max_bytes=min(size, MAX_FILE_BYTES))
+def _read_entry(skill: Skill, found: catfiles.Located) -> dict[str, Any]:
+    rel = found.rel
+    data = catfiles.read_located(found, max_bytes=min(found.size, MAX_FILE_BYTES))
     enc = content.encode(rel, data)
     entry: dict[str, Any] = {
         "path": rel,
@@ -120,38 +136,42 @@ def _read_entry(skill: Skill, rel: str, size: int) -> dict[str, Any]:
 
 
 async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-    return await anyio.to_thread.run_sync(_read_batch, call, args)
-
-
-def _read_batch(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     skill = find_skill(call.catalog, args["name"])
     rels: list[str] = list(args["paths"])
     if len(rels) > MAX_PATHS:
         raise SkillMcpError(Refusal.TOO_MANY_PATHS, f"at most {MAX_PATHS} paths per call; split the batch",
                             {"count": len(rels), "limit": MAX_PATHS})
-    # Pass 1: sizes only. The batch budget is decided from sizes before any byte is read,
-    # so which entries are served never depends on the order the paths were listed in.
-    sizes: dict[int, int] = {}
+    # Pass 1: checks and sizes only, nothing read. The batch budget is decided from sizes before
+    # any byte is read, so which entries are served never depends on the order of the paths.
+    found: dict[int, catfiles.Located] = {}
     errors: dict[int, dict[str, Any]] = {}
     for i, rel in enumerate(rels):
         try:
-            sizes[i] = _size_of(skill, rel)
+            found[i] = _locate(skill, rel)
         except SkillMcpError as err:
             errors[i] = _entry_error(rel, err)
-    total = sum(sizes.values())
+    total = sum(f.size for f in found.values())
     if total > MAX_BATCH_BYTES:
         raise SkillMcpError(
             Refusal.BATCH_TOO_LARGE,
             f"the files add up to {total} bytes; the limit per call is {MAX_BATCH_BYTES}; ask for fewer at once",
-            {"totalBytes": total, "limit": MAX_BATCH_BYTES, "sizes": {rels[i]: s for i, s in sizes.items()}},
+            {"totalBytes": total, "limit": MAX_BATCH_BYTES, "sizes": {rels[i]: f.size for i, f in found.items()}},
         )
+    # Pass 2: the reads, on the event loop when the batch is small, else in a worker thread.
+    if total <= INLINE_READ_BYTES:
+        return _read_batch(skill, rels, found, errors)
+    return await anyio.to_thread.run_sync(_read_batch, skill, rels, found, errors)
+
+
+def _read_batch(skill: Skill, rels: list[str], found: dict[int, catfiles.Located],
+                errors: dict[int, dict[str, Any]]) -> dict[str, Any]:
     entries: list[dict[str, Any]] = []
     for i, rel in enumerate(rels):
         if i in errors:
             entries.append(errors[i])
             continue
         try:
-            entries.append(_read_entry(skill, rel, sizes[i]))
+            entries.append(_read_entry(skill, found[i]))
         except SkillMcpError as err:
             entries.append(_entry_error(rel, err))
     failed = sum(1 for e in entries if "error" in e)
@@ -174,6 +194,7 @@ def read_tools() -> tuple[ToolSpec, ...]:
             output_schema=schemas.SKILL_LIST_OUT,
             handler=skill_list,
             annotations=ro,
+            render=skill_list_blocks,
         ),
         ToolSpec(
             name="skill_load",

@@ -40,7 +40,11 @@ class ScriptStates(Protocol):
       nothing, an environ that could not be wiped, ...).
     - ``skill_extras(skill)`` -> ``{"unavailableScripts": [{script, interpreter, detail}],
       "ungrantedScripts": [script]}``: declared scripts this deployment cannot run, and those the
-      grant leaves out, so "nothing runs" never looks like "nothing was declared".
+      grant leaves out, so "nothing runs" never looks like "nothing was declared". A key is
+      present only when its list is not empty.
+
+    Returned mappings may be shared between answers: callers put them into a result as they
+    are and never mutate them.
     """
 
     def grant(self) -> Mapping[str, Any]: ...

@@ -51,3 +51,35 @@ def skill_load_blocks(out: dict[str, Any]) -> list[Any]:
                   for s in out["scripts"]]
     lines += ["", "## Frontmatter", json.dumps(out["frontmatter"], ensure_ascii=False)]
     return [types.TextContent(type="text", text="\n".join(lines))]
+
+
+def _script_note(s: dict[str, Any]) -> str:
+    return f"{s['script']} ({s.get('interpreter', '?')}, {s['state']})"
+
+
+def skill_list_blocks(out: dict[str, Any]) -> list[Any]:
+    """One line per skill (name, description, files, scripts), then grants and problems.
+
+    What the model reads: the same facts as ``structuredContent`` without JSON's keys and
+    quotes on every entry, so a page costs far fewer tokens.
+    """
+    skills = out["skills"]
+    head = f"{len(skills)} of {out['total']} skill(s); load one with skill_load(name)."
+    if "nextCursor" in out:
+        head += f" More: call skill_list with cursor {json.dumps(out['nextCursor'])}."
+    lines = [head]
+    for entry in skills:
+        notes = [f"{entry['fileCount']} file{'' if entry['fileCount'] == 1 else 's'}"]
+        if entry["scripts"]:
+            notes.append("scripts: " + ", ".join(_script_note(s) for s in entry["scripts"]))
+        if "skillsListExcluded" in entry:
+            notes.append(f"not in skills/list: {entry['skillsListExcluded']}")
+        lines.append(f"- {entry['name']}: {entry['description']} [{'; '.join(notes)}]")
+    grant = f"Script grants from: {out['grantFrom']}"
+    lines.append(grant + (f" ({out['grantNote']})" if out.get("grantNote") else "") + ".")
+    if "problems" in out:
+        lines.append(f"Problems ({out['problemCount']}):" if out["problems"] else "Problems: none.")
+        lines += [f"- {p['path']}: {p['reason']} ({p.get('level', 'error')}): {p['detail']}" for p in out["problems"]]
+    elif out["problemCount"]:
+        lines.append(f"Problems: {out['problemCount']} (listed on the first page).")
+    return [types.TextContent(type="text", text="\n".join(lines))]

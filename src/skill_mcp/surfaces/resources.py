@@ -23,7 +23,7 @@ from skill_mcp.models import Catalog, Skill, SkillFile
 from skill_mcp.surfaces import content
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
-from skill_mcp.surfaces.state import SKILL_MD, listed_in_skills_ext
+from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, listed_in_skills_ext
 
 SCHEME = "skill://"
 RESOURCES_PAGE = 100
@@ -87,6 +87,15 @@ def list_resources(catalog: Catalog, cursor: str | None) -> types.ListResourcesR
         resources=resources,
         next_cursor=encode_cursor("resources", offset + RESOURCES_PAGE) if more else None,
     )
+
+
+def small_read(catalog: Catalog, uri: str) -> bool:
+    """True when ``uri`` names a file the scan saw as small enough to read on the event loop
+    (or no file at all: the refusal is quick). ``read_resource`` still checks the size now."""
+    parsed = parse_skill_uri(uri)
+    skill = catalog.skills.get(parsed[0]) if parsed else None
+    entry = skill.file(parsed[1]) if skill is not None and parsed and parsed[1] else None
+    return entry is None or entry.size <= INLINE_READ_BYTES
 
 
 def read_resource(catalog: Catalog, uri: str) -> types.ReadResourceResult:

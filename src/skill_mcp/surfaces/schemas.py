@@ -153,3 +153,63 @@ SKILL_FILE_OUT: dict[str, Any] = {
         },
     },
 }
+
+
+# What a client is shown. The SDK's own client (and any client using the pure-Python
+# ``jsonschema``) validates every ``structuredContent`` against the advertised ``outputSchema``
+# on every call, at roughly 5 us per (schema node, value) pair it visits: a fully typed item
+# schema made the client spend 2.4 ms checking one 50-skill ``skill_list`` page, more than the
+# whole rest of the call (issue 8). So the advertised form keeps every top-level field typed,
+# and for an array of objects it names each item field (``properties`` with ``true``) and the
+# required ones, with the item fields' types in the item's ``description``; the strict schemas
+# above stay the contract, and tests/surfaces/test_output_contract.py holds every tool's
+# output to them. Client-side validation then costs one step per item, not one per field.
+
+
+def describe(schema: Any) -> str:
+    """A short type phrase for a schema node: ``string``, ``integer >= 0``, ``array of string`` ..."""
+    if schema is True or not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema:
+        return "one of " + ", ".join(str(v) for v in schema["enum"])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        items = schema.get("items", True)
+        inner = "objects" if isinstance(items, dict) and items.get("type") == "object" else describe(items)
+        return f"array of {inner}"
+    if kind == "object" and isinstance(schema.get("properties"), dict):
+        return "object {" + ", ".join(schema["properties"]) + "}"
+    if kind == "integer" and schema.get("minimum") == 0:
+        return "integer >= 0"
+    if kind == "string" and "pattern" in schema:
+        return f"string matching {schema['pattern']}"
+    return str(kind)
+
+
+def _shallow_item(item: dict[str, Any]) -> dict[str, Any]:
+    props: dict[str, Any] = item["properties"]
+    required = set(item.get("required", ()))
+    fields = "; ".join(f"{name}{'' if name in required else '?'}: {describe(sub)}" for name, sub in props.items())
+    out: dict[str, Any] = {"type": "object", "properties": dict.fromkeys(props, True)}
+    if required:
+        out["required"] = list(item["required"])
+    prose = item.get("description")
+    out["description"] = (f"{prose} " if prose else "") + f"Fields: {fields}."
+    return out
+
+
+def advertised(schema: Any) -> Any:
+    """``schema`` with every array-of-objects item replaced by its shallow form (a new object)."""
+    if isinstance(schema, list):
+        return [advertised(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "items" and isinstance(value, dict) and isinstance(value.get("properties"), dict):
+            out[key] = _shallow_item(value)
+        elif key in ("properties", "$defs"):
+            out[key] = {name: advertised(sub) for name, sub in value.items()}
+        else:
+            out[key] = advertised(value) if isinstance(value, (dict, list)) else value
+    return out

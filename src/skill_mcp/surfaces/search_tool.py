@@ -8,10 +8,12 @@ requests meanwhile; a lock makes concurrent first searches share one build.
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
 import anyio
+import mcp_types as types
 
 from skill_mcp.models import Catalog
 from skill_mcp.search import MAX_LIMIT, SearchIndex, index_catalog, search_result
@@ -71,15 +73,30 @@ class SearchState:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._catalog: Catalog | None = None
-        self._index: SearchIndex | None = None
+        # One tuple, replaced whole: a reader without the lock sees a catalog with its own index.
+        self._built: tuple[Catalog, SearchIndex] | None = None
+
+    def built_for(self, catalog: Catalog) -> SearchIndex | None:
+        """The index when it is already built for ``catalog`` (no lock, no wait), else None."""
+        built = self._built
+        return built[1] if built is not None and built[0] is catalog else None
 
     def index_for(self, catalog: Catalog) -> SearchIndex:
         with self._lock:
-            if self._catalog is not catalog or self._index is None:
-                self._index = index_catalog(catalog)
-                self._catalog = catalog
-            return self._index
+            index = self.built_for(catalog)
+            if index is None:
+                index = index_catalog(catalog)
+                self._built = (catalog, index)
+            return index
+
+
+def render_hits(out: dict[str, Any]) -> list[Any]:
+    """The hits one a line, best first, for the model: the same facts without JSON on each hit."""
+    lines = [f"{out['count']} hit(s) for {json.dumps(out['query'], ensure_ascii=False)} among {out['searched']} "
+             "skill(s), best first; load one with skill_load(name)."]
+    lines += [f"{i}. {hit['name']} (score {hit['score']}): {hit['description']} [{hit['reason']}]"
+              for i, hit in enumerate(out["hits"], 1)]
+    return [types.TextContent(type="text", text="\n".join(lines))]
 
 
 def search_tool_spec(state: SearchState | None = None) -> ToolSpec:
@@ -87,7 +104,11 @@ def search_tool_spec(state: SearchState | None = None) -> ToolSpec:
 
     async def handler(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
         catalog = call.catalog
-        index = await anyio.to_thread.run_sync(state.index_for, catalog)
+        # Built once per catalog, in a worker thread so the event loop keeps answering; every
+        # later search reads it on the loop (a query costs less than the thread hop).
+        index = state.built_for(catalog)
+        if index is None:
+            index = await anyio.to_thread.run_sync(state.index_for, catalog)
         return search_result(catalog, index, str(args["query"]), int(args.get("limit", DEFAULT_LIMIT)))
 
     return ToolSpec(
@@ -97,6 +118,7 @@ def search_tool_spec(state: SearchState | None = None) -> ToolSpec:
         input_schema=INPUT_SCHEMA,
         output_schema=OUTPUT_SCHEMA,
         handler=handler,
+        render=render_hits,
         annotations={"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True,
                      "openWorldHint": False},
     )

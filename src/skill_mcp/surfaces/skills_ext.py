@@ -43,10 +43,14 @@ class DirectoryReadParams(types.PaginatedRequestParams):
     uri: str
 
 
-def skill_entry(memo: catfiles.DigestMemo, skill: Skill) -> dict[str, Any]:
+def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = False) -> dict[str, Any] | None:
+    """The SEP-2640 entry for ``skill``; with ``known_only``, None unless no file needs hashing."""
     resources = []
     for f in skill.files:
-        info = catfiles.file_info(memo, skill, f)  # size and digest of the same bytes, never stale
+        # size and digest of the same bytes, never stale
+        info = catfiles.known_info(memo, skill, f) if known_only else catfiles.file_info(memo, skill, f)
+        if info is None:
+            return None
         resources.append({"uri": catfiles.skill_uri(skill, f.rel), "digest": info.digest, "size": info.size})
     return {"uri": catfiles.skill_uri(skill, SKILL_MD), "frontmatter": dict(skill.frontmatter),
             "resources": resources}
@@ -56,28 +60,35 @@ def _cacheable(body: dict[str, Any]) -> dict[str, Any]:
     return {"resultType": "complete", **body, "ttlMs": TTL_MS, "cacheScope": CACHE_SCOPE}
 
 
-def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None) -> dict[str, Any]:
+def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None, *,
+                known_only: bool = False) -> dict[str, Any] | None:
+    """One page of ``skills/list``; with ``known_only``, None when a file of the page needs hashing."""
     try:
         offset = decode_cursor("skills", cursor)
     except SkillMcpError as err:
         raise invalid_params(err) from None
-    listed = [s for s in catalog.skills.values() if listed_in_skills_ext(s)]
-    window = listed[offset:offset + SKILLS_PAGE]
+    listed = catalog.extension_listed
     entries = []
-    for skill in window:
+    for skill in listed[offset:offset + SKILLS_PAGE]:
         try:
-            entries.append(skill_entry(memo, skill))
+            entry = skill_entry(memo, skill, known_only=known_only)
         except SkillMcpError as err:
             # A file vanished or changed under the scan: an entry must be complete, so the skill
             # sits this page out and says why in the log rather than publishing a partial manifest.
             log.warning("skill left out of skills/list", extra={"skill": skill.name, "reason": str(err.reason)})
+            continue
+        if entry is None:
+            return None
+        entries.append(entry)
     body: dict[str, Any] = {"skills": entries}
     if offset + SKILLS_PAGE < len(listed):
         body["nextCursor"] = encode_cursor("skills", offset + SKILLS_PAGE)
     return _cacheable(body)
 
 
-def get_skill(memo: catfiles.DigestMemo, catalog: Catalog, uri: str) -> dict[str, Any]:
+def get_skill(memo: catfiles.DigestMemo, catalog: Catalog, uri: str, *,
+              known_only: bool = False) -> dict[str, Any] | None:
+    """``skills/get``; with ``known_only``, None when a file of the skill needs hashing."""
     parsed = parse_skill_uri(uri)
     skill = catalog.skills.get(parsed[0]) if parsed else None
     if skill is None or catfiles.skill_uri(skill, SKILL_MD) != uri:
@@ -86,6 +97,7 @@ def get_skill(memo: catfiles.DigestMemo, catalog: Catalog, uri: str) -> dict[str
         raise unknown_uri(uri, "this skill is served by the tools only, not through the skills extension",
                           excludedBecause=str(skill.skills_list_excluded or ProblemReason.SKILLS_LIST_EXCLUDED))
     try:
-        return _cacheable({"skill": skill_entry(memo, skill)})
+        entry = skill_entry(memo, skill, known_only=known_only)
     except SkillMcpError as err:
         raise invalid_params(err) from None
+    return None if entry is None else _cacheable({"skill": entry})

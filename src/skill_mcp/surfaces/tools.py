@@ -19,6 +19,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.errors import invalid_params, tool_error
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
+from skill_mcp.surfaces.schemas import advertised
 from skill_mcp.surfaces.state import SurfaceState
 
 log = logging.getLogger("skill_mcp.tools")
@@ -38,6 +39,7 @@ class ToolTable:
         # does not need (issue 8). Every spec's schema is checked by tests/surfaces/test_tool_schemas.py.
         self._validators: dict[str, Any] = {}
         self._state = state
+        self._listing: types.ListToolsResult | None = None
 
     def _validator(self, name: str) -> Any:
         validator = self._validators.get(name)
@@ -52,17 +54,24 @@ class ToolTable:
         return list(self._specs)
 
     def listing(self) -> types.ListToolsResult:
-        tools = []
-        for spec in self._specs.values():
-            tools.append(types.Tool(
-                name=spec.name,
-                title=spec.title,
-                description=spec.description,
-                input_schema=dict(spec.input_schema),
-                output_schema=dict(spec.output_schema) if spec.output_schema is not None else None,
-                annotations=types.ToolAnnotations.model_validate(spec.annotations) if spec.annotations else None,
-            ))
-        return types.ListToolsResult(tools=tools)
+        """The ``tools/list`` result, built once: the specs never change while serving.
+
+        Output schemas are advertised in their shallow form (``schemas.advertised``); the
+        strict ``spec.output_schema`` stays the contract the tests hold every result to.
+        """
+        if self._listing is None:
+            tools = []
+            for spec in self._specs.values():
+                tools.append(types.Tool(
+                    name=spec.name,
+                    title=spec.title,
+                    description=spec.description,
+                    input_schema=dict(spec.input_schema),
+                    output_schema=advertised(spec.output_schema) if spec.output_schema is not None else None,
+                    annotations=types.ToolAnnotations.model_validate(spec.annotations) if spec.annotations else None,
+                ))
+            self._listing = types.ListToolsResult(tools=tools)
+        return self._listing
 
     def _check_arguments(self, name: str, args: dict[str, Any]) -> None:
         errors = sorted(self._validator(name).iter_errors(args), key=lambda e: list(e.path))

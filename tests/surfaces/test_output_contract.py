@@ -1,0 +1,152 @@
+"""Every tool result satisfies the tool's strict output schema, and clients are shown its shallow form.
+
+``tools/list`` advertises ``schemas.advertised(spec.output_schema)``: top-level fields typed,
+array items reduced to their field names and required set (the SDK client validates every
+result, and a fully typed item schema cost more than the call itself). The strict schema is
+still the contract: these tests drive a real in-process server through the SDK's own client
+over a tree that makes every optional field appear, and check each ``structuredContent``
+against the strict schema with a full validator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from mcp import Client
+
+from skill_mcp.catalog import build_catalog
+from skill_mcp.config import load_settings
+from skill_mcp.runner.environ import HardenReport
+from skill_mcp.runner.fence import Runner
+from skill_mcp.server import build_server
+from skill_mcp.surfaces import schemas
+from skill_mcp.surfaces.read_tools import read_tools
+from skill_mcp.surfaces.registry import ToolSpec
+from skill_mcp.surfaces.run_tool import run_tool_spec
+from skill_mcp.surfaces.search_tool import search_tool_spec
+from tests.integration.harness import build_tree
+
+pytestmark = pytest.mark.anyio
+
+RUBY_MD = """---
+name: ruby-tool
+description: Declares a script whose interpreter this deployment lacks.
+mcp-host:
+  version: 1
+  run:
+    - script: gem.rb
+      interpreter: ruby
+---
+Body.
+"""
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tree = build_tree(tmp_path_factory.mktemp("contract") / "skills")
+    (tree / "ruby-tool").mkdir()
+    (tree / "ruby-tool" / "SKILL.md").write_text(RUBY_MD, encoding="utf-8")
+    (tree / "ruby-tool" / "gem.rb").write_text("puts 1\n", encoding="utf-8")
+    return tree
+
+
+def _server(root: Path) -> tuple[Any, list[ToolSpec]]:
+    """The real server with every tool, built without hardening this test process."""
+    settings = load_settings([str(root)], {"MCP_CONFIRM_ELICITATION": "off"})
+    catalog = build_catalog(settings)
+    runner = Runner.create(settings, harden=HardenReport(True, True), audit=lambda record: None)
+    extra = [run_tool_spec(runner), search_tool_spec()]
+    server = build_server(settings, lambda: catalog, tools=extra, script_states=runner.states(lambda: catalog))
+    return server, [*read_tools(), *extra]
+
+
+def _strict(root: Path) -> dict[str, Mapping[str, Any]]:
+    return {s.name: s.output_schema for s in _server(root)[1] if s.output_schema is not None}
+
+
+@pytest.fixture(scope="module")
+async def client(root: Path) -> AsyncIterator[Client]:
+    async with Client(_server(root)[0], mode="legacy") as c:
+        yield c
+
+
+def _holds(strict: Mapping[str, Any], value: Any) -> None:
+    errors = sorted(Draft202012Validator(dict(strict)).iter_errors(value), key=lambda e: list(e.path))
+    assert not errors, [f"/{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:5]]
+
+
+async def _structured(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert result.structured_content is not None, result.content
+    return dict(result.structured_content)
+
+
+async def test_every_tool_result_satisfies_its_strict_schema(client: Client, root: Path) -> None:
+    strict = _strict(root)
+    first = await _structured(client, "skill_list", {"limit": 2})
+    later = await _structured(client, "skill_list", {"cursor": first["nextCursor"], "limit": 50})
+    by_name = {e["name"]: e for e in first["skills"] + later["skills"]}
+    # The tree makes the optional fields appear, so the check is not vacuous.
+    assert first["problems"] and "problems" not in later
+    assert by_name["ruby-tool"]["unavailableScripts"] and by_name["gamma"]["skillsListExcluded"]
+    assert by_name["alpha"]["scripts"]
+    results = {
+        "skill_list": [first, later],
+        "skill_load": [await _structured(client, "skill_load", {"name": "alpha"})],
+        "skill_file": [await _structured(client, "skill_file", {"name": "alpha", "paths": [
+            "references/guide.md", "assets/logo.png", "../beta/SKILL.md", "references/big.txt"]})],
+        "skill_search": [await _structured(client, "skill_search", {"query": "reports from notes"})],
+        "skill_run": [await _structured(client, "skill_run", {"skill": "alpha", "script": "scripts/hello.py"})],
+    }
+    assert {e.get("encoding") for e in results["skill_file"][0]["files"]} >= {"utf-8", "base64", None}
+    assert results["skill_search"][0]["hits"]
+    assert results["skill_run"][0]["status"] == "confirmation-required"
+    for tool, outputs in results.items():
+        for out in outputs:
+            _holds(strict[tool], out)
+
+
+async def test_a_result_that_breaks_the_strict_schema_is_caught(client: Client, root: Path) -> None:
+    # Positive control for the check above: a wrong type inside an item is an error to the
+    # strict schema, though the advertised one (item fields unchecked) lets it through.
+    strict = _strict(root)["skill_list"]
+    page = await _structured(client, "skill_list", {})
+    page["skills"][0]["fileCount"] = "six"
+    with pytest.raises(AssertionError):
+        _holds(strict, page)
+    assert not list(Draft202012Validator(schemas.advertised(dict(strict))).iter_errors(page))
+
+
+async def test_tools_list_advertises_the_shallow_form_of_each_strict_schema(client: Client, root: Path) -> None:
+    strict = _strict(root)
+    listed = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+    assert set(strict) <= set(listed)
+    for name, schema in strict.items():
+        shown = listed[name]
+        assert shown == schemas.advertised(dict(schema))
+        Draft202012Validator.check_schema(shown)
+        # Every top-level field keeps its full type.
+        assert set(shown["properties"]) == set(schema["properties"])
+
+
+def test_advertised_items_name_every_field_and_its_type() -> None:
+    shown = schemas.advertised(schemas.SKILL_LIST_OUT)
+    item = shown["properties"]["skills"]["items"]
+    strict_item = schemas.SKILL_LIST_OUT["properties"]["skills"]["items"]
+    assert item["properties"] == dict.fromkeys(strict_item["properties"], True)
+    assert item["required"] == strict_item["required"]
+    assert "fileCount: integer >= 0" in item["description"] and "scripts: array of objects" in item["description"]
+    assert "skillsListExcluded?: string" in item["description"]  # optional fields are marked
+    # Arrays of plain values and top-level objects are left as they are.
+    assert shown["properties"]["total"] == schemas.SKILL_LIST_OUT["properties"]["total"]
+    assert schemas.advertised({"type": "array", "items": {"type": "string"}}) == {
+        "type": "array", "items": {"type": "string"}}
