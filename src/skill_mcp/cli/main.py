@@ -1,10 +1,16 @@
-"""Argument parsing and dispatch for ``skill-mcp``. Each command lives in its own module."""
+"""Argument parsing and dispatch for ``skill-mcp``. Each command lives in its own module.
+
+When the line starts with a command name, only that command's parser is built:
+``skill-mcp serve`` is started by a client for every session and should not pay for the other
+commands' parsers (argparse builds a help formatter for every argument). Any other line
+(``--help``, ``--version``, a mistyped command) gets the whole parser.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from skill_mcp import __version__
 from skill_mcp.cli import exits
@@ -22,16 +28,7 @@ def _add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="skill-mcp",
-        description="An MCP server for a directory of Agent Skills, and the tools around it.",
-        epilog="Exit codes: 0 ok, 1 problem found, 2 usage error, 3 could not start. See docs/cli.md.",
-    )
-    parser.add_argument("--version", action="version", version=f"skill-mcp {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("serve", help="serve the skills over stdio (JSON-RPC on stdin/stdout)")
+def _serve(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
     p.add_argument("--watch", action="store_true", help="rebuild the catalog when files change")
     p.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio ([::1]:8080 for IPv6)")
@@ -41,49 +38,57 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a Host header the HTTP transport accepts besides loopback (repeatable)")
     p.set_defaults(run="skill_mcp.cli.serve:run")
 
-    p = sub.add_parser("tools", help="what the server advertises: tools, prompts, resources, extensions")
+
+def _tools(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.client_cmds:run_tools")
 
-    p = sub.add_parser("index", help="the packs and skills the roots hold, with every problem")
+
+def _index(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.catalog_cmds:run_index")
 
-    p = sub.add_parser("list", help="the served skills, one a line")
+
+def _list(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
     p.add_argument("--phase", metavar="P", help="only skills whose phase is P")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.catalog_cmds:run_list")
 
-    p = sub.add_parser("search", help="rank the skills for a query")
+
+def _search(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
     p.add_argument("query", metavar="QUERY", nargs="+", help="words, as a person would type them")
     p.add_argument("--limit", type=int, default=10, metavar="N", help="at most N hits (1-50, default 10)")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.catalog_cmds:run_search")
 
-    p = sub.add_parser("show", help="one skill: its instructions and its file manifest")
+
+def _show(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
     p.add_argument("name", metavar="NAME", help="the skill's (directory) name")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.catalog_cmds:run_show")
 
-    p = sub.add_parser("call", help="call one tool through a real MCP client session")
+
+def _call(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
     p.add_argument("tool", metavar="TOOL", help="the tool's name, as `skill-mcp tools` lists it")
     p.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object (default {})")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.client_cmds:run_call")
 
-    p = sub.add_parser("validate", help="report every problem of every skill; exit 1 on any error")
+
+def _validate(p: argparse.ArgumentParser) -> None:
     p.add_argument("roots", metavar="ROOT", nargs="*", help="roots to check (default: as `serve` would)")
     p.add_argument("--strict", action="store_true", help="also apply the quality floors (docs/cli.md)")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.validate_cmd:run")
 
-    p = sub.add_parser("pack", help="pack.json tools")
+
+def _pack(p: argparse.ArgumentParser) -> None:
     pack_sub = p.add_subparsers(dest="pack_command", metavar="ACTION", required=True)
     q = pack_sub.add_parser("lock", help="write ROOT/pack.json pinning every file by SHA-256")
     q.add_argument("root", metavar="ROOT", help="the pack directory")
@@ -92,6 +97,39 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--check", action="store_true", help="write nothing; exit 1 if pack.json is not up to date")
     _add_json(q)
     q.set_defaults(run="skill_mcp.cli.pack_cmd:run_lock")
+
+
+# name -> (help line, what adds its arguments), in the order `skill-mcp --help` lists them.
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "serve": ("serve the skills over stdio (JSON-RPC on stdin/stdout)", _serve),
+    "tools": ("what the server advertises: tools, prompts, resources, extensions", _tools),
+    "index": ("the packs and skills the roots hold, with every problem", _index),
+    "list": ("the served skills, one a line", _list),
+    "search": ("rank the skills for a query", _search),
+    "show": ("one skill: its instructions and its file manifest", _show),
+    "call": ("call one tool through a real MCP client session", _call),
+    "validate": ("report every problem of every skill; exit 1 on any error", _validate),
+    "pack": ("pack.json tools", _pack),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only``, the same parser holding that one command.
+
+    A line that starts with ``only`` parses to the same result, with the same errors and the
+    same help, either way: argparse hands everything after the command name to that command's
+    parser alone.
+    """
+    parser = argparse.ArgumentParser(
+        prog="skill-mcp",
+        description="An MCP server for a directory of Agent Skills, and the tools around it.",
+        epilog="Exit codes: 0 ok, 1 problem found, 2 usage error, 3 could not start. See docs/cli.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"skill-mcp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (help_line, add_arguments) in COMMANDS.items():
+        if only is None or name == only:
+            add_arguments(sub.add_parser(name, help=help_line))
     return parser
 
 
@@ -104,8 +142,10 @@ def _dispatch(target: str, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    line = list(sys.argv[1:] if argv is None else argv)
+    # A line that starts with a command name is parsed by that command's parser alone.
+    parser = build_parser(only=line[0] if line and line[0] in COMMANDS else None)
+    args = parser.parse_args(line)
     if args.command is None:
         parser.print_help(sys.stderr)
         return exits.USAGE

@@ -1,0 +1,67 @@
+"""The parser built for one command parses that command's lines exactly like the whole parser.
+
+``main`` builds only the named command's parser (``build_parser(only=...)``) so that
+``skill-mcp serve`` does not pay for every other command's arguments. These lines, good and
+bad, must give the same namespace, the same exit and the same output either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+from typing import Any
+
+import pytest
+
+from skill_mcp.cli.main import COMMANDS, build_parser
+
+LINES = [
+    ["serve"],
+    ["serve", "--skills-dir", "/a", "--packs-root", "/b", "--watch"],
+    ["serve", "--http", "127.0.0.1:8080", "--token-file", "t", "--no-auth", "--allowed-host", "h"],
+    ["serve", "--bogus"],
+    ["serve", "--http"],
+    ["serve", "--help"],
+    ["serve", "--version"],
+    ["tools", "--json"],
+    ["index", "--skills-dir", "/a"],
+    ["list", "--phase", "wire", "--json"],
+    ["search"],
+    ["search", "fill", "a", "form", "--limit", "x"],
+    ["show", "alpha"],
+    ["call", "skill_list", "--args", "{}"],
+    ["validate", "--strict", "a", "b"],
+    ["pack"],
+    ["pack", "lock", "root", "--name", "n", "--version", "1.0.0", "--check", "--json"],
+]
+
+
+def _parse(only: str | None, line: list[str]) -> tuple[Any, ...]:
+    out, err = io.StringIO(), io.StringIO()
+    namespace, code = None, None
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            namespace = vars(build_parser(only=only).parse_args(line))
+        except SystemExit as exc:
+            code = exc.code
+    return namespace, code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("line", LINES, ids=" ".join)
+def test_one_commands_parser_parses_its_lines_like_the_whole_parser(line: list[str]) -> None:
+    assert _parse(line[0], line) == _parse(None, line)
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices)
+
+
+def test_every_command_is_in_the_table_and_the_whole_parser() -> None:  # the lines above cover them all
+    assert {line[0] for line in LINES} == set(COMMANDS)
+    assert _commands(build_parser()) == list(COMMANDS)
+
+
+def test_the_one_command_parser_holds_only_that_command() -> None:
+    assert _commands(build_parser(only="serve")) == ["serve"]
