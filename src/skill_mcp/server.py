@@ -13,14 +13,16 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skill_mcp import __version__
 from skill_mcp.catalog.lazy import LazyCatalog
 from skill_mcp.config import Settings, load_settings
 from skill_mcp.logs import configure_logging
-from skill_mcp.models import Catalog
-from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.models import Catalog
+    from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
 
 log = logging.getLogger("skill_mcp.server")
 
@@ -40,13 +42,15 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
     Engineers owning those tools add their factory call here; nothing else in ``surfaces``
     changes when a tool is added.
     """
-    from skill_mcp.runner.fence import Runner  # H2: boot hardening (environ wipe, non-dumpable) + fence
-    from skill_mcp.surfaces.run_tool import run_tool_spec
+    # H2: the boot hardening (environ wipe, non-dumpable) happens here, before anything is
+    # served; the fence itself (interpreters, script user, spawner) is built on first need.
+    from skill_mcp.runner.deferred import DeferredRunner
+    from skill_mcp.surfaces.run_tool import deferred_run_tool_spec
     from skill_mcp.surfaces.search_tool import search_tool_spec  # H4: skill_search
 
-    runner = Runner.boot(settings)
-    return Plugins(tools=(run_tool_spec(runner), search_tool_spec()), script_states=runner.states(catalog_provider),
-                   closers=(runner.stop_running,))
+    runner = DeferredRunner.boot(settings)
+    return Plugins(tools=(deferred_run_tool_spec(runner.get), search_tool_spec()),
+                   script_states=runner.states(catalog_provider), closers=(runner.stop_running,))
 
 
 def static_catalog(settings: Settings) -> Callable[[], Catalog]:

@@ -77,3 +77,17 @@ def test_a_machine_looks_fenced_by_a_proxy_variable_or_an_egress_table() -> None
     assert looks_fenced({}, tables=lambda: ["skill_mcp_egress"])
     assert not looks_fenced({}, tables=lambda: ["nat", "filter"])  # positive control: ordinary host tables
     assert not looks_fenced({"HTTPS_PROXY": ""}, tables=lambda: [])
+
+
+def test_a_server_with_a_broker_fd_asks_the_broker_at_boot_not_on_first_need(broker_pair: Any) -> None:
+    from skill_mcp.runner.deferred import DeferredRunner
+
+    ours, seen = broker_pair
+    fd = ours.detach()
+    settings = load_settings((), {"SKILL_MCP_BROKER_FD": str(fd), "PATH": "/usr/bin:/bin"})
+    runner = DeferredRunner.boot(settings, audit=lambda record: None)
+    assert runner.built and seen and seen[0]["op"] == "hello"  # asked before boot returned
+    booted = runner.get()
+    assert booted.spawner.name == "broker" and booted.boot_refusal is not None
+    assert booted.boot_refusal.reason == Refusal.FENCE_UNAVAILABLE
+    booted.spawner.sock.close()  # type: ignore[attr-defined]  # the broker spawner owns the fd now

@@ -12,9 +12,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skill_mcp.runner.types import RunPlan, RunResult
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.runner.types import RunPlan, RunResult
 
 AuditSink = Callable[[Mapping[str, Any]], None]
 

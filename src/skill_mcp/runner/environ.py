@@ -86,6 +86,15 @@ def set_nondumpable() -> str | None:
     return None
 
 
+def unscrubbed_warning(report: HardenReport) -> dict[str, str] | None:
+    """The audit record a standalone server writes at boot when the wipe failed; None when it worked."""
+    if report.scrubbed:
+        return None
+    return {"event": "warning", "reason": "environ-unscrubbed",
+            "detail": "the exec-time environment block could not be wiped; a same-uid script may read "
+                      f"this server's environment: {report.detail}"}
+
+
 def harden_process() -> HardenReport:
     """Wipe the environ block and make the process non-dumpable. Never raises."""
     problems = []

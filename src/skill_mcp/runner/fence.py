@@ -1,6 +1,7 @@
 """``Runner``: the one object the ``skill_run`` surface talks to.
 
-Built once at boot from ``Settings`` (no module-level state). It owns the interpreter set,
+Built once from ``Settings`` (no module-level state); a server builds it on first need and
+hardens itself at boot (``runner.deferred``). It owns the interpreter set,
 the spawner, the token book, the one-run-at-a-time flag and the boot facts (environ wipe,
 root drop, fenced machine). The surface calls, in order:
 
@@ -26,7 +27,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.audit import FENCED_NOTE, AuditSink, audit_record, looks_fenced, stderr_sink
-from skill_mcp.runner.environ import HardenReport, harden_process
+from skill_mcp.runner.environ import HardenReport, harden_process, unscrubbed_warning
 from skill_mcp.runner.grants import GrantSet, build_grants
 from skill_mcp.runner.interpreters import Interpreters, resolve_interpreters
 from skill_mcp.runner.plan import Prepared, prepare
@@ -83,8 +84,13 @@ class Runner:
     @classmethod
     def create(cls, settings: Settings, *, harden: HardenReport | None, clock: Callable[[], float] = time.time,
                spawner: Spawner | None = None, interpreters: Interpreters | None = None,
-               audit: AuditSink = stderr_sink, euid: int | None = None, fenced: bool | None = None) -> Runner:
-        """Boot-time facts, decided once. ``spawner`` given (the appliance broker) skips the local drop."""
+               audit: AuditSink = stderr_sink, euid: int | None = None, fenced: bool | None = None,
+               warned: bool = False) -> Runner:
+        """Boot-time facts, decided once. ``spawner`` given (the appliance broker) skips the local drop.
+
+        ``warned``: the caller already wrote the ``environ-unscrubbed`` warning for ``harden``
+        (``DeferredRunner.boot`` writes it at boot and builds the runner later).
+        """
         boot_refusal: SkillMcpError | None = None
         runs_as = None
         if spawner is None:
@@ -93,10 +99,9 @@ class Runner:
                 boot_refusal, drop = drop, None
             runs_as = drop.describe() if drop else None
             spawner = LocalSpawner(drop=drop)
-        if harden is not None and not harden.scrubbed and not settings.hosted:
-            audit({"event": "warning", "reason": "environ-unscrubbed",
-                   "detail": "the exec-time environment block could not be wiped; a same-uid script may read "
-                             f"this server's environment: {harden.detail}"})
+        warning = unscrubbed_warning(harden) if harden is not None else None
+        if warning is not None and not settings.hosted and not warned:
+            audit(warning)
         return cls(settings=settings, interpreters=interpreters or resolve_interpreters(), spawner=spawner,
                    tokens=TokenBook(clock=clock), harden=harden, boot_refusal=boot_refusal, runs_as=runs_as,
                    fenced=fenced, audit=audit)
@@ -153,6 +158,11 @@ class Runner:
                                 "script (set MCP_SKILL_ALLOW_UNSCRUBBED=1 to accept that risk)")
         if self.boot_refusal is not None:
             raise self.boot_refusal
+        # Every call that passed the checks may be followed by a confirmed run (token, elicitation):
+        # have the local spawner's next shim start now, so the run does not wait for it.
+        warm = getattr(self.spawner, "warm", None)
+        if callable(warm):
+            warm()
         return prepared
 
     def preview(self, prepared: Prepared) -> dict[str, Any]:

@@ -20,16 +20,19 @@ Declined or cancelled: nothing runs (``declined``).
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.runner.fence import Runner
-from skill_mcp.runner.plan import Prepared
-from skill_mcp.surfaces.registry import ToolCall, ToolOutput, ToolSpec
+from skill_mcp.surfaces.registry import ToolCall, ToolHandler, ToolOutput, ToolSpec
+
+if TYPE_CHECKING:  # pragma: no cover - typing only: the runner is imported when it is built
+    from skill_mcp.runner.fence import Runner
+    from skill_mcp.runner.plan import Prepared
 
 MODERN = "2026-07-28"
 CONFIRM_KEY = "confirm"  # key of our one input request in the 2026-07-28 round trip
@@ -179,13 +182,26 @@ class SkillRun:
 
 
 def run_tool_spec(runner: Runner) -> ToolSpec:
+    return _spec(SkillRun(runner))
+
+
+def deferred_run_tool_spec(get_runner: Callable[[], Runner]) -> ToolSpec:
+    """``skill_run`` whose runner ``get_runner`` returns (building it on the first call)."""
+
+    async def handler(call: ToolCall, args: dict[str, Any]) -> ToolOutput:
+        return await SkillRun(get_runner())(call, args)
+
+    return _spec(handler)
+
+
+def _spec(handler: ToolHandler) -> ToolSpec:
     return ToolSpec(
         name="skill_run",
         title="Run a declared skill script",
         description=DESCRIPTION,
         input_schema=INPUT_SCHEMA,
         output_schema=OUTPUT_SCHEMA,
-        handler=SkillRun(runner),
+        handler=handler,
         annotations={"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
                      "openWorldHint": True},
     )
