@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
-from skill_mcp.catalog.discover import build_catalog
-from skill_mcp.config import Settings
-from skill_mcp.models import Catalog
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.config import Settings
+    from skill_mcp.models import Catalog
 
 log = logging.getLogger("skill_mcp.catalog")
 
@@ -38,6 +39,9 @@ class LazyCatalog:
             return catalog
         with self._lock:
             if self._catalog is None:
+                # Imported here: the scanner's modules are not needed before the first scan.
+                from skill_mcp.catalog.discover import build_catalog
+
                 start = time.perf_counter()
                 self._catalog = build_catalog(self._settings, generation=self._generation)
                 log.debug("catalog built", extra={"skills": len(self._catalog.skills),
