@@ -36,3 +36,12 @@ def test_every_input_and_output_schema_is_valid(tmp_path: Path) -> None:
 def test_an_invalid_schema_is_caught_by_the_check() -> None:
     with pytest.raises(jsonschema.SchemaError):  # positive control for the check above
         Draft202012Validator.check_schema({"type": "objekt"})
+
+
+def test_skill_search_advertises_the_search_packages_own_limit() -> None:
+    # search_tool repeats the constant so that listing the tool does not import the index code.
+    from skill_mcp import search
+    from skill_mcp.surfaces import search_tool
+
+    assert search_tool.MAX_LIMIT == search.MAX_LIMIT
+    assert search_tool.INPUT_SCHEMA["properties"]["limit"]["maximum"] == search.MAX_LIMIT

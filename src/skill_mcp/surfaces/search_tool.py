@@ -1,7 +1,8 @@
 """The ``skill_search`` tool: rank skills for the words a person would type.
 
 The index is built lazily, on the first search against a catalog generation, so it adds
-nothing to the server's cold start; a reload swaps the catalog, and the next search builds a
+nothing to the server's cold start; the search package itself is imported by that first
+search, not when the tool is listed. A reload swaps the catalog, and the next search builds a
 new index for it. The build runs in a worker thread so the event loop keeps answering other
 requests meanwhile; a lock makes concurrent first searches share one build.
 """
@@ -10,18 +11,23 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
 
-from skill_mcp.models import Catalog
-from skill_mcp.search import MAX_LIMIT, SearchIndex, index_catalog, search_result
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.models import Catalog
+    from skill_mcp.search import SearchIndex
 
 NAME = "skill_search"
 DEFAULT_LIMIT = 10
 MAX_QUERY_CHARS = 1000
+# ``skill_mcp.search.MAX_LIMIT``, repeated so that listing the tool does not import the index
+# code (tests/surfaces/test_tool_schemas.py holds the two equal).
+MAX_LIMIT = 50
 
 DESCRIPTION = (
     "Search the skills this server serves by what you want to do, in plain words (for example "
@@ -85,6 +91,8 @@ class SearchState:
         with self._lock:
             index = self.built_for(catalog)
             if index is None:
+                from skill_mcp.search import index_catalog
+
                 index = index_catalog(catalog)
                 self._built = (catalog, index)
             return index
@@ -109,6 +117,8 @@ def search_tool_spec(state: SearchState | None = None) -> ToolSpec:
         index = state.built_for(catalog)
         if index is None:
             index = await anyio.to_thread.run_sync(state.index_for, catalog)
+        from skill_mcp.search import search_result  # loaded by the index build above at the latest
+
         return search_result(catalog, index, str(args["query"]), int(args.get("limit", DEFAULT_LIMIT)))
 
     return ToolSpec(
