@@ -101,6 +101,11 @@ class Skill:
     pack: str | None = None  # name of the pack that pins it, if any
     phase: str | None = None
     tags: tuple[str, ...] = ()
+    # ``directory`` as text with a trailing slash: every per-file answer joins onto it.
+    prefix: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prefix", str(self.directory).rstrip("/") + "/")
 
     def file(self, rel: str) -> SkillFile | None:
         for f in self.files:

@@ -200,9 +200,9 @@ def known_info(memo: DigestMemo, skill: Skill, entry: SkillFile) -> FileInfo | N
     Costs no read and no hash, so callers may run it on the event loop and go to a worker
     thread only when it returns None.
     """
-    where = (str(skill.directory), entry.rel)
+    where = (skill.prefix, entry.rel)
     try:
-        st = os.lstat(f"{where[0]}/{entry.rel}")
+        st = os.lstat(skill.prefix + entry.rel)
     except OSError:
         return None  # the full path words the refusal
     if stat.S_ISREG(st.st_mode) and (digest := memo.get(where, _identity(st))) is not None:
@@ -215,7 +215,7 @@ def file_info(memo: DigestMemo, skill: Skill, entry: SkillFile) -> FileInfo:
     known = known_info(memo, skill, entry)
     if known is not None:
         return known
-    where = (str(skill.directory), entry.rel)
+    where = (skill.prefix, entry.rel)
     real, st = resolve_inside(skill.directory, entry.rel)
     fd = open_regular(real, st, entry.rel)
     hasher = hashlib.sha256()

@@ -25,8 +25,8 @@ from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, file_record, f
 MAX_PATHS = 8
 MAX_FILE_BYTES = 1024 * 1024
 MAX_BATCH_BYTES = 4 * 1024 * 1024
-DEFAULT_LIST_LIMIT = 50
-MAX_LIST_LIMIT = 200
+DEFAULT_LIST_LIMIT = schemas.DEFAULT_LIST_LIMIT
+MAX_LIST_LIMIT = schemas.MAX_LIST_LIMIT
 
 
 def compact_entry(call: ToolCall, skill: Skill) -> dict[str, Any]:

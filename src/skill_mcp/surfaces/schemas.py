@@ -39,11 +39,16 @@ REFUSAL: dict[str, Any] = {
     "properties": {"reason": _STR, "detail": _STR},
 }
 
+# The default page is the same size as a skills/list page. 25 entries cost a model about
+# 1,500-3,000 tokens; a caller that wants more at once asks for up to MAX_LIST_LIMIT.
+DEFAULT_LIST_LIMIT = 25
+MAX_LIST_LIMIT = 200
+
 SKILL_LIST_IN: dict[str, Any] = {
     "type": "object",
     "properties": {
         "cursor": {"type": "string", "description": "nextCursor from the previous page"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50,
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "default": DEFAULT_LIST_LIMIT,
                   "description": "skills per page"},
     },
     "additionalProperties": False,
