@@ -179,6 +179,27 @@ class DigestMemo:
     def __len__(self) -> int:
         return len(self._known)
 
+    def known_files(self, skill: Skill) -> list[tuple[str, int, str]] | None:
+        """``(rel, size, digest)`` for every file of ``skill`` when each is known and unchanged, else None.
+
+        The loop ``known_info`` runs per file, for a whole skill at once (one ``lstat`` each, no
+        object per file): ``skills/list`` pages call it for every skill they hold.
+        """
+        prefix, known, out = skill.prefix, self._known, []
+        lstat, is_reg = os.lstat, stat.S_ISREG
+        for entry in skill.files:
+            rel = entry.rel
+            try:
+                st = lstat(prefix + rel)
+            except OSError:
+                return None
+            held = known.get((prefix, rel))  # a dict read is atomic; put() replaces whole tuples
+            if held is None or not is_reg(st.st_mode) or held[0] != (st.st_dev, st.st_ino, st.st_size,
+                                                                      st.st_mtime_ns):
+                return None
+            out.append((rel, st.st_size, held[1]))
+        return out
+
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)

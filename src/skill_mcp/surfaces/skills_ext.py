@@ -45,13 +45,15 @@ class DirectoryReadParams(types.PaginatedRequestParams):
 
 def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = False) -> dict[str, Any] | None:
     """The SEP-2640 entry for ``skill``; with ``known_only``, None unless no file needs hashing."""
-    resources = []
-    for f in skill.files:
-        # size and digest of the same bytes, never stale
-        info = catfiles.known_info(memo, skill, f) if known_only else catfiles.file_info(memo, skill, f)
-        if info is None:
+    # Size and digest of the same bytes, never stale.
+    if known_only:
+        files = memo.known_files(skill)
+        if files is None:
             return None
-        resources.append({"uri": catfiles.skill_uri(skill, f.rel), "digest": info.digest, "size": info.size})
+    else:
+        files = [(f.rel, (info := catfiles.file_info(memo, skill, f)).size, info.digest) for f in skill.files]
+    uri = catfiles.skill_uri
+    resources = [{"uri": uri(skill, rel), "digest": digest, "size": size} for rel, size, digest in files]
     return {"uri": catfiles.skill_uri(skill, SKILL_MD), "frontmatter": dict(skill.frontmatter),
             "resources": resources}
 
