@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from skill_mcp.catalog import build_catalog
-from skill_mcp.catalog.files import DigestMemo, current_size, file_info, read_body, read_skill_file, skill_uri
+from skill_mcp.catalog.files import (
+    DigestMemo,
+    current_size,
+    file_info,
+    known_info,
+    read_body,
+    read_skill_file,
+    skill_uri,
+)
 from skill_mcp.config import load_settings
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Skill
@@ -86,3 +94,49 @@ def test_uris_put_skill_md_explicitly_and_quote_file_paths(demo: Skill) -> None:
     assert skill_uri(demo) == "skill://demo"
     assert skill_uri(demo, "SKILL.md") == "skill://demo/SKILL.md"
     assert skill_uri(demo, "ref/a b.md") == "skill://demo/ref/a%20b.md"
+
+
+def test_a_known_digest_is_reused_only_while_the_entry_is_unchanged(demo: Skill) -> None:
+    memo = DigestMemo()
+    entry = demo.file("ref/a b.md")
+    assert entry is not None
+    assert known_info(memo, demo, entry) is None  # nothing verified yet: the full path must run
+    first = file_info(memo, demo, entry)
+    assert known_info(memo, demo, entry) == first  # positive control: unchanged, reused
+    assert memo.known_files(demo) is None  # SKILL.md and big.bin not hashed yet
+    for f in demo.files:
+        file_info(memo, demo, f)
+    assert [rel for rel, _size, _digest in memo.known_files(demo) or []] == [f.rel for f in demo.files]
+    path = demo.directory / "ref" / "a b.md"
+    os.utime(path, ns=(5, 5))  # same bytes, another identity
+    assert known_info(memo, demo, entry) is None and memo.known_files(demo) is None
+
+
+def test_a_link_put_in_place_of_a_hashed_file_gets_no_reused_digest(demo: Skill, tmp_path: Path) -> None:
+    memo = DigestMemo()
+    entry = demo.file("ref/a b.md")
+    assert entry is not None
+    file_info(memo, demo, entry)
+    target = demo.directory / "ref" / "a b.md"
+    target.unlink()
+    os.symlink(tmp_path / "outside.txt", target)
+    assert known_info(memo, demo, entry) is None
+    with pytest.raises(SkillMcpError) as info:
+        file_info(memo, demo, entry)
+    assert info.value.reason is Refusal.OUTSIDE_SKILL
+
+
+def test_a_known_digest_is_per_skill_and_path_not_per_inode(tmp_path: Path) -> None:
+    # The same inode reached through another skill's path is verified for that path first.
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: d\n---\nbody\n")
+    os.link(tmp_path / "one" / "SKILL.md", tmp_path / "two" / "copy.md")
+    catalog = build_catalog(load_settings([str(tmp_path)], {}))
+    one, two = catalog.skills["one"], catalog.skills["two"]
+    memo = DigestMemo()
+    shared_one, shared_two = one.file("SKILL.md"), two.file("copy.md")
+    assert shared_one is not None and shared_two is not None
+    file_info(memo, one, shared_one)
+    assert known_info(memo, two, shared_two) is None
+    assert file_info(memo, two, shared_two).digest == file_info(memo, one, shared_one).digest
