@@ -24,9 +24,9 @@ from skill_mcp.search.index import (
     SearchDoc,
     SearchIndex,
     _idf,
-    _Postings,
     split_markdown,
 )
+from skill_mcp.search.postings import _Postings, make_postings
 from skill_mcp.search.text import _split_token, _term_of, _tokens
 
 
@@ -149,10 +149,7 @@ def _postings(n_docs: int, flat: list[Any]) -> _Postings:
         boost = NAME_BOOST * _idf(n_docs, len(in_names))
         for i in in_names:
             scores[i] += boost
-    stored = array("f", scores)
-    # The bound is taken from the stored (float32) values, so it is never below one of them.
-    return _Postings(docs=array("I", flat[0::4]), scores=stored, masks=masks,
-                     sections=array("H", flat[3::4]), top=max(stored))
+    return make_postings(array("I", flat[0::4]), array("f", scores), masks, array("H", flat[3::4]), n_docs)
 
 
 def build_index(docs: Iterable[SearchDoc]) -> SearchIndex:

@@ -32,6 +32,7 @@ def _assert_same(fast: SearchIndex, plain: SearchIndex) -> None:
         q = fast.postings[term]
         assert (q.docs, q.masks, q.sections, q.top) == (p.docs, p.masks, p.sections, p.top), term
         assert q.scores.tobytes() == p.scores.tobytes(), term  # bit for bit, not approximately
+        assert q.impact == p.impact, term
 
 
 def test_the_test_corpus_indexes_exactly_as_the_reference_does() -> None:

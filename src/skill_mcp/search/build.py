@@ -36,9 +36,9 @@ from skill_mcp.search.index import (
     SearchDoc,
     SearchIndex,
     _idf,
-    _Postings,
     split_markdown,
 )
+from skill_mcp.search.postings import _Postings, make_postings
 from skill_mcp.search.text import _split_token, _term_of, _tokens
 
 _BODY = int(Field.BODY)
@@ -242,9 +242,7 @@ class _Builder:
             boost = NAME_BOOST * _idf(n_docs, len(in_names))
             for i in in_names:
                 scores[i] += boost
-        stored = array("f", scores)
-        # The bound is taken from the stored (float32) values, so it is never below one of them.
-        return _Postings(docs=docs, scores=stored, masks=bytes(masks), sections=self.sections[tid], top=max(stored))
+        return make_postings(docs, array("f", scores), bytes(masks), self.sections[tid], n_docs)
 
     def finish(self) -> SearchIndex:
         scales = self._scales()

@@ -8,9 +8,11 @@ pseudo-frequency
     tf~(t, d) = sum_f  w_f * tf_f(t, d) / (1 - b_f + b_f * len_f(d) / avglen_f)
 
 and the term's score in d is ``idf(t) * tf~ / (k1 + tf~)``. Both depend only on the corpus,
-so each posting stores that final number; a query just adds up the postings of its terms
-(times the query weight of each term) and keeps the best ``limit``. Ties are broken by name
-so the same query over the same corpus always gives the same order.
+so each posting stores that final number; a query adds up the postings of its terms (times
+the query weight of each term) and keeps the best ``limit``. Ties are broken by name so the
+same query over the same corpus always gives the same order. ``topk`` finds the best
+``limit`` without adding up every posting: beside each long list the index keeps its best
+postings in score order (``postings.Impact``), and a query over long lists reads those.
 
 Beside each posting we keep a one-byte mask of the fields the term occurs in and the index
 of the heading the term first appears under in the body, so a hit can say why it matched
@@ -21,14 +23,14 @@ from __future__ import annotations
 
 import heapq
 import math
-from array import array
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
+from skill_mcp.search.postings import FIRST_DEPTH, _Postings
 from skill_mcp.search.text import query_terms
+from skill_mcp.search.topk import exhaustive, threshold
 
 
 class Field(IntEnum):
@@ -41,6 +43,9 @@ class Field(IntEnum):
 
 
 FIELD_LABELS = ("name", "frontmatter name", "description", "tags", "heading", "body")
+# Field mask -> the labels of its fields, in field order (derived once from the table above).
+_LABELS = tuple(tuple(label for f, label in enumerate(FIELD_LABELS) if mask & (1 << f))
+                for mask in range(1 << len(FIELD_LABELS)))
 
 # Field weights and length normalisation. Short, curated fields (name, tags) say most about
 # what a skill is for; the body says most about how, and is long, so it is normalised hardest.
@@ -52,7 +57,9 @@ K1 = 1.2
 # matches also earn NAME_BOOST times the word's rarity among names alone.
 NAME_BOOST = 0.6
 NO_SECTION = 0xFFFF
-_EPSILON = 1e-6  # margin for float noise when pruning (scores compare at 9 decimals)
+# Past this many postings per query term on average, reading the impact heads beats adding up
+# the whole lists.
+_THRESHOLD_FROM = 4 * FIRST_DEPTH
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +90,6 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
-class _Postings:
-    docs: array[int]  # sorted doc ids ('I')
-    scores: array[float]  # idf * tf~/(k1+tf~) per doc ('f')
-    masks: bytes  # bit i set: the term occurs in Field(i)
-    sections: array[int]  # heading index of the first body occurrence, or NO_SECTION ('H')
-    top: float  # the largest score in ``scores``: this term's upper bound, for pruning
-
-
-@dataclass(frozen=True, slots=True)
 class SearchIndex:
     names: tuple[str, ...]  # doc id -> skill name, sorted, so doc id order is name order
     headings: tuple[tuple[str, ...], ...]
@@ -105,77 +103,58 @@ class SearchIndex:
         if limit <= 0:
             return []
         qterms = query_terms(query)
-        acc = self._accumulate(qterms, limit)
-        # Rounded before comparing so that scores equal up to float noise tie, and then the
-        # lower doc id (the earlier name) wins.
-        best = heapq.nsmallest(limit, acc.items(), key=lambda kv: (-round(kv[1], 9), kv[0]))
-        return [self._hit(doc, score, qterms) for doc, score in best]
-
-    def _accumulate(self, qterms: Mapping[str, tuple[float, str]], limit: int) -> dict[int, float]:
-        """Term-at-a-time scoring with MaxScore-style pruning.
-
-        Terms go in order of their best possible contribution. Once the ``limit``-th best
-        score so far beats everything the remaining terms could still add, no new skill can
-        enter the result: the remaining terms are then only looked up for the candidates
-        still in reach, by binary search, instead of scanning their postings. The result is
-        exactly the exhaustive one; the order of terms is fixed, so float sums repeat.
-        """
         present = [(t, qterms[t][0], p) for t in sorted(qterms) if (p := self.postings.get(t)) is not None]
+        # The reason reads the terms in term order, with the word each came from.
+        ordered = [(p, qterms[t][1]) for t, _, p in present]
+        # Scores add the terms in a fixed order (best possible contribution first, then the
+        # term), so float sums repeat.
         present.sort(key=lambda x: (-x[1] * x[2].top, x[0]))
-        rest = sum(w * p.top for _, w, p in present)
-        acc: dict[int, float] = {}
-        pruned = False
-        for _term, weight, post in present:
-            rest -= weight * post.top
-            if not pruned:
-                get = acc.get
-                for doc, score in zip(post.docs, post.scores, strict=True):
-                    acc[doc] = get(doc, 0.0) + weight * score
-            elif len(acc) * 8 < len(post.docs):
-                docs, n = post.docs, len(post.docs)
-                for doc in acc:
-                    i = bisect_left(docs, doc)
-                    if i < n and docs[i] == doc:
-                        acc[doc] += weight * post.scores[i]
-            else:
-                for doc, score in zip(post.docs, post.scores, strict=True):
-                    if doc in acc:
-                        acc[doc] += weight * score
-            if len(acc) >= limit:
-                theta = heapq.nlargest(limit, acc.values())[-1]
-                if rest + _EPSILON < theta:
-                    pruned = True
-                    acc = {d: s for d, s in acc.items() if s + rest + _EPSILON >= theta}
-        return acc
+        weighted = [(w, p) for _, w, p in present]
+        acc = None
+        if sum(len(p.docs) for _, p in weighted) > _THRESHOLD_FROM * len(weighted):
+            acc = threshold(weighted, limit)
+        if acc is None:
+            acc = exhaustive(weighted, limit)
+        # Rounded before comparing so that scores equal up to float noise tie, and then the
+        # lower doc id (the earlier name) wins. (nsmallest is sorted()[:limit], cheaper on many.)
+        items = acc.items()
+        best = sorted(items, key=_rank)[:limit] if len(acc) <= 4 * limit else heapq.nsmallest(limit, items, key=_rank)
+        return [self._hit(doc, score, ordered) for doc, score in best]
 
-    def _hit(self, doc: int, score: float, qterms: Mapping[str, tuple[float, str]]) -> Hit:
+    def _hit(self, doc: int, score: float, ordered: list[tuple[_Postings, str]]) -> Hit:
         mask = 0
         matched: list[str] = []
-        votes: Counter[int] = Counter()
-        for term in sorted(qterms):
-            post = self.postings.get(term)
-            if post is None:
-                continue
-            i = bisect_left(post.docs, doc)
-            if i == len(post.docs) or post.docs[i] != doc:
-                continue
+        votes: dict[int, int] = {}
+        for post, typed in ordered:
+            if (imp := post.impact) is not None and imp.where is not None:
+                i = imp.where[doc] - 1
+                if i < 0:
+                    continue
+            else:
+                docs = post.docs
+                i = bisect_left(docs, doc)
+                if i == len(docs) or docs[i] != doc:
+                    continue
             mask |= post.masks[i]
-            typed = qterms[term][1]
             if typed not in matched:
                 matched.append(typed)
-            if post.sections[i] != NO_SECTION:
-                votes[post.sections[i]] += 1
-        labels = tuple(FIELD_LABELS[f] for f in Field if mask & (1 << f))
+            section = post.sections[i]
+            if section != NO_SECTION:
+                votes[section] = votes.get(section, 0) + 1
         heads = self.headings[doc]
         # The section most query words point at; the earlier one on a tie.
         section = min(votes, key=lambda s: (-votes[s], s)) if votes else NO_SECTION
         return Hit(
             name=self.names[doc],
             score=round(score, 6),
-            fields=labels,
+            fields=_LABELS[mask],
             matched=tuple(matched),
             section=heads[section] if section < len(heads) else None,
         )
+
+
+def _rank(item: tuple[int, float]) -> tuple[float, int]:
+    return -round(item[1], 9), item[0]
 
 
 def split_markdown(body: str) -> tuple[list[str], list[str]]:
