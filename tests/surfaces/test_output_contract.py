@@ -1,11 +1,11 @@
 """Every tool result satisfies the tool's strict output schema, and clients are shown its shallow form.
 
 ``tools/list`` advertises ``schemas.advertised(spec.output_schema)``: top-level fields typed,
-array items reduced to their field names and required set (the SDK client validates every
-result, and a fully typed item schema cost more than the call itself). The strict schema is
-still the contract: these tests drive a real in-process server through the SDK's own client
-over a tree that makes every optional field appear, and check each ``structuredContent``
-against the strict schema with a full validator.
+arrays of objects described in prose (the SDK client validates every result, and typed item
+schemas cost more than the call itself), with the strict schema in the tool's ``_meta``. The
+strict schema is the contract: these tests drive a real in-process server through the SDK's
+own client over a tree that makes every optional field appear, and check each
+``structuredContent`` against the strict schema with a full validator.
 """
 
 from __future__ import annotations
@@ -126,27 +126,30 @@ async def test_a_result_that_breaks_the_strict_schema_is_caught(client: Client, 
     assert not list(Draft202012Validator(schemas.advertised(dict(strict))).iter_errors(page))
 
 
-async def test_tools_list_advertises_the_shallow_form_of_each_strict_schema(client: Client, root: Path) -> None:
+async def test_tools_list_advertises_the_shallow_form_and_carries_the_strict_schema(client: Client, root: Path) -> None:
     strict = _strict(root)
-    listed = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+    listed = {t.name: t for t in (await client.list_tools()).tools}
     assert set(strict) <= set(listed)
     for name, schema in strict.items():
-        shown = listed[name]
-        assert shown == schemas.advertised(dict(schema))
-        Draft202012Validator.check_schema(shown)
-        # Every top-level field keeps its full type.
-        assert set(shown["properties"]) == set(schema["properties"])
+        tool = listed[name]
+        assert tool.output_schema == schemas.advertised(dict(schema))
+        assert tool.meta is not None and tool.meta[schemas.STRICT_SCHEMA_META] == schema
+        Draft202012Validator.check_schema(tool.output_schema)
+        # Every top-level field is still there; only arrays of objects lose their item schema.
+        assert set(tool.output_schema["properties"]) == set(schema["properties"])
 
 
-def test_advertised_items_name_every_field_and_its_type() -> None:
+def test_advertised_arrays_of_objects_describe_every_item_field() -> None:
     shown = schemas.advertised(schemas.SKILL_LIST_OUT)
-    item = shown["properties"]["skills"]["items"]
+    skills = shown["properties"]["skills"]
     strict_item = schemas.SKILL_LIST_OUT["properties"]["skills"]["items"]
-    assert item["properties"] == dict.fromkeys(strict_item["properties"], True)
-    assert item["required"] == strict_item["required"]
-    assert "fileCount: integer >= 0" in item["description"] and "scripts: array of objects" in item["description"]
-    assert "skillsListExcluded?: string" in item["description"]  # optional fields are marked
-    # Arrays of plain values and top-level objects are left as they are.
+    assert skills["type"] == "array" and "items" not in skills
+    for field in strict_item["properties"]:
+        assert field in skills["description"]
+    assert "fileCount: integer >= 0" in skills["description"] and "scripts: array of objects" in skills["description"]
+    assert "skillsListExcluded?: string" in skills["description"]  # optional fields are marked
+    assert schemas.STRICT_SCHEMA_META in skills["description"]
+    # Plain fields and arrays of plain values are left as they are.
     assert shown["properties"]["total"] == schemas.SKILL_LIST_OUT["properties"]["total"]
-    assert schemas.advertised({"type": "array", "items": {"type": "string"}}) == {
-        "type": "array", "items": {"type": "string"}}
+    plain = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}
+    assert schemas.advertised(plain) == plain

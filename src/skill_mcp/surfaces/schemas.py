@@ -162,13 +162,16 @@ SKILL_FILE_OUT: dict[str, Any] = {
 
 # What a client is shown. The SDK's own client (and any client using the pure-Python
 # ``jsonschema``) validates every ``structuredContent`` against the advertised ``outputSchema``
-# on every call, at roughly 5 us per (schema node, value) pair it visits: a fully typed item
-# schema made the client spend 2.4 ms checking one 50-skill ``skill_list`` page, more than the
-# whole rest of the call (issue 8). So the advertised form keeps every top-level field typed,
-# and for an array of objects it names each item field (``properties`` with ``true``) and the
-# required ones, with the item fields' types in the item's ``description``; the strict schemas
-# above stay the contract, and tests/surfaces/test_output_contract.py holds every tool's
-# output to them. Client-side validation then costs one step per item, not one per field.
+# on every call, at several microseconds per (schema node, value) pair it visits: the fully
+# typed item schemas made the client spend 2.4 ms checking one 50-skill ``skill_list`` page,
+# more than the whole rest of the call, and even an item schema of ``{"type": "object",
+# "required": [...]}`` cost 0.2 ms per 25-skill page (issue 8). So the advertised form keeps
+# every top-level field typed, and an array of objects is advertised as an array whose
+# ``description`` lists the item fields and their types; the strict schema travels beside it
+# in the tool's ``_meta`` (``STRICT_SCHEMA_META``) for clients that want it for code
+# generation or their own validation, and tests/surfaces/test_output_contract.py holds every
+# tool's output to it. Client-side validation then costs a few steps per result, not per item.
+STRICT_SCHEMA_META = "io.github.chrischall.skill-mcp/strictOutputSchema"
 
 
 def describe(schema: Any) -> str:
@@ -191,30 +194,35 @@ def describe(schema: Any) -> str:
     return str(kind)
 
 
-def _shallow_item(item: dict[str, Any]) -> dict[str, Any]:
-    props: dict[str, Any] = item["properties"]
+def item_fields(item: dict[str, Any]) -> str:
+    """``name: string; fileCount: integer >= 0; skillsListExcluded?: string`` (``?``: optional)."""
     required = set(item.get("required", ()))
-    fields = "; ".join(f"{name}{'' if name in required else '?'}: {describe(sub)}" for name, sub in props.items())
-    out: dict[str, Any] = {"type": "object", "properties": dict.fromkeys(props, True)}
-    if required:
-        out["required"] = list(item["required"])
-    prose = item.get("description")
-    out["description"] = (f"{prose} " if prose else "") + f"Fields: {fields}."
+    return "; ".join(f"{name}{'' if name in required else '?'}: {describe(sub)}"
+                     for name, sub in item["properties"].items())
+
+
+def _shallow_array(array: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in array.items() if k != "items"}
+    prose = array.get("description")
+    out["description"] = (f"{prose} " if prose else "") + (
+        f"Each item is an object with {item_fields(array['items'])} "
+        f"(item schema in this tool's _meta[{STRICT_SCHEMA_META!r}]).")
     return out
 
 
+def _objects_array(schema: Any) -> bool:
+    items = schema.get("items") if isinstance(schema, dict) else None
+    return (isinstance(schema, dict) and schema.get("type") == "array" and isinstance(items, dict)
+            and isinstance(items.get("properties"), dict))
+
+
 def advertised(schema: Any) -> Any:
-    """``schema`` with every array-of-objects item replaced by its shallow form (a new object)."""
-    if isinstance(schema, list):
-        return [advertised(v) for v in schema]
+    """``schema`` with every array of objects reduced to an array described in prose (a new object)."""
     if not isinstance(schema, dict):
         return schema
-    out = {}
-    for key, value in schema.items():
-        if key == "items" and isinstance(value, dict) and isinstance(value.get("properties"), dict):
-            out[key] = _shallow_item(value)
-        elif key in ("properties", "$defs"):
-            out[key] = {name: advertised(sub) for name, sub in value.items()}
-        else:
-            out[key] = advertised(value) if isinstance(value, (dict, list)) else value
+    if _objects_array(schema):
+        return _shallow_array(schema)
+    out = dict(schema)
+    if isinstance(schema.get("properties"), dict):
+        out["properties"] = {name: advertised(sub) for name, sub in schema["properties"].items()}
     return out

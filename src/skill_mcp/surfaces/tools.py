@@ -19,7 +19,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.errors import invalid_params, tool_error
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
-from skill_mcp.surfaces.schemas import advertised
+from skill_mcp.surfaces.schemas import STRICT_SCHEMA_META, advertised
 from skill_mcp.surfaces.state import SurfaceState
 
 log = logging.getLogger("skill_mcp.tools")
@@ -57,18 +57,21 @@ class ToolTable:
         """The ``tools/list`` result, built once: the specs never change while serving.
 
         Output schemas are advertised in their shallow form (``schemas.advertised``); the
-        strict ``spec.output_schema`` stays the contract the tests hold every result to.
+        strict ``spec.output_schema`` rides in the tool's ``_meta`` and stays the contract
+        the tests hold every result to.
         """
         if self._listing is None:
             tools = []
             for spec in self._specs.values():
+                strict = dict(spec.output_schema) if spec.output_schema is not None else None
                 tools.append(types.Tool(
                     name=spec.name,
                     title=spec.title,
                     description=spec.description,
                     input_schema=dict(spec.input_schema),
-                    output_schema=advertised(spec.output_schema) if spec.output_schema is not None else None,
+                    output_schema=advertised(strict) if strict is not None else None,
                     annotations=types.ToolAnnotations.model_validate(spec.annotations) if spec.annotations else None,
+                    meta={STRICT_SCHEMA_META: strict} if strict is not None else None,
                 ))
             self._listing = types.ListToolsResult(tools=tools)
         return self._listing
