@@ -125,3 +125,15 @@ def test_configure_logging_writes_json_to_the_given_stream_and_replaces_its_own_
         for handler in list(root.handlers):
             if handler not in before:
                 root.removeHandler(handler)
+
+
+@given(st.lists(st.text(alphabet="ab.c-_ ", min_size=1, max_size=10).filter(lambda s: s not in (".", "..")),
+                min_size=1, max_size=4))
+def test_guess_mime_reads_the_suffix_as_pathlib_does(segments: list[str]) -> None:
+    from pathlib import PurePosixPath
+
+    from skill_mcp.surfaces.content import _suffix
+
+    rel = "/".join(segments)
+    assert _suffix(rel.rpartition("/")[2]) == PurePosixPath(rel).suffix
+    assert guess_mime(rel + ".MD") == "text/markdown"  # suffixes compare case-insensitively

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import mimetypes
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 # Explicit entries for what skills actually ship; the platform table is only a fallback and
 # differs between machines, so the common cases must not depend on it.
@@ -49,11 +48,18 @@ DIRECTORY_MIME = "inode/directory"
 MARKDOWN = "text/markdown"
 
 
+def _suffix(name: str) -> str:
+    """``PurePosixPath(name).suffix`` for a final path component, without building a path."""
+    i = name.rfind(".")
+    return name[i:] if 0 < i < len(name) - 1 else ""
+
+
 def guess_mime(rel: str) -> str | None:
-    suffix = PurePosixPath(rel).suffix.lower()
+    name = rel.rpartition("/")[2]
+    suffix = _suffix(name).lower()
     if suffix in _BY_SUFFIX:
         return _BY_SUFFIX[suffix]
-    guessed, _ = mimetypes.guess_type(PurePosixPath(rel).name, strict=False)
+    guessed, _ = mimetypes.guess_type(name, strict=False)
     return guessed
 
 
