@@ -117,8 +117,9 @@ def test_hundred_runs_accumulate_no_zombies(server: Session, script_uid: int | N
     for _ in range(100):
         out = server.probe("zombie")["out"]
         assert not _alive(out["zombie"])
-    children = [p for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == server_pid]
-    assert children == [], children  # the server reaped every script it started
+    children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == server_pid]
+    # The server reaped every script it started; what is left is the one shim waiting for the next run.
+    assert children == _shims_of(server_pid) and len(children) == 1 and _alive(children[0]), children
     no_script_processes(script_uid)
 
 
@@ -206,6 +207,36 @@ def test_server_killed_mid_run_leaves_no_orphan(how: str, sec_root: Path, script
     # A script whose server was SIGKILLed is re-parented to this machine's PID 1, which need not
     # reap: an unreaped zombie runs nothing and holds nothing but its pid, so it is not a survivor.
     assert script_uid is None or not [p for p in procs_of_uid(script_uid) if p["state"] != "Z"]
+
+
+def _shims_of(server_pid: int) -> list[int]:
+    """The server's children that are exec shims (waiting for a run: a script would have exec'd)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = fh.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == server_pid and b"_exec_shim.py" in argv:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "stdin-EOF"])
+def test_server_stopped_leaves_no_waiting_shim(how: str, sec_root: Path) -> None:
+    with open_session(server_params([sec_root], server_env()), read_timeout=60) as session:
+        server_pid = int(session.probe("id")["out"]["ppid"])
+        wait_for(lambda: _shims_of(server_pid), 10, "the shim for the next run")
+        shims = _shims_of(server_pid)
+        assert len(shims) == 1 and _alive(shims[0])  # positive control: one waits, never more
+        if how != "stdin-EOF":
+            os.kill(server_pid, getattr(signal, how))
+            wait_for(lambda: not _alive(server_pid), 15, "the server to exit")
+    # SIGKILL: the parent-death signal ends it; SIGTERM and stdin EOF: the closers kill and reap it.
+    assert _eventually(lambda: not _alive(shims[0]), 10), f"the waiting shim (pid {shims[0]}) outlived the server"
 
 
 def _eventually(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]

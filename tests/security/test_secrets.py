@@ -54,6 +54,16 @@ def test_script_cannot_signal_server(server: Session) -> None:
     assert out["own_child"] == "ok"
 
 
+@root_only
+def test_script_cannot_attach_to_signal_or_read_the_shim_waiting_for_the_next_run(server: Session) -> None:
+    # The shim for the next run waits as root until that run's configuration arrives.
+    out = server.probe("shim")["out"]
+    assert out["found"] is not None  # positive control: it is there, a sibling of the script
+    assert (out["ptrace"], out["read"], out["kill"], out["kill0"]) == ("EPERM", "EACCES", "EPERM", "EPERM")
+    assert out["own_child"] == "ok"
+    _ = server.probe("id")  # and it still serves the next run
+
+
 def test_no_secret_in_any_process_command_line(server: Session) -> None:
     out = server.probe("cmdlines", SECRET.encode().hex())["out"]
     assert out["hits"] == []

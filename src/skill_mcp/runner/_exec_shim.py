@@ -1,38 +1,57 @@
 """Re-exec shim: applies limits and the uid drop, then becomes the interpreter.
 
-Run as ``python -I -S _exec_shim.py CFG_FD STATUS_FD`` by ``spawn_local`` (never imported).
-It exists so that nothing runs between ``fork`` and ``exec`` in the server: Python's
-``preexec_fn`` is unsafe in a threaded process, and ``subprocess`` has no rlimit option.
-Standard library only; ``-I -S`` keeps the caller's environment and site-packages out of it.
+Run as ``python -I -S _exec_shim.py CFG_FD STATUS_FD SERVER_PID`` by ``runner.shim`` (never
+imported by the server). It exists so that nothing runs between ``fork`` and ``exec`` in the
+server: Python's ``preexec_fn`` is unsafe in a threaded process, and ``subprocess`` has no rlimit
+option. Standard library only; ``-I -S`` keeps the caller's environment and site-packages out of
+it, and the server starts it with an empty environment.
 
-Protocol: the parent writes one ``marshal``-encoded dict to ``CFG_FD`` (argv, env, rlimits, optional
-uid/gid) and closes it; the values travel through a pipe, never through this process's
-argv or environment, so they do not show up in ``/proc/<pid>/cmdline``. ``STATUS_FD`` is
-close-on-exec: the parent sees EOF with no bytes when ``execve`` succeeded, or one line
-saying what failed.
+It may be started ahead of the run it will serve (a *warm* shim): it imports what it needs,
+makes itself non-dumpable, ties its life to the server's (``PR_SET_PDEATHSIG``, then the check
+that the server is still its parent) and blocks reading ``CFG_FD``. A run costs it only what
+comes after that read. It serves at most one run: it execs or exits.
+
+Protocol: the parent writes one ``marshal``-encoded dict to ``CFG_FD`` (argv, env, cwd, rlimits,
+optional uid/gid) and closes it; the values travel through a pipe, never
+through this process's argv or environment, so they do not show up in ``/proc/<pid>/cmdline``
+or ``/proc/<pid>/environ``. EOF with no configuration means the server discarded this shim or
+died: it exits at once. ``STATUS_FD`` is close-on-exec. Just before ``execve`` the shim writes
+one ``EXEC_NEXT`` byte; the parent then reads:
+
+- ``EXEC_NEXT`` then EOF: ``execve`` succeeded, the process is the script now;
+- ``EXEC_NEXT`` or nothing, then one line: what failed (the shim exits 127);
+- EOF with nothing at all: the shim died before it reached ``execve`` (killed while it waited,
+  say), so nothing of the run happened and the parent may start another shim for it.
 """
 
 from __future__ import annotations
 
-import ctypes
+import _ctypes
 import marshal
 import os
 import resource
-import signal
 import sys
 
-# typing and json are not imported at run time: they cost tens of milliseconds on every run.
+# typing, json, the ``ctypes`` package and the ``signal`` wrapper (which imports enum) are not
+# imported at run time: together they cost about as much as the interpreter's own start-up, on
+# every cold start and before a warm shim is ready. ``_signal`` and ``_ctypes`` are the C modules
+# those two wrap; ``_Prctl`` below is how ``ctypes.CDLL`` builds a function, for the one we need.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import signal as _signal
     from typing import Any
+else:
+    import _signal
 
-PR_SET_NO_NEW_PRIVS = 38
+EXEC_NEXT = b"\x00"  # a failure line is text, so it never starts with NUL
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
 _LIMITS = {"core": resource.RLIMIT_CORE, "nofile": resource.RLIMIT_NOFILE, "fsize": resource.RLIMIT_FSIZE,
            "nproc": resource.RLIMIT_NPROC}
 
 
-def _read_all(fd: int) -> dict[str, Any]:
+def _read_all(fd: int) -> dict[str, Any] | None:
     chunks = []
     while True:
         chunk = os.read(fd, 65536)
@@ -40,8 +59,30 @@ def _read_all(fd: int) -> dict[str, Any]:
             break
         chunks.append(chunk)
     os.close(fd)
+    if not chunks:
+        return None
     cfg: dict[str, Any] = marshal.loads(b"".join(chunks))  # noqa: S302 - our own parent wrote it, over a private pipe
     return cfg
+
+
+class _Prctl(_ctypes.CFuncPtr):
+    """``int prctl(int option, unsigned long arg2, ...)``; integer arguments, an int result."""
+
+    _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+
+
+def _prctl(prctl: _Prctl, option: int, value: int, what: str) -> None:
+    if prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(_ctypes.get_errno(), f"prctl({what}) failed")
+
+
+def _die_with(prctl: _Prctl, server: int) -> None:
+    # If the server dies (even by SIGKILL) this process must not outlive its only supervisor.
+    # Then close the race where the server died before this line: our parent would already be
+    # someone else (init or a subreaper), and no signal would ever come.
+    _prctl(prctl, PR_SET_PDEATHSIG, _signal.SIGKILL, "PR_SET_PDEATHSIG")
+    if os.getppid() != server:
+        raise RuntimeError("the server exited before the script started")
 
 
 def _drop(uid: int, gid: int) -> None:
@@ -53,31 +94,36 @@ def _drop(uid: int, gid: int) -> None:
         raise RuntimeError("the uid drop did not stick")
 
 
+def _become(cfg: dict[str, Any], prctl: _Prctl, server: int, status_fd: int) -> None:
+    os.chdir(cfg["cwd"])
+    for name, (soft, hard) in cfg.get("rlimits", {}).items():
+        resource.setrlimit(_LIMITS[name], (soft, hard))
+    if cfg.get("uid") is not None:
+        _drop(int(cfg["uid"]), int(cfg["gid"]))
+    _prctl(prctl, PR_SET_NO_NEW_PRIVS, 1, "PR_SET_NO_NEW_PRIVS")
+    _die_with(prctl, server)  # again: the uid drop cleared the parent-death signal; it survives execve
+    # Python ignores SIGPIPE and SIGXFSZ at startup and an ignored signal survives execve;
+    # the script must get the default actions (a write to a closed pipe ends it).
+    for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
+        _signal.signal(sig, _signal.SIG_DFL)
+    argv = cfg["argv"]
+    os.write(status_fd, EXEC_NEXT)
+    os.execve(argv[0], argv, cfg["env"])  # noqa: S606 - an argv array is the point: no shell
+
+
 def main() -> None:
-    cfg_fd, status_fd = int(sys.argv[1]), int(sys.argv[2])
+    cfg_fd, status_fd, server = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     os.set_inheritable(status_fd, False)  # closes on a successful execve: EOF means "running"
     try:
-        cfg = _read_all(cfg_fd)
-        for name, (soft, hard) in cfg.get("rlimits", {}).items():
-            resource.setrlimit(_LIMITS[name], (soft, hard))
-        if cfg.get("uid") is not None:
-            _drop(int(cfg["uid"]), int(cfg["gid"]))
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-        # If the server dies (even by SIGKILL) the script must not outlive its only supervisor.
-        # Set after the uid drop, which clears it; it survives the execve below. Then close the race
-        # where the server died before this line: our parent would already be someone else.
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-        if cfg.get("parent") is not None and os.getppid() != cfg["parent"]:
-            raise RuntimeError("the server exited before the script started")
-        # Python ignores SIGPIPE and SIGXFSZ at startup and an ignored signal survives execve;
-        # the script must get the default actions (a write to a closed pipe ends it).
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
-        argv = cfg["argv"]
-        os.execve(argv[0], argv, cfg["env"])  # noqa: S606 - an argv array is the point: no shell
+        prctl = _Prctl(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))  # type: ignore[arg-type]  # None: this process
+        # While it waits (possibly for minutes) no same-uid process may ptrace it or read its
+        # memory; execve makes the script dumpable again, as it would be without the shim.
+        _prctl(prctl, PR_SET_DUMPABLE, 0, "PR_SET_DUMPABLE")
+        _die_with(prctl, server)
+        cfg = _read_all(cfg_fd)  # a warm shim waits here
+        if cfg is None:
+            os._exit(0)  # discarded, or the server is gone: nothing to report, nobody to report to
+        _become(cfg, prctl, server, status_fd)
     except BaseException as exc:  # every failure must reach the parent
         os.write(status_fd, f"{type(exc).__name__}: {exc}".encode(errors="replace")[:4000])
         os._exit(127)

@@ -7,6 +7,11 @@
   ``preexec_fn``: RLIMIT_CORE 0, RLIMIT_NOFILE, RLIMIT_FSIZE, and RLIMIT_NPROC when the script
   runs under a uid of its own. When the server runs as root the script is dropped to an
   unprivileged uid with no supplementary groups and no-new-privileges, or it does not run.
+- The shim is started ahead of the run (``runner.shim``): from when a call passes its checks,
+  and again as soon as each run's script has started, one shim waits, so a confirmed run pays for sending its configuration rather
+  than for a Python start-up. It serves one run. If it died while it waited, the run starts a
+  shim of its own instead (a *cold* start), which is what every run did before; the result is
+  the same either way.
 - 1 MiB captured per stream; the rest is read and discarded, and counted.
 - The run settles on the process exiting (seen through a pidfd), never on the pipes closing:
   a deadline brings SIGTERM to the group, then SIGKILL after a grace; after the exit the pipes
@@ -20,28 +25,25 @@ from __future__ import annotations
 import contextlib
 import marshal
 import os
-import select
 import shutil
 import signal
 import stat
-import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
+from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult, RunStatus
 
-SHIM = str(Path(__file__).with_name("_exec_shim.py"))
 NOFILE = 256
 FSIZE = 64 * 1024 * 1024
 NPROC = 256
-KILL_WAIT_S = 5.0  # after SIGKILL; only a process stuck in the kernel takes longer
 STOPPED_NOTE = "the server is shutting down: the script was stopped before it finished"
 DETACHED_NOTE = ("a process that left the script's process group still held its output open after the "
                  "script exited; the call returned without it, and in standalone mode it may still be running")
@@ -89,34 +91,6 @@ async def _pump(fd: int, cap: _Capture) -> None:
         cap.add(data)
 
 
-async def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        await anyio.wait_writable(fd)
-        try:
-            view = view[os.write(fd, view):]
-        except BlockingIOError:
-            continue
-
-
-async def _read_status(fd: int) -> bytes:
-    out = b""
-    while True:
-        await anyio.wait_readable(fd)
-        try:
-            chunk = os.read(fd, 4096)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            return out
-        out += chunk[: 4096 - len(out)]
-
-
-def _killpg(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-
-
 def _remove_tree(path: str) -> None:
     def fix(func: object, p: str, _exc: object) -> None:
         # A script may have made its files unreadable to itself; restore access and retry once.
@@ -134,7 +108,7 @@ def _remove_tree(path: str) -> None:
         shutil.rmtree(path, onerror=fix)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class LocalSpawner:
     name: str = "local"
     drop: UserDrop | None = None
@@ -142,16 +116,41 @@ class LocalSpawner:
     capture_limit: int = CAPTURE_LIMIT
     term_grace_s: float = TERM_GRACE_S
     drain_s: float = DRAIN_S
+    warm_ahead: bool = True  # False: every run starts its shim cold
+    _slot: WarmSlot = field(init=False, repr=False)
     _waiting: anyio.CancelScope | None = field(default=None, repr=False)
     _stopping: bool = field(default=False, repr=False)
 
+    def __post_init__(self) -> None:
+        self._slot = WarmSlot(self.shim_python, closed=not self.warm_ahead)
+        weakref.finalize(self, self._slot.close)  # the slot, not self: the finalizer must not keep us alive
+
+    def warm(self) -> None:
+        """Have a shim waiting for the next run, unless one waits already or the server is stopping.
+
+        Called when a ``skill_run`` call passed its checks (the preview), as soon as a run's script
+        has started (so the next shim starts while it runs) and after each run; never at start-up.
+        Only on the thread that runs the event loop, which lives as long as the server: the
+        parent-death signal follows the thread that forked the shim, so a shim started from a worker
+        thread would kill its script when that thread retires. Elsewhere this does nothing.
+        """
+        if _on_event_loop():
+            self._slot.fill()
+
+    @property
+    def warm_pid(self) -> int | None:
+        """The pid of the shim waiting for the next run, if one is."""
+        return self._slot.shim.pid if self._slot.shim is not None else None
+
     def stop_running(self) -> None:
-        """End the run in progress early (server shutdown): its call still returns a normal result.
+        """Server shutdown: end the run in progress early (its call still returns a normal result)
+        and kill the shim waiting for the next one; no shim is started after this.
 
         Call from the event loop's thread. The script's group gets SIGTERM, then SIGKILL after the
         grace, exactly as at a deadline; the result is ``killed`` with a note saying why.
         """
         self._stopping = True
+        self._slot.close()
         if self._waiting is not None:
             self._waiting.cancel()
 
@@ -159,7 +158,7 @@ class LocalSpawner:
         env = dict(plan.env)
         env["TMPDIR"] = tmp
         limits: dict[str, tuple[int, int]] = {"core": (0, 0), "nofile": (NOFILE, NOFILE), "fsize": (FSIZE, FSIZE)}
-        cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "rlimits": limits, "parent": os.getpid()}
+        cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits}
         if self.drop is not None:
             env["HOME"] = tmp  # the server's HOME is not the dropped user's to write
             limits["nproc"] = (NPROC, NPROC)
@@ -169,109 +168,93 @@ class LocalSpawner:
         return marshal.dumps(cfg)
 
     async def run(self, plan: RunPlan) -> RunResult:
+        # The wall clock starts now, before any shim is handed the run: the time a shim still takes
+        # to start (a cold one, or a warm one not ready yet) is part of the script's budget.
+        started = time.monotonic()
         self._stopping = False
         tmp = tempfile.mkdtemp(prefix="skill-mcp-run-")
         try:
             if self.drop is not None:
                 os.chown(tmp, self.drop.uid, self.drop.gid)
-            return await self._run(plan, self._config(plan, tmp))
+            shim = await self._launch(plan, self._config(plan, tmp), started)
+            self.warm()  # the next run's shim starts while this one runs, to be ready when it comes
+            try:
+                return await self._supervise(plan, shim, started)
+            finally:
+                shim.discard()  # reaped by now unless supervision itself failed; then killed here
         finally:
             _remove_tree(tmp)
+            self.warm()  # if this run never started, or started a cold shim while none could warm
 
-    async def _run(self, plan: RunPlan, cfg: bytes) -> RunResult:
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        cfg_r, cfg_w = os.pipe()
-        st_r, st_w = os.pipe()
-        parent_ends = {out_r, err_r, cfg_w, st_r}  # closed exactly once, here or by _close_end
-        for fd in parent_ends:
-            os.set_blocking(fd, False)
-        started = time.monotonic()
+    async def _launch(self, plan: RunPlan, cfg: bytes, started: float) -> Shim:
+        """A shim that has exec'd the script: the warm one, or one started now if none is usable."""
+        warm = self._slot.take()
+        if warm is not None:
+            try:
+                return await self._hand_over(warm, cfg, started + plan.timeout_s)
+            except ShimGone:
+                pass  # it died while it waited, before it touched the run: start one as if none were warm
         try:
-            try:
-                proc = subprocess.Popen(
-                    [self.shim_python, "-I", "-S", SHIM, str(cfg_r), str(st_w)],
-                    stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, cwd=plan.cwd, env={},
-                    start_new_session=True, pass_fds=(cfg_r, st_w), close_fds=True)
-            except OSError as exc:
-                raise SkillMcpError(Refusal.SPAWN_FAILED, f"could not start the script: {exc.strerror}") from None
-            finally:
-                for fd in (out_w, err_w, cfg_r, st_w):
-                    os.close(fd)
-            pidfd = os.pidfd_open(proc.pid)
-            try:
-                return await self._supervise(plan, proc, pidfd, (out_r, err_r, cfg_w, st_r), cfg, started,
-                                             parent_ends)
-            finally:
-                os.close(pidfd)
-                if proc.returncode is None:  # only reached if supervision itself failed
-                    _killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-        finally:
-            for fd in parent_ends:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            return await self._hand_over(Shim.start(self.shim_python), cfg, started + plan.timeout_s)
+        except ShimGone:
+            raise SkillMcpError(Refusal.SPAWN_FAILED, "could not start the script: the exec shim exited before "
+                                "it reached execve") from None
 
-    async def _start(self, plan: RunPlan, proc: subprocess.Popen[bytes], cfg_w: int, st_r: int,
-                     cfg: bytes, open_ends: set[int]) -> None:
-        with anyio.move_on_after(plan.timeout_s):
-            await _write_all(cfg_w, cfg)
-            open_ends.discard(cfg_w)
-            os.close(cfg_w)  # EOF tells the shim the configuration is complete
-            status = await _read_status(st_r)
-            if status:
-                proc.wait()
-                raise SkillMcpError(Refusal.SPAWN_FAILED, "could not start the script: "
-                                    + status.decode(errors="replace"))
-            return
-        raise SkillMcpError(Refusal.SPAWN_FAILED, "the script did not start within its timeout")
+    async def _hand_over(self, shim: Shim, cfg: bytes, deadline: float) -> Shim:
+        try:
+            with anyio.move_on_after(max(deadline - time.monotonic(), 0)):
+                await shim.hand_over(cfg)
+                return shim
+            raise SkillMcpError(Refusal.SPAWN_FAILED, "the script did not start within its timeout")
+        except BaseException:
+            shim.discard()
+            raise
 
-    async def _supervise(self, plan: RunPlan, proc: subprocess.Popen[bytes], pidfd: int,
-                         fds: tuple[int, int, int, int], cfg: bytes, started: float,
-                         open_ends: set[int]) -> RunResult:
-        out_r, err_r, cfg_w, st_r = fds
+    async def _supervise(self, plan: RunPlan, shim: Shim, started: float) -> RunResult:
         out, err = _Capture(self.capture_limit), _Capture(self.capture_limit)
         timed_out = False
-        # Until the shim has exec'd, nothing writes to stdout/stderr, so the pumps can start after.
-        await self._start(plan, proc, cfg_w, st_r, cfg, open_ends)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_pump, out_r, out)
-            tg.start_soon(_pump, err_r, err)
+            tg.start_soon(_pump, shim.out_r, out)
+            tg.start_soon(_pump, shim.err_r, err)
             remaining = plan.timeout_s - (time.monotonic() - started)
             with anyio.move_on_after(max(remaining, 0)) as waiting:
                 self._waiting = waiting
                 if self._stopping:  # asked to stop while the script was starting
                     waiting.cancel()
-                await anyio.wait_readable(pidfd)
+                await anyio.wait_readable(shim.pidfd)
             self._waiting = None
             stopped = self._stopping
-            if not _exited(pidfd):
+            if not shim.exited():
                 timed_out = not stopped
-                await self._terminate(proc.pid, pidfd)
+                await self._terminate(shim)
             # The leader is a zombie until reaped, so its pid (the group id) cannot be reused yet:
             # end whatever stayed in its group, then reap.
-            _killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            killpg(shim.pid, signal.SIGKILL)
+            shim.proc.wait()
             with anyio.move_on_after(self.drain_s):
                 await out.eof.wait()
                 await err.eof.wait()
             held = not (out.eof.is_set() and err.eof.is_set())
             tg.cancel_scope.cancel()
         notes = ((STOPPED_NOTE,) if stopped else ()) + ((DETACHED_NOTE,) if held else ())
-        return _result(proc.returncode, timed_out, out, err, started, notes)
+        return _result(shim.proc.returncode, timed_out, out, err, started, notes)
 
-    async def _terminate(self, pid: int, pidfd: int) -> None:
-        _killpg(pid, signal.SIGTERM)
+    async def _terminate(self, shim: Shim) -> None:
+        killpg(shim.pid, signal.SIGTERM)
         with anyio.move_on_after(self.term_grace_s):
-            await anyio.wait_readable(pidfd)
-        if not _exited(pidfd):
-            _killpg(pid, signal.SIGKILL)
+            await anyio.wait_readable(shim.pidfd)
+        if not shim.exited():
+            killpg(shim.pid, signal.SIGKILL)
             with anyio.move_on_after(KILL_WAIT_S):
-                await anyio.wait_readable(pidfd)
+                await anyio.wait_readable(shim.pidfd)
 
 
-def _exited(pidfd: int) -> bool:
-    return bool(select.select([pidfd], [], [], 0)[0])
+def _on_event_loop() -> bool:
+    try:
+        anyio.get_current_task()
+    except RuntimeError:  # anyio.NoEventLoopError (older anyio: sniffio's), both RuntimeErrors
+        return False
+    return True
 
 
 def _result(code: int | None, timed_out: bool, out: _Capture, err: _Capture, started: float,

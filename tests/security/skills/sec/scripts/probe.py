@@ -408,12 +408,50 @@ def echo(args):
     return {"argv": args}
 
 
+def _sibling_shim(deadline):
+    """A process of our server (our parent) running the exec shim: the one waiting for the next run."""
+    while time.monotonic() < deadline:
+        for p in os.listdir("/proc"):
+            if not p.isdigit() or int(p) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{p}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{p}/cmdline", "rb") as fh:
+                    argv = fh.read()
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == os.getppid() and b"_exec_shim.py" in argv:
+                return int(p)
+        time.sleep(0.02)
+    return None
+
+
+def shim(_):
+    """Reach for the shim the server keeps waiting for its next run: attach, signal, read it."""
+    pid = _sibling_shim(time.monotonic() + 10)
+    if pid is None:
+        return {"found": None}
+    out = {"found": pid, "ptrace": _ptrace(pid), **read([f"/proc/{pid}/environ"])}
+    for name, sig in (("kill", signal.SIGKILL), ("kill0", 0)):
+        try:
+            os.kill(pid, sig)
+            out[name] = "ok"
+        except OSError as exc:
+            out[name] = err(exc)
+    own = _sleeper()
+    out["own_child"] = _ptrace(own)
+    os.kill(own, signal.SIGKILL)
+    os.waitpid(own, 0)
+    return out
+
+
 MODES = {"id": ident, "env": env, "read": read, "list": listdir, "ptrace": ptrace, "kill": kill,
          "cmdlines": cmdlines, "setuid": setuid_exec, "abort": abort, "sleep": sleep, "pidfile": pidfile,
          "background": background, "doublefork": doublefork, "setsid": setsid_daemon, "forkbomb": forkbomb,
          "threadbomb": threadbomb, "zombie": zombie, "flood": flood, "weird": weird, "ignore_term": ignore_term,
          "selfstop": selfstop, "spin": spin, "balloon": balloon, "diskfill": diskfill, "fds": fds, "net": net,
-         "echo": echo, "rebind": rebind, "cmd": cmd}
+         "echo": echo, "rebind": rebind, "cmd": cmd, "shim": shim}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
