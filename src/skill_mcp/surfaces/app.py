@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -20,10 +20,9 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skill_mcp import __version__
-from skill_mcp.catalog.files import DigestMemo
+from skill_mcp.catalog.digests import DigestMemo
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.models import Catalog
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import prompts, resources, skills_ext
 from skill_mcp.surfaces.client_logs import ClientLogForwarder
@@ -33,6 +32,9 @@ from skill_mcp.surfaces.read_tools import read_tools
 from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
 from skill_mcp.surfaces.state import DeclaredScripts, SurfaceState
 from skill_mcp.surfaces.tools import ToolTable
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.models import Catalog
 
 log = logging.getLogger("skill_mcp.server")
 

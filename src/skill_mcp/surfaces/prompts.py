@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import mcp_types as types
 
-from skill_mcp.catalog import files as catfiles
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.models import Catalog
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.errors import invalid_params
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
+
+# The file readers (catalog.files, and the catalog records behind them) are imported by the
+# functions that read: building a server imports this module, and must not import those (issue 8).
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.models import Catalog
 
 PROMPTS_PAGE = 100
 
@@ -28,6 +33,7 @@ def list_prompts(catalog: Catalog, cursor: str | None) -> types.ListPromptsResul
 
 
 def get_prompt(catalog: Catalog, name: str) -> types.GetPromptResult:
+    import skill_mcp.catalog.files as catfiles
     skill = catalog.skills.get(name)
     if skill is None:
         raise invalid_params(SkillMcpError(Refusal.UNKNOWN_SKILL, f"no prompt named {name!r}", {"name": name}))

@@ -8,19 +8,23 @@ digests, declared scripts and their state, and every problem the scan found.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from skill_mcp.catalog import files as catfiles
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.models import Catalog, Skill
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces import content, schemas
+from skill_mcp.surfaces import schemas
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor, page
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
 from skill_mcp.surfaces.render import skill_file_blocks, skill_list_blocks, skill_load_blocks
 from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, file_record, find_skill
+
+# The file readers (catalog.files, and the catalog records behind them) are imported by the
+# functions that read: building a server imports this module, and must not import those (issue 8).
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.catalog import files as catfiles
+    from skill_mcp.models import Catalog, Skill
 
 MAX_PATHS = 8
 MAX_FILE_BYTES = 1024 * 1024
@@ -30,6 +34,8 @@ MAX_LIST_LIMIT = schemas.MAX_LIST_LIMIT
 
 
 def compact_entry(call: ToolCall, skill: Skill) -> dict[str, Any]:
+    import skill_mcp.catalog.files as catfiles
+
     # The script mappings are the runner's, shared between answers: put in as they are, never
     # mutated (the answer is only serialized).
     entry: dict[str, Any] = {
@@ -87,6 +93,8 @@ def _load_all(call: ToolCall, skill: Skill) -> dict[str, Any]:
 
 
 def _load(call: ToolCall, skill: Skill, *, known_only: bool) -> dict[str, Any] | None:
+    import skill_mcp.catalog.files as catfiles
+    import skill_mcp.surfaces.content as content
     files = []
     for f in skill.files:
         record = file_record(call.memo, skill, f, known_only=known_only)
@@ -112,6 +120,7 @@ def _entry_error(rel: str, err: SkillMcpError) -> dict[str, Any]:
 
 def _locate(skill: Skill, rel: str) -> catfiles.Located:
     """Check one requested path (string, served file, resolution) and its size; read nothing."""
+    import skill_mcp.catalog.files as catfiles
     found = catfiles.locate(skill, rel)
     if found.size > MAX_FILE_BYTES:
         raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"the file is {found.size} bytes; the limit is {MAX_FILE_BYTES}",
@@ -120,6 +129,8 @@ def _locate(skill: Skill, rel: str) -> catfiles.Located:
 
 
 def _read_entry(skill: Skill, found: catfiles.Located) -> dict[str, Any]:
+    import skill_mcp.catalog.files as catfiles
+    import skill_mcp.surfaces.content as content
     rel = found.rel
     data = catfiles.read_located(found, max_bytes=min(found.size, MAX_FILE_BYTES))
     enc = content.encode(rel, data)

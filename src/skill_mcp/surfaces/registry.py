@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from skill_mcp.config import Settings
-from skill_mcp.models import Catalog, Problem, Skill
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.catalog.files import DigestMemo
+    from skill_mcp.models import Catalog, Problem, Skill
 
 
 class ScriptStates(Protocol):

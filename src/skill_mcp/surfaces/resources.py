@@ -12,18 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import mcp_types as types
 
-from skill_mcp.catalog import files as catfiles
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.models import Catalog, Skill, SkillFile
-from skill_mcp.surfaces import content
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
 from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, listed_in_skills_ext
+
+# The file readers (catalog.files, and the catalog records behind them) are imported by the
+# functions that read: building a server imports this module, and must not import those (issue 8).
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.models import Catalog, Skill, SkillFile
 
 SCHEME = "skill://"
 RESOURCES_PAGE = 100
@@ -48,6 +50,7 @@ def parse_skill_uri(uri: str) -> tuple[str, str | None] | None:
 
 
 def _skill_for(catalog: Catalog, uri: str) -> tuple[Skill, str | None]:
+    import skill_mcp.catalog.files as catfiles
     parsed = parse_skill_uri(uri)
     skill = catalog.skills.get(parsed[0]) if parsed else None
     if parsed is None or skill is None:
@@ -60,6 +63,8 @@ def _skill_for(catalog: Catalog, uri: str) -> tuple[Skill, str | None]:
 
 
 def file_resource(skill: Skill, f: SkillFile) -> types.Resource:
+    import skill_mcp.catalog.files as catfiles
+    import skill_mcp.surfaces.content as content
     uri = catfiles.skill_uri(skill, f.rel)
     if f.rel == SKILL_MD:
         return types.Resource(uri=uri, name=skill.name, description=skill.description,
@@ -99,6 +104,8 @@ def small_read(catalog: Catalog, uri: str) -> bool:
 
 
 def read_resource(catalog: Catalog, uri: str) -> types.ReadResourceResult:
+    import skill_mcp.catalog.files as catfiles
+    import skill_mcp.surfaces.content as content
     skill, rel = _skill_for(catalog, uri)
     if rel is None:
         raise unknown_uri(uri, "this is a skill directory; read its SKILL.md or use resources/directory/read")
@@ -129,6 +136,8 @@ def _directories(skill: Skill) -> set[str]:
 
 
 def _children(skill: Skill, rel: str | None) -> list[types.Resource]:
+    import skill_mcp.catalog.files as catfiles
+    import skill_mcp.surfaces.content as content
     base = PurePosixPath(rel) if rel else PurePosixPath(".")
     out: list[types.Resource] = []
     for d in sorted(_directories(skill)):

@@ -9,18 +9,22 @@ lives in ``surfaces.resources``.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from skill_mcp.catalog import files as catfiles
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.models import Catalog, Skill
 from skill_mcp.reasons import ProblemReason
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
 from skill_mcp.surfaces.resources import parse_skill_uri
 from skill_mcp.surfaces.state import SKILL_MD, listed_in_skills_ext
+
+# The file readers (catalog.files, and the catalog records behind them) are imported by the
+# functions that read: building a server imports this module, and must not import those (issue 8).
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.catalog import files as catfiles
+    from skill_mcp.models import Catalog, Skill
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
 CAPABILITY = {"directoryRead": True}
@@ -45,6 +49,7 @@ class DirectoryReadParams(types.PaginatedRequestParams):
 
 def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = False) -> dict[str, Any] | None:
     """The SEP-2640 entry for ``skill``; with ``known_only``, None unless no file needs hashing."""
+    import skill_mcp.catalog.files as catfiles
     # Size and digest of the same bytes, never stale.
     if known_only:
         files = memo.known_files(skill)
@@ -91,6 +96,7 @@ def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None,
 def get_skill(memo: catfiles.DigestMemo, catalog: Catalog, uri: str, *,
               known_only: bool = False) -> dict[str, Any] | None:
     """``skills/get``; with ``known_only``, None when a file of the skill needs hashing."""
+    import skill_mcp.catalog.files as catfiles
     parsed = parse_skill_uri(uri)
     skill = catalog.skills.get(parsed[0]) if parsed else None
     if skill is None or catfiles.skill_uri(skill, SKILL_MD) != uri:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skill_mcp.catalog import files as catfiles
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.models import Catalog, Problem, Skill, SkillFile
 from skill_mcp.reasons import ProblemReason, Refusal
 from skill_mcp.surfaces.registry import ScriptStates
+
+# The file readers (catalog.files, and the catalog records behind them) are imported by the
+# functions that read: building a server imports this module, and must not import those (issue 8).
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.catalog import files as catfiles
+    from skill_mcp.models import Catalog, Problem, Skill, SkillFile
 
 SKILL_MD = "SKILL.md"
 
@@ -82,6 +86,7 @@ def file_record(memo: catfiles.DigestMemo, skill: Skill, f: SkillFile, *,
     With ``known_only`` nothing is read or hashed: None when the digest is not already known
     for the file as it is now.
     """
+    import skill_mcp.catalog.files as catfiles
     info = catfiles.known_info(memo, skill, f) if known_only else catfiles.file_info(memo, skill, f)
     if info is None:
         return None

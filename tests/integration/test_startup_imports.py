@@ -1,0 +1,166 @@
+"""What ``skill-mcp serve`` imports before it has served anything (issue 8, ready).
+
+The real console script is started with ``PYTHONPROFILEIMPORTTIME=1``, so the interpreter
+writes one stderr line per module the moment its ``import`` statement finishes (modules loaded
+through ``importlib.import_module``, such as the command module ``cli.main`` dispatches to, are
+not listed, but everything they import is). The test answers ``initialize``
+and ``tools/list``, then sends a line that is not JSON: the server logs a warning for it on
+stderr and answers ``-32700`` on stdout, so once that answer is read every import the
+handshake caused is already on stderr, before the warning. Heavy modules must not be among
+them; the same markers after ``skill_list``, ``skill_run`` and ``skill_search`` show each one
+turning up when it is first needed, so the pin can fail. No timing is asserted (pallets/click's
+``test_imports`` idea, for a server).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import build_tree
+
+SKILL_MCP = str(Path(sys.executable).with_name("skill-mcp"))
+WAIT_S = 60.0
+
+# Not needed to answer initialize or tools/list: each is imported by the first request that uses it.
+HEAVY_AT_START = (
+    "jsonschema",  # argument validation, on a tool's first call
+    "yaml",  # frontmatter, on the first scan
+    "skill_mcp.models",
+    "skill_mcp.catalog.discover",
+    "skill_mcp.catalog.files",
+    "skill_mcp.catalog.frontmatter",
+    "skill_mcp.catalog.yaml12",
+    "skill_mcp.search",
+    "skill_mcp.runner.fence",
+    "skill_mcp.runner.interpreters",
+    "skill_mcp.runner.spawn_local",
+    "skill_mcp.surfaces.content",
+    "skill_mcp.surfaces.http",
+    "skill_mcp.watch",
+)
+# The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
+NEEDED_AT_START = ("skill_mcp.runner.environ", "ctypes", "skill_mcp.surfaces.stdio")
+
+
+class Server:
+    """``skill-mcp serve`` on pipes, with the modules it imported between two markers."""
+
+    def __init__(self, root: Path) -> None:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "SKILL_MCP_LOG": "warning",
+               "PYTHONPROFILEIMPORTTIME": "1", "MCP_CONFIRM_ELICITATION": "off"}
+        self.proc = subprocess.Popen([SKILL_MCP, "serve", "--skills-dir", str(root)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self._next_id = 0
+        self._out = b""
+        self._err = b""
+
+    def _read(self, fd: int, until: bytes, buf: bytes) -> tuple[bytes, bytes]:
+        deadline = time.monotonic() + WAIT_S
+        while until not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError(f"no {until!r} from the server within {WAIT_S:.0f} s")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise EOFError(f"the server closed the pipe before {until!r}")
+            buf += chunk
+        head, _, rest = buf.partition(until)
+        return head + until, rest
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        line, self._out = self._read(self.proc.stdout.fileno(), b"\n", self._out)
+        return dict(json.loads(line))
+
+    def notify(self, method: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def imported_so_far(self) -> set[str]:
+        """Modules imported since the last call: send the marker line, read up to its warning."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.stdin.write(b"not json\n")
+        self.proc.stdin.flush()
+        line, self._out = self._read(self.proc.stdout.fileno(), b"\n", self._out)
+        assert json.loads(line)["error"]["code"] == -32700
+        text, self._err = self._read(self.proc.stderr.fileno(), b"unparseable input line", self._err)
+        names = set()
+        for row in text.decode(errors="replace").splitlines():
+            if row.startswith("import time:") and "|" in row:
+                names.add(row.rsplit("|", 1)[1].strip())
+        return names
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=WAIT_S)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    running = Server(build_tree(tmp_path / "skills"))
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def _handshake(server: Server) -> set[str]:
+    init = server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                         "clientInfo": {"name": "imports", "version": "0"}})
+    assert init["result"]["serverInfo"]["name"] == "skill-mcp"
+    server.notify("notifications/initialized")
+    tools = server.request("tools/list")
+    assert "skill_run" in {t["name"] for t in tools["result"]["tools"]}
+    return server.imported_so_far()
+
+
+def _loaded(names: set[str], wanted: tuple[str, ...]) -> list[str]:
+    return [w for w in wanted if any(n == w or n.startswith(w + ".") for n in names)]
+
+
+def test_serve_answers_the_handshake_without_importing_heavy_modules(server: Server) -> None:
+    at_start = _handshake(server)
+    assert "skill_mcp.server" in at_start  # the pin reads this very server's imports
+    assert _loaded(at_start, NEEDED_AT_START) == list(NEEDED_AT_START)
+    assert _loaded(at_start, HEAVY_AT_START) == []
+
+
+def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(server: Server) -> None:
+    # The positive control: the same pin sees these modules once a request needs them.
+    seen = _handshake(server)
+    listed = server.request("tools/call", {"name": "skill_list", "arguments": {}})
+    assert listed["result"]["structuredContent"]["total"] >= 1
+    seen |= server.imported_so_far()
+    assert _loaded(seen, ("jsonschema", "yaml", "skill_mcp.models", "skill_mcp.catalog.files",
+                          "skill_mcp.runner.fence", "skill_mcp.runner.interpreters")) == [
+        "jsonschema", "yaml", "skill_mcp.models", "skill_mcp.catalog.files", "skill_mcp.runner.fence",
+        "skill_mcp.runner.interpreters"]
+    assert _loaded(seen, ("skill_mcp.search",)) == []
+    found = server.request("tools/call", {"name": "skill_search", "arguments": {"query": "reports"}})
+    assert "hits" in found["result"]["structuredContent"]
+    assert _loaded(server.imported_so_far(), ("skill_mcp.search",)) == ["skill_mcp.search"]
