@@ -7,8 +7,8 @@ shared machine lands on both sides rather than on one.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 
 from bench.floor import TOOL as FLOOR_TOOL
 from bench.servers import CALL_TIMEOUT_S, ServerSpec, peak_rss_kib, session
+from skill_mcp.runner.interpreters import FIXED_PATH
 
 _RAW = TypeAdapter(dict[str, Any])
 Op = Callable[[Any, int], Awaitable[Any]]
@@ -101,16 +102,90 @@ async def alternate(floor_client: Any, ours_client: Any, op: Op, calls: int, war
     return floor, ours
 
 
-def interpreter_path(name: str) -> str | None:
-    return shutil.which({"python": "python3"}.get(name, name))
+@dataclass(frozen=True, slots=True)
+class FenceShape:
+    """How the fence runs a script, from its preview: what a fair direct spawn must copy.
+
+    The same binary and script path (``willRun.argv``), the same cwd, and an environment of the
+    same names with the values the server was started with (the SDK's default environment plus
+    the spec's). The harness's own environment must not leak in: it may hold variables that
+    change an interpreter's start-up (``NODE_EXTRA_CA_CERTS`` makes node parse a CA bundle,
+    40-80 ms here), which the fence never hands a script. ``TMPDIR`` points at an existing
+    directory: the fence's private per-run directory is part of what skill_run costs.
+    """
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: dict[str, str]
+
+    @classmethod
+    def of(cls, will_run: dict[str, Any], server_env: dict[str, str]) -> FenceShape:
+        env: dict[str, str] = {}
+        for entry in will_run["env"]:
+            name = entry["name"]
+            if name == "TMPDIR":
+                env[name] = tempfile.gettempdir()
+            elif name == "PATH":
+                env[name] = server_env.get("PATH") or FIXED_PATH
+            elif name in server_env:
+                env[name] = server_env[name]
+        return cls(tuple(will_run["argv"]), will_run["cwd"], env)
 
 
-def direct_spawn(argv: Sequence[str], cwd: str, runs: int) -> list[float]:
-    """Spawn the interpreter on the script directly from Python: the figure skill_run is held to."""
-    out: list[float] = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=CALL_TIMEOUT_S,
-                       check=True)
-        out.append(time.perf_counter() - start)
+def direct_spawn_once(shape: FenceShape) -> float:
+    """One spawn of the interpreter on the script from Python: the figure skill_run is held to."""
+    start = time.perf_counter()
+    subprocess.run(list(shape.argv), cwd=shape.cwd, env=shape.env, stdin=subprocess.DEVNULL, capture_output=True,
+                   timeout=CALL_TIMEOUT_S, check=True)
+    return time.perf_counter() - start
+
+
+async def preview(client: Any, args: dict[str, Any]) -> dict[str, Any]:
+    """The first call of the token round trip (never timed)."""
+    first = structured(await client.call_tool("skill_run", args))
+    if not first.get("confirmToken"):
+        raise RuntimeError(f"skill_run gave no confirmToken: status {first.get('status')!r}")
+    return first
+
+
+async def confirmed_run(client: Any, args: dict[str, Any]) -> float:
+    """The token round trip; only the second call (the run) is timed, sent as soon as the first returns."""
+    token = (await preview(client, args))["confirmToken"]
+    start = time.perf_counter()
+    second = structured(await client.call_tool("skill_run", {**args, "confirmToken": token}))
+    elapsed = time.perf_counter() - start
+    if second.get("exitCode") != 0:
+        raise RuntimeError(f"the no-op script did not exit 0: {second.get('status')!r} {second.get('stderr')!r}")
+    return elapsed
+
+
+@dataclass(slots=True)
+class RunSamples:
+    direct: list[float] = field(default_factory=list)
+    ours: list[float] = field(default_factory=list)  # interleaved with the direct spawns
+    back_to_back: list[float] = field(default_factory=list)  # runs with nothing else in between
+
+
+async def paired_runs(client: Any, args: dict[str, Any], server_env: dict[str, str], runs: int,
+                      back_to_back: int = 0, warmup: int = 2) -> RunSamples:
+    """``runs`` direct spawns interleaved with ``runs`` confirmed skill_runs, alternating which goes first.
+
+    Each skill_run's confirmation follows its preview at once (the worst case for anything
+    prepared at preview time). Then ``back_to_back`` runs with no direct spawn between them: the
+    next run's preview comes as soon as the previous result is in.
+    """
+    shape = FenceShape.of((await preview(client, args))["preview"]["willRun"], server_env)
+    for _ in range(warmup):
+        direct_spawn_once(shape)
+        await confirmed_run(client, args)
+    out = RunSamples()
+    for i in range(runs):
+        if i % 2 == 0:
+            out.direct.append(direct_spawn_once(shape))
+            out.ours.append(await confirmed_run(client, args))
+        else:
+            out.ours.append(await confirmed_run(client, args))
+            out.direct.append(direct_spawn_once(shape))
+    for _ in range(back_to_back):
+        out.back_to_back.append(await confirmed_run(client, args))
     return out

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from mcp.client.stdio import get_default_environment
+
 from bench.corpus import CorpusInfo
-from bench.measure import Op, alternate, direct_spawn, floor_call, interpreter_path, skills_get, skills_list, structured
+from bench.measure import Op, alternate, floor_call, paired_runs, skills_get, skills_list, structured
 from bench.servers import ServerSpec, peak_rss_kib, session
 
 SKILL_MD = "SKILL.md"
@@ -113,39 +114,24 @@ async def script_runs(result: TargetResult, spec: ServerSpec, corpus: CorpusInfo
     if corpus is None:
         return
     env = {"MCP_CONFIRM_ELICITATION": "off"}
+    server_env = get_default_environment() | dict(spec.params(env).env or {})
     async with session(spec, env) as s:
-        # The direct spawn uses the very interpreter the fence resolved at boot (skill_list says
-        # which), not whatever PATH finds first: a venv's python starts far slower than the system's.
+        # The direct spawn copies what the fence runs (skill_run's preview says: the interpreter it
+        # resolved at boot, the script's real path, the skill's cwd, the same variable names).
         listed = structured(await s.client.call_tool("skill_list", {"limit": 1}))
         resolved = listed.get("interpreters") or {}
         for interp, where in sorted(corpus.scripts.items()):
             name, script = where.split(":", 1)
-            path = resolved.get(interp) or interpreter_path(interp)
-            if path is None:
+            if interp not in resolved:
                 result.missing[f"skill_run ({interp})"] = f"{interp} is not installed on this machine"
                 continue
-            args = {"skill": name, "script": script, "args": []}
             try:
-                ours = [await _confirmed_run(s.client, args) for _ in range(runs + 2)][2:]
+                samples = await paired_runs(s.client, {"skill": name, "script": script, "args": []}, server_env,
+                                            runs)
             except RuntimeError as err:
                 result.missing[f"skill_run ({interp})"] = str(err)[:200]
                 continue
-            direct = direct_spawn([path, script], str(Path(corpus.root) / name), runs)
-            result.runs[interp] = Latency(direct, ours)
-
-
-async def _confirmed_run(client: Any, args: dict[str, Any]) -> float:
-    """The token round trip: the first call returns a confirmToken; the second (timed) runs."""
-    first = structured(await client.call_tool("skill_run", args))
-    token = first.get("confirmToken")
-    if not token:
-        raise RuntimeError(f"skill_run gave no confirmToken: status {first.get('status')!r}")
-    start = time.perf_counter()
-    second = structured(await client.call_tool("skill_run", {**args, "confirmToken": token}))
-    elapsed = time.perf_counter() - start
-    if second.get("exitCode") not in (0, None):
-        raise RuntimeError(f"the no-op script did not exit 0: {second.get('exitCode')!r}")
-    return elapsed
+            result.runs[interp] = Latency(samples.direct, samples.ours)
 
 
 async def floor_first_call(client: Any, i: int) -> Any:
