@@ -80,6 +80,7 @@ class Runner:
     fenced: bool | None = None  # None: not asked yet; decided on the first failed run (no boot cost)
     audit: AuditSink = stderr_sink
     _busy: bool = field(default=False, repr=False)
+    _grants: tuple[Catalog, GrantSet] | None = field(default=None, repr=False)
 
     @classmethod
     def create(cls, settings: Settings, *, harden: HardenReport | None, clock: Callable[[], float] = time.time,
@@ -119,7 +120,14 @@ class Runner:
         return self.settings.hosted and not scrubbed and not self.settings.allow_unscrubbed
 
     def grants(self, catalog: Catalog) -> GrantSet:
-        return build_grants(catalog, self.settings.skill_run, hosted=self.settings.hosted)
+        """The grants for ``catalog``, built once per catalog object (a reload swaps the object).
+
+        Building them walks every skill: 4 ms at 10,000 skills, on the preview and again on the
+        confirmed run. One entry, held by this runner, like ``FenceStates``' report.
+        """
+        if self._grants is None or self._grants[0] is not catalog:
+            self._grants = (catalog, build_grants(catalog, self.settings.skill_run, hosted=self.settings.hosted))
+        return self._grants[1]
 
     @classmethod
     def boot(cls, settings: Settings, **kwargs: Any) -> Runner:
