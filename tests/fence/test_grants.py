@@ -90,3 +90,14 @@ def test_loader_and_fixed_variables_are_forbidden(name: str) -> None:
 @pytest.mark.parametrize("name", ["WEATHER_API_KEY", "GITHUB_TOKEN", "_X"])
 def test_ordinary_variables_may_be_granted(name: str) -> None:  # positive control
     assert forbidden_variable(name) is None
+
+
+def test_the_runner_keeps_grants_per_catalog_and_rebuilds_them_for_a_new_one(root: Path) -> None:
+    from .helpers import make_runner
+
+    runner = make_runner()
+    first = catalog_of(make_skill(root, "a", {"a.py": "1"}, [ScriptDecl("a.py", "python")]))
+    assert runner.grants(first) is runner.grants(first)  # built once for one catalog
+    reloaded = catalog_of(*first.skills.values(), make_skill(root, "b", {"b.py": "1"}, [ScriptDecl("b.py", "python")]))
+    assert runner.grants(first).get("b", "b.py") is None
+    assert runner.grants(reloaded).get("b", "b.py") is not None  # a reload (a new catalog) is seen
