@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import gc
 import re
+import sys
 from array import array
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import chain, repeat
+from operator import mul, or_
 
 from skill_mcp.search.index import (
     K1,
@@ -46,10 +48,22 @@ _SHORT = _BODY  # fields 0.._BODY-1 are short: name, title, description, tags, h
 _BODY_BIT = 1 << _BODY
 _NAME_BITS = (1 << Field.NAME) | (1 << Field.TITLE)
 
+# A posting is packed into one 64-bit integer while the index is built: the body frequency in
+# bytes 0-2, the section in bytes 3-4, the doc id in bytes 5-7 (little-endian). One append per
+# posting instead of three, and the section and doc id bits are set per section, not per
+# posting; the columns are split apart again with byte slices.
+_SECTION_SHIFT, _DOC_SHIFT = 24, 40
+MAX_DOCS = 1 << 24
+_MAX_TF = 1 << 24
+_LITTLE = sys.byteorder == "little"
+
 # Lines that may start a heading or a code fence. The fast splitter below only applies where
 # "\n" is the only line break and lstrip() can only strip " ", "\t" and "\x1f" (ASCII text
 # without the other characters str.splitlines() breaks on); other text takes the exact path.
-_CANDIDATE = re.compile(r"^[ \t\x1f]*(?=#|```|~~~)", re.MULTILINE)
+# Matched from each "\n" (a literal first character: the regex engine skips to it fast), and
+# once at the start of the body.
+_CANDIDATE = re.compile(r"\n[ \t\x1f]*(?=#|```|~~~)")
+_FIRST_CANDIDATE = re.compile(r"[ \t\x1f]*(?=#|```|~~~)")
 _OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 
 
@@ -61,10 +75,10 @@ def split_sections(body: str) -> tuple[list[str], list[str]]:
     sections: list[str] = []
     fence: str | None = None
     start = 0  # where the current section's text begins
-    for m in _CANDIDATE.finditer(body):
-        end = body.find("\n", m.end())
+    for line, at in _candidates(body):
+        end = body.find("\n", at)
         end = len(body) if end < 0 else end
-        stripped = body[m.end():end]
+        stripped = body[at:end]
         if stripped.startswith(("```", "~~~")):
             marker = stripped[:3]
             fence = None if fence == marker else (fence or marker)
@@ -73,10 +87,18 @@ def split_sections(body: str) -> tuple[list[str], list[str]]:
             title = stripped.lstrip("#").strip()
             if title and level <= 6:
                 headings.append(title[:120])
-                sections.append(body[start:m.start()])
+                sections.append(body[start:line])
                 start = end
     sections.append(body[start:])
     return headings, sections
+
+
+def _candidates(body: str) -> Iterator[tuple[int, int]]:
+    """(start of the line, start of its text after indentation) of each candidate line."""
+    if (m := _FIRST_CANDIDATE.match(body)) is not None:
+        yield 0, m.end()
+    for m in _CANDIDATE.finditer(body):
+        yield m.start() + 1, m.end()
 
 
 class _Vocabulary(dict[str, int]):
@@ -128,9 +150,14 @@ def _count(vocab: _Vocabulary, tokens: Iterable[str]) -> Counter[int]:
     return counts
 
 
-def _count_runs(vocab: _Vocabulary, texts: list[str], shift: int) -> tuple[Counter[int], dict[int, int]]:
-    """Term counts over ``texts``, and per term the section value of the first text holding it:
-    text ``i`` has value ``i - shift``, or NO_SECTION when that is negative (clamped)."""
+def _section(i: int, shift: int) -> int:
+    return min(i - shift, NO_SECTION) if i >= shift else NO_SECTION
+
+
+def _count_runs(vocab: _Vocabulary, texts: list[str], shift: int, tag: int) -> tuple[Counter[int], dict[int, int]]:
+    """Term counts over ``texts``, and per term ``tag | section << _SECTION_SHIFT`` for the
+    section of the first text holding it: text ``i`` is section ``i - shift``, or NO_SECTION
+    when that is negative (clamped)."""
     counts: Counter[int] = Counter()
     ends = []
     get = vocab.__getitem__
@@ -143,48 +170,68 @@ def _count_runs(vocab: _Vocabulary, texts: list[str], shift: int) -> tuple[Count
     for i, end in enumerate(ends):
         # A compound token's terms take the earliest text of any of their tokens, so that
         # comparison happens on text indexes; the values are mapped afterwards.
-        value = i if compound else (min(i - shift, NO_SECTION) if i >= shift else NO_SECTION)
+        value = i if compound else tag | _section(i, shift) << _SECTION_SHIFT
         values.extend(repeat(value, end - start))
         start = end
     first = dict(zip(counts, values, strict=True))
     _settle(vocab, counts, first)
     if compound:
-        first = {t: (min(i - shift, NO_SECTION) if i >= shift else NO_SECTION) for t, i in first.items()}
+        first = {t: tag | _section(i, shift) << _SECTION_SHIFT for t, i in first.items()}
     return counts, first
 
 
+
+
+def _unpack(col: array[int]) -> tuple[array[int], array[int], array[int]]:
+    """Doc ids ('I'), body frequencies ('I') and sections ('H') of a packed column."""
+    if not _LITTLE:
+        col = array("Q", col)
+        col.byteswap()
+    raw = col.tobytes()
+    n = len(col)
+    docs, tfs, sections = bytearray(4 * n), bytearray(4 * n), bytearray(2 * n)
+    for k in range(3):
+        tfs[k::4] = raw[k::8]
+        docs[k::4] = raw[5 + k::8]
+    sections[0::2] = raw[3::8]
+    sections[1::2] = raw[4::8]
+    out = (array("I", docs), array("I", tfs), array("H", sections))
+    if not _LITTLE:
+        for a in out:
+            a.byteswap()
+    return out
+
+
 class _Builder:
-    """Per-term posting columns, filled one doc at a time with one C-level append per posting
-    and column. Each column is written in doc order and read back in order: a gather by
-    global position instead costs a cache miss per posting at 10,000 skills."""
+    """Per-term posting columns, filled one doc at a time with one C-level append per posting.
+    Each column is written in doc order and read back in order: a gather by global position
+    instead costs a cache miss per posting at 10,000 skills."""
 
     def __init__(self) -> None:
         self.vocab = _Vocabulary()
-        self.docs: list[array[int]] = []  # term id -> doc ids ('I')
-        self.tfs: list[array[int]] = []  # term id -> body term frequency ('I'); 0: short fields only
-        self.sections: list[array[int]] = []  # term id -> section value ('H')
-        # Postings of terms in the short fields: term id -> (row in the term's columns, tfs per field)
+        self.cols: list[array[int]] = []  # term id -> packed postings ('Q'), in doc order
+        # Postings of terms in the short fields: term id -> (row in the term's column, tfs per field)
         self.extras: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
-        self.distinct_tfs: list[tuple[int, ...]] = []  # doc id -> its distinct body frequencies
         self.lengths: list[list[int]] = [[] for _ in Field]  # field -> per-doc length
         self.names: list[str] = []
         self.headings: list[tuple[str, ...]] = []
 
     def _grow(self) -> None:
-        for _ in range(len(self.vocab.terms) - len(self.docs)):
-            self.docs.append(array("I"))
-            self.tfs.append(array("I"))
-            self.sections.append(array("H"))
+        for _ in range(len(self.vocab.terms) - len(self.cols)):
+            self.cols.append(array("Q"))
 
     def add(self, doc: SearchDoc) -> None:
+        if len(self.names) >= MAX_DOCS:
+            raise ValueError(f"a search index holds at most {MAX_DOCS} skills")
         vocab = self.vocab
         name = _count(vocab, _tokens(doc.name))
         title = _count(vocab, _tokens(doc.title))
         if title.keys() == name.keys():
             title = Counter()  # the usual case: counting the same words twice would double the name
         headings, texts = split_sections(doc.body)
-        heads, section_of = _count_runs(vocab, headings, 0)
-        body, body_first = _count_runs(vocab, texts, 1)
+        tag = len(self.names) << _DOC_SHIFT
+        heads, section_of = _count_runs(vocab, headings, 0, tag)
+        body, body_first = _count_runs(vocab, texts, 1, tag)
         body_first.update(section_of)  # a heading that names a term beats the text under an earlier one
         tags = _count(vocab, chain.from_iterable(map(_tokens, doc.tags)))
         short = (name, title, _count(vocab, _tokens(doc.description)), tags, heads)
@@ -197,16 +244,15 @@ class _Builder:
         self.lengths[_BODY].append(body.total())
         keys = list(body)
         tfs = list(body.values())
-        self.distinct_tfs.append(tuple(set(tfs)))
+        if tfs and max(tfs) >= _MAX_TF:
+            raise ValueError(f"a skill's body repeats a word {_MAX_TF} times or more")
         for tid, row in rows.items():
-            self.extras.setdefault(tid, []).append((len(self.docs[tid]), tuple(row)))
+            self.extras.setdefault(tid, []).append((len(self.cols[tid]), tuple(row)))
             if tid not in body:
                 keys.append(tid)
                 tfs.append(0)
-        deque(map(array.append, map(self.docs.__getitem__, keys), repeat(len(self.names))), 0)
-        deque(map(array.append, map(self.tfs.__getitem__, keys), tfs), 0)
-        sections = map(body_first.get, keys, repeat(NO_SECTION))
-        deque(map(array.append, map(self.sections.__getitem__, keys), sections), 0)
+        packed = map(or_, tfs, map(body_first.get, keys, repeat(tag | NO_SECTION << _SECTION_SHIFT)))
+        deque(map(array.append, map(self.cols.__getitem__, keys), packed), 0)
         self.names.append(doc.name)
         self.headings.append(tuple(headings))
 
@@ -216,45 +262,43 @@ class _Builder:
         avg = [max(sum(lengths) / n, 1.0) for lengths in self.lengths]
         return [[WEIGHTS[f] / (1.0 - B[f] + B[f] * length / avg[f]) for length in self.lengths[f]] for f in Field]
 
-    def _term(self, tid: int, scales: list[list[float]], tables: list[dict[int, float]]) -> _Postings:
-        """One term's postings. ``tables[doc][tf]`` is tf~/(k1+tf~) of a body-only posting: it
-        depends only on the doc and the frequency, and a doc has few distinct frequencies."""
-        docs, tfs = self.docs[tid], self.tfs[tid]
-        sat = list(map(dict.__getitem__, map(tables.__getitem__, docs), tfs))
+    def _term(self, tid: int, scales: list[list[float]]) -> _Postings:
+        """One term's postings, in the float operations of the reference, in C loops for the
+        body-only postings: x = scale * tf, score = idf * (x / (k1 + x))."""
+        docs, tfs, sections = _unpack(self.cols[tid])
+        n_docs = len(self.names)
+        idf = _idf(n_docs, len(docs))
+        body = scales[_BODY]
+        # Read in doc order from one list of per-doc scales (cache-friendly), not from per-doc tables.
+        xs = list(map(mul, map(body.__getitem__, docs), tfs))
+        scores = [idf * (x / (K1 + x)) for x in xs]
         masks = bytearray([_BODY_BIT]) * len(docs)
         in_names = []
         for i, row in self.extras.get(tid, ()):
             doc = docs[i]
-            x = scales[_BODY][doc] * tfs[i]
+            x = body[doc] * tfs[i]
             mask = _BODY_BIT if tfs[i] else 0
             for f, tf in enumerate(row):
                 if tf:
                     x = x + scales[f][doc] * tf  # field by field, in field order, as _pseudo_tf adds
                     mask |= 1 << f
-            sat[i] = x / (K1 + x)
+            scores[i] = idf * (x / (K1 + x))
             masks[i] = mask
             if mask & _NAME_BITS:
                 in_names.append(i)
-        n_docs = len(self.names)
-        idf = _idf(n_docs, len(docs))
-        scores = list(map(idf.__mul__, sat))
         if in_names:
             boost = NAME_BOOST * _idf(n_docs, len(in_names))
             for i in in_names:
                 scores[i] += boost
-        return make_postings(docs, array("f", scores), bytes(masks), self.sections[tid], n_docs)
+        return make_postings(docs, array("f", scores), bytes(masks), sections, n_docs)
 
     def finish(self) -> SearchIndex:
         scales = self._scales()
-        tables = [{tf: (x := scale * tf) / (K1 + x) for tf in distinct}
-                  for scale, distinct in zip(scales[_BODY], self.distinct_tfs, strict=True)]
-        for table in tables:
-            table[0] = 0.0  # a posting from the short fields only; its value is set from ``extras``
         postings: dict[str, _Postings] = {}
-        for tid in range(1, len(self.docs)):
-            if self.docs[tid]:
-                postings[self.vocab.terms[tid]] = self._term(tid, scales, tables)
-            self.tfs[tid] = array("I")  # done with this term's raw frequencies
+        for tid in range(1, len(self.cols)):
+            if self.cols[tid]:
+                postings[self.vocab.terms[tid]] = self._term(tid, scales)
+            self.cols[tid] = array("Q")  # done with this term's packed postings
         return SearchIndex(names=tuple(self.names), headings=tuple(self.headings), postings=postings)
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, repeat
+from operator import le
 
 HEAD = 256  # postings per impact-ordered head
 FIRST_DEPTH = 64  # a query first reads this many postings of each head; shorter lists have no head
@@ -58,15 +59,16 @@ def _head(vals: list[float]) -> tuple[list[int], float]:
     """Positions of the best ``HEAD`` scores, best first (ties: earlier position first), and
     an upper bound of the scores left out."""
     n = len(vals)
-    if n <= 4 * HEAD:
+    if n <= 2 * HEAD:
         order = sorted(range(n), key=vals.__getitem__, reverse=True)  # stable: ties keep doc order
         return order[:HEAD], (vals[order[HEAD]] if n > HEAD else 0.0)
     # Sorting a long list costs more than the rest of its build; sort only the postings at or
-    # above a cutoff read off a sample, which keeps about 2 x HEAD of them. Whatever it keeps
+    # above a cutoff read off a sample, which keeps about 1.5 x HEAD of them. Whatever it keeps
     # is a prefix of the impact order, so a short pick just makes a shorter head.
     sample = sorted(vals[::_SAMPLE_STEP], reverse=True)
-    cut = sample[min(len(sample) - 1, 2 * HEAD // _SAMPLE_STEP)]
-    order = sorted(compress(range(n), map(cut.__le__, vals)), key=vals.__getitem__, reverse=True)
+    cut = sample[min(len(sample) - 1, 3 * HEAD // 2 // _SAMPLE_STEP)]
+    picked = compress(range(n), map(le, repeat(cut), vals))
+    order = sorted(picked, key=vals.__getitem__, reverse=True)
     if len(order) > HEAD:
         return order[:HEAD], vals[order[HEAD]]
     return order, (cut if len(order) < n else 0.0)
@@ -83,5 +85,5 @@ def impact_of(docs: array[int], scores: array[float], n_docs: int) -> Impact | N
         where = array("H" if n < 1 << 16 else "I")
         where.frombytes(bytes(where.itemsize * n_docs))
         deque(map(where.__setitem__, docs, range(1, n + 1)), 0)
-    return Impact(docs=array("I", map(docs.__getitem__, head)), scores=array("f", map(vals.__getitem__, head)),
+    return Impact(docs=array("I", [docs[i] for i in head]), scores=array("f", [vals[i] for i in head]),
                   rest=rest, where=where)

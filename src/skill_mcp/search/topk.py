@@ -26,7 +26,8 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections.abc import Sequence
-from operator import itemgetter
+from itertools import repeat
+from operator import itemgetter, mul
 
 from skill_mcp.search.postings import FIRST_DEPTH, _Postings
 
@@ -103,7 +104,8 @@ def _read(present: Present, depth: int) -> tuple[list[_Read], dict[int, float], 
             unread, complete, deeper = weight * imp.scores[depth], False, True
         else:
             docs, scores, unread, complete = imp.docs, imp.scores, weight * imp.rest, imp.rest == 0.0
-        known = dict(zip(docs, map(weight.__mul__, scores), strict=True))
+        # weight * score, as the exhaustive sum adds it (1.0 * score is score)
+        known = dict(zip(docs, scores if weight == 1.0 else map(mul, repeat(weight), scores), strict=True))
         get = excess.get
         for doc, x in known.items():
             excess[doc] = get(doc, 0.0) + (x - unread)
