@@ -1,8 +1,10 @@
-"""The parser built for one command parses that command's lines exactly like the whole parser.
+"""The cheap parsers of ``skill-mcp serve`` read every line exactly like the whole parser.
 
 ``main`` builds only the named command's parser (``build_parser(only=...)``) so that
-``skill-mcp serve`` does not pay for every other command's arguments. These lines, good and
-bad, must give the same namespace, the same exit and the same output either way.
+``skill-mcp serve`` does not pay for every other command's arguments; these lines, good and
+bad, must give the same namespace, the same exit and the same output either way. A plain
+``serve`` line is read by ``serve_line`` without argparse; whatever it accepts must parse to
+the same namespace through argparse, and whatever else it sees it must hand to argparse.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import io
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from skill_mcp.cli.main import COMMANDS, build_parser
+from skill_mcp.cli.main import COMMANDS, build_parser, serve_line
 
 LINES = [
     ["serve"],
@@ -65,3 +69,50 @@ def test_every_command_is_in_the_table_and_the_whole_parser() -> None:  # the li
 
 def test_the_one_command_parser_holds_only_that_command() -> None:
     assert _commands(build_parser(only="serve")) == ["serve"]
+
+
+PLAIN_SERVE = [
+    ["serve"],
+    ["serve", "--watch"],
+    ["serve", "--skills-dir", "/a"],
+    ["serve", "--skills-dir", "/a", "--packs-root", "b c", "--watch", "--skills-dir", "/a"],
+    ["serve", "--watch", "--watch", "--skills-dir", ""],
+    ["serve", "--skills-dir", "serve"],
+]
+NOT_PLAIN = [
+    [],
+    ["tools"],
+    ["--version"],
+    ["serve", "--skills-dir"],  # argparse words the error
+    ["serve", "--skills-dir", "-a"],  # a value that looks like an option: argparse's rules
+    ["serve", "--skills-dir=/a"],
+    ["serve", "--skills"],  # an abbreviation argparse accepts
+    ["serve", "--http", "127.0.0.1:8080"],
+    ["serve", "--help"],
+    ["serve", "/a"],
+    ["serve", "--", "--watch"],
+]
+
+
+@pytest.mark.parametrize("line", PLAIN_SERVE, ids=" ".join)
+def test_a_plain_serve_line_reads_as_argparse_reads_it(line: list[str]) -> None:
+    fast = serve_line(line)
+    assert fast is not None
+    assert vars(fast) == vars(build_parser().parse_args(line))
+
+
+@pytest.mark.parametrize("line", NOT_PLAIN, ids=lambda line: " ".join(line) or "(empty)")
+def test_any_other_line_goes_to_argparse(line: list[str]) -> None:
+    assert serve_line(line) is None
+
+
+WORDS = st.sampled_from(["--skills-dir", "--packs-root", "--watch", "--watc", "--skills", "--http", "--no-auth",
+                         "-h", "--", "-", "-x", "", "/a", "a b", "serve", "--skills-dir=/b", "--help"])
+
+
+@given(st.lists(WORDS, max_size=8))
+def test_serve_line_never_disagrees_with_argparse(words: list[str]) -> None:
+    line = ["serve", *words]
+    fast = serve_line(line)
+    if fast is not None:
+        assert vars(fast) == _parse(None, line)[0]

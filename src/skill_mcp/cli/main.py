@@ -4,17 +4,27 @@ When the line starts with a command name, only that command's parser is built:
 ``skill-mcp serve`` is started by a client for every session and should not pay for the other
 commands' parsers (argparse builds a help formatter for every argument). Any other line
 (``--help``, ``--version``, a mistyped command) gets the whole parser.
+
+The line a client most often starts, ``serve`` with ``--skills-dir``/``--packs-root DIR`` and
+``--watch``, is read by ``serve_line`` without importing argparse at all; every other line,
+including every line with a mistake in it, goes to argparse, which therefore words every
+error and every help text. ``tests/cli/test_parser_only.py`` holds ``serve_line`` equal to the
+argparse parser on every line it accepts.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from skill_mcp import __version__
 from skill_mcp.cli import exits
 from skill_mcp.cli.output import fail
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import argparse
 
 
 def _add_roots(p: argparse.ArgumentParser) -> None:
@@ -120,6 +130,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     same help, either way: argparse hands everything after the command name to that command's
     parser alone.
     """
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="skill-mcp",
         description="An MCP server for a directory of Agent Skills, and the tools around it.",
@@ -133,7 +145,39 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _dispatch(target: str, args: argparse.Namespace) -> int:
+# The one line ``serve_line`` reads: these options, nothing else, and no value that looks like
+# an option (argparse has its own rules for those).
+_SERVE_DIRS = ("--skills-dir", "--packs-root")
+_SERVE_FLAGS = ("--watch",)
+
+
+def serve_line(line: Sequence[str]) -> SimpleNamespace | None:
+    """The namespace argparse would give for a plain ``serve`` line; None for any other line.
+
+    Plain: ``serve`` followed only by ``--skills-dir DIR``, ``--packs-root DIR`` (DIR not
+    starting with ``-``) and ``--watch``. The defaults are ``_serve``'s, repeated here and held
+    equal to argparse's by the tests.
+    """
+    if not line or line[0] != "serve":
+        return None
+    dirs: list[str] = []
+    watch = False
+    i = 1
+    while i < len(line):
+        word = line[i]
+        if word in _SERVE_FLAGS:
+            watch = True
+            i += 1
+        elif word in _SERVE_DIRS and i + 1 < len(line) and not line[i + 1].startswith("-"):
+            dirs.append(line[i + 1])
+            i += 2
+        else:
+            return None
+    return SimpleNamespace(command="serve", skills_dirs=dirs, watch=watch, http=None, token_file=None,
+                           no_auth=False, allowed_hosts=[], run="skill_mcp.cli.serve:run")
+
+
+def _dispatch(target: str, args: argparse.Namespace | SimpleNamespace) -> int:
     import importlib
 
     module_name, _, func = target.partition(":")
@@ -143,12 +187,14 @@ def _dispatch(target: str, args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     line = list(sys.argv[1:] if argv is None else argv)
-    # A line that starts with a command name is parsed by that command's parser alone.
-    parser = build_parser(only=line[0] if line and line[0] in COMMANDS else None)
-    args = parser.parse_args(line)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return exits.USAGE
+    args: Any = serve_line(line)
+    if args is None:
+        # A line that starts with a command name is parsed by that command's parser alone.
+        parser = build_parser(only=line[0] if line and line[0] in COMMANDS else None)
+        args = parser.parse_args(line)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return exits.USAGE
     try:
         return _dispatch(args.run, args)
     except KeyboardInterrupt:

@@ -5,13 +5,15 @@ Stdout belongs to the protocol from here on: nothing in this module prints.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skill_mcp.cli import exits
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import argparse
 
 TOKEN_FILE_MAX_BYTES = 4096
 
