@@ -33,6 +33,7 @@ WAIT_S = 60.0
 
 # Not needed to answer initialize or tools/list: each is imported by the first request that uses it.
 HEAVY_AT_START = (
+    "argparse",  # a plain serve line is read without it (cli.main.serve_line)
     "jsonschema",  # argument validation, on the first arguments the quick check does not accept
     "yaml",  # frontmatter, on the first scan
     "skill_mcp.models",
