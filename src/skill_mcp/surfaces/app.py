@@ -30,7 +30,7 @@ from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.live import ChangeAnnouncer
 from skill_mcp.surfaces.read_tools import read_tools
 from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
-from skill_mcp.surfaces.state import DeclaredScripts, SurfaceState
+from skill_mcp.surfaces.state import SurfaceState
 from skill_mcp.surfaces.tools import ToolTable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -151,7 +151,11 @@ def assemble(
     tools: Sequence[ToolSpec] = (),
     script_states: ScriptStates | None = None,
 ) -> SkillServer:
-    state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states or DeclaredScripts(settings))
+    if script_states is None:
+        from skill_mcp.surfaces.declared import DeclaredScripts
+
+        script_states = DeclaredScripts(settings)
+    state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states)
     table = ToolTable(_select_tools(settings, [*read_tools(), *tools]), state)
     content = not settings.narrowed
 

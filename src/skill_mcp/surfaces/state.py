@@ -2,57 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.reasons import ProblemReason, Refusal
+from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.registry import ScriptStates
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
 # functions that read: building a server imports this module, and must not import those (issue 8).
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.catalog import files as catfiles
-    from skill_mcp.models import Catalog, Problem, Skill, SkillFile
+    from skill_mcp.models import Catalog, Skill, SkillFile
 
 SKILL_MD = "SKILL.md"
-
-
-@dataclass(frozen=True, slots=True)
-class DeclaredScripts:
-    """The ``ScriptStates`` used until a runner is plugged in: scripts are declared, none runs."""
-
-    settings: Settings
-
-    def grant(self) -> Mapping[str, Any]:
-        if self.settings.skill_run is not None:
-            source = "MCP_SKILL_RUN"
-        elif self.settings.hosted:
-            source = "none"
-        else:
-            source = "declaration"
-        return {"grantFrom": source, "grantNote": "script execution is not available in this server build"}
-
-    def scripts(self, skill: Skill) -> Sequence[Mapping[str, Any]]:
-        out: list[Mapping[str, Any]] = []
-        missing = set(skill.missing_scripts)
-        for row in skill.declaration.run if skill.declaration else ():
-            entry: dict[str, Any] = {"script": row.script, "interpreter": row.interpreter,
-                                     "state": "missing" if row.script in missing else "declared"}
-            if row.script in missing:
-                entry["reason"] = str(ProblemReason.DECLARED_SCRIPT_MISSING)
-            if row.description:
-                entry["description"] = row.description
-            out.append(entry)
-        return out
-
-    def problems(self) -> Sequence[Problem]:
-        return ()
-
-    def skill_extras(self, skill: Skill) -> Mapping[str, Any]:
-        return {}
 
 
 @dataclass(frozen=True, slots=True)
