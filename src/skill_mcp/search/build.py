@@ -25,7 +25,7 @@ import sys
 from array import array
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
-from itertools import chain, repeat
+from itertools import chain, pairwise, repeat
 from operator import mul, or_
 
 from skill_mcp.search.index import (
@@ -44,7 +44,6 @@ from skill_mcp.search.postings import _Postings, make_postings
 from skill_mcp.search.text import _split_token, _term_of, _tokens
 
 _BODY = int(Field.BODY)
-_SHORT = _BODY  # fields 0.._BODY-1 are short: name, title, description, tags, headings
 _BODY_BIT = 1 << _BODY
 _NAME_BITS = (1 << Field.NAME) | (1 << Field.TITLE)
 
@@ -55,6 +54,7 @@ _NAME_BITS = (1 << Field.NAME) | (1 << Field.TITLE)
 _SECTION_SHIFT, _DOC_SHIFT = 24, 40
 MAX_DOCS = 1 << 24
 _MAX_TF = 1 << 24
+_TF_FIELD = (1 << 29) - 1  # the tf bits of an ``extras`` code
 _LITTLE = sys.byteorder == "little"
 
 # Lines that may start a heading or a code fence. The fast splitter below only applies where
@@ -180,6 +180,45 @@ def _count_runs(vocab: _Vocabulary, texts: list[str], shift: int, tag: int) -> t
     return counts, first
 
 
+def _count_body(vocab: _Vocabulary, texts: list[str], heads_first: dict[int, int],
+                tag: int) -> tuple[Counter[int], list[int], list[int], list[int]]:
+    """The body's term counts, and its terms, their counts and their section values (``tag |
+    section << _SECTION_SHIFT``) as three aligned lists. A term's section is the first heading
+    that names it (``heads_first``), else the first text that holds it (``texts[0]``, the text
+    before the first heading, is no section). Terms only in headings are counted 0.
+
+    The counter is seeded with the heading terms, so they come first in its order, and every
+    later term first occurs in the text whose run of new keys it is in: the section values are
+    built per run, not per term.
+    """
+    counts: Counter[int] = Counter(dict.fromkeys(heads_first, 0))
+    ends = [len(counts)]
+    get = vocab.__getitem__
+    for text in texts:
+        counts.update(map(get, _tokens(text)))
+        ends.append(len(counts))
+    if counts and min(counts) < 0:
+        # A compound token (camelCase) adds its terms at the end of the counter, each with the
+        # earliest text of any of its tokens: the plain way, on text indexes.
+        runs = (repeat(i, end - start) for i, (start, end) in enumerate(pairwise(ends)))
+        at = dict(zip(counts, chain(repeat(-1, ends[0]), *runs), strict=True))  # -1: heading terms
+        _settle(vocab, counts, at)
+        first = {t: tag | _section(i, 1) << _SECTION_SHIFT for t, i in at.items()}
+        first.update(heads_first)
+        keys = list(counts)
+        return counts, keys, list(counts.values()), list(map(first.__getitem__, keys))
+    values = list(heads_first.values())
+    for i, (start, end) in enumerate(pairwise(ends)):
+        values.extend(repeat(tag | _section(i, 1) << _SECTION_SHIFT, end - start))
+    keys = list(counts)
+    tfs = list(counts.values())
+    if 0 in counts:  # stop words
+        counts.pop(0)
+        i = keys.index(0)
+        del keys[i], tfs[i], values[i]
+    return counts, keys, tfs, values
+
+
 
 
 def _unpack(col: array[int]) -> tuple[array[int], array[int], array[int]]:
@@ -210,8 +249,9 @@ class _Builder:
     def __init__(self) -> None:
         self.vocab = _Vocabulary()
         self.cols: list[array[int]] = []  # term id -> packed postings ('Q'), in doc order
-        # Postings of terms in the short fields: term id -> (row in the term's column, tfs per field)
-        self.extras: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
+        # Short-field occurrences: term id -> one code per (posting, field the term is in),
+        # ``row << 32 | tf << 3 | field``, a posting's codes together and in field order ('Q').
+        self.extras: dict[int, array[int]] = {}
         self.lengths: list[list[int]] = [[] for _ in Field]  # field -> per-doc length
         self.names: list[str] = []
         self.headings: list[tuple[str, ...]] = []
@@ -231,28 +271,31 @@ class _Builder:
         headings, texts = split_sections(doc.body)
         tag = len(self.names) << _DOC_SHIFT
         heads, section_of = _count_runs(vocab, headings, 0, tag)
-        body, body_first = _count_runs(vocab, texts, 1, tag)
-        body_first.update(section_of)  # a heading that names a term beats the text under an earlier one
+        body, keys, tfs, sections = _count_body(vocab, texts, section_of, tag)
         tags = _count(vocab, chain.from_iterable(map(_tokens, doc.tags)))
         short = (name, title, _count(vocab, _tokens(doc.description)), tags, heads)
         self._grow()
-        rows: dict[int, list[int]] = {}
+        cols, extras = self.cols, self.extras
+        in_short: dict[int, int] = {}
         for f, field in enumerate(short):
             self.lengths[f].append(field.total())
+            if field and max(field.values()) >= _MAX_TF:
+                raise ValueError(f"a skill's {Field(f).name.lower()} repeats a word {_MAX_TF} times or more")
             for tid, tf in field.items():
-                rows.setdefault(tid, [0] * _SHORT)[f] = tf
+                if (ext := extras.get(tid)) is None:
+                    ext = extras[tid] = array("Q")
+                ext.append(len(cols[tid]) << 32 | tf << 3 | f)  # the row this doc's posting gets
+            in_short.update(field)
         self.lengths[_BODY].append(body.total())
-        keys = list(body)
-        tfs = list(body.values())
         if tfs and max(tfs) >= _MAX_TF:
             raise ValueError(f"a skill's body repeats a word {_MAX_TF} times or more")
-        for tid, row in rows.items():
-            self.extras.setdefault(tid, []).append((len(self.cols[tid]), tuple(row)))
-            if tid not in body:
+        for tid in in_short:
+            if tid not in body:  # in the name, description or tags only
                 keys.append(tid)
                 tfs.append(0)
-        packed = map(or_, tfs, map(body_first.get, keys, repeat(tag | NO_SECTION << _SECTION_SHIFT)))
-        deque(map(array.append, map(self.cols.__getitem__, keys), packed), 0)
+                sections.append(tag | NO_SECTION << _SECTION_SHIFT)
+        packed = map(or_, tfs, sections)
+        deque(map(array.append, map(cols.__getitem__, keys), packed), 0)
         self.names.append(doc.name)
         self.headings.append(tuple(headings))
 
@@ -274,18 +317,24 @@ class _Builder:
         scores = [idf * (x / (K1 + x)) for x in xs]
         masks = bytearray([_BODY_BIT]) * len(docs)
         in_names = []
-        for i, row in self.extras.get(tid, ()):
-            doc = docs[i]
-            x = body[doc] * tfs[i]
-            mask = _BODY_BIT if tfs[i] else 0
-            for f, tf in enumerate(row):
-                if tf:
-                    x = x + scales[f][doc] * tf  # field by field, in field order, as _pseudo_tf adds
-                    mask |= 1 << f
-            scores[i] = idf * (x / (K1 + x))
-            masks[i] = mask
-            if mask & _NAME_BITS:
-                in_names.append(i)
+        row, x, mask, doc = -2, 0.0, 0, 0  # -2: no posting open yet
+        # A sentinel code (row -1) closes the last posting.
+        for code in chain(self.extras.get(tid, ()), (-1,)):
+            if code >> 32 != row:
+                if row >= 0:
+                    scores[row] = idf * (x / (K1 + x))
+                    masks[row] = mask
+                    if mask & _NAME_BITS:
+                        in_names.append(row)
+                if code < 0:
+                    break
+                row = code >> 32
+                doc, tf_body = docs[row], tfs[row]
+                x = body[doc] * tf_body
+                mask = _BODY_BIT if tf_body else 0
+            f = code & 7
+            x = x + scales[f][doc] * (code >> 3 & _TF_FIELD)  # field by field, in field order, as _pseudo_tf adds
+            mask |= 1 << f
         if in_names:
             boost = NAME_BOOST * _idf(n_docs, len(in_names))
             for i in in_names:
