@@ -46,7 +46,7 @@ def _corpora(draw: st.DrawFn) -> list[SearchDoc]:
     return docs
 
 
-_QUERIES = st.lists(st.sampled_from(_QUERY_WORDS), min_size=1, max_size=5).map(" ".join)
+_QUERIES = st.lists(st.sampled_from(_QUERY_WORDS), min_size=1, max_size=10).map(" ".join)
 
 
 @given(_corpora(), st.lists(_QUERIES, min_size=1, max_size=5), st.integers(min_value=1, max_value=50))

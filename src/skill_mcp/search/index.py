@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
-from skill_mcp.search.postings import FIRST_DEPTH, _Postings
+from skill_mcp.search.postings import _Postings
 from skill_mcp.search.text import query_terms
 from skill_mcp.search.topk import exhaustive, threshold
 
@@ -57,9 +57,6 @@ K1 = 1.2
 # matches also earn NAME_BOOST times the word's rarity among names alone.
 NAME_BOOST = 0.6
 NO_SECTION = 0xFFFF
-# Past this many postings per query term on average, reading the impact heads beats adding up
-# the whole lists.
-_THRESHOLD_FROM = 4 * FIRST_DEPTH
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +107,7 @@ class SearchIndex:
         # term), so float sums repeat.
         present.sort(key=lambda x: (-x[1] * x[2].top, x[0]))
         weighted = [(w, p) for _, w, p in present]
-        acc = None
-        if sum(len(p.docs) for _, p in weighted) > _THRESHOLD_FROM * len(weighted):
-            acc = threshold(weighted, limit)
+        acc = threshold(weighted, limit)
         if acc is None:
             acc = exhaustive(weighted, limit)
         # Rounded before comparing so that scores equal up to float noise tie, and then the

@@ -32,6 +32,11 @@ from operator import itemgetter, mul
 from skill_mcp.search.postings import FIRST_DEPTH, _Postings
 
 EPSILON = 1e-6
+# Past this many terms the bound of what is unread (a sum over the terms) seldom falls below the
+# cut, and every doc seen costs a look-up per term: adding up the lists is cheaper.
+MAX_TERMS = 8
+# At this many postings per term on average or fewer, adding up the lists is as cheap.
+_SHORT_LISTS = 4 * FIRST_DEPTH
 _BY_VALUE = itemgetter(1)
 
 Present = Sequence[tuple[float, _Postings]]  # (query weight, postings) in the fixed term order
@@ -73,13 +78,40 @@ def exhaustive(present: Present, limit: int) -> dict[int, float]:
 
 def threshold(present: Present, limit: int) -> dict[int, float] | None:
     """Exact scores of a set holding the best ``limit``, read from the impact heads; None when
-    the heads are too short to prove it (then ``exhaustive`` must run)."""
-    depth = FIRST_DEPTH
-    while True:
-        found, deeper = _at_depth(present, limit, depth)
-        if found is not None or not deeper:
+    the heads are too short to prove it, or not worth reading (then ``exhaustive`` must run)."""
+    if not 0 < len(present) <= MAX_TERMS or sum(len(p.docs) for _, p in present) <= _SHORT_LISTS * len(present):
+        return None
+    depth: int | None = FIRST_DEPTH
+    while depth is not None:
+        found, cut = _at_depth(present, limit, depth)
+        if found is not None:
             return found
-        depth *= 2
+        depth = _deeper(present, depth, cut)
+    return None
+
+
+def _deeper(present: Present, depth: int, cut: float) -> int | None:
+    """The next depth worth reading, or None. Reading to depth ``d`` can only succeed if the
+    bound of what is left unread there is below ``cut`` (the ``limit``-th exact score found so
+    far minus the margin, -1.0 before there are ``limit``), which the heads tell without
+    reading: the shallowest such ``d`` is read next, none means give up."""
+    longest = max((len(p.impact.docs) for _, p in present if p.impact is not None), default=0)
+    d = 2 * depth
+    while depth < longest:
+        d = min(d, longest)
+        if cut < 0.0 or _unread(present, d) < cut:
+            return d
+        depth, d = d, 2 * d
+    return None
+
+
+def _unread(present: Present, depth: int) -> float:
+    """The bound of every score not in the first ``depth`` postings of the heads."""
+    bound = 0.0
+    for weight, post in present:
+        if (imp := post.impact) is not None:
+            bound += weight * (imp.scores[depth] if depth < len(imp.docs) else imp.rest)
+    return bound
 
 
 # What one query read of one term: weight, the head's (doc -> weight * score) so far, the bound
@@ -87,21 +119,19 @@ def threshold(present: Present, limit: int) -> dict[int, float] | None:
 _Read = tuple[float, dict[int, float], float, bool, _Postings]
 
 
-def _read(present: Present, depth: int) -> tuple[list[_Read], dict[int, float], float, bool]:
+def _read(present: Present, depth: int) -> tuple[list[_Read], dict[int, float], float]:
     """Read each head to ``depth``. Also returns, per doc seen, the sum over the lists it was
-    seen in of (its contribution - the list's bound), the sum of the bounds, and whether
-    some head is longer than ``depth``."""
+    seen in of (its contribution - the list's bound), and the sum of the bounds."""
     reads: list[_Read] = []
     excess: dict[int, float] = {}
     bound = 0.0
-    deeper = False
     for weight, post in present:
         imp = post.impact
         if imp is None:
             docs, scores, unread, complete = post.docs, post.scores, 0.0, True
         elif depth < len(imp.docs):
             docs, scores = imp.docs[:depth], imp.scores[:depth]
-            unread, complete, deeper = weight * imp.scores[depth], False, True
+            unread, complete = weight * imp.scores[depth], False
         else:
             docs, scores, unread, complete = imp.docs, imp.scores, weight * imp.rest, imp.rest == 0.0
         # weight * score, as the exhaustive sum adds it (1.0 * score is score)
@@ -111,11 +141,13 @@ def _read(present: Present, depth: int) -> tuple[list[_Read], dict[int, float], 
             excess[doc] = get(doc, 0.0) + (x - unread)
         bound += unread
         reads.append((weight, known, unread, complete, post))
-    return reads, excess, bound, deeper
+    return reads, excess, bound
 
 
-def _at_depth(present: Present, limit: int, depth: int) -> tuple[dict[int, float] | None, bool]:
-    reads, excess, bound, deeper = _read(present, depth)
+def _at_depth(present: Present, limit: int, depth: int) -> tuple[dict[int, float] | None, float]:
+    """Read the heads to ``depth``; the exact scores that hold the best ``limit`` if that
+    proves them, else None, and the cut reached (-1.0: fewer than ``limit`` docs seen)."""
+    reads, excess, bound = _read(present, depth)
     # Lists with a position table give a seen doc's exact contribution for the price of an
     # array read: used to tighten its bound before paying for an exact score.
     tables = [(known, unread, where, weight, post.scores) for weight, known, unread, complete, post in reads
@@ -123,12 +155,15 @@ def _at_depth(present: Present, limit: int, depth: int) -> tuple[dict[int, float
     out: dict[int, float] = {}
     best: list[float] = []  # min-heap of the ``limit`` best exact scores so far
     cut = -1.0  # best[0] - EPSILON once ``best`` is full: a doc bounded below it is out
+    everything = all(r[3] for r in reads)
     for doc, extra in sorted(excess.items(), key=_BY_VALUE, reverse=True):
         # bound + extra bounds this doc's score: what it scored where it was seen, and each
         # other list's bound. Sorted on it, so once it cannot reach the cut, nothing later can.
         ub = bound + extra
         if ub < cut:
             break
+        if extra < EPSILON and cut <= bound and not everything:
+            return None, cut  # no doc left can lift the cut above ``bound``: this depth fails
         for known, unread, where, weight, scores in tables:
             if doc not in known:
                 pos = where[doc]
@@ -142,11 +177,11 @@ def _at_depth(present: Present, limit: int, depth: int) -> tuple[dict[int, float
             heapq.heapreplace(best, score)
         if len(best) == limit:
             cut = best[0] - EPSILON
-    if all(r[3] for r in reads):
-        return out, False  # every posting was read: ``out`` holds every matching doc it needs
+    if everything:
+        return out, cut  # every posting was read: ``out`` holds every matching doc it needs
     if bound < cut:
-        return out, False  # no unseen doc can reach the ``limit``-th score
-    return None, deeper
+        return out, cut  # no unseen doc can reach the ``limit``-th score
+    return None, cut
 
 
 def _score(doc: int, reads: list[_Read]) -> float:
