@@ -12,6 +12,14 @@ start-up change, not for the report.
 
     python -m bench.firstreply --skills-dir /tmp/skill-mcp-bench/corpus-1000 --runs 30
     python -m bench.firstreply --ours-cmd "python -X importtime -m skill_mcp.cli serve" ...
+    python -m bench.firstreply --skills-dir ... --instructions   # needs valgrind
+
+``--instructions`` runs each server once under valgrind (cachegrind without the cache model,
+``PYTHONHASHSEED=0``) and counts the instructions it executes from its start to the
+``tools/list`` answer (the server is then stopped by ``SIGUSR1``, which neither handles, so
+valgrind prints its count without the interpreter's teardown). The count moves by well under
+0.1% between runs whatever else the machine is doing, so it shows a start-up change that the
+wall clock of a shared machine hides.
 """
 
 from __future__ import annotations
@@ -19,8 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import select
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -99,6 +109,32 @@ def once(command: Sequence[str], env: dict[str, str]) -> Sample:
     return initialized, ready, cpu_initialized, cpu_ready
 
 
+def instructions(command: Sequence[str], env: dict[str, str]) -> int:
+    """Instructions the server executes from its start to the ``tools/list`` answer (valgrind)."""
+    vg = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", *command]
+    proc = subprocess.Popen(vg, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**env, "PYTHONHASHSEED": "0"})
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        deadline = time.perf_counter() + 20 * TIMEOUT_S  # valgrind runs Python ~30x slower
+        proc.stdin.write(_line(INITIALIZE))
+        proc.stdin.flush()
+        _read_line(proc.stdout.fileno(), deadline)
+        proc.stdin.write(_line(INITIALIZED) + _line(TOOLS_LIST))
+        proc.stdin.flush()
+        _read_line(proc.stdout.fileno(), deadline)
+        proc.send_signal(signal.SIGUSR1)
+        _, err = proc.communicate(timeout=20 * TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT_S)
+    found = re.search(rb"I\s+refs:\s+([\d,]+)", err)
+    if found is None:
+        raise RuntimeError("valgrind printed no instruction count")
+    return int(found.group(1).replace(b",", b""))
+
+
 def _ms(values: Sequence[float]) -> str:
     return f"{statistics.median(values) * 1000:7.1f}"
 
@@ -109,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=20, help="visits per server (default 20)")
     p.add_argument("--ours-cmd", default=None, help="our command line instead of `skill-mcp serve`")
     p.add_argument("--floor-cmd", default=None, help="the floor's command line instead of bench/floor.py")
+    p.add_argument("--instructions", action="store_true", help="count instructions under valgrind instead")
     args = p.parse_args(argv)
     floor = shlex.split(args.floor_cmd) if args.floor_cmd else [sys.executable, str(FLOOR_FILE)]
     ours = shlex.split(args.ours_cmd) if args.ours_cmd else list(ours_command())
@@ -117,6 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Like the SDK client: a small default environment, the same for both servers.
     env = {k: os.environ[k] for k in ("HOME", "PATH", "LANG", "TERM", "USER") if k in os.environ}
     env["SKILL_MCP_LOG"] = "warning"
+    if args.instructions:
+        floor_count, ours_count = instructions(floor, env), instructions(ours, env)
+        print(f"instructions to the tools/list answer: floor {floor_count / 1e6:,.1f} M, ours "
+              f"{ours_count / 1e6:,.1f} M ({(ours_count - floor_count) / 1e6:+,.1f} M, "
+              f"{ours_count / floor_count:.3f}x)")
+        return 0
     samples: dict[str, list[Sample]] = {"floor": [], "ours": []}
     once(floor, env), once(ours, env)  # warm the page cache, discarded
     for i in range(args.runs):
