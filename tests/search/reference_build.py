@@ -24,8 +24,8 @@ from skill_mcp.search.index import (
     SearchDoc,
     SearchIndex,
     _idf,
-    split_markdown,
 )
+from skill_mcp.search.markdown import split_markdown
 from skill_mcp.search.postings import _Postings, make_postings
 from skill_mcp.search.text import _split_token, _term_of, _tokens
 

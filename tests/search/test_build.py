@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.search import SearchDoc, SearchIndex, build_index, index_catalog
-from skill_mcp.search.build import split_sections
-from skill_mcp.search.index import split_markdown
+from skill_mcp.search.markdown import split_markdown, split_sections
 from skill_mcp.search.source import docs_from_catalog
 from skill_mcp.search.text import terms
 

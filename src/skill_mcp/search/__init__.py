@@ -1,9 +1,12 @@
 """Search: rank skills for the words a person would type. Pure ranking; never imports ``mcp``.
 
-    text    - normalisation: words, stop words, light stemming, format aliases
-    index   - a BM25F index (posting lists with precomputed contributions, no body text kept)
-    build   - builds that index fast (per-word and per-posting work in C loops)
-    source  - catalog records -> SearchDoc (the one place that reads SKILL.md bodies)
+    text     - normalisation: words, stop words, light stemming, format aliases
+    markdown - a body's headings and the text under each
+    postings - one term's posting list, and the impact-ordered head kept beside it
+    topk     - query evaluation: the best ``limit`` from the heads, or from whole lists
+    index    - a BM25F index (posting lists with precomputed contributions, no body text kept)
+    build    - builds that index fast (per-word and per-posting work in C loops)
+    source   - catalog records -> SearchDoc (the one place that reads SKILL.md bodies)
 
 Layering: search sits beside the surfaces, above the catalog; it imports ``catalog`` and
 ``models`` only.

@@ -6,13 +6,18 @@ statement executed per word or per posting costs seconds. The build therefore:
 - maps each distinct token to an integer term id once (``_Vocabulary.__missing__``) and counts
   a text with ``Counter(map(vocab.__getitem__, tokens))``, which runs in C;
 - finds the section each body term first occurs in from the order ``Counter`` keeps (first
-  occurrence) and its size after each section, instead of per-term bookkeeping;
-- appends a doc's postings to per-term ``array`` columns with ``map(array.append, ...)``, keeping
-  the raw body frequency; only the few terms of the short fields (name, description, tags,
-  headings) get Python work per posting;
-- computes the BM25F scores per term at the end, when the average field lengths are known, with
-  ``map`` over the columns, in the same float operations in the same order as the reference
-  formula in ``index.py``, so the scores (and so the rankings) are bit-for-bit the same.
+  occurrence) and its size after each section: the counter is seeded with the heading terms
+  (a heading beats the text under an earlier one), so section values are set per run of new
+  terms, not per term;
+- appends a doc's postings to per-term ``array`` columns, one packed 64-bit value per posting
+  (body frequency, section, doc id) with ``map(array.append, ...)``, and splits the columns
+  apart at the end with byte slices; only the few terms of the short fields (name,
+  description, tags, headings) get Python work per posting, and those occurrences are kept as
+  packed integers in arrays, not as tuples;
+- computes the BM25F scores per term at the end, when the average field lengths are known,
+  reading one list of per-doc scales in doc order, in the same float operations in the same
+  order as the reference build (``tests/search/reference_build.py``), so the scores (and so
+  the rankings) are bit-for-bit the same.
 
 Each doc's body is consumed as it streams past and never retained.
 """
@@ -20,11 +25,10 @@ Each doc's body is consumed as it streams past and never retained.
 from __future__ import annotations
 
 import gc
-import re
 import sys
 from array import array
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from itertools import chain, pairwise, repeat
 from operator import mul, or_
 
@@ -38,8 +42,8 @@ from skill_mcp.search.index import (
     SearchDoc,
     SearchIndex,
     _idf,
-    split_markdown,
 )
+from skill_mcp.search.markdown import split_sections
 from skill_mcp.search.postings import _Postings, make_postings
 from skill_mcp.search.text import _split_token, _term_of, _tokens
 
@@ -56,50 +60,6 @@ MAX_DOCS = 1 << 24
 _MAX_TF = 1 << 24
 _TF_FIELD = (1 << 29) - 1  # the tf bits of an ``extras`` code
 _LITTLE = sys.byteorder == "little"
-
-# Lines that may start a heading or a code fence. The fast splitter below only applies where
-# "\n" is the only line break and lstrip() can only strip " ", "\t" and "\x1f" (ASCII text
-# without the other characters str.splitlines() breaks on); other text takes the exact path.
-# Matched from each "\n" (a literal first character: the regex engine skips to it fast), and
-# once at the start of the body.
-_CANDIDATE = re.compile(r"\n[ \t\x1f]*(?=#|```|~~~)")
-_FIRST_CANDIDATE = re.compile(r"[ \t\x1f]*(?=#|```|~~~)")
-_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
-
-
-def split_sections(body: str) -> tuple[list[str], list[str]]:
-    """``split_markdown`` (same headings, same words per section), without a Python step per line."""
-    if not body.isascii() or any(c in body for c in _OTHER_BREAKS):
-        return split_markdown(body)
-    headings: list[str] = []
-    sections: list[str] = []
-    fence: str | None = None
-    start = 0  # where the current section's text begins
-    for line, at in _candidates(body):
-        end = body.find("\n", at)
-        end = len(body) if end < 0 else end
-        stripped = body[at:end]
-        if stripped.startswith(("```", "~~~")):
-            marker = stripped[:3]
-            fence = None if fence == marker else (fence or marker)
-        elif fence is None:
-            level = len(stripped) - len(stripped.lstrip("#"))
-            title = stripped.lstrip("#").strip()
-            if title and level <= 6:
-                headings.append(title[:120])
-                sections.append(body[start:line])
-                start = end
-    sections.append(body[start:])
-    return headings, sections
-
-
-def _candidates(body: str) -> Iterator[tuple[int, int]]:
-    """(start of the line, start of its text after indentation) of each candidate line."""
-    if (m := _FIRST_CANDIDATE.match(body)) is not None:
-        yield 0, m.end()
-    for m in _CANDIDATE.finditer(body):
-        yield m.start() + 1, m.end()
-
 
 class _Vocabulary(dict[str, int]):
     """token -> code: a term id (> 0), 0 for no term (a stop word), or -k for a token that

@@ -1,7 +1,7 @@
 """A BM25F index over skills: posting lists with precomputed per-document contributions.
 
-Why this shape: a query must stay well under 5 ms at 10,000 skills, in pure Python, and the
-index must not hold body text. So everything that depends only on the corpus is computed at
+Why this shape: a query must cost a few hundred microseconds at 10,000 skills, in pure
+Python, and the index must not hold body text. So everything that depends only on the corpus is computed at
 build time. For a term t and a skill d, BM25F combines the per-field frequencies into one
 pseudo-frequency
 
@@ -150,32 +150,6 @@ class SearchIndex:
 
 def _rank(item: tuple[int, float]) -> tuple[float, int]:
     return -round(item[1], 9), item[0]
-
-
-def split_markdown(body: str) -> tuple[list[str], list[str]]:
-    """Headings of a Markdown body, and the text of each section.
-
-    ``sections[0]`` is the text before the first heading; ``sections[i + 1]`` the text under
-    ``headings[i]``. Lines inside fenced code blocks are text, never headings (``# comment``
-    in a shell block).
-    """
-    headings: list[str] = []
-    sections: list[list[str]] = [[]]
-    fence: str | None = None
-    for line in body.splitlines():
-        stripped = line.lstrip()
-        if stripped.startswith(("```", "~~~")):
-            marker = stripped[:3]
-            fence = None if fence == marker else (fence or marker)
-        elif fence is None and stripped.startswith("#"):
-            level = len(stripped) - len(stripped.lstrip("#"))
-            title = stripped.lstrip("#").strip()
-            if title and level <= 6:
-                headings.append(title[:120])
-                sections.append([])
-                continue
-        sections[-1].append(line)
-    return headings, ["\n".join(lines) for lines in sections]
 
 
 def _idf(n: int, df: int) -> float:

@@ -11,10 +11,12 @@ ranks them.
   ``F``, the sum of the first unread score of each list; every skill it has seen is bounded
   by what it read of it plus, for each list it was not seen in, that list's position table
   (exact) or first unread score. Skills are scored exactly best bound first, until no bound
-  left can reach the ``limit``-th exact score. If ``F`` is still too high it reads twice as
-  deep, up to the whole head, and gives up (None) past that.
+  left can reach the ``limit``-th exact score. If ``F`` is still not below that score, it
+  reads deeper, but only to a depth where the heads show ``F`` would be (they store every
+  score in order), and gives up (None) when there is none. A top-10 query over lists of
+  thousands of postings usually reads 64 postings of each.
 - ``exhaustive`` adds up whole posting lists, term-at-a-time with MaxScore-style pruning. It
-  is the fallback, and the cheaper way when the lists are short.
+  is the fallback, and the cheaper way when the lists are short or the terms many.
 
 Pruning compares with a margin (``EPSILON``) far above float noise and far below the 9
 decimals the ranking compares, so a skill is only dropped when it is certainly ranked
