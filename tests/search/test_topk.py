@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import random
 from array import array
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skill_mcp.search import SearchDoc, SearchIndex, build_index
+from skill_mcp.catalog import build_catalog
+from skill_mcp.config import load_settings
+from skill_mcp.search import Hit, SearchDoc, SearchIndex, build_index, index_catalog
 from skill_mcp.search.postings import DENSE_SHARE, FIRST_DEPTH, HEAD, impact_of
 from skill_mcp.search.text import query_terms
 from skill_mcp.search.topk import threshold
 
+from .quality import measure
 from .reference_search import search as reference_search
 
 # Aliases (excel -> xlsx, spreadsheet; deck -> pptx, presentation, slide) put half-weight terms
@@ -145,3 +149,31 @@ def test_a_head_is_a_prefix_of_the_score_order_and_rest_bounds_the_others(values
         assert len(imp.where) == n_docs
         assert [imp.where[d] for d in docs] == list(range(1, len(docs) + 1))
         assert sum(1 for p in imp.where if p) == len(docs)
+
+
+_TESTS = Path(__file__).parent.parent
+
+
+def _labelled(path: Path) -> list[tuple[str, str]]:
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+    return [(query, expected) for query, expected in rows]
+
+
+@pytest.mark.parametrize(("roots", "sets"), [
+    ([str(_TESTS / "search" / "corpus")], ["search/queries.tsv"]),
+    ([], ["pack/queries.tsv", "pack/queries-heldout.tsv"]),  # the bundled pack
+])
+def test_the_labelled_query_sets_rank_exactly_as_the_plain_query_does(roots: list[str], sets: list[str]) -> None:
+    index = index_catalog(build_catalog(load_settings(roots, {})))
+    for name in sets:
+        rows = _labelled(_TESTS / name)
+        for query, _ in rows:
+            for limit in (1, 3, 10):
+                assert index.search(query, limit) == reference_search(index, query, limit), query
+
+        class Plain:
+            def search(self, query: str, limit: int) -> list[Hit]:
+                return reference_search(index, query, limit)
+
+        assert measure(index, rows) == measure(Plain(), rows)  # hit@1, hit@3, MRR and misses
