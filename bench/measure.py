@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
 import mcp_types as types
 from pydantic import TypeAdapter
 
@@ -164,15 +165,17 @@ class RunSamples:
     direct: list[float] = field(default_factory=list)
     ours: list[float] = field(default_factory=list)  # interleaved with the direct spawns
     back_to_back: list[float] = field(default_factory=list)  # runs with nothing else in between
+    paced: list[float] = field(default_factory=list)  # runs after a pause, as a client that thinks
 
 
 async def paired_runs(client: Any, args: dict[str, Any], server_env: dict[str, str], runs: int,
-                      back_to_back: int = 0, warmup: int = 2) -> RunSamples:
+                      back_to_back: int = 0, paced: int = 0, pause_s: float = 0.05, warmup: int = 2) -> RunSamples:
     """``runs`` direct spawns interleaved with ``runs`` confirmed skill_runs, alternating which goes first.
 
     Each skill_run's confirmation follows its preview at once (the worst case for anything
     prepared at preview time). Then ``back_to_back`` runs with no direct spawn between them: the
-    next run's preview comes as soon as the previous result is in.
+    next run's preview comes as soon as the previous result is in. Then ``paced`` runs, each
+    preview ``pause_s`` after the previous result (a client, or a person, between two calls).
     """
     shape = FenceShape.of((await preview(client, args))["preview"]["willRun"], server_env)
     for _ in range(warmup):
@@ -188,4 +191,7 @@ async def paired_runs(client: Any, args: dict[str, Any], server_env: dict[str, s
             out.direct.append(direct_spawn_once(shape))
     for _ in range(back_to_back):
         out.back_to_back.append(await confirmed_run(client, args))
+    for _ in range(paced):
+        await anyio.sleep(pause_s)
+        out.paced.append(await confirmed_run(client, args))
     return out

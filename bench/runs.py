@@ -7,7 +7,8 @@
 The real server through the SDK's stdio client (``MCP_CONFIRM_ELICITATION=off``, the token round
 trip), the same path ``python -m bench`` measures, without its other figures (which take long).
 Per interpreter: ``--runs`` direct spawns interleaved with ``--runs`` timed confirmations, then
-``--back-to-back`` confirmations with nothing in between. Medians and p95 go to stdout as
+``--back-to-back`` confirmations with nothing in between, then ``--paced`` ones each 50 ms after
+the previous result (a client that thinks between calls). Medians and p95 go to stdout as
 Markdown; the raw samples (seconds) as JSON with ``--json``. ``--src LABEL=DIR`` serves from
 another source tree (``PYTHONPATH``), so two versions can be measured in turns on this shared
 machine, where a figure taken an hour earlier is not comparable.
@@ -38,6 +39,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--sizes", default="100,1000,10000", help="corpus sizes, comma-separated")
     p.add_argument("--runs", type=int, default=30, help="interleaved pairs per interpreter (default 30)")
     p.add_argument("--back-to-back", type=int, default=30, help="runs with nothing between them (default 30)")
+    p.add_argument("--paced", type=int, default=30, help="runs 50 ms after the previous result (default 30)")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--json", type=Path, default=None, help="write the raw samples here")
     p.add_argument("--src", action="append", default=[], metavar="LABEL=DIR",
@@ -51,7 +53,8 @@ def _spec(n: int, root: Path, src: str | None) -> ServerSpec:
     return spec if src is None else ServerSpec(spec.label, spec.command, {"PYTHONPATH": str(Path(src).resolve())})
 
 
-async def measure(n: int, cache: Path, src: str | None, runs: int, back_to_back: int) -> dict[str, RunSamples]:
+async def measure(n: int, cache: Path, src: str | None, runs: int, back_to_back: int, paced: int
+                  ) -> dict[str, RunSamples]:
     info = corpora.generate(cache / f"corpus-{n}", n)
     spec = _spec(n, info.root, src)
     server_env = get_default_environment() | dict(spec.params(ENV).env or {})
@@ -64,19 +67,20 @@ async def measure(n: int, cache: Path, src: str | None, runs: int, back_to_back:
                 continue
             name, script = where.split(":", 1)
             args = {"skill": name, "script": script, "args": []}
-            out[interp] = await paired_runs(s.client, args, server_env, runs, back_to_back)
+            out[interp] = await paired_runs(s.client, args, server_env, runs, back_to_back, paced)
             print(f"{n}: {interp} done", file=sys.stderr)
     return out
 
 
 def table(results: dict[tuple[str, int], dict[str, RunSamples]]) -> str:
     lines = ["| tree | N | interpreter | direct median (ms) | skill_run median (ms) | skill_run p95 (ms) | overhead (ms) "
-             "| back-to-back median (ms) | back-to-back overhead (ms) |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+             "| back-to-back median (ms) | back-to-back overhead (ms) | paced overhead (ms) |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for (label, n), by_interp in results.items():
         for interp, samples in by_interp.items():
-            d, o, b = (Summary.of(x) for x in (samples.direct, samples.ours, samples.back_to_back))
+            d, o, b, q = (Summary.of(x) for x in (samples.direct, samples.ours, samples.back_to_back, samples.paced))
             lines.append(f"| {label} | {n} | {interp} | {ms(d.median)} | {ms(o.median)} | {ms(o.p95)} | {ms(o.median - d.median)} "
-                         f"| {ms(b.median)} | {ms(b.median - d.median)} |")
+                         f"| {ms(b.median)} | {ms(b.median - d.median)} | {ms(q.median - d.median)} |")
     return "\n".join(lines)
 
 
@@ -87,10 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
         for _ in range(args.rounds):
             for label, src in trees:
-                got = anyio.run(measure, n, args.cache, src, args.runs, args.back_to_back)
+                got = anyio.run(measure, n, args.cache, src, args.runs, args.back_to_back, args.paced)
                 for interp, samples in got.items():
                     into = results.setdefault((label, n), {}).setdefault(interp, RunSamples())
-                    for name in ("direct", "ours", "back_to_back"):
+                    for name in ("direct", "ours", "back_to_back", "paced"):
                         getattr(into, name).extend(getattr(samples, name))
     print(table(results))
     if args.json is not None:

@@ -10,11 +10,12 @@ running as ``nobody``.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from tests.security.conftest import SECRET
-from tests.security.harness import Session
+from tests.security.harness import Session, last_json, wait_for
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the cross-uid boundary exists only when the server is root")
 
@@ -55,13 +56,24 @@ def test_script_cannot_signal_server(server: Session) -> None:
 
 
 @root_only
-def test_script_cannot_attach_to_signal_or_read_the_shim_waiting_for_the_next_run(server: Session) -> None:
-    # The shim for the next run waits as root until that run's configuration arrives.
-    out = server.probe("shim")["out"]
+def test_script_cannot_attach_to_signal_or_read_the_shim_waiting_for_the_next_run(server: Session,
+                                                                                  sec_root: Path) -> None:
+    # The shim for the next run waits as root until that run's configuration arrives. It is started
+    # after a run and by any call that passes the checks: here a preview made while the probe runs.
+    pidfile = sec_root.parent / "out" / "shim-probe.pid"
+    args = ["shim", str(pidfile)]
+    token = server.preview("sec", "scripts/probe.py", args)[1]["confirmToken"]
+    pending = server.portal.start_task_soon(server.client.call_tool, "skill_run",
+                                            {"skill": "sec", "script": "scripts/probe.py", "args": args,
+                                             "confirmToken": token})
+    wait_for(pidfile.exists, 20, "the probe to start")
+    assert server.preview("sec", "scripts/probe.py", ["echo", "next"])[1]["status"] == "confirmation-required"
+    result = pending.result(timeout=60)
+    out = last_json(result.structured_content["stdout"])
     assert out["found"] is not None  # positive control: it is there, a sibling of the script
     assert (out["ptrace"], out["read"], out["kill"], out["kill0"]) == ("EPERM", "EACCES", "EPERM", "EPERM")
     assert out["own_child"] == "ok"
-    _ = server.probe("id")  # and it still serves the next run
+    assert server.probe("echo", "still-runs")["out"] == {"argv": ["still-runs"]}  # it serves the next run
 
 
 def test_no_secret_in_any_process_command_line(server: Session) -> None:

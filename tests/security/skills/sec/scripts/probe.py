@@ -427,9 +427,15 @@ def _sibling_shim(deadline):
     return None
 
 
-def shim(_):
-    """Reach for the shim the server keeps waiting for its next run: attach, signal, read it."""
-    pid = _sibling_shim(time.monotonic() + 10)
+def shim(args):
+    """Reach for the shim the server keeps waiting for its next run: attach, signal, read it.
+
+    Writes our pid to args[0] first: the test then makes the server start that shim (a preview).
+    """
+    with open(args[0] + ".tmp", "w") as fh:
+        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid()}))
+    os.rename(args[0] + ".tmp", args[0])
+    pid = _sibling_shim(time.monotonic() + 20)
     if pid is None:
         return {"found": None}
     out = {"found": pid, "ptrace": _ptrace(pid), **read([f"/proc/{pid}/environ"])}
