@@ -12,7 +12,7 @@ both builds produce and what the exhaustive query reads. Beside a list longer th
   read instead of a binary search. Long lists are the expensive ones to search, and the table
   costs 2 bytes per skill, less than the list's own 11 bytes per posting.
 
-Memory (10,000-skill bench corpus): heads and tables add about a quarter to the posting lists.
+Memory (10,000-skill bench corpus): heads add 12 MiB and tables 16 MiB to 85 MiB of postings.
 """
 
 from __future__ import annotations
