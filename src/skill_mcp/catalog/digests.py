@@ -9,13 +9,10 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Skill
-
-T = TypeVar("T")
 
 
 class DigestMemo:
@@ -29,17 +26,12 @@ class DigestMemo:
     the regular-file check, the open and a fresh hash. A reused digest is therefore one this
     server already published for this very entry, of the bytes it would read now (up to the
     filesystem's mtime granularity for a same-size rewrite, as with every mtime check).
-    ``skill_answer`` also keeps, per skill, one answer made from its digests (a ``skills/list``
-    entry), reused only while every file's identity is unchanged: about 1 KiB per skill that
-    was listed, so at most about 10 MiB once a 10,000-skill catalog has been walked.
     Safe to share across threads; holds no file bytes.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._known: dict[tuple[str, str], tuple[tuple[int, int, int, int], str]] = {}
-        # Per skill directory: the identities of all its files and an answer built from them.
-        self._answers: dict[str, tuple[tuple[tuple[int, int, int, int], ...], Any]] = {}
 
     def get(self, where: tuple[str, str], identity: tuple[int, int, int, int]) -> str | None:
         with self._lock:
@@ -53,34 +45,23 @@ class DigestMemo:
     def __len__(self) -> int:
         return len(self._known)
 
-    def skill_answer(self, skill: Skill, make: Callable[[list[tuple[str, int, str]]], T]) -> T | None:
-        """``make([(rel, size, digest), ...])`` for ``skill``, kept until one of its files changes; None if not all known.
+    def known_files(self, skill: Skill) -> list[tuple[str, int, str]] | None:
+        """``(rel, size, digest)`` for every file of ``skill`` when each is known and unchanged, else None.
 
-        Every call still ``lstat``s each file (so nothing it returns is stale); when all the
-        identities equal the ones the remembered answer was made from, that answer is
-        returned as it is (shared: callers must not mutate it). Otherwise it is made again
-        from the known digests, or None when one of them must be computed first.
+        The loop ``known_info`` runs per file, for a whole skill at once (one ``lstat`` each, no
+        object per file): ``skills/list`` pages call it for every skill they hold.
         """
-        prefix, lstat, is_reg = skill.prefix, os.lstat, stat.S_ISREG
-        identities = []
+        prefix, known, out = skill.prefix, self._known, []
+        lstat, is_reg = os.lstat, stat.S_ISREG
         for entry in skill.files:
+            rel = entry.rel
             try:
-                st = lstat(prefix + entry.rel)
+                st = lstat(prefix + rel)
             except OSError:
                 return None
-            if not is_reg(st.st_mode):
+            held = known.get((prefix, rel))  # a dict read is atomic; put() replaces whole tuples
+            if held is None or not is_reg(st.st_mode) or held[0] != (st.st_dev, st.st_ino, st.st_size,
+                                                                      st.st_mtime_ns):
                 return None
-            identities.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
-        now = tuple(identities)
-        held = self._answers.get(prefix)
-        if held is not None and held[0] == now:
-            return cast("T", held[1])
-        files = []
-        for entry, identity in zip(skill.files, now, strict=True):
-            known = self._known.get((prefix, entry.rel))
-            if known is None or known[0] != identity:
-                return None
-            files.append((entry.rel, identity[2], known[1]))
-        answer = make(files)
-        self._answers[prefix] = (now, answer)
-        return answer
+            out.append((rel, st.st_size, held[1]))
+        return out

@@ -50,18 +50,17 @@ class DirectoryReadParams(types.PaginatedRequestParams):
 def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = False) -> dict[str, Any] | None:
     """The SEP-2640 entry for ``skill``; with ``known_only``, None unless no file needs hashing."""
     import skill_mcp.catalog.files as catfiles
-
-    def make(files: list[tuple[str, int, str]]) -> dict[str, Any]:
-        uri = catfiles.skill_uri
-        resources = [{"uri": uri(skill, rel), "digest": digest, "size": size} for rel, size, digest in files]
-        return {"uri": catfiles.skill_uri(skill, SKILL_MD), "frontmatter": dict(skill.frontmatter),
-                "resources": resources}
-
-    # Size and digest of the same bytes, never stale: every file is lstat'ed on every answer,
-    # and an entry made earlier is reused only while all of them are unchanged.
+    # Size and digest of the same bytes, never stale.
     if known_only:
-        return memo.skill_answer(skill, make)
-    return make([(f.rel, (info := catfiles.file_info(memo, skill, f)).size, info.digest) for f in skill.files])
+        files = memo.known_files(skill)
+        if files is None:
+            return None
+    else:
+        files = [(f.rel, (info := catfiles.file_info(memo, skill, f)).size, info.digest) for f in skill.files]
+    uri = catfiles.skill_uri
+    resources = [{"uri": uri(skill, rel), "digest": digest, "size": size} for rel, size, digest in files]
+    return {"uri": catfiles.skill_uri(skill, SKILL_MD), "frontmatter": dict(skill.frontmatter),
+            "resources": resources}
 
 
 def _cacheable(body: dict[str, Any]) -> dict[str, Any]:
