@@ -113,7 +113,10 @@ def is_inside(base_real: Path, candidate_real: Path) -> bool:
     trailing slash), so a prefix ending at a separator is exactly "below" - and far cheaper
     than walking ``Path.parents`` for every file of every skill.
     """
-    base, candidate = str(base_real), str(candidate_real)
+    return _below(str(base_real), str(candidate_real))
+
+
+def _below(base: str, candidate: str) -> bool:
     return candidate == base or candidate.startswith(base if base.endswith("/") else base + "/")
 
 
@@ -190,6 +193,58 @@ def open_regular(real: Path, expected: os.stat_result, rel: str) -> int:
         fd = os.open(real, flags)
     except OSError as exc:
         raise SkillMcpError(Refusal.FILE_CHANGED, f"the file changed before it was opened: {exc.strerror}",
+                            {"path": rel}) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino):
+        os.close(fd)
+        raise SkillMcpError(Refusal.FILE_CHANGED, "the file changed before it was opened", {"path": rel})
+    return fd
+
+
+def pin_inside(base_real: str, rel: str) -> tuple[int, os.stat_result] | None:
+    """``resolve_inside``'s kernel path, keeping the file it resolved pinned by a descriptor.
+
+    ``base_real`` is a real directory path as text (no trailing slash). Returns an ``O_PATH``
+    descriptor of the regular file ``rel`` names below it, with its ``stat``; the caller owns
+    the descriptor and must close it. Raises exactly the refusals ``resolve_inside`` raises on
+    its kernel path (after the same string check), and returns None wherever that path would
+    hand over to the portable one (a final link, no /proc, an unlinked file, any error), so
+    the caller then calls ``resolve_inside``. ``open_pinned`` reads the pinned file without
+    walking the path again, so nothing can be swapped between the checks and the read.
+    """
+    check_relpath(rel)
+    try:
+        fd = os.open(f"{base_real}/{rel}", os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (OSError, AttributeError):
+        return None
+    try:
+        st = os.fstat(fd)
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        os.close(fd)
+        return None
+    if stat.S_ISLNK(st.st_mode) or not real.startswith("/") or real.endswith(" (deleted)"):
+        os.close(fd)
+        return None
+    if not _below(base_real, real):
+        os.close(fd)
+        raise SkillMcpError(Refusal.OUTSIDE_SKILL, "the path resolves outside the skill directory", {"path": rel})
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise SkillMcpError(Refusal.NOT_A_FILE, "the path is not a regular file", {"path": rel})
+    return fd, st
+
+
+def open_pinned(pinned: int, expected: os.stat_result, rel: str) -> int:
+    """A read-only descriptor of the file an ``O_PATH`` descriptor from ``pin_inside`` holds.
+
+    Opened through ``/proc/self/fd``, which reaches the pinned inode itself rather than a path,
+    then checked like ``open_regular``: a regular file with the inode ``pin_inside`` saw.
+    """
+    try:
+        fd = os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SkillMcpError(Refusal.FILE_CHANGED, f"the file could not be opened: {exc.strerror}",
                             {"path": rel}) from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino):

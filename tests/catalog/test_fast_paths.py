@@ -131,3 +131,43 @@ def test_split_finds_a_delimiter_past_the_head_by_falling_back() -> None:
         split(raw)
     ok = ("---\nname: x\n---\n" + "b" * 100000).encode()
     assert split(ok).body == "b" * 100000  # positive control
+
+
+def _pinned_outcome(base: Path, rel: str) -> object:
+    try:
+        pinned = paths.pin_inside(str(base), rel)
+    except SkillMcpError as err:
+        return err.reason
+    if pinned is None:
+        return _outcome(base, rel)  # the caller's fallback: the portable path decides
+    fd, st_ = pinned
+    try:
+        return (os.readlink(f"/proc/self/fd/{fd}"), st_.st_ino)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("rel", ["SKILL.md", "refs/deep/a.md", "dirlink/deep/a.md", "outlink/secret.txt",
+                                 "filelink", "escape", "dangling", "fifo", "refs", "missing.md", "refs/missing",
+                                 "../outside/secret.txt", "refs//deep/a.md", "/etc/passwd"])
+def test_pinning_agrees_with_resolve_inside(tree: Path, rel: str) -> None:
+    assert _pinned_outcome(tree, rel) == _outcome(tree, rel)
+
+
+def test_a_pinned_file_is_read_even_if_its_path_is_swapped_for_a_link_out(tree: Path) -> None:
+    pinned = paths.pin_inside(str(tree), "refs/deep/a.md")
+    assert pinned is not None
+    fd, st_ = pinned
+    try:
+        (tree / "refs" / "deep" / "a.md").rename(tree / "refs" / "deep" / "moved.md")
+        os.symlink(tree.parent / "outside" / "secret.txt", tree / "refs" / "deep" / "a.md")
+        readable = paths.open_pinned(fd, st_, "refs/deep/a.md")
+        try:
+            assert os.read(readable, 100) == b"a"  # the checked inode, never the link's target
+        finally:
+            os.close(readable)
+    finally:
+        os.close(fd)
+    with pytest.raises(SkillMcpError) as err:  # and a fresh resolution refuses the link
+        paths.resolve_inside(tree, "refs/deep/a.md")
+    assert err.value.reason == paths.Refusal.OUTSIDE_SKILL

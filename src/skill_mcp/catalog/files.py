@@ -28,7 +28,15 @@ from skill_mcp.catalog.digests import DigestMemo as DigestMemo  # re-exported: r
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Problem, Skill, SkillFile
-from skill_mcp.paths import MAX_PATH_CHARS, is_inside, open_regular, relpath_problem, resolve_inside
+from skill_mcp.paths import (
+    MAX_PATH_CHARS,
+    is_inside,
+    open_pinned,
+    open_regular,
+    pin_inside,
+    relpath_problem,
+    resolve_inside,
+)
 from skill_mcp.reasons import Level, ProblemReason, Refusal
 
 MAX_FILES = 512
@@ -203,39 +211,81 @@ def file_digest(memo: DigestMemo, skill: Skill, entry: SkillFile) -> str:
     return file_info(memo, skill, entry).digest
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Located:
-    """A listed file resolved inside its skill: where it is and the ``stat`` the checks saw."""
+    """A listed file resolved inside its skill, not yet read: the ``stat`` the checks saw and
+    either a descriptor pinning the file (``pinned``) or its resolved path (``real``).
+
+    It owns ``pinned``: use it as a context manager, or call ``close``.
+    """
 
     rel: str
-    real: Path
     st: os.stat_result
+    real: Path | None = None
+    pinned: int | None = None
 
     @property
     def size(self) -> int:
         return self.st.st_size
 
+    def close(self) -> None:
+        if self.pinned is not None:
+            os.close(self.pinned)
+            self.pinned = None
+
+    def __enter__(self) -> Located:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def locate(skill: Skill, rel: str) -> Located:
-    """Check ``rel`` (listed, plain, inside the skill, a regular file) without reading a byte."""
+    """Check ``rel`` (listed, plain, inside the skill, a regular file) without reading a byte.
+
+    The kernel's resolution pins the file with an ``O_PATH`` descriptor (``paths.pin_inside``);
+    where that cannot decide, the portable ``resolve_inside`` runs and the path is kept.
+    """
     entry = _served(skill, rel)
+    pinned = pin_inside(skill.prefix[:-1] if skill.prefix != "/" else "/", entry.rel)
+    if pinned is not None:
+        return Located(entry.rel, pinned[1], pinned=pinned[0])
     real, st = resolve_inside(skill.directory, entry.rel)
-    return Located(entry.rel, real, st)
+    return Located(entry.rel, st, real=real)
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    chunks, total = [], 0
+    while total <= limit:
+        chunk = os.read(fd, limit + 1 - total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_located(found: Located, *, max_bytes: int) -> bytes:
     """Read a located file, refusing before reading when it is larger than ``max_bytes``.
 
-    ``open_regular`` proves the descriptor is the inode ``locate`` resolved, so the checks and
-    the read are about the same file however long ago ``locate`` ran.
+    ``open_pinned`` (or ``open_regular`` for a path) proves the descriptor read is the inode
+    ``locate`` resolved, so the checks and the read are about the same file however long ago
+    ``locate`` ran. Does not close ``found``.
     """
     rel, st = found.rel, found.st
     if st.st_size > max_bytes:
         raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"{rel} is {st.st_size} bytes; the limit is {max_bytes}",
                             {"path": rel, "size": st.st_size, "limit": max_bytes})
-    fd = open_regular(found.real, st, rel)
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(max_bytes + 1)
+    if found.pinned is not None:
+        fd = open_pinned(found.pinned, st, rel)
+    elif found.real is not None:
+        fd = open_regular(found.real, st, rel)
+    else:
+        raise SkillMcpError(Refusal.FILE_CHANGED, f"{rel} was already closed", {"path": rel})
+    try:
+        data = _read_fd(fd, max_bytes)
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"{rel} grew past {max_bytes} bytes while being read",
                             {"path": rel, "limit": max_bytes})
@@ -244,12 +294,14 @@ def read_located(found: Located, *, max_bytes: int) -> bytes:
 
 def read_skill_file(skill: Skill, rel: str, *, max_bytes: int) -> bytes:
     """Read one listed file, refusing before reading when it is larger than ``max_bytes``."""
-    return read_located(locate(skill, rel), max_bytes=max_bytes)
+    with locate(skill, rel) as found:
+        return read_located(found, max_bytes=max_bytes)
 
 
 def current_size(skill: Skill, rel: str) -> int:
     """The size of a listed file now, without reading it (for batch budgets)."""
-    return locate(skill, rel).size
+    with locate(skill, rel) as found:
+        return found.size
 
 
 def read_body(skill: Skill, *, max_bytes: int = 1024 * 1024) -> str:

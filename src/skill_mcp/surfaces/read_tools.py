@@ -123,6 +123,7 @@ def _locate(skill: Skill, rel: str) -> catfiles.Located:
     import skill_mcp.catalog.files as catfiles
     found = catfiles.locate(skill, rel)
     if found.size > MAX_FILE_BYTES:
+        found.close()
         raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"the file is {found.size} bytes; the limit is {MAX_FILE_BYTES}",
                             {"path": rel, "size": found.size, "limit": MAX_FILE_BYTES})
     return found
@@ -154,24 +155,29 @@ async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
                             {"count": len(rels), "limit": MAX_PATHS})
     # Pass 1: checks and sizes only, nothing read. The batch budget is decided from sizes before
     # any byte is read, so which entries are served never depends on the order of the paths.
+    # Each located file stays pinned by a descriptor until its read: closed on every way out.
     found: dict[int, catfiles.Located] = {}
     errors: dict[int, dict[str, Any]] = {}
-    for i, rel in enumerate(rels):
-        try:
-            found[i] = _locate(skill, rel)
-        except SkillMcpError as err:
-            errors[i] = _entry_error(rel, err)
-    total = sum(f.size for f in found.values())
-    if total > MAX_BATCH_BYTES:
-        raise SkillMcpError(
-            Refusal.BATCH_TOO_LARGE,
-            f"the files add up to {total} bytes; the limit per call is {MAX_BATCH_BYTES}; ask for fewer at once",
-            {"totalBytes": total, "limit": MAX_BATCH_BYTES, "sizes": {rels[i]: f.size for i, f in found.items()}},
-        )
-    # Pass 2: the reads, on the event loop when the batch is small, else in a worker thread.
-    if total <= INLINE_READ_BYTES:
-        return _read_batch(skill, rels, found, errors)
-    return await anyio.to_thread.run_sync(_read_batch, skill, rels, found, errors)
+    try:
+        for i, rel in enumerate(rels):
+            try:
+                found[i] = _locate(skill, rel)
+            except SkillMcpError as err:
+                errors[i] = _entry_error(rel, err)
+        total = sum(f.size for f in found.values())
+        if total > MAX_BATCH_BYTES:
+            raise SkillMcpError(
+                Refusal.BATCH_TOO_LARGE,
+                f"the files add up to {total} bytes; the limit per call is {MAX_BATCH_BYTES}; ask for fewer at once",
+                {"totalBytes": total, "limit": MAX_BATCH_BYTES, "sizes": {rels[i]: f.size for i, f in found.items()}},
+            )
+        # Pass 2: the reads, on the event loop when the batch is small, else in a worker thread.
+        if total <= INLINE_READ_BYTES:
+            return _read_batch(skill, rels, found, errors)
+        return await anyio.to_thread.run_sync(_read_batch, skill, rels, found, errors)
+    finally:
+        for located in found.values():
+            located.close()
 
 
 def _read_batch(skill: Skill, rels: list[str], found: dict[int, catfiles.Located],
