@@ -7,6 +7,7 @@ file identity, held beside the catalog rather than in it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,25 @@ class SkillFile:
     size: int
     mtime_ns: int
     ino: int
+    # ``rel`` as it appears in the file's ``skill://`` URI (percent-quoted where needed), made
+    # once here because every manifest and listing names every file's URI.
+    uri_path: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "uri_path", uri_path(self.rel))
+
+
+# The characters urllib.parse.quote(safe="/") never escapes.
+_URI_PLAIN = re.compile(r"[A-Za-z0-9_.~/-]*")
+
+
+def uri_path(rel: str) -> str:
+    """``rel`` quoted for a ``skill://`` URI (unchanged when it needs no escape)."""
+    if _URI_PLAIN.fullmatch(rel):
+        return rel
+    from urllib.parse import quote
+
+    return quote(rel, safe="/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +121,14 @@ class Skill:
     pack: str | None = None  # name of the pack that pins it, if any
     phase: str | None = None
     tags: tuple[str, ...] = ()
-    # ``directory`` as text with a trailing slash: every per-file answer joins onto it.
+    # ``directory`` as text with a trailing slash: every per-file answer joins onto it; and
+    # ``skill://<name>/``, which every file URI starts with.
     prefix: str = field(init=False, repr=False, compare=False)
+    uri_prefix: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prefix", str(self.directory).rstrip("/") + "/")
+        object.__setattr__(self, "uri_prefix", f"skill://{self.name}/")
 
     def file(self, rel: str) -> SkillFile | None:
         for f in self.files:

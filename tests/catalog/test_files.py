@@ -94,6 +94,9 @@ def test_uris_put_skill_md_explicitly_and_quote_file_paths(demo: Skill) -> None:
     assert skill_uri(demo) == "skill://demo"
     assert skill_uri(demo, "SKILL.md") == "skill://demo/SKILL.md"
     assert skill_uri(demo, "ref/a b.md") == "skill://demo/ref/a%20b.md"
+    # The records carry the same URI in parts, made once at scan time.
+    for f in demo.files:
+        assert demo.uri_prefix + f.uri_path == skill_uri(demo, f.rel)
 
 
 def test_a_known_digest_is_reused_only_while_the_entry_is_unchanged(demo: Skill) -> None:
@@ -106,7 +109,7 @@ def test_a_known_digest_is_reused_only_while_the_entry_is_unchanged(demo: Skill)
     assert memo.known_files(demo) is None  # SKILL.md and big.bin not hashed yet
     for f in demo.files:
         file_info(memo, demo, f)
-    assert [rel for rel, _size, _digest in memo.known_files(demo) or []] == [f.rel for f in demo.files]
+    assert [f.rel for f, _size, _digest in memo.known_files(demo) or []] == [f.rel for f in demo.files]
     path = demo.directory / "ref" / "a b.md"
     os.utime(path, ns=(5, 5))  # same bytes, another identity
     assert known_info(memo, demo, entry) is None and memo.known_files(demo) is None

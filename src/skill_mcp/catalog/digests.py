@@ -12,7 +12,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from skill_mcp.models import Skill
+    from skill_mcp.models import Skill, SkillFile
 
 
 class DigestMemo:
@@ -45,8 +45,8 @@ class DigestMemo:
     def __len__(self) -> int:
         return len(self._known)
 
-    def known_files(self, skill: Skill) -> list[tuple[str, int, str]] | None:
-        """``(rel, size, digest)`` for every file of ``skill`` when each is known and unchanged, else None.
+    def known_files(self, skill: Skill) -> list[tuple[SkillFile, int, str]] | None:
+        """``(file, size, digest)`` for every file of ``skill`` when each is known and unchanged, else None.
 
         The loop ``known_info`` runs per file, for a whole skill at once (one ``lstat`` each, no
         object per file): ``skills/list`` pages call it for every skill they hold.
@@ -63,5 +63,5 @@ class DigestMemo:
             if held is None or not is_reg(st.st_mode) or held[0] != (st.st_dev, st.st_ino, st.st_size,
                                                                       st.st_mtime_ns):
                 return None
-            out.append((rel, st.st_size, held[1]))
+            out.append((entry, st.st_size, held[1]))
         return out

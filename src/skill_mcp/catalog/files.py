@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 from skill_mcp.catalog.digests import DigestMemo as DigestMemo  # re-exported: readers take one
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.models import Problem, Skill, SkillFile
+from skill_mcp.models import Problem, Skill, SkillFile, uri_path
 from skill_mcp.paths import (
     MAX_PATH_CHARS,
     is_inside,
@@ -47,8 +45,6 @@ BUILD_OUTPUT_DIRS = frozenset({"__pycache__"})
 MAX_TOTAL_BYTES = 16 * 1024 * 1024
 SKILL_MD = "SKILL.md"
 _CHUNK = 256 * 1024
-# The characters urllib.parse.quote(safe="/") never escapes.
-_URI_PLAIN = re.compile(r"[A-Za-z0-9_.~/-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +141,7 @@ def skill_uri(skill: Skill | str, rel: str | None = None) -> str:
     name = skill if isinstance(skill, str) else skill.name
     if rel is None:
         return f"skill://{name}"
-    if _URI_PLAIN.fullmatch(rel):  # what quote() would leave unchanged: skip its per-call work
-        return f"skill://{name}/{rel}"
-    return f"skill://{name}/{quote(rel, safe='/')}"
+    return f"skill://{name}/{uri_path(rel)}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,9 +63,8 @@ def _skill_for(catalog: Catalog, uri: str) -> tuple[Skill, str | None]:
 
 
 def file_resource(skill: Skill, f: SkillFile) -> types.Resource:
-    import skill_mcp.catalog.files as catfiles
     import skill_mcp.surfaces.content as content
-    uri = catfiles.skill_uri(skill, f.rel)
+    uri = skill.uri_prefix + f.uri_path
     if f.rel == SKILL_MD:
         return types.Resource(uri=uri, name=skill.name, description=skill.description,
                               mime_type=content.MARKDOWN, size=f.size)

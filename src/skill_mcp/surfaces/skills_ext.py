@@ -56,9 +56,9 @@ def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = F
         if files is None:
             return None
     else:
-        files = [(f.rel, (info := catfiles.file_info(memo, skill, f)).size, info.digest) for f in skill.files]
-    uri = catfiles.skill_uri
-    resources = [{"uri": uri(skill, rel), "digest": digest, "size": size} for rel, size, digest in files]
+        files = [(f, (info := catfiles.file_info(memo, skill, f)).size, info.digest) for f in skill.files]
+    base = skill.uri_prefix
+    resources = [{"uri": base + f.uri_path, "digest": digest, "size": size} for f, size, digest in files]
     return {"uri": catfiles.skill_uri(skill, SKILL_MD), "frontmatter": dict(skill.frontmatter),
             "resources": resources}
 

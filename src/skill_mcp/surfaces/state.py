@@ -55,7 +55,7 @@ def file_record(memo: catfiles.DigestMemo, skill: Skill, f: SkillFile, *,
     info = catfiles.known_info(memo, skill, f) if known_only else catfiles.file_info(memo, skill, f)
     if info is None:
         return None
-    return {"path": f.rel, "uri": catfiles.skill_uri(skill, f.rel), "size": info.size, "digest": info.digest}
+    return {"path": f.rel, "uri": skill.uri_prefix + f.uri_path, "size": info.size, "digest": info.digest}
 
 
 # A thread hop costs ~0.1-0.2 ms here; reading this much from the page cache costs less, so a
