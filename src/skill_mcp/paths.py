@@ -194,6 +194,11 @@ def open_regular(real: Path, expected: os.stat_result, rel: str) -> int:
     except OSError as exc:
         raise SkillMcpError(Refusal.FILE_CHANGED, f"the file changed before it was opened: {exc.strerror}",
                             {"path": rel}) from None
+    return _same_regular(fd, expected, rel)
+
+
+def _same_regular(fd: int, expected: os.stat_result, rel: str) -> int:
+    """``fd`` when it is a regular file with ``expected``'s inode; else closed and ``file-changed``."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino):
         os.close(fd)
@@ -246,8 +251,4 @@ def open_pinned(pinned: int, expected: os.stat_result, rel: str) -> int:
     except OSError as exc:
         raise SkillMcpError(Refusal.FILE_CHANGED, f"the file could not be opened: {exc.strerror}",
                             {"path": rel}) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino):
-        os.close(fd)
-        raise SkillMcpError(Refusal.FILE_CHANGED, "the file changed before it was opened", {"path": rel})
-    return fd
+    return _same_regular(fd, expected, rel)
