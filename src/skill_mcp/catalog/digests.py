@@ -33,11 +33,6 @@ class DigestMemo:
         self._lock = threading.Lock()
         self._known: dict[tuple[str, str], tuple[tuple[int, int, int, int], str]] = {}
 
-    def get(self, where: tuple[str, str], identity: tuple[int, int, int, int]) -> str | None:
-        with self._lock:
-            known = self._known.get(where)
-        return known[1] if known is not None and known[0] == identity else None
-
     def put(self, where: tuple[str, str], identity: tuple[int, int, int, int], digest: str) -> None:
         with self._lock:
             self._known[where] = (identity, digest)
@@ -45,23 +40,32 @@ class DigestMemo:
     def __len__(self) -> int:
         return len(self._known)
 
-    def known_files(self, skill: Skill) -> list[tuple[SkillFile, int, str]] | None:
-        """``(file, size, digest)`` for every file of ``skill`` when each is known and unchanged, else None.
+    def known(self, skill: Skill, entry: SkillFile) -> tuple[int, str] | None:
+        """``(size, digest)`` of ``entry`` when its digest is known for the file as it is now, else None.
 
-        The loop ``known_info`` runs per file, for a whole skill at once (one ``lstat`` each, no
-        object per file): ``skills/list`` pages call it for every skill they hold.
+        One ``lstat``; no read, no hash. None covers every case the full path must decide: never
+        hashed, changed, replaced by a link or anything else, gone.
         """
-        prefix, known, out = skill.prefix, self._known, []
-        lstat, is_reg = os.lstat, stat.S_ISREG
+        try:
+            st = os.lstat(skill.prefix + entry.rel)
+        except OSError:
+            return None
+        held = self._known.get((skill.prefix, entry.rel))  # a dict read is atomic; put() replaces whole tuples
+        if held is None or not stat.S_ISREG(st.st_mode) or held[0] != identity(st):
+            return None
+        return st.st_size, held[1]
+
+    def known_files(self, skill: Skill) -> list[tuple[SkillFile, int, str]] | None:
+        """``(file, size, digest)`` for every file of ``skill`` when each is ``known``, else None."""
+        out = []
         for entry in skill.files:
-            rel = entry.rel
-            try:
-                st = lstat(prefix + rel)
-            except OSError:
+            held = self.known(skill, entry)
+            if held is None:
                 return None
-            held = known.get((prefix, rel))  # a dict read is atomic; put() replaces whole tuples
-            if held is None or not is_reg(st.st_mode) or held[0] != (st.st_dev, st.st_ino, st.st_size,
-                                                                      st.st_mtime_ns):
-                return None
-            out.append((entry, st.st_size, held[1]))
+            out.append((entry, *held))
         return out
+
+
+def identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What a digest is valid for: device, inode, size and mtime."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)

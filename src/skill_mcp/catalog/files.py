@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skill_mcp.catalog.digests import DigestMemo as DigestMemo  # re-exported: readers take one
+from skill_mcp.catalog.digests import identity
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Problem, Skill, SkillFile, uri_path
@@ -151,10 +152,6 @@ class FileInfo:
     digest: str  # "sha256:<64 lowercase hex>"
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 def _served(skill: Skill, rel: str) -> SkillFile:
     entry = skill.file(rel)
     if entry is None:
@@ -171,14 +168,8 @@ def known_info(memo: DigestMemo, skill: Skill, entry: SkillFile) -> FileInfo | N
     Costs no read and no hash, so callers may run it on the event loop and go to a worker
     thread only when it returns None.
     """
-    where = (skill.prefix, entry.rel)
-    try:
-        st = os.lstat(skill.prefix + entry.rel)
-    except OSError:
-        return None  # the full path words the refusal
-    if stat.S_ISREG(st.st_mode) and (digest := memo.get(where, _identity(st))) is not None:
-        return FileInfo(entry.rel, st.st_size, digest)
-    return None
+    held = memo.known(skill, entry)
+    return None if held is None else FileInfo(entry.rel, *held)
 
 
 def file_info(memo: DigestMemo, skill: Skill, entry: SkillFile) -> FileInfo:
@@ -197,7 +188,7 @@ def file_info(memo: DigestMemo, skill: Skill, entry: SkillFile) -> FileInfo:
     digest = f"sha256:{hasher.hexdigest()}"
     # Remembered for the identity seen on the open descriptor; a write during the hash changes
     # the mtime, so the next answer recomputes rather than trusting a torn read.
-    memo.put(where, _identity(opened), digest)
+    memo.put(where, identity(opened), digest)
     return FileInfo(entry.rel, opened.st_size, digest)
 
 
