@@ -7,8 +7,11 @@ import os
 import pty
 import select
 import signal
+import socket
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.integration.harness import RawServer, server_command
 
@@ -131,7 +134,10 @@ def test_a_line_over_16_mib_is_dropped_and_answered_and_serving_goes_on(skills_r
         srv.close()
 
 
-def test_every_request_read_before_end_of_input_is_answered(skills_root: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stdout_kind", ["pipe", "file", "socket"])
+def test_every_request_read_before_end_of_input_is_answered(skills_root: Path, tmp_path: Path,
+                                                            stdout_kind: str) -> None:
+    """Whatever stdout is (a pipe, a regular file, a socket as inetd would give), every answer lands whole."""
     lines = [
         {
             "jsonrpc": "2.0",
@@ -162,16 +168,29 @@ def test_every_request_read_before_end_of_input_is_answered(skills_root: Path, t
     requests = tmp_path / "requests.jsonl"
     requests.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json\n", encoding="utf-8")
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+    command = [*server_command(), "--skills-dir", str(skills_root)]
     with requests.open("rb") as stdin:
-        done = subprocess.run(
-            [*server_command(), "--skills-dir", str(skills_root)],
-            stdin=stdin,
-            capture_output=True,
-            env={**env, "LANG": "C.UTF-8"},
-            timeout=60,
-            check=False,
-        )
-    assert done.returncode == 0
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+        if stdout_kind == "pipe":
+            done = subprocess.run(command, stdin=stdin, capture_output=True, env={**env, "LANG": "C.UTF-8"},
+                                  timeout=60, check=False)
+            returncode, out = done.returncode, done.stdout
+        elif stdout_kind == "file":
+            with (tmp_path / "answers.jsonl").open("wb") as sink:
+                returncode = subprocess.run(command, stdin=stdin, stdout=sink, stderr=subprocess.DEVNULL,
+                                            env={**env, "LANG": "C.UTF-8"}, timeout=60, check=False).returncode
+            out = (tmp_path / "answers.jsonl").read_bytes()
+        else:
+            ours, peer = socket.socketpair()
+            with ours, peer:
+                proc = subprocess.Popen(command, stdin=stdin, stdout=ours.fileno(), stderr=subprocess.DEVNULL,
+                                        env={**env, "LANG": "C.UTF-8"})
+                ours.close()
+                chunks = []
+                peer.settimeout(60)
+                while chunk := peer.recv(65536):
+                    chunks.append(chunk)
+                returncode, out = proc.wait(timeout=60), b"".join(chunks)
+    assert returncode == 0
+    answers = [json.loads(line) for line in out.splitlines()]
     assert sorted(a["id"] for a in answers if a["id"] is not None) == [1, 2, 3, 4, 5]
     assert [a["error"]["code"] for a in answers if a["id"] is None] == [-32700]
