@@ -87,20 +87,24 @@ async def peak_memory(spec: ServerSpec, first_call: Op) -> int:
         return peak_rss_kib(s.pid)
 
 
-async def alternate(floor_client: Any, ours_client: Any, op: Op, calls: int, warmup: int = 5) -> tuple[list[float], list[float]]:
-    """Alternate one floor call and one ``op`` call ``calls`` times; return both sample lists."""
+async def alternate(floor_clients: Sequence[Any], ours_client: Any, op: Op, calls: int,
+                    warmup: int = 5) -> tuple[list[list[float]], list[float]]:
+    """Visit each floor (its trivial call) and ``op`` once per round, ``calls`` rounds, rotating
+    who goes first; return each floor's samples and ours."""
     for i in range(warmup):
-        await floor_call(floor_client, i)
+        for client in floor_clients:
+            await floor_call(client, i)
         await op(ours_client, i)
-    floor: list[float] = []
+    floors: list[list[float]] = [[] for _ in floor_clients]
     ours: list[float] = []
+    visits = [*((floor_call, c, sink) for c, sink in zip(floor_clients, floors, strict=True)), (op, ours_client, ours)]
     for i in range(calls):
-        pair = ((floor_call, floor_client, floor), (op, ours_client, ours))
-        for fn, client, sink in (pair if i % 2 == 0 else pair[::-1]):
+        shift = i % len(visits)
+        for fn, client, sink in visits[shift:] + visits[:shift]:
             start = time.perf_counter()
             await fn(client, i)
             sink.append(time.perf_counter() - start)
-    return floor, ours
+    return floors, ours
 
 
 @dataclass(frozen=True, slots=True)

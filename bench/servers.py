@@ -37,6 +37,11 @@ def floor_spec() -> ServerSpec:
     return ServerSpec("floor", (sys.executable, str(FLOOR_FILE)))
 
 
+def transport_floor_spec() -> ServerSpec:
+    """The floor's trivial server on skill-mcp's stdio transport (see ``bench.floor``)."""
+    return ServerSpec("floor (skill-mcp transport)", (sys.executable, str(FLOOR_FILE), "--skill-mcp-transport"))
+
+
 def ours_command() -> tuple[str, ...]:
     """``skill-mcp serve`` as installed next to this interpreter (what a client configures)."""
     script = Path(sys.executable).with_name("skill-mcp")

@@ -10,7 +10,7 @@ from mcp.client.stdio import get_default_environment
 
 from bench.corpus import CorpusInfo
 from bench.measure import Op, alternate, floor_call, paired_runs, skills_get, skills_list, structured
-from bench.servers import ServerSpec, peak_rss_kib, session
+from bench.servers import ServerSpec, peak_rss_kib, session, transport_floor_spec
 
 SKILL_MD = "SKILL.md"
 
@@ -19,6 +19,8 @@ SKILL_MD = "SKILL.md"
 class Latency:
     floor: list[float]
     ours: list[float]
+    # The same trivial call served on skill-mcp's stdio transport (per-call figures only).
+    transport_floor: list[float] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -86,10 +88,11 @@ def _read_ops(sample: list[tuple[str, list[str]]], cursors: list[str | None], qu
 
 async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, corpus: CorpusInfo | None,
                     calls: int, queries: tuple[str, ...]) -> None:
-    async with session(floor) as f, session(spec) as s:
+    async with session(floor) as f, session(transport_floor_spec()) as tf, session(spec) as s:
         tools = [t.name for t in (await s.client.list_tools()).tools]
         result.tools = tools
         await f.client.list_tools()
+        await tf.client.list_tools()
         start = time.perf_counter()
         first = structured(await s.client.call_tool("skill_list", {}))
         result.first_skill_list = time.perf_counter() - start
@@ -101,8 +104,8 @@ async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, c
         if "skill_search" not in tools:
             result.missing["skill_search"] = "this server build does not register skill_search"
         for label, op in _read_ops(sample, cursors, queries, tools).items():
-            floor_samples, ours = await alternate(f.client, s.client, op, calls)
-            result.calls[label] = Latency(floor_samples, ours)
+            (floor_samples, transport_samples), ours = await alternate((f.client, tf.client), s.client, op, calls)
+            result.calls[label] = Latency(floor_samples, ours, transport_samples)
         if s.pid is not None:
             result.peak_after_all_kib = peak_rss_kib(s.pid)
 
