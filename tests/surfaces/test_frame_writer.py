@@ -39,15 +39,17 @@ def _drain(fd: int, want: int, chunk: int = 4096, pause: float = 0.0) -> bytes:
     return bytes(got)
 
 
-async def test_frames_bigger_than_the_pipe_arrive_whole_and_in_order_while_the_loop_keeps_running() -> None:
+@pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
+async def test_frames_bigger_than_the_pipe_arrive_whole_and_in_order_while_the_loop_keeps_running(
+        reopen: bool) -> None:
     read_fd, write_fd = os.pipe()
     frames = _frames(6, 300_000)  # each frame is several times a pipe's 64 KiB
     want = sum(len(f.encode()) for f in frames)
-    writer = FrameWriter(write_fd)
+    writer = FrameWriter(write_fd, reopen=reopen)
     ticks = 0
     result: list[bytes] = []
     try:
-        assert writer.mode == "nonblocking"
+        assert writer.mode == ("nonblocking" if reopen else "pipe-chunks")
         reader = threading.Thread(target=lambda: result.append(_drain(read_fd, want, pause=0.0005)))
         reader.start()
 
@@ -73,11 +75,12 @@ async def test_frames_bigger_than_the_pipe_arrive_whole_and_in_order_while_the_l
     assert ticks > 10
 
 
-async def test_the_wire_itself_is_left_blocking() -> None:
+@pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
+async def test_the_wire_itself_is_left_blocking(reopen: bool) -> None:
     # The wire's open file description may be shared (a shell, a terminal): only our own
     # description of it becomes non-blocking.
     read_fd, write_fd = os.pipe()
-    writer = FrameWriter(write_fd)
+    writer = FrameWriter(write_fd, reopen=reopen)
     try:
         await writer.write("{}\n")
         assert os.read(read_fd, 16) == b"{}\n"
@@ -144,9 +147,10 @@ async def test_a_regular_file_is_written_by_a_worker_thread(tmp_path: Path) -> N
     assert out.read_text(encoding="utf-8") == "".join(frames)
 
 
-async def test_a_reader_that_went_away_is_an_error_not_a_hang() -> None:
+@pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
+async def test_a_reader_that_went_away_is_an_error_not_a_hang(reopen: bool) -> None:
     read_fd, write_fd = os.pipe()
-    writer = FrameWriter(write_fd)
+    writer = FrameWriter(write_fd, reopen=reopen)
     os.close(read_fd)
     try:
         with anyio.fail_after(10), pytest.raises(BrokenPipeError):
@@ -156,9 +160,10 @@ async def test_a_reader_that_went_away_is_an_error_not_a_hang() -> None:
         os.close(write_fd)
 
 
-async def test_a_wait_for_a_reader_that_never_reads_can_be_cancelled() -> None:
+@pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
+async def test_a_wait_for_a_reader_that_never_reads_can_be_cancelled(reopen: bool) -> None:
     read_fd, write_fd = os.pipe()
-    writer = FrameWriter(write_fd)
+    writer = FrameWriter(write_fd, reopen=reopen)
     try:
         with anyio.move_on_after(0.3) as scope:
             await writer.write("y" * 1_000_000 + "\n")
@@ -169,3 +174,38 @@ async def test_a_wait_for_a_reader_that_never_reads_can_be_cancelled() -> None:
         writer.close()
         os.close(write_fd)
         os.close(read_fd)
+
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user in a child")
+def test_a_pipe_of_another_user_is_written_in_chunks_after_the_uid_drop() -> None:
+    # What the appliance meets: docker's pipes belong to root, the server runs as its own uid
+    # and cannot open them again through /proc, so it writes the pipe in poll-checked chunks.
+    read_fd, write_fd = os.pipe()  # mode 0600, owned by root
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.close(read_fd)
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            writer = FrameWriter(write_fd)
+            os.write(report_w, writer.mode.encode())
+            anyio.run(writer.write, "z" * 150000 + "\n")
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    os.close(report_w)
+    try:
+        got = _drain(read_fd, 150001)
+        mode = os.read(report_r, 64).decode()
+    finally:
+        os.close(read_fd)
+        os.close(report_r)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert mode == "pipe-chunks"
+    assert got == b"z" * 150000 + b"\n"

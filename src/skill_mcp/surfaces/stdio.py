@@ -249,49 +249,86 @@ def _claim_stdin() -> Iterator[int]:
         os.close(wire)
 
 
+PIPE_CHUNK = select.PIPE_BUF  # a write this small fits in the free slot that makes a pipe writable
+
+
 class FrameWriter:
     """Writes whole frames to the wire from the event loop; what ``stdio_server`` takes as stdout.
 
     How depends on what the wire is, and never changes the wire's own open file description
     (which the client, a shell or a terminal may share):
 
-    - a pipe or a terminal is opened again through ``/proc/self/fd``, which gives this process a
-      description of its own, and that one is made non-blocking;
-    - a socket is written with ``MSG_DONTWAIT``, a per-call flag;
-    - anything else (a regular file, or a system without ``/proc``) is written by a worker
-      thread, one hop per frame.
+    - ``nonblocking``: a pipe or a terminal opened again through ``/proc/self/fd``, which gives
+      this process a description of its own, made non-blocking; a frame is one ``write``;
+    - ``pipe-chunks``: a pipe that cannot be opened again (it belongs to another user, as
+      docker's pipes do once the appliance has dropped to its server uid): chunks of at most
+      ``PIPE_BUF`` bytes, each written only once ``poll`` says the pipe is writable, which for a
+      pipe means a free page, so the blocking ``write`` cannot block;
+    - ``socket``: written with ``MSG_DONTWAIT``, a per-call flag;
+    - ``thread``: anything else (a regular file, a terminal without ``/proc``) is written by a
+      worker thread, one hop per frame.
 
     A frame is written completely before the next one starts (``stdio_server`` awaits each
     ``write``); a frame that does not fit waits for the client to read. If the writer is
     cancelled mid-frame it is at shutdown, and nothing is written after it.
     """
 
-    def __init__(self, wire: int) -> None:
+    def __init__(self, wire: int, *, reopen: bool = True) -> None:
+        """``reopen=False`` skips the ``/proc`` reopen, as an unreadable pipe would (for tests)."""
         self._wire = wire
         self._fd: int | None = None  # a private non-blocking description of a pipe or a tty
         self._sock: socket.socket | None = None
-        mode = os.fstat(wire).st_mode
-        if stat.S_ISSOCK(mode):
+        self._poll: select.poll | None = None
+        st_mode = os.fstat(wire).st_mode
+        if stat.S_ISSOCK(st_mode):
             self._sock = socket.socket(fileno=os.dup(wire))
-        elif stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
-            self._fd = _reopen_nonblocking(wire)
-        self.mode = "socket" if self._sock else "nonblocking" if self._fd is not None else "thread"
+        elif stat.S_ISFIFO(st_mode) or stat.S_ISCHR(st_mode):
+            self._fd = _reopen_nonblocking(wire) if reopen else None
+            if self._fd is None and stat.S_ISFIFO(st_mode):
+                self._poll = select.poll()
+                self._poll.register(wire, select.POLLOUT)
+        self.mode = ("socket" if self._sock is not None else "nonblocking" if self._fd is not None
+                     else "pipe-chunks" if self._poll is not None else "thread")
 
     async def write(self, text: str) -> None:
         data = memoryview(text.encode("utf-8"))
-        if self._fd is None and self._sock is None:
+        if self._sock is not None:
+            await self._write_socket(self._sock, data)
+        elif self._fd is not None:
+            await self._write_nonblocking(self._fd, data)
+        elif self._poll is not None:
+            await self._write_chunks(self._poll, data)
+        else:
             await anyio.to_thread.run_sync(_write_all, self._wire, data)
-            return
+
+    @staticmethod
+    async def _write_socket(sock: socket.socket, data: memoryview) -> None:
         while data:
             try:
-                if self._sock is not None:
-                    n = self._sock.send(data, socket.MSG_DONTWAIT)
-                else:
-                    n = os.write(cast(int, self._fd), data)
+                data = data[sock.send(data, socket.MSG_DONTWAIT):]
             except (BlockingIOError, InterruptedError):
-                await anyio.wait_writable(self._sock if self._sock is not None else cast(int, self._fd))
+                await anyio.wait_writable(sock)
+
+    @staticmethod
+    async def _write_nonblocking(fd: int, data: memoryview) -> None:
+        while data:
+            try:
+                data = data[os.write(fd, data):]
+            except (BlockingIOError, InterruptedError):
+                await anyio.wait_writable(fd)
+
+    async def _write_chunks(self, poll: select.poll, data: memoryview) -> None:
+        while data:
+            ready = poll.poll(0)
+            if not ready:
+                await anyio.wait_writable(self._wire)
                 continue
-            data = data[n:]
+            if ready[0][1] & (select.POLLERR | select.POLLHUP | select.POLLNVAL) and not ready[0][1] & select.POLLOUT:
+                raise BrokenPipeError(errno.EPIPE, "the client closed its end of stdout")
+            try:
+                data = data[os.write(self._wire, data[:PIPE_CHUNK]):]
+            except BlockingIOError:  # the wire's description is non-blocking (someone set it) and full
+                await anyio.wait_writable(self._wire)
 
     async def flush(self) -> None:
         """Nothing is buffered: each ``write`` hands its whole frame to the kernel."""
@@ -303,6 +340,7 @@ class FrameWriter:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+        self._poll = None
 
 
 def _reopen_nonblocking(wire: int) -> int | None:
@@ -356,6 +394,7 @@ async def run_stdio(server: Any) -> None:
     with _claim_stdin() as wire_in, _claim_stdout() as wire_out:
         lines = cast(Any, StdinLines(wire_in))
         frames = FrameWriter(wire_out)
+        log.debug("stdout writer ready", extra={"mode": frames.mode})
         try:
             async with (stdio_server(stdin=lines, stdout=cast(Any, frames)) as (read, write),
                         answer_unparseable(read, write) as (inbound, outbound)):
