@@ -21,7 +21,7 @@ test: install
 
 lint: install
 	$(BIN)/ruff check src tests
-	$(BIN)/mypy src/skill_mcp
+	$(BIN)/mypy src/skill_mcp bench
 
 bench: install
 	$(BIN)/python -m bench

@@ -35,7 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench.servers import FLOOR_FILE, ours_command
@@ -47,7 +47,7 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
-def _line(message: dict[str, object]) -> bytes:
+def _line(message: Mapping[str, object]) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 

@@ -40,11 +40,13 @@ class SkillsGetRequest(types.Request[_UriParams, Literal["skills/get"]]):
 
 async def skills_list(client: Any, cursor: str | None = None) -> dict[str, Any]:
     req = SkillsListRequest(params=types.PaginatedRequestParams(cursor=cursor))
-    return await client.session.send_request(req, _RAW)
+    page: dict[str, Any] = await client.session.send_request(req, _RAW)
+    return page
 
 
 async def skills_get(client: Any, uri: str) -> dict[str, Any]:
-    return await client.session.send_request(SkillsGetRequest(params=_UriParams(uri=uri)), _RAW)
+    entry: dict[str, Any] = await client.session.send_request(SkillsGetRequest(params=_UriParams(uri=uri)), _RAW)
+    return entry
 
 
 async def floor_call(client: Any, i: int) -> Any:
