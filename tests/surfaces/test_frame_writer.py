@@ -7,6 +7,8 @@ import os
 import pty
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import anyio
@@ -27,6 +29,20 @@ def _frames(count: int, size: int) -> list[str]:
     return [f'{{"n":{i},"pad":"{("é" + chr(65 + i % 26)) * (size // 3)}"}}\n' for i in range(count)]
 
 
+@contextmanager
+def _piped(reopen: bool) -> Iterator[tuple[int, int, FrameWriter]]:
+    """A pipe and a writer on its write end; everything closed afterwards."""
+    read_fd, write_fd = os.pipe()
+    writer = FrameWriter(write_fd, reopen=reopen)
+    try:
+        yield read_fd, write_fd, writer
+    finally:
+        writer.close()
+        for fd in (read_fd, write_fd):
+            with suppress(OSError):
+                os.close(fd)
+
+
 def _drain(fd: int, want: int, chunk: int = 4096, pause: float = 0.0) -> bytes:
     got = bytearray()
     while len(got) < want:
@@ -42,13 +58,11 @@ def _drain(fd: int, want: int, chunk: int = 4096, pause: float = 0.0) -> bytes:
 @pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
 async def test_frames_bigger_than_the_pipe_arrive_whole_and_in_order_while_the_loop_keeps_running(
         reopen: bool) -> None:
-    read_fd, write_fd = os.pipe()
     frames = _frames(6, 300_000)  # each frame is several times a pipe's 64 KiB
     want = sum(len(f.encode()) for f in frames)
-    writer = FrameWriter(write_fd, reopen=reopen)
     ticks = 0
     result: list[bytes] = []
-    try:
+    with _piped(reopen) as (read_fd, _write_fd, writer):
         assert writer.mode == ("nonblocking" if reopen else "pipe-chunks")
         reader = threading.Thread(target=lambda: result.append(_drain(read_fd, want, pause=0.0005)))
         reader.start()
@@ -66,10 +80,6 @@ async def test_frames_bigger_than_the_pipe_arrive_whole_and_in_order_while_the_l
                     await writer.write(frame)
                 tg.cancel_scope.cancel()
         await anyio.to_thread.run_sync(reader.join, 30)
-    finally:
-        writer.close()
-        os.close(write_fd)
-        os.close(read_fd)
     assert result and result[0].decode() == "".join(frames)
     # The slow reader made the writer wait many times; the loop ran other work meanwhile.
     assert ticks > 10
@@ -79,16 +89,10 @@ async def test_frames_bigger_than_the_pipe_arrive_whole_and_in_order_while_the_l
 async def test_the_wire_itself_is_left_blocking(reopen: bool) -> None:
     # The wire's open file description may be shared (a shell, a terminal): only our own
     # description of it becomes non-blocking.
-    read_fd, write_fd = os.pipe()
-    writer = FrameWriter(write_fd, reopen=reopen)
-    try:
+    with _piped(reopen) as (read_fd, write_fd, writer):
         await writer.write("{}\n")
         assert os.read(read_fd, 16) == b"{}\n"
         assert not fcntl.fcntl(write_fd, fcntl.F_GETFL) & os.O_NONBLOCK
-    finally:
-        writer.close()
-        os.close(write_fd)
-        os.close(read_fd)
 
 
 async def test_a_terminal_is_written_through_its_own_description() -> None:
@@ -149,31 +153,20 @@ async def test_a_regular_file_is_written_by_a_worker_thread(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
 async def test_a_reader_that_went_away_is_an_error_not_a_hang(reopen: bool) -> None:
-    read_fd, write_fd = os.pipe()
-    writer = FrameWriter(write_fd, reopen=reopen)
-    os.close(read_fd)
-    try:
+    with _piped(reopen) as (read_fd, _write_fd, writer):
+        os.close(read_fd)
         with anyio.fail_after(10), pytest.raises(BrokenPipeError):
             await writer.write("x" * 200_000 + "\n")
-    finally:
-        writer.close()
-        os.close(write_fd)
 
 
 @pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
 async def test_a_wait_for_a_reader_that_never_reads_can_be_cancelled(reopen: bool) -> None:
-    read_fd, write_fd = os.pipe()
-    writer = FrameWriter(write_fd, reopen=reopen)
-    try:
+    with _piped(reopen) as (read_fd, _write_fd, writer):
         with anyio.move_on_after(0.3) as scope:
             await writer.write("y" * 1_000_000 + "\n")
         assert scope.cancelled_caught  # the pipe filled and nobody read: cancellation ends the wait
         # Positive control: the part that fit was written and the loop is still usable.
         assert os.read(read_fd, 4) == b"yyyy"
-    finally:
-        writer.close()
-        os.close(write_fd)
-        os.close(read_fd)
 
 
 

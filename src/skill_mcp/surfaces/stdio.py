@@ -34,7 +34,7 @@ import os
 import select
 import socket
 import stat
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, cast
 
@@ -233,19 +233,40 @@ class StdinLines:
             await self._fill()
 
 
-@contextmanager
-def _claim_stdin() -> Iterator[int]:
-    """Move the wire to a private descriptor and point fd 0 at /dev/null while serving."""
-    wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    null = os.open(os.devnull, os.O_RDONLY)
+def _to_devnull(fd: int, flags: int) -> None:
+    null = os.open(os.devnull, flags)
     try:
-        os.dup2(null, 0)
+        os.dup2(null, fd)
     finally:
         os.close(null)
+
+
+def _to_stderr(fd: int) -> None:
+    try:
+        os.dup2(2, fd)
+    except OSError as err:
+        if err.errno != errno.EBADF:
+            raise
+        _to_devnull(fd, os.O_WRONLY)  # no stderr: stray output goes nowhere, never to the wire
+
+
+@contextmanager
+def _claim(fd: int, divert: Callable[[int], None]) -> Iterator[int]:
+    """Move the wire on ``fd`` to a private descriptor and ``divert`` ``fd`` while serving.
+
+    stdin is pointed at /dev/null and stdout at stderr, so nothing else in the process can
+    read protocol bytes or write into the protocol; both are put back on exit.
+    """
+    wire = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    try:
+        divert(fd)
+    except BaseException:
+        os.close(wire)
+        raise
     try:
         yield wire
     finally:
-        os.dup2(wire, 0)
+        os.dup2(wire, fd)
         os.close(wire)
 
 
@@ -368,30 +389,9 @@ def _write_all(fd: int, data: memoryview) -> None:
         data = data[n:]
 
 
-@contextmanager
-def _claim_stdout() -> Iterator[int]:
-    """Move the wire to a private descriptor and point fd 1 at stderr while serving."""
-    wire = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    try:
-        os.dup2(2, 1)
-    except OSError as err:
-        if err.errno != errno.EBADF:
-            raise
-        null = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(null, 1)
-        finally:
-            os.close(null)
-    try:
-        yield wire
-    finally:
-        os.dup2(wire, 1)
-        os.close(wire)
-
-
 async def run_stdio(server: Any) -> None:
     """Serve ``server`` on this process's stdin/stdout until stdin closes or we are cancelled."""
-    with _claim_stdin() as wire_in, _claim_stdout() as wire_out:
+    with _claim(0, lambda fd: _to_devnull(fd, os.O_RDONLY)) as wire_in, _claim(1, _to_stderr) as wire_out:
         lines = cast(Any, StdinLines(wire_in))
         frames = FrameWriter(wire_out)
         log.debug("stdout writer ready", extra={"mode": frames.mode})
