@@ -7,6 +7,7 @@ import os
 import pty
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -14,7 +15,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skill_mcp.surfaces.stdio import FrameWriter
+from skill_mcp.surfaces import stdio
+from skill_mcp.surfaces.stdio import FINISH_FRAME_S, FrameWriter
 
 pytestmark = pytest.mark.anyio
 
@@ -160,14 +162,20 @@ async def test_a_reader_that_went_away_is_an_error_not_a_hang(reopen: bool) -> N
 
 
 @pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
-async def test_a_wait_for_a_reader_that_never_reads_can_be_cancelled(reopen: bool) -> None:
+async def test_a_client_that_never_reads_cannot_hold_up_shutdown(reopen: bool, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(stdio, "FINISH_FRAME_S", 0.5)
     with _piped(reopen) as (read_fd, _write_fd, writer):
+        started = time.monotonic()
         with anyio.move_on_after(0.3) as scope:
             await writer.write("y" * 1_000_000 + "\n")
-        assert scope.cancelled_caught  # the pipe filled and nobody read: cancellation ends the wait
-        # Positive control: the part that fit was written and the loop is still usable.
+        # The pipe filled and nobody read: the cancellation, then the bound on finishing the frame
+        # already begun, end the wait; the shortfall is logged.
+        assert scope.cancelled_caught
+        assert time.monotonic() - started < 0.3 + 0.5 + 2.0
+        assert "a frame was left unfinished at shutdown" in caplog.text
+        # Positive control: the part that fit was written.
         assert os.read(read_fd, 4) == b"yyyy"
-
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user in a child")
@@ -202,3 +210,51 @@ def test_a_pipe_of_another_user_is_written_in_chunks_after_the_uid_drop() -> Non
     assert os.waitstatus_to_exitcode(status) == 0
     assert mode == "pipe-chunks"
     assert got == b"z" * 150000 + b"\n"
+
+
+def _fill(fd: int) -> int:
+    """Fill the pipe behind ``fd`` to the brim (through a private non-blocking description)."""
+    nb = os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK)
+    total = 0
+    try:
+        while True:
+            try:
+                total += os.write(nb, b"f" * 4096)
+            except BlockingIOError:
+                return total
+    finally:
+        os.close(nb)
+
+
+@pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
+async def test_a_frame_begun_when_shutdown_cancels_the_writer_is_finished_whole(reopen: bool) -> None:
+    frame = "{" + "q" * 300_000 + "}\n"  # far more than the pipe holds: the writer must wait
+    result: list[bytes] = []
+    with _piped(reopen) as (read_fd, _write_fd, writer):
+        reader = threading.Thread(target=lambda: result.append(_drain(read_fd, len(frame))))
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(writer.write, frame)
+                await anyio.sleep(0.2)  # the pipe is full; part of the frame is on the wire
+                tg.cancel_scope.cancel()  # shutdown, with nobody reading yet
+                reader.start()  # the client reads on
+        started = time.monotonic()
+        await anyio.to_thread.run_sync(reader.join, 30)
+    assert result and result[0].decode() == frame  # the whole frame, not a torn one
+    assert time.monotonic() - started < FINISH_FRAME_S  # finished because it was read, not by the bound
+
+
+@pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
+async def test_a_frame_not_begun_when_shutdown_cancels_the_writer_is_dropped(reopen: bool) -> None:
+    with _piped(reopen) as (read_fd, write_fd, writer):
+        filler = _fill(write_fd)  # a full pipe: not one byte of the next frame fits
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(writer.write, '{"late":1}\n')
+                await anyio.sleep(0.2)
+                tg.cancel_scope.cancel()
+        got = _drain(read_fd, filler)
+        os.set_blocking(read_fd, False)
+        with pytest.raises(BlockingIOError):
+            os.read(read_fd, 1)  # and nothing after the filler: the frame never started
+    assert got == b"f" * filler

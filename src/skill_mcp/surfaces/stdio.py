@@ -271,6 +271,7 @@ def _claim(fd: int, divert: Callable[[int], None]) -> Iterator[int]:
 
 
 PIPE_CHUNK = select.PIPE_BUF  # a write this small fits in the free slot that makes a pipe writable
+FINISH_FRAME_S = 5.0  # at shutdown, how long a frame already begun may take to finish
 
 
 class FrameWriter:
@@ -290,8 +291,9 @@ class FrameWriter:
       worker thread, one hop per frame.
 
     A frame is written completely before the next one starts (``stdio_server`` awaits each
-    ``write``); a frame that does not fit waits for the client to read. If the writer is
-    cancelled mid-frame it is at shutdown, and nothing is written after it.
+    ``write``); a frame that does not fit waits for the client to read. The writer is only
+    cancelled at shutdown: a frame not yet begun is then dropped, and one already begun is
+    finished first (for at most ``FINISH_FRAME_S``, in case the client stopped reading).
     """
 
     def __init__(self, wire: int, *, reopen: bool = True) -> None:
@@ -300,6 +302,7 @@ class FrameWriter:
         self._fd: int | None = None  # a private non-blocking description of a pipe or a tty
         self._sock: socket.socket | None = None
         self._poll: select.poll | None = None
+        self._pending = memoryview(b"")  # what is left of the frame being written
         st_mode = os.fstat(wire).st_mode
         if stat.S_ISSOCK(st_mode):
             self._sock = socket.socket(fileno=os.dup(wire))
@@ -313,43 +316,48 @@ class FrameWriter:
 
     async def write(self, text: str) -> None:
         data = memoryview(text.encode("utf-8"))
-        if self._sock is not None:
-            await self._write_socket(self._sock, data)
-        elif self._fd is not None:
-            await self._write_nonblocking(self._fd, data)
-        elif self._poll is not None:
-            await self._write_chunks(self._poll, data)
-        else:
-            await anyio.to_thread.run_sync(_write_all, self._wire, data)
+        if self.mode == "thread":
+            await anyio.to_thread.run_sync(_write_all, self._wire, data)  # a thread always finishes
+            return
+        self._pending = data
+        try:
+            await self._pump()
+        except anyio.get_cancelled_exc_class():
+            # Cancelled (shutdown) with part of the frame on the wire: finish it, within a bound,
+            # so a client still reading never sees a torn frame. A frame not yet begun is dropped.
+            if 0 < len(self._pending) < len(data):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_FRAME_S) as bound:
+                    await self._pump()
+                if bound.cancelled_caught:
+                    log.warning("a frame was left unfinished at shutdown: the client stopped reading",
+                                extra={"unwritten": len(self._pending)})
+            raise
 
-    @staticmethod
-    async def _write_socket(sock: socket.socket, data: memoryview) -> None:
-        while data:
-            try:
-                data = data[sock.send(data, socket.MSG_DONTWAIT):]
-            except (BlockingIOError, InterruptedError):
-                await anyio.wait_writable(sock)
+    async def _pump(self) -> None:
+        """Write ``_pending`` out, waiting for room whenever the wire is full."""
+        while self._pending:
+            n = self._try(self._pending)
+            if n is None:
+                await anyio.wait_writable(self._sock if self._sock is not None else
+                                          self._fd if self._fd is not None else self._wire)
+            else:
+                self._pending = self._pending[n:]
 
-    @staticmethod
-    async def _write_nonblocking(fd: int, data: memoryview) -> None:
-        while data:
-            try:
-                data = data[os.write(fd, data):]
-            except (BlockingIOError, InterruptedError):
-                await anyio.wait_writable(fd)
-
-    async def _write_chunks(self, poll: select.poll, data: memoryview) -> None:
-        while data:
-            ready = poll.poll(0)
+    def _try(self, data: memoryview) -> int | None:
+        """One write that cannot block: bytes written, or None when there is no room now."""
+        try:
+            if self._sock is not None:
+                return self._sock.send(data, socket.MSG_DONTWAIT)
+            if self._fd is not None:
+                return os.write(self._fd, data)
+            ready = cast(select.poll, self._poll).poll(0)
             if not ready:
-                await anyio.wait_writable(self._wire)
-                continue
+                return None
             if ready[0][1] & (select.POLLERR | select.POLLHUP | select.POLLNVAL) and not ready[0][1] & select.POLLOUT:
                 raise BrokenPipeError(errno.EPIPE, "the client closed its end of stdout")
-            try:
-                data = data[os.write(self._wire, data[:PIPE_CHUNK]):]
-            except BlockingIOError:  # the wire's description is non-blocking (someone set it) and full
-                await anyio.wait_writable(self._wire)
+            return os.write(self._wire, data[:PIPE_CHUNK])
+        except (BlockingIOError, InterruptedError):
+            return None
 
     async def flush(self) -> None:
         """Nothing is buffered: each ``write`` hands its whole frame to the kernel."""
