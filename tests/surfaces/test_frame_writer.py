@@ -258,3 +258,22 @@ async def test_a_frame_not_begun_when_shutdown_cancels_the_writer_is_dropped(reo
         with pytest.raises(BlockingIOError):
             os.read(read_fd, 1)  # and nothing after the filler: the frame never started
     assert got == b"f" * filler
+
+
+async def test_the_thread_mode_waits_when_someone_made_the_wire_non_blocking() -> None:
+    # A wire that is neither a socket nor a pipe it may reopen goes to a worker thread; if its
+    # description was made non-blocking by someone else, the thread waits for room instead of
+    # failing. (A pipe with reopening refused and no poll stands in for such a wire here.)
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    frame = b"t" * 300_000 + b"\n"
+    result: list[bytes] = []
+    try:
+        reader = threading.Thread(target=lambda: result.append(_drain(read_fd, len(frame), pause=0.0005)))
+        reader.start()
+        await anyio.to_thread.run_sync(stdio._write_all, write_fd, memoryview(frame))
+        await anyio.to_thread.run_sync(reader.join, 30)
+    finally:
+        os.close(write_fd)
+        os.close(read_fd)
+    assert result == [frame]

@@ -386,15 +386,16 @@ def _reopen_nonblocking(wire: int) -> int | None:
 
 
 def _write_all(fd: int, data: memoryview) -> None:
+    """All of ``data`` to ``fd``, in a worker thread (the ``thread`` mode)."""
+    room: select.poll | None = None
     while data:
         try:
-            n = os.write(fd, data)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
-            continue
+            data = data[os.write(fd, data):]
         except BlockingIOError:  # someone made the wire non-blocking; wait for room
-            select.select([], [fd], [])
-            continue
-        data = data[n:]
+            if room is None:
+                room = select.poll()
+                room.register(fd, select.POLLOUT)
+            room.poll()
 
 
 async def run_stdio(server: Any) -> None:
