@@ -49,18 +49,17 @@ class DirectoryReadParams(types.PaginatedRequestParams):
 
 def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = False) -> dict[str, Any] | None:
     """The SEP-2640 entry for ``skill``; with ``known_only``, None unless no file needs hashing."""
-    import skill_mcp.catalog.files as catfiles
     # Size and digest of the same bytes, never stale.
     if known_only:
         files = memo.known_files(skill)
         if files is None:
             return None
     else:
+        import skill_mcp.catalog.files as catfiles
         files = [(f, (info := catfiles.file_info(memo, skill, f)).size, info.digest) for f in skill.files]
     base = skill.uri_prefix
     resources = [{"uri": base + f.uri_path, "digest": digest, "size": size} for f, size, digest in files]
-    return {"uri": catfiles.skill_uri(skill, SKILL_MD), "frontmatter": dict(skill.frontmatter),
-            "resources": resources}
+    return {"uri": base + SKILL_MD, "frontmatter": dict(skill.frontmatter), "resources": resources}
 
 
 def _cacheable(body: dict[str, Any]) -> dict[str, Any]:
