@@ -15,8 +15,9 @@ from pathlib import Path
 import anyio
 
 from skill_mcp.config import load_settings
-from skill_mcp.models import Catalog, Declaration, ScriptDecl, Skill
+from skill_mcp.models import ScriptDecl
 from skill_mcp.runner.fence import Runner
+from tests.fence.helpers import one_script_catalog
 
 
 def main() -> None:
@@ -24,11 +25,7 @@ def main() -> None:
     settings = load_settings((), dict(os.environ))
     quiet = {"audit": lambda record: None}
     runner = Runner.boot(settings, **quiet) if mode == "hardened" else Runner.create(settings, harden=None, **quiet)
-    directory = root / "probe"
-    skill = Skill(name="probe", directory=directory, found_at=str(directory), root=root, frontmatter={},
-                  description="probe", files=(), body_offset=0,
-                  declaration=Declaration(version=1, run=(ScriptDecl("probe.py", "python"),)))
-    catalog = Catalog(skills={"probe": skill}, problems=(), roots=(root,))
+    catalog = one_script_catalog(root, "probe", ScriptDecl("probe.py", "python"))
     prepared = runner.prepare(catalog, "probe", "probe.py", [str(os.getpid())])
     result = anyio.run(lambda: runner.execute(prepared, confirmed=True))
     sys.stdout.write(json.dumps({"result": result, "environ_still_there": os.environ.get("PROBE_SECRET")}) + "\n")

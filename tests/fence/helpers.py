@@ -41,6 +41,18 @@ def make_skill(root: Path, name: str, files: Mapping[str, str], run: Sequence[Sc
                  body_offset=0, declaration=decl)
 
 
+def one_script_catalog(root: Path, name: str, script: ScriptDecl) -> Catalog:
+    """A catalog of the one skill ``root/name``, declaring only ``script``.
+
+    For the child "servers" (``*_server.py``), which run a script through a real ``Runner``
+    and never read the skill's files, so none are recorded.
+    """
+    directory = root / name
+    skill = Skill(name=name, directory=directory, found_at=str(directory), root=root, frontmatter={},
+                  description=name, files=(), body_offset=0, declaration=Declaration(version=1, run=(script,)))
+    return Catalog(skills={name: skill}, problems=(), roots=(root,))
+
+
 def catalog_of(*skills: Skill) -> Catalog:
     return Catalog(skills={s.name: s for s in sorted(skills, key=lambda s: s.name)}, problems=(), roots=())
 

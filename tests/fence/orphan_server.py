@@ -12,20 +12,17 @@ from pathlib import Path
 import anyio
 
 from skill_mcp.config import load_settings
-from skill_mcp.models import Catalog, Declaration, ScriptDecl, Skill
+from skill_mcp.models import ScriptDecl
 from skill_mcp.runner.environ import HardenReport
 from skill_mcp.runner.fence import Runner
+from tests.fence.helpers import one_script_catalog
 
 
 def main() -> None:
     root = Path(sys.argv[1])
     runner = Runner.create(load_settings((), dict(os.environ)), harden=HardenReport(True, True),
                            audit=lambda record: None)
-    directory = root / "long"
-    skill = Skill(name="long", directory=directory, found_at=str(directory), root=root, frontmatter={},
-                  description="long", files=(), body_offset=0,
-                  declaration=Declaration(version=1, run=(ScriptDecl("long.sh", "bash", timeout=120),)))
-    catalog = Catalog(skills={"long": skill}, problems=(), roots=(root,))
+    catalog = one_script_catalog(root, "long", ScriptDecl("long.sh", "bash", timeout=120))
     prepared = runner.prepare(catalog, "long", "long.sh", [])
     anyio.run(lambda: runner.execute(prepared, confirmed=True))
 

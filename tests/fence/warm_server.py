@@ -18,8 +18,9 @@ from pathlib import Path
 import anyio
 
 from skill_mcp.config import load_settings
-from skill_mcp.models import Catalog, Declaration, ScriptDecl, Skill
+from skill_mcp.models import ScriptDecl
 from skill_mcp.runner.fence import Runner
+from tests.fence.helpers import one_script_catalog
 
 
 def _say(value: object) -> None:
@@ -29,11 +30,7 @@ def _say(value: object) -> None:
 
 async def serve(mode: str, root: Path) -> None:
     runner = Runner.boot(load_settings((), dict(os.environ)), audit=lambda record: None)
-    directory = root / "probe"
-    skill = Skill(name="probe", directory=directory, found_at=str(directory), root=root, frontmatter={},
-                  description="probe", files=(), body_offset=0,
-                  declaration=Declaration(version=1, run=(ScriptDecl("probe.py", "python", timeout=60),)))
-    catalog = Catalog(skills={"probe": skill}, problems=(), roots=(root,))
+    catalog = one_script_catalog(root, "probe", ScriptDecl("probe.py", "python", timeout=60))
     prepared = runner.prepare(catalog, "probe", "probe.py", [])
     _say({"server": os.getpid(), "warm": getattr(runner.spawner, "warm_pid", None)})
     if mode == "idle":
