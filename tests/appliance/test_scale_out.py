@@ -28,8 +28,17 @@ from typing import Any
 import anyio
 import pytest
 
-from bench.cluster import (PUBLIC_HOST, Cluster, ClusterSpec, another_balancer, documented_haproxy_cfg, running,
-                           server_names, url, without_stickiness)
+from bench.cluster import (
+    PUBLIC_HOST,
+    Cluster,
+    ClusterSpec,
+    another_balancer,
+    documented_haproxy_cfg,
+    running,
+    server_names,
+    url,
+    without_stickiness,
+)
 from tests.appliance.conftest import REPO, run_flags
 
 pytestmark = pytest.mark.appliance
