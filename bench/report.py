@@ -29,6 +29,7 @@ class Run:
     inproc: dict[str, InProc] = field(default_factory=dict)
     appliance: str = "not measured"
     appliance_overhead_ms: float = math.nan
+    load: str = "Not measured: run with --load (needs Docker, `make image` and `make lb-image`)."
     verdicts: list[str] = field(default_factory=list)
 
 
@@ -195,4 +196,5 @@ def render(run: Run) -> str:
             out.append(f"| {label} | {ms(ip.scan_s)} | {ms(ip.index_build_s)} | {ms(s.median)} | {ms(s.p95)} |")
         out.append("")
     out += ["## Appliance", "", run.appliance, ""]
+    out += ["## Load: concurrent HTTP clients through HAProxy, one replica and two (bench/load.py)", "", run.load, ""]
     return "\n".join(out)
