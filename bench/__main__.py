@@ -110,7 +110,7 @@ async def run_all(args: argparse.Namespace) -> Run:
         from bench.cluster import LB_IMAGE
 
         image = os.environ.get("SKILL_MCP_IMAGE", "skill-mcp:dev")
-        run.load = load.section(image, LB_IMAGE, seconds=args.load_seconds)
+        run.load = load.section(image, LB_IMAGE, load.Plan(seconds=args.load_seconds))
     return run
 
 

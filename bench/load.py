@@ -5,8 +5,9 @@ on one appliance replica and on two, both behind the same HAProxy configuration.
     python -m bench.load --clients 1,8 --seconds 5 --skills /work/corpora/anthropics+skills
 
 Replicas and the balancer are containers this run starts (``bench.cluster``; the balancer
-configuration is the one docs/deploy.md documents). The clients are the SDK's own (``mcp.Client``,
-2026-07-28 era, so every request is balanced on its own), spread over ``--procs`` worker
+configuration is the one docs/deploy.md documents). The clients are the SDK's own (``mcp.Client``;
+by default in the 2026-07-28 era, so every request is balanced on its own; ``--era legacy`` opens
+handshake sessions, which the balancer keeps on one replica each), spread over ``--procs`` worker
 processes so the load generator is not one Python event loop; each client calls in a closed loop
 (its next call when the last one is answered) a fixed mix of read calls over the served skills.
 Every level runs for ``--seconds`` after a one-second warm-up, bounded in calls too
@@ -41,6 +42,19 @@ TOKEN = "bench-load-token-0123456789abcdef"
 DEFAULT_SKILLS = Path("/work/corpora/anthropics+skills")
 WARMUP_S = 1.0
 WORKER_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one load run measures."""
+
+    skills: Path = DEFAULT_SKILLS
+    clients: tuple[int, ...] = (1, 8, 32, 64)
+    replicas: tuple[int, ...] = (1, 2)
+    seconds: float = 8.0
+    procs: int = 2
+    max_calls: int = 2000
+    era: str = "2026-07-28"  # or "legacy": handshake sessions, balanced per session (sticky)
 
 
 @dataclass(slots=True)
@@ -86,12 +100,13 @@ async def _one_call(client: Any, call: tuple[str, dict[str, Any]]) -> bool:
     return not result.is_error
 
 
-async def _connect(url: str, clients: int, http: Any, stack: Any) -> tuple[list[Any], list[tuple[str, dict[str, Any]]]]:
+async def _connect(url: str, clients: int, http: Any, stack: Any,
+                   era: str) -> tuple[list[Any], list[tuple[str, dict[str, Any]]]]:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
     sessions = [await stack.enter_async_context(
-        Client(streamable_http_client(url, http_client=http), mode="2026-07-28"))
+        Client(streamable_http_client(url, http_client=http), mode=era))
         for _ in range(clients)]
     listed = await sessions[0].call_tool("skill_list", {})
     names = [s["name"] for s in (listed.structured_content or {}).get("skills", [])][:8]
@@ -108,7 +123,7 @@ def _http(clients: int) -> Any:
     return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0), limits=limits)
 
 
-async def _worker(url: str, clients: int, max_calls: int, offset: int) -> dict[str, Any]:
+async def _worker(url: str, clients: int, max_calls: int, offset: int, era: str) -> dict[str, Any]:
     """``clients`` SDK clients in this process. Prints READY once they are connected, then reads
     the window (``start stop``, wall-clock seconds) from stdin and keeps every call answered in it."""
     from contextlib import AsyncExitStack
@@ -138,7 +153,7 @@ async def _worker(url: str, clients: int, max_calls: int, offset: int) -> dict[s
             i += 1
 
     async with _http(clients) as http, AsyncExitStack() as stack:
-        sessions, mix = await _connect(url, clients, http, stack)
+        sessions, mix = await _connect(url, clients, http, stack, era)
         print("READY", flush=True)
         start_at, stop_at = (float(x) for x in (await anyio.to_thread.run_sync(sys.stdin.readline)).split())
         async with anyio.create_task_group() as tg:
@@ -147,22 +162,23 @@ async def _worker(url: str, clients: int, max_calls: int, offset: int) -> dict[s
     return {"latencies": latencies, "errors": errors}
 
 
-async def _warm(url: str, replicas: int) -> None:
+async def _warm(url: str, replicas: int, era: str) -> None:
     """Every call of the mix a few times per replica before anything is timed: the first of each
     builds what the replica builds lazily (the catalog, the search index, digests)."""
     from contextlib import AsyncExitStack
 
     async with _http(1) as http, AsyncExitStack() as stack:
-        (client,), mix = await _connect(url, 1, http, stack)
+        (client,), mix = await _connect(url, 1, http, stack, era)
         for call in mix:
             for _ in range(2 * replicas):
                 await _one_call(client, call)
 
 
-async def _level(url: str, clients: int, replicas: int, seconds: float, procs: int, max_calls: int) -> Level:
+async def _level(url: str, clients: int, replicas: int, plan: Plan) -> Level:
+    procs, seconds = plan.procs, plan.seconds
     share = [clients // procs + (1 if p < clients % procs else 0) for p in range(min(procs, clients))]
     workers = [await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bench.load", "--worker", url, str(n), str(max_calls), str(p * 7), cwd=REPO,
+        sys.executable, "-m", "bench.load", "--worker", url, str(n), str(plan.max_calls), str(p * 7), plan.era, cwd=REPO,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE) for p, n in enumerate(share)]
     for proc in workers:
         assert proc.stdout is not None
@@ -185,21 +201,20 @@ async def _level(url: str, clients: int, replicas: int, seconds: float, procs: i
     return level
 
 
-def measure(image: str, lb_image: str, skills: Path, clients: Sequence[int], replicas: Sequence[int],
-            seconds: float, procs: int, max_calls: int) -> list[Level]:
+def measure(image: str, lb_image: str, plan: Plan) -> list[Level]:
     levels = []
     cfg = documented_haproxy_cfg()
-    for count in replicas:
-        spec = ClusterSpec(image, (skills,) * count, TOKEN, with_servers(cfg, count), lb_image=lb_image)
+    for count in plan.replicas:
+        spec = ClusterSpec(image, (plan.skills,) * count, TOKEN, with_servers(cfg, count), lb_image=lb_image)
         with running(spec) as cluster:
-            asyncio.run(_warm(cluster.url, count))
-            for n in clients:
+            asyncio.run(_warm(cluster.url, count, plan.era))
+            for n in plan.clients:
                 print(f"load: {count} replica(s), {n} clients", file=sys.stderr)
-                levels.append(asyncio.run(_level(cluster.url, n, count, seconds, procs, max_calls)))
+                levels.append(asyncio.run(_level(cluster.url, n, count, plan)))
     return levels
 
 
-def render(levels: list[Level], skills: Path, seconds: float, procs: int) -> str:
+def render(levels: list[Level], plan: Plan) -> str:
     by = {(lv.clients, lv.replicas): lv for lv in levels}
     counts = sorted({lv.replicas for lv in levels})
     head = "| clients | " + " | ".join(f"{r} replica(s): calls/s | p50 (ms) | p99 (ms) | errors" for r in counts) + " |"
@@ -213,10 +228,10 @@ def render(levels: list[Level], skills: Path, seconds: float, procs: int) -> str
                          f"{lv.rate:.0f} | {ms(lv.pct(0.5))} | {ms(lv.pct(0.99))} | {lv.errors}")
         rows.append(f"| {n} | " + " | ".join(cells) + " |")
     return "\n".join([
-        f"Through HAProxy (docs/deploy.md's configuration) to appliance replicas serving `{skills}`; SDK clients "
-        f"in the 2026-07-28 era over {procs} worker processes, closed loop, {seconds:g} s per level after "
-        f"{WARMUP_S:g} s of warm-up; a mix of skill_list, skill_load, skill_file, skills/get, resources/read and "
-        "skill_search. Clients, balancer and replicas share this machine's "
+        f"Through HAProxy (docs/deploy.md's configuration) to appliance replicas serving `{plan.skills}`; SDK "
+        f"clients in the {plan.era} era over {plan.procs} worker processes, closed loop, {plan.seconds:g} s per "
+        f"level after {WARMUP_S:g} s of warm-up; a mix of skill_list, skill_load, skill_file, skills/get, "
+        f"resources/read and skill_search. Clients, balancer and replicas share this machine's "
         f"{os.cpu_count()} CPUs.", "", head, rule, *rows])
 
 
@@ -232,21 +247,20 @@ def docker_ready(image: str, lb_image: str) -> str | None:
     return None
 
 
-def section(image: str, lb_image: str, skills: Path = DEFAULT_SKILLS, clients: Sequence[int] = (1, 8, 32, 64),
-            replicas: Sequence[int] = (1, 2), seconds: float = 8.0, procs: int = 2, max_calls: int = 2000) -> str:
+def section(image: str, lb_image: str, plan: Plan | None = None) -> str:
     """The report's "Load" section: the table, or why it was not measured."""
+    plan = plan or Plan()
     problem = docker_ready(image, lb_image)
     if problem is not None:
         return f"Not measured: {problem}."
-    return render(measure(image, lb_image, skills, clients, replicas, seconds, procs, max_calls), skills, seconds,
-                  procs)
+    return render(measure(image, lb_image, plan), plan)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--worker"]:
-        url, clients, max_calls, offset = argv[1:5]
-        out = anyio.run(_worker, url, int(clients), int(max_calls), int(offset))
+        url, clients, max_calls, offset, era = argv[1:6]
+        out = anyio.run(_worker, url, int(clients), int(max_calls), int(offset), era)
         print(json.dumps(out))
         return 0
     p = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.splitlines()[0] if __doc__ else None)
@@ -258,9 +272,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=8.0, help="measured window per level")
     p.add_argument("--procs", type=int, default=2, help="client worker processes")
     p.add_argument("--max-calls", type=int, default=2000, help="calls per client per level, at most")
+    p.add_argument("--era", choices=("2026-07-28", "legacy"), default="2026-07-28",
+                   help="the clients' protocol era (legacy: handshake sessions, balanced per session)")
     args = p.parse_args(argv)
-    print(section(args.image, args.lb_image, args.skills, [int(c) for c in args.clients.split(",")],
-                  [int(r) for r in args.replicas.split(",")], args.seconds, args.procs, args.max_calls))
+    plan = Plan(args.skills, tuple(int(c) for c in args.clients.split(",")),
+                tuple(int(r) for r in args.replicas.split(",")), args.seconds, args.procs, args.max_calls, args.era)
+    print(section(args.image, args.lb_image, plan))
     return 0
 
 
