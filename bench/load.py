@@ -10,7 +10,8 @@ by default in the 2026-07-28 era, so every request is balanced on its own; ``--e
 handshake sessions, which the balancer keeps on one replica each), spread over ``--procs`` worker
 processes so the load generator is not one Python event loop; each client calls in a closed loop
 (its next call when the last one is answered) a fixed mix of read calls over the served skills.
-Every level runs for ``--seconds`` after a one-second warm-up, bounded in calls too
+Every level runs for ``--seconds`` in all (two slices, each after a one-second warm-up,
+interleaved with the other replica counts' slices), bounded in calls too
 (``--max-calls`` per client): calls/s is the calls answered inside the window over its length;
 p50/p99 are over those calls; errors are calls that failed (any exception or an error result).
 
@@ -29,18 +30,30 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from bench.cluster import LB_IMAGE, PUBLIC_HOST, REPO, ClusterSpec, documented_haproxy_cfg, running, with_servers
+from bench.cluster import (
+    LB_IMAGE,
+    PUBLIC_HOST,
+    REPO,
+    ClusterSpec,
+    another_balancer,
+    documented_haproxy_cfg,
+    running,
+    url,
+    with_servers,
+)
 from bench.stats import ms
 
 TOKEN = "bench-load-token-0123456789abcdef"
 DEFAULT_SKILLS = Path("/work/corpora/anthropics+skills")
 WARMUP_S = 1.0
+ROUNDS = 2  # slices per level and replica count, interleaved (see measure)
 WORKER_TIMEOUT_S = 300
 
 
@@ -106,7 +119,7 @@ async def _connect(url: str, clients: int, http: Any, stack: Any,
     from mcp.client.streamable_http import streamable_http_client
 
     sessions = [await stack.enter_async_context(
-        Client(streamable_http_client(url, http_client=http), mode=era))
+        Client(streamable_http_client(url, http_client=http), mode=era, cache=None))
         for _ in range(clients)]
     listed = await sessions[0].call_tool("skill_list", {})
     names = [s["name"] for s in (listed.structured_content or {}).get("skills", [])][:8]
@@ -202,16 +215,35 @@ async def _level(url: str, clients: int, replicas: int, plan: Plan) -> Level:
 
 
 def measure(image: str, lb_image: str, plan: Plan) -> list[Level]:
-    levels = []
+    """Every level on every replica count, interleaved in time.
+
+    One set of replicas (as many as the largest count) runs for the whole measurement, with one
+    balancer per count in front of the first ``count`` of them (an idle replica costs nothing).
+    Each level is measured in ``ROUNDS`` slices, visiting the counts in turn and rotating who
+    goes first, so a busy spell of this shared machine lands on every count alike rather than on
+    whichever happened to run then.
+    """
     cfg = documented_haproxy_cfg()
-    for count in plan.replicas:
-        spec = ClusterSpec(image, (plan.skills,) * count, TOKEN, with_servers(cfg, count), lb_image=lb_image)
-        with running(spec) as cluster:
-            asyncio.run(_warm(cluster.url, count, plan.era))
-            for n in plan.clients:
-                print(f"load: {count} replica(s), {n} clients", file=sys.stderr)
-                levels.append(asyncio.run(_level(cluster.url, n, count, plan)))
-    return levels
+    most = max(plan.replicas)
+    spec = ClusterSpec(image, (plan.skills,) * most, TOKEN, with_servers(cfg, most), lb_image=lb_image)
+    levels = {(n, count): Level(n, count, 0.0) for n in plan.clients for count in plan.replicas}
+    slice_plan = replace(plan, seconds=plan.seconds / ROUNDS)
+    with running(spec) as cluster, ExitStack() as stack:
+        urls = {count: cluster.url if count == most else
+                url(stack.enter_context(another_balancer(cluster, with_servers(cfg, count))))
+                for count in plan.replicas}
+        asyncio.run(_warm(cluster.url, most, plan.era))
+        for n in plan.clients:
+            print(f"load: {n} clients on {', '.join(map(str, plan.replicas))} replica(s)", file=sys.stderr)
+            for r in range(ROUNDS):
+                order = list(plan.replicas[r % len(plan.replicas):]) + list(plan.replicas[:r % len(plan.replicas)])
+                for count in order:
+                    part = asyncio.run(_level(urls[count], n, count, slice_plan))
+                    total = levels[(n, count)]
+                    total.window_s += part.window_s
+                    total.latencies += part.latencies
+                    total.errors += part.errors
+    return list(levels.values())
 
 
 def render(levels: list[Level], plan: Plan) -> str:
@@ -230,7 +262,8 @@ def render(levels: list[Level], plan: Plan) -> str:
     return "\n".join([
         f"Through HAProxy (docs/deploy.md's configuration) to appliance replicas serving `{plan.skills}`; SDK "
         f"clients in the {plan.era} era over {plan.procs} worker processes, closed loop, {plan.seconds:g} s per "
-        f"level after {WARMUP_S:g} s of warm-up; a mix of skill_list, skill_load, skill_file, skills/get, "
+        f"level and replica count in {ROUNDS} slices interleaved with the other counts' (each after {WARMUP_S:g} s "
+        "of warm-up), the same replicas behind one balancer per count; a mix of skill_list, skill_load, skill_file, skills/get, "
         f"resources/read and skill_search. Clients, balancer and replicas share this machine's "
         f"{os.cpu_count()} CPUs.", "", head, rule, *rows])
 
