@@ -15,6 +15,8 @@ high-level calls (``call_tool``, ``read_resource``), as a client would.
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -79,3 +81,20 @@ def replay_spec(answers: Path, our_transport: bool = False) -> ServerSpec:
     if our_transport:
         return ServerSpec("same-size floor (skill-mcp transport)", (*command, "--skill-mcp-transport"))
     return ServerSpec("same-size floor", command)
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time a live process's threads have run so far, in seconds, or NaN: the scheduler's
+    nanosecond counts (``/proc/<pid>/task/*/schedstat``), where ``stat``'s clock ticks (10 ms)
+    would be far too coarse for calls of a millisecond. A thread that ended is not counted, so
+    compare processes whose threads live as long as the measurement (worker threads do)."""
+    if pid is None:
+        return math.nan
+    total = 0
+    try:
+        for task in os.scandir(f"/proc/{pid}/task"):
+            with open(f"{task.path}/schedstat", encoding="ascii") as handle:
+                total += int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return math.nan
+    return total / 1e9

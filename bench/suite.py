@@ -29,6 +29,10 @@ class Latency:
     # The same-size floor (bench.fair): our own answer replayed, on the SDK's transport and on ours.
     same_size: list[float] = field(default_factory=list)
     same_size_transport: list[float] = field(default_factory=list)
+    # Server CPU (user + system) per call, over the measured rounds and warm-ups: ours and the
+    # same-size floor's. Much steadier than wall time on a loaded machine.
+    ours_cpu_s: float = float("nan")
+    same_size_cpu_s: float = float("nan")
 
 
 @dataclass(slots=True)
@@ -127,10 +131,15 @@ async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, c
             await same.client.list_tools()
             await same_tf.client.list_tools()
             for label, request_at in requests.items():
+                cpu_before = fair.cpu_seconds(s.pid), fair.cpu_seconds(same.pid)
                 (floor_samples, transport_samples, same_samples, same_tf_samples), ours = await alternate(
                     (f.client, tf.client), s.client, _op(request_at), calls, warmup,
                     same_op_clients=(same.client, same_tf.client))
-                result.calls[label] = Latency(floor_samples, ours, transport_samples, same_samples, same_tf_samples)
+                cpu_after = fair.cpu_seconds(s.pid), fair.cpu_seconds(same.pid)
+                lat = Latency(floor_samples, ours, transport_samples, same_samples, same_tf_samples)
+                lat.ours_cpu_s, lat.same_size_cpu_s = ((a - b) / (calls + warmup) for a, b in zip(cpu_after, cpu_before,
+                                                                                                   strict=True))
+                result.calls[label] = lat
         if s.pid is not None:
             result.peak_after_all_kib = peak_rss_kib(s.pid)
 
