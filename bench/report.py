@@ -113,8 +113,8 @@ def same_size_paired(lat: Latency) -> float:
 def _calls_table(t: TargetResult) -> list[str]:
     lines = ["| call | ours median (ms) | ours p95 (ms) | floor median (ms) | floor p95 (ms) | median ratio "
              "| floor on our transport, median (ms) | ratio to it | same-size floor median (ms) | ratio to it "
-             "| paired | same-size floor on our transport (ms) | ratio to it | server CPU per call, ours / same-size "
-             "floor (ms) |",
+             "| paired | same-size floor on our transport (ms) | ratio to it | server CPU per call (ms): ours / "
+             "same-size floor / same-size floor on our transport |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for label, lat in t.calls.items():
         o, f = Summary.of(lat.ours), Summary.of(lat.floor)
@@ -124,7 +124,8 @@ def _calls_table(t: TargetResult) -> list[str]:
         lines.append(f"| {label} | {ms(o.median)} | {ms(o.p95)} | {ms(f.median)} | {ms(f.p95)} | "
                      f"{times(ratio(o.median, f.median))} | {tf} | {times(_transport_ratio(lat))} | {same} | "
                      f"{times(same_size_ratio(lat))} | {times(same_size_paired(lat))} | {same_tf} | "
-                     f"{times(same_size_ratio(lat, True))} | {ms(lat.ours_cpu_s)} / {ms(lat.same_size_cpu_s)} |")
+                     f"{times(same_size_ratio(lat, True))} | {ms(lat.ours_cpu_s)} / {ms(lat.same_size_cpu_s)} / "
+                     f"{ms(lat.same_size_transport_cpu_s)} |")
     return lines
 
 

@@ -33,6 +33,7 @@ class Latency:
     # same-size floor's. Much steadier than wall time on a loaded machine.
     ours_cpu_s: float = float("nan")
     same_size_cpu_s: float = float("nan")
+    same_size_transport_cpu_s: float = float("nan")
 
 
 @dataclass(slots=True)
@@ -131,14 +132,14 @@ async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, c
             await same.client.list_tools()
             await same_tf.client.list_tools()
             for label, request_at in requests.items():
-                cpu_before = fair.cpu_seconds(s.pid), fair.cpu_seconds(same.pid)
+                pids = (s.pid, same.pid, same_tf.pid)
+                cpu_before = [fair.cpu_seconds(pid) for pid in pids]
                 (floor_samples, transport_samples, same_samples, same_tf_samples), ours = await alternate(
                     (f.client, tf.client), s.client, _op(request_at), calls, warmup,
                     same_op_clients=(same.client, same_tf.client))
-                cpu_after = fair.cpu_seconds(s.pid), fair.cpu_seconds(same.pid)
+                cpu = [(fair.cpu_seconds(pid) - b) / (calls + warmup) for pid, b in zip(pids, cpu_before, strict=True)]
                 lat = Latency(floor_samples, ours, transport_samples, same_samples, same_tf_samples)
-                lat.ours_cpu_s, lat.same_size_cpu_s = ((a - b) / (calls + warmup) for a, b in zip(cpu_after, cpu_before,
-                                                                                                   strict=True))
+                lat.ours_cpu_s, lat.same_size_cpu_s, lat.same_size_transport_cpu_s = cpu
                 result.calls[label] = lat
         if s.pid is not None:
             result.peak_after_all_kib = peak_rss_kib(s.pid)
