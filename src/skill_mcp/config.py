@@ -35,6 +35,7 @@ ENV_VARS: Mapping[str, str] = {
     "SKILL_MCP_SCRIPT_USER": "user (name or uid) scripts drop to when the standalone server runs as root",
     "SKILL_MCP_LOG": "log level (debug, info, warning, error); logs are JSON lines on stderr",
     "SKILL_MCP_BROKER_FD": "set by the container launcher: the socket to the spawn-broker",
+    "SKILL_MCP_COMPAT": "'skillmcp' also offers the skillmcp design notes' tools: list_packs, search_skills, get_skill",
 }
 
 BUNDLED_ROOT = Path(__file__).resolve().parent / "bundled"
@@ -54,6 +55,7 @@ class Settings:
     broker_fd: int | None = None
     log_level: str = "info"
     watch: bool = False
+    compat: str | None = None  # SKILL_MCP_COMPAT: a tool profile offered beside ours ("skillmcp")
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -111,5 +113,6 @@ def load_settings(
         broker_fd=int(broker_fd) if broker_fd and broker_fd.isdigit() else None,
         log_level=(env.get("SKILL_MCP_LOG") or "info").lower(),
         watch=watch,
+        compat=(env.get("SKILL_MCP_COMPAT") or "").strip().lower() or None,
         environ=env,
     )

@@ -107,3 +107,5 @@ class Refusal(StrEnum):
     HTTP_DRAINING = "http-draining"
     # An answer that cannot reach a client in one server-sent event (surfaces.http_events).
     ANSWER_TOO_LARGE = "answer-too-large"
+    # A handshake the SDK refuses (surfaces.handshake): data names the missing fields.
+    INVALID_INITIALIZE = "invalid-initialize"
