@@ -16,6 +16,11 @@ Each one is, by the first rule that applies:
   pipeline into ``serve``.
 
 Anything else fails, naming the line: add a rule or an ``ELSEWHERE`` entry with a real test.
+
+Client configurations (one JSON object a line in ``json``/``jsonc`` blocks, ``mcpServers`` or
+``servers``) are started the way a client starts them - command, args, env - with the
+placeholder roots (``/path/to/skills``, ``/srv/packs``) pointed at a scratch skills directory
+and ``python`` meaning this interpreter, and the SDK's client must list their tools.
 """
 
 from __future__ import annotations
@@ -167,6 +172,60 @@ def _serve_answers(example: Example, home: Path) -> None:
             return {t.name for t in (await client.list_tools()).tools}
 
     assert "skill_list" in anyio.run(ask)
+
+
+PLACEHOLDER_ROOTS = ("/path/to/skills", "/srv/packs")
+
+
+def client_configs() -> list[tuple[str, dict[str, object]]]:
+    found: list[tuple[str, dict[str, object]]] = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for block in re.finditer(r"^```(jsonc?)\n(.*?)^```", text, re.S | re.M):
+            start = text.count("\n", 0, block.start(2)) + 1
+            for offset, raw in enumerate(block.group(2).splitlines()):
+                line = raw.strip()
+                if not line.startswith("{") or '"command"' not in line:
+                    continue  # a shape example, not a configuration
+                servers = json.loads(line)
+                for entry in (servers.get("mcpServers") or servers.get("servers") or {}).values():
+                    if "command" in entry:
+                        found.append((f"{doc.relative_to(REPO)}:{start + offset}", entry))
+    return found
+
+
+CONFIGS = client_configs()
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("entry", [c[1] for c in CONFIGS], ids=[c[0] for c in CONFIGS])
+async def test_the_client_configuration_starts_a_server(entry: dict[str, object], tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    home = _home(tmp_path)
+    skills = str(home / "skills")
+
+    def real(value: str) -> str:
+        return skills if value in PLACEHOLDER_ROOTS else value
+
+    command = str(entry["command"])
+    command = sys.executable if command == "python" else str(BIN / command) if command in COMMANDS else command
+    args = [real(str(a)) for a in entry.get("args", [])]  # type: ignore[attr-defined]
+    env = {**_env(home), **{k: real(str(v)) for k, v in dict(entry.get("env", {})).items()}}  # type: ignore[call-overload]
+    async with Client(StdioServerParameters(command=command, args=args, env=env, cwd=str(home)), mode="legacy",
+                      read_timeout_seconds=60) as client:
+        listing = (await client.call_tool("skill_list", {})).structured_content or {}
+    assert {s["name"] for s in listing["skills"]} == {"alpha", "beta"}
+
+
+def test_the_readme_has_client_configurations() -> None:
+    assert len([c for c in CONFIGS if c[0].startswith("README.md")]) >= 4
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 def test_the_rules_hold_on_known_lines() -> None:

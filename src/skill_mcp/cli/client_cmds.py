@@ -21,6 +21,8 @@ from skill_mcp.cli.confirm import Confirmer
 from skill_mcp.cli.output import emit, emit_json, warn
 
 ARGS_MAX_CHARS = 1024 * 1024
+# The skillmcp design notes' tool names (surfaces.seed_tools), offered only with SKILL_MCP_COMPAT.
+SEED_TOOLS = frozenset({"list_packs", "search_skills", "get_skill"})
 CALL_TIMEOUT_S = 330.0  # above skill_run's hard 300 s ceiling, so a run always answers first
 
 
@@ -150,6 +152,8 @@ def run_call(args: argparse.Namespace) -> int:
             emit(item.get("text", json.dumps(item, sort_keys=True)))
     if "protocolError" in out:
         warn(f"skill-mcp: {args.tool}: {out['protocolError']['message']} (JSON-RPC {out['protocolError']['code']})")
+        if args.tool in SEED_TOOLS:
+            warn(f"skill-mcp: {args.tool} is a tool of the skillmcp profile: set SKILL_MCP_COMPAT=skillmcp to offer it")
         return exits.PROBLEM
     if out.get("declined"):
         warn(f"skill-mcp: {args.tool}: not confirmed (declined); nothing ran")
