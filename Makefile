@@ -23,8 +23,11 @@ lint: install
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src/skill_mcp bench
 
+# `make bench BENCH_ARGS=--load` adds the load figure through HAProxy (needs Docker and both images).
+BENCH_ARGS ?=
+
 bench: install
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # The appliance image (container/). Wheels are built on the host and installed in the
 # image with --no-index. BASE_IMAGE defaults to a debootstrap-built base (no registry

@@ -110,7 +110,8 @@ async def run_all(args: argparse.Namespace) -> Run:
         from bench.cluster import LB_IMAGE
 
         image = os.environ.get("SKILL_MCP_IMAGE", "skill-mcp:dev")
-        run.load = load.section(image, LB_IMAGE, load.Plan(seconds=args.load_seconds))
+        # Its own event loops (one per level), so off this one: in a worker thread.
+        run.load = await anyio.to_thread.run_sync(load.section, image, LB_IMAGE, load.Plan(seconds=args.load_seconds))
     return run
 
 

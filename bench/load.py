@@ -283,6 +283,8 @@ def docker_ready(image: str, lb_image: str) -> str | None:
 def section(image: str, lb_image: str, plan: Plan | None = None) -> str:
     """The report's "Load" section: the table, or why it was not measured."""
     plan = plan or Plan()
+    if not plan.skills.is_dir():
+        return f"Not measured: no skills directory at {plan.skills} (`python -m bench.load --skills DIR`)."
     problem = docker_ready(image, lb_image)
     if problem is not None:
         return f"Not measured: {problem}."
