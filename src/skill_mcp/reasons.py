@@ -58,7 +58,7 @@ class ProblemReason(StrEnum):
     FLOOR_NO_STEPS = "floor-no-steps"
     FLOOR_BODY_TOO_LONG = "floor-body-too-long"
     FLOOR_MISSING_REFERENCE = "floor-missing-reference"
-    FLOOR_INTERPRETER = "floor-interpreter"
+    FLOOR_REFERENCE_OUTSIDE_SKILL = "floor-reference-outside-skill"
     CREDENTIAL_LIKE = "credential-like"
     # Live reload (`serve --watch`) - see docs/cli.md.
     RELOAD_KEPT_PREVIOUS = "reload-kept-previous"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections import Counter
 
 from skill_mcp.cli import exits
 from skill_mcp.cli.output import emit, emit_json
@@ -20,14 +21,18 @@ def run(args: argparse.Namespace) -> int:
     problems = validate_catalog(catalog, strict=args.strict)
     errors = sum(1 for p in problems if p.level == Level.ERROR)
     warnings = len(problems) - errors
+    by_reason = dict(sorted(Counter(str(p.reason) for p in problems).items()))
     if args.json:
         emit_json({"roots": [str(r) for r in settings.roots], "strict": bool(args.strict),
                    "skills": len(catalog.skills), "errors": errors, "warnings": warnings,
-                   "problems": [p.to_dict() for p in problems], "ok": errors == 0})
+                   "byReason": by_reason, "problems": [p.to_dict() for p in problems], "ok": errors == 0})
     else:
         for p in problems:
             emit(f"{p.level}: {p.reason}: {p.path}: {p.detail}")
         verdict = "ok" if errors == 0 else "FAILED"
         emit(f"{verdict}: {len(catalog.skills)} skills served, {errors} errors, {warnings} warnings"
              + (" (strict floors applied)" if args.strict else ""))
+        width = max((len(reason) for reason in by_reason), default=0)
+        for reason, count in by_reason.items():
+            emit(f"  {reason.ljust(width)}  {count}")
     return exits.PROBLEM if errors else exits.OK
