@@ -51,6 +51,10 @@ _STEP = re.compile(r"^\s*(\d+[.)]\s+\S|[-*+]\s+\S|#+\s*(step|steps|how to|usage|
 _LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _CODE_PATH = re.compile(r"`([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+)`")
 _REF_DIRS = frozenset({"scripts", "references", "reference", "assets", "examples", "templates", "docs"})
+_CODE_SPAN = re.compile(r"`[^`]*`")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_LIST_ITEM = re.compile(r"^\s*(\d+[.)]|[-*+])\s")
+_EXAMPLE = re.compile(r"\b(examples?|e\.g\.|for instance|such as)\b", re.IGNORECASE)
 
 _CREDENTIALS = [
     ("an AWS access key id", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
@@ -89,18 +93,60 @@ def _problem(skill: Skill, reason: ProblemReason, detail: str, path: str | None 
     return Problem(path or skill.found_at, reason, f"{detail} - fix: {FLOORS[reason]}", Level.ERROR, skill.name)
 
 
+def _blocks(body: str) -> Iterable[list[str]]:
+    """The body's blocks (runs of non-blank lines), fenced code left out: a link or path in a
+    code sample is part of the sample (a skill about writing skills shows other skills' links)."""
+    block: list[str] = []
+    fenced = False
+    for line in body.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and line.strip():
+            block.append(line)
+            continue
+        if block:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _says_example(text: str) -> bool:
+    # The words outside code spans: `examples/faq.md` is a folder name, not "for example".
+    return bool(_EXAMPLE.search(_CODE_SPAN.sub("", text)))
+
+
+def _code_paths(text: str) -> set[str]:
+    return {path for path in _CODE_PATH.findall(text)
+            if path.split("/", 1)[0] in _REF_DIRS and "." in path.rsplit("/", 1)[-1]}
+
+
 def _references(body: str) -> set[str]:
     """Relative file paths the body points at: Markdown link targets and code spans like
-    `scripts/fill.py` whose first segment is a conventional skill folder."""
+    `scripts/fill.py` whose first segment is a conventional skill folder.
+
+    Outside fenced code only. A code span said as an example ("Examples: `references/x.md`",
+    or a list introduced by a paragraph that gives an example and ends with a colon) names a
+    file some skill might have, not one this skill claims; a Markdown link is always a claim.
+    """
     refs: set[str] = set()
-    for target in _LINK.findall(body):
-        target = unquote(target.split("#", 1)[0].split("?", 1)[0])
-        if not target or "://" in target or target.startswith(("/", "mailto:", "#")):
-            continue
-        refs.add(target[2:] if target.startswith("./") else target)
-    for path in _CODE_PATH.findall(body):
-        if path.split("/", 1)[0] in _REF_DIRS and "." in path.rsplit("/", 1)[-1]:
-            refs.add(path)
+    example_list = False
+    for block in _blocks(body):
+        text = "\n".join(block)
+        for target in _LINK.findall(text):
+            target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+            if target and "://" not in target and not target.startswith(("/", "mailto:", "#")):
+                refs.add(target[2:] if target.startswith("./") else target)
+        first_item = next((i for i, line in enumerate(block) if _LIST_ITEM.match(line)), len(block))
+        head = " ".join(block[:first_item])
+        if head:
+            illustrative = _says_example(head)
+            example_list = illustrative and head.rstrip().endswith(":")
+            if not illustrative:
+                refs |= _code_paths(head)
+        for item in block[first_item:]:
+            if not (example_list or _says_example(item)):
+                refs |= _code_paths(item)
     return refs
 
 

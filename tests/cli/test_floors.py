@@ -120,6 +120,33 @@ def test_a_link_inside_the_skill_with_dot_segments_is_checked_as_the_file_it_nam
     assert _floor_reasons(root) == []
 
 
+def test_links_and_paths_inside_fenced_code_are_samples_not_references(tmp_path: Path) -> None:
+    sample = "```markdown\nSee [the forms guide](FORMS.md) and run `scripts/fill.py`.\n```\n"
+    assert _floor_reasons(_skill(tmp_path, body=GOOD_BODY + sample)) == []
+    outside = GOOD_BODY + sample + "Then see [the real guide](GUIDE.md).\n"  # positive control
+    assert _floor_reasons(_skill(tmp_path, body=outside)) == [ProblemReason.FLOOR_MISSING_REFERENCE]
+
+
+@pytest.mark.parametrize("body", [
+    "- **Example**: `scripts/rotate.py` for rotating pages\n",
+    "Examples of folders such a skill has: `references/finance.md` and `assets/logo.png`.\n",
+    "\nExample: when building a PDF skill, the analysis shows:\n\n1. Rotating is rewritten each time\n"
+    "2. A `scripts/rotate.py` script would be helpful\n",
+])
+def test_a_path_given_as_an_example_is_not_a_reference(tmp_path: Path, body: str) -> None:
+    assert _floor_reasons(_skill(tmp_path, body=GOOD_BODY + body)) == []
+
+
+@pytest.mark.parametrize("body", [
+    "Run `scripts/rotate.py` on each page.\n",
+    "Pick a template from `examples/letter.md`.\n",  # a folder named examples is not "for example"
+    "Prepare the input:\n\n1. Run `scripts/rotate.py`.\n",
+    "See [an example of the output](examples/out.md).\n",  # a link is a claim even in an example
+])
+def test_a_path_the_body_tells_you_to_use_is_a_reference(tmp_path: Path, body: str) -> None:
+    assert _floor_reasons(_skill(tmp_path, body=GOOD_BODY + body)) == [ProblemReason.FLOOR_MISSING_REFERENCE]
+
+
 def test_a_reference_that_exists_meets_the_floor(tmp_path: Path) -> None:
     root = _skill(tmp_path, body=GOOD_BODY + "See [the guide](references/guide.md) and `scripts/make.py`.\n")
     write(root / "demo" / "references" / "guide.md", "x\n")
