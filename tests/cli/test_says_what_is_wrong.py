@@ -79,3 +79,12 @@ def test_a_name_mismatch_is_a_warning_because_the_skill_is_served(tmp_path: Path
     assert done.returncode == 0, done.stdout
     (problem,) = as_json(done)["problems"]
     assert (problem["reason"], problem["level"]) == ("name-mismatch", "warning")
+
+
+def test_validate_of_a_root_with_no_skill_passes_but_says_nothing_was_found(tmp_path: Path) -> None:
+    write(tmp_path / "collection" / "skills" / ".curated" / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="w"))
+    done = run("validate", str(tmp_path / "collection"))
+    assert done.returncode == 0 and "0 skills served" in done.stdout
+    assert done.stderr.count("no skill found") == 1 and "hidden directories" in done.stderr
+    named = run("validate", str(tmp_path / "collection" / "skills" / ".curated"))  # the way to reach them
+    assert named.returncode == 0 and "1 skills served" in named.stdout and named.stderr == ""
