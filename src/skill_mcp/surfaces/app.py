@@ -27,6 +27,7 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import prompts, resources, skills_ext
 from skill_mcp.surfaces.client_logs import ClientLogForwarder
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
+from skill_mcp.surfaces.handshake import initialize_detail_middleware
 from skill_mcp.surfaces.live import ChangeAnnouncer
 from skill_mcp.surfaces.read_tools import read_tools
 from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
@@ -201,6 +202,7 @@ def assemble(
     if announcer is not None:
         announcer.install(server)
     ClientLogForwarder().install(server)
+    server.middleware.append(initialize_detail_middleware())
     return server
 
 
