@@ -37,9 +37,9 @@ MIN_DESCRIPTION_CHARS = 40
 SCAN_MAX_BYTES = 1024 * 1024  # files larger than this are not scanned for credentials
 
 # Saying *when* takes many forms in real descriptions: "Use when ...", "whenever the user ...",
-# "...when building new UI", "You MUST use this before any creative work", "Use this skill any
-# time a .pptx file is involved", "TRIGGER - read BEFORE ...". The floor is for descriptions that
-# only say what a skill is ("Toolkit for X. Supports Y."), so any of these counts.
+# "guidance ... when building a new screen", "you must use this before any design work", "use
+# this skill any time a deck is involved", "TRIGGER - read this before ...". The floor is for
+# descriptions that only say what a skill is ("Toolkit for X. Supports Y."), so each form counts.
 _WHEN = re.compile(
     r"\b(when|whenever|before|after|any ?time|if (the |a )?(user|you|someone|asked|needed|requested)"
     r"|(use|used|using|invoke|load|apply|run) (it |this |this skill |them )?(for|to|if|on|in|with|once|during)"
