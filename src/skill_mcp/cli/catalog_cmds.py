@@ -31,9 +31,9 @@ def missing_roots(catalog: Any) -> list[str]:
 
 
 def _root_missing_text(paths: list[str]) -> str:
-    roots = ", ".join(paths)
-    return f"the skills root {roots} is not a directory" if len(paths) == 1 else \
-        f"the skills roots {roots} are not directories"
+    if len(paths) == 1:
+        return f"the skills root {paths[0]} is not a directory"
+    return f"the skills roots {', '.join(paths)} are not directories"
 
 
 def report_missing_roots(catalog: Any, *, json_mode: bool, code: int) -> int:
@@ -45,7 +45,8 @@ def report_missing_roots(catalog: Any, *, json_mode: bool, code: int) -> int:
     paths = missing_roots(catalog)
     if not paths:
         return code
-    return fail(exits.UNAVAILABLE, _root_missing_text(paths) + f"; nothing is served from {'it' if len(paths) == 1 else 'them'}",
+    served_from = "it" if len(paths) == 1 else "them"
+    return fail(exits.UNAVAILABLE, f"{_root_missing_text(paths)}; nothing is served from {served_from}",
                 json_mode=json_mode, reason="root-missing")
 
 
