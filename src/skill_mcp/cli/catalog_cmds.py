@@ -13,6 +13,7 @@ from typing import Any
 
 from skill_mcp.cli import exits
 from skill_mcp.cli.output import emit, emit_json, fail, warn
+from skill_mcp.reasons import SKILL_REFUSALS, Level, ProblemReason
 
 
 def load_catalog(args: argparse.Namespace) -> Any:
@@ -25,8 +26,6 @@ def load_catalog(args: argparse.Namespace) -> Any:
 
 def missing_roots(catalog: Any) -> list[str]:
     """The configured roots that are not directories (each a ``root-missing`` problem)."""
-    from skill_mcp.reasons import ProblemReason
-
     return [p.path for p in catalog.problems if p.reason == ProblemReason.ROOT_MISSING]
 
 
@@ -47,7 +46,7 @@ def report_missing_roots(catalog: Any, *, json_mode: bool, code: int) -> int:
         return code
     served_from = "it" if len(paths) == 1 else "them"
     return fail(exits.UNAVAILABLE, f"{_root_missing_text(paths)}; nothing is served from {served_from}",
-                json_mode=json_mode, reason="root-missing")
+                json_mode=json_mode, reason=ProblemReason.ROOT_MISSING)
 
 
 def phase_of(skill: Any) -> str | None:
@@ -107,8 +106,6 @@ def refusals_of(catalog: Any, name: str) -> list[Any]:
     refusal but did not cause it. Two directories refused for one duplicate name share one
     detail, so it is said once.
     """
-    from skill_mcp.reasons import SKILL_REFUSALS, Level
-
     seen: dict[tuple[str, str], Any] = {}
     for p in catalog.problems:
         if p.skill == name and p.level == Level.ERROR and p.reason in SKILL_REFUSALS:
@@ -194,7 +191,7 @@ def run_show(args: argparse.Namespace) -> int:
         missing = missing_roots(catalog)
         if missing:
             raise exits.CliError(exits.UNAVAILABLE, f"no skill named {args.name!r}; {_root_missing_text(missing)}",
-                                 "root-missing")
+                                 ProblemReason.ROOT_MISSING)
         raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}", "unknown-skill")
     memo = DigestMemo()
     try:
