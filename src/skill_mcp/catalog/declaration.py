@@ -24,6 +24,11 @@ from skill_mcp.paths import relpath_problem
 from skill_mcp.reasons import Level, ProblemReason
 
 SUPPORTED_MAJOR = 1
+# The closed set of interpreter names a declaration may use. It is part of the format, not of
+# a deployment: ``runner.interpreters`` maps each name to executables, and a name outside the
+# set is refused wherever the skill is served (``interpreter-unavailable``), so the catalog
+# reports it. Whether *this* machine has a name in the set is the runner's report.
+INTERPRETER_NAMES = ("node", "python", "bash")
 MAX_TIMEOUT_S = 300
 DEFAULT_TIMEOUT_S = 60
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -89,7 +94,7 @@ def _run_row(row: Any, index: int, unknown: list[str]) -> ScriptDecl:
     if problem is not None:
         raise DeclarationError(f"{where}.script {script!r}: {problem}")
     if not isinstance(interpreter, str) or not interpreter:
-        raise DeclarationError(f"{where}.interpreter must name an interpreter (node, python or bash)")
+        raise DeclarationError(f"{where}.interpreter must name an interpreter ({', '.join(INTERPRETER_NAMES)})")
     env = _str_list(row.get("env"), f"{where}.env")
     for name in env:
         if not ENV_NAME.match(name):
@@ -170,4 +175,17 @@ def read_declaration(chunk: HostChunk, first_line: int) -> DeclarationResult:
                                  raw=block)
     findings = tuple((ProblemReason.DECLARATION_UNKNOWN_KEY, Level.WARNING, f"unknown key {key} ignored")
                      for key in unknown)
-    return DeclarationResult(declaration, findings, raw=block)
+    return DeclarationResult(declaration, findings + outside_closed_set(declaration), raw=block)
+
+
+def outside_closed_set(declaration: Declaration) -> tuple[tuple[ProblemReason, Level, str], ...]:
+    """One error per declared script whose interpreter no deployment runs.
+
+    The declaration itself stays valid (its other scripts, env and egress are served); only
+    that script is refused, the way ``skill_run`` refuses it.
+    """
+    return tuple(
+        (ProblemReason.INTERPRETER_UNAVAILABLE, Level.ERROR,
+         f"{row.script} names the interpreter {row.interpreter!r}, outside the closed set "
+         f"({', '.join(INTERPRETER_NAMES)}); that script is never run - declare one of the set")
+        for row in declaration.run if row.interpreter not in INTERPRETER_NAMES)

@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from skill_mcp.catalog.declaration import INTERPRETER_NAMES
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 
@@ -22,13 +23,14 @@ from skill_mcp.reasons import Refusal
 # server was started with nor a declaration can point "python" at another program.
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-# Declared name -> executable names tried in order on FIXED_PATH.
+# Declared name -> executable names tried in order on FIXED_PATH. The names are the
+# declaration format's closed set (tests/fence/test_plan.py checks that they are the same).
 CANDIDATES: Mapping[str, tuple[str, ...]] = {
     "node": ("node", "nodejs"),
     "python": ("python3", "python"),
     "bash": ("bash",),
 }
-KNOWN = tuple(CANDIDATES)
+KNOWN = INTERPRETER_NAMES
 
 
 @dataclass(frozen=True, slots=True)
