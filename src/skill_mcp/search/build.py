@@ -33,6 +33,7 @@ from itertools import chain, pairwise, repeat
 from operator import mul, or_
 
 from skill_mcp.search.index import (
+    BODY_CAP,
     K1,
     NAME_BOOST,
     NO_SECTION,
@@ -273,7 +274,7 @@ class _Builder:
         idf = _idf(n_docs, len(docs))
         body = scales[_BODY]
         # Read in doc order from one list of per-doc scales (cache-friendly), not from per-doc tables.
-        xs = list(map(mul, map(body.__getitem__, docs), tfs))
+        xs = list(map(min, map(mul, map(body.__getitem__, docs), tfs), repeat(BODY_CAP)))
         scores = [idf * (x / (K1 + x)) for x in xs]
         masks = bytearray([_BODY_BIT]) * len(docs)
         in_names = []
@@ -290,7 +291,7 @@ class _Builder:
                     break
                 row = code >> 32
                 doc, tf_body = docs[row], tfs[row]
-                x = body[doc] * tf_body
+                x = min(body[doc] * tf_body, BODY_CAP)
                 mask = _BODY_BIT if tf_body else 0
             f = code & 7
             x = x + scales[f][doc] * (code >> 3 & _TF_FIELD)  # field by field, in field order, as _pseudo_tf adds
