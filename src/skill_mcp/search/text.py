@@ -23,6 +23,7 @@ terms, and no stemming joins the two.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import unicodedata
@@ -149,7 +150,7 @@ def query_terms(query: str) -> dict[str, tuple[float, str]]:
     """
     out: dict[str, tuple[float, str]] = {}
     all_words = [w for w in words(query) if len(w) <= MAX_TERM_CHARS]
-    pairs = list(zip(all_words, all_words[1:]))
+    pairs = list(itertools.pairwise(all_words))
     idiom = {w for pair in pairs if pair in related.IDIOMS for w in pair}
     typed: list[tuple[str, str]] = []
     for w in all_words:
