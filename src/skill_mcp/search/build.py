@@ -274,8 +274,11 @@ class _Builder:
         idf = _idf(n_docs, len(docs))
         body = scales[_BODY]
         # Read in doc order from one list of per-doc scales (cache-friendly), not from per-doc tables.
-        xs = list(map(min, map(mul, map(body.__getitem__, docs), tfs), repeat(BODY_CAP)))
-        scores = [idf * (x / (K1 + x)) for x in xs]
+        xs = list(map(mul, map(body.__getitem__, docs), tfs))
+        # The capped score is the reference's min(x, BODY_CAP) saturated, in the same float
+        # operations; a comparison per posting here is cheaper than a min() call in the map.
+        capped = idf * (BODY_CAP / (K1 + BODY_CAP))
+        scores = [idf * (x / (K1 + x)) if x < BODY_CAP else capped for x in xs]
         masks = bytearray([_BODY_BIT]) * len(docs)
         in_names = []
         row, x, mask, doc = -2, 0.0, 0, 0  # -2: no posting open yet

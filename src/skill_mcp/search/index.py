@@ -101,9 +101,12 @@ class SearchIndex:
 
     def search(self, query: str, limit: int = 10) -> list[Hit]:
         """Rank skills for ``query``; at most ``limit`` hits, best first, ties by name."""
+        return self.search_terms(query_terms(query), limit)
+
+    def search_terms(self, qterms: Mapping[str, tuple[float, str]], limit: int = 10) -> list[Hit]:
+        """``search`` for terms already made by ``text.query_terms`` (term -> weight, typed word)."""
         if limit <= 0:
             return []
-        qterms = query_terms(query)
         present = [(t, qterms[t][0], p) for t in sorted(qterms) if (p := self.postings.get(t)) is not None]
         # The reason reads the terms in term order, with the word each came from.
         ordered = [(p, qterms[t][1]) for t, _, p in present]

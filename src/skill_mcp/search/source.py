@@ -86,14 +86,14 @@ def index_catalog(catalog: Catalog) -> SearchIndex:
     return build_sorted(docs_from_catalog(catalog))
 
 
-def _ideal(index: SearchIndex, query: str) -> float:
+def _ideal(index: SearchIndex, qterms: Mapping[str, tuple[float, str]]) -> float:
     """What a skill matching every typed word of ``query`` fully would score (without the name
-    boost): the sum of each typed term's weight times its IDF. A word no skill has counts at
-    the IDF of a term in no skill, so a query that is half unknown words cannot be matched
-    with confidence by the half that is known."""
+    boost) for the query whose terms are ``qterms``: the sum of each typed term's weight times
+    its IDF. A word no skill has counts at the IDF of a term in no skill, so a query that is
+    half unknown words cannot be matched with confidence by the half that is known."""
     n = len(index)
     ideal = 0.0
-    for term, (weight, typed) in query_terms(query).items():
+    for term, (weight, typed) in qterms.items():
         if stem(typed) == term:  # typed, not a related word
             post = index.postings.get(term)
             ideal += weight * _idf(n, len(post.docs) if post is not None else 0)
@@ -103,8 +103,9 @@ def _ideal(index: SearchIndex, query: str) -> float:
 def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int) -> dict[str, Any]:
     """The structured answer to one search: ``skill_search``'s result and the CLI's ``--json``."""
     hits = []
-    ideal = _ideal(index, query)
-    for hit in index.search(query, min(max(limit, 1), MAX_LIMIT)):
+    qterms = query_terms(query)
+    ideal = _ideal(index, qterms)
+    for hit in index.search_terms(qterms, min(max(limit, 1), MAX_LIMIT)):
         skill = catalog.skills.get(hit.name)
         entry: dict[str, Any] = {
             "name": hit.name,

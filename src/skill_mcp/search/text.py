@@ -58,12 +58,28 @@ STOP_WORDS = frozenset(
      "wouldn", "couldn", "shouldn", "haven", "hasn", "hadn", "ain", "cannot"]
 )
 
-# British -> American spellings, so one word has one term whichever way it was spelt.
+# British -> American spellings, so one word has one term whichever way it was spelt:
+# (endings, the letters replaced, their replacement, how many letters must come before).
 _BRITISH = (
-    (re.compile(r"(?<=\w{3})is(e|es|ed|ing|ation|ations|er|ers)$"), r"iz\1"),  # organise, summarised
-    (re.compile(r"(?<=\w{2})ys(e|es|ed|ing)$"), r"yz\1"),  # analyse, paralysed
-    (re.compile(r"(?<=\w{3})our(s|ed|ing|ite|ites|ful)?$"), r"or\1"),  # colour, behaviour, favourite
+    (("ise", "ises", "ised", "ising", "isation", "isations", "iser", "isers"), "is", "iz", 3),  # organise
+    (("yse", "yses", "ysed", "ysing"), "ys", "yz", 2),  # analyse, paralysed
+    (("our", "ours", "oured", "ouring", "ourite", "ourites", "ourful"), "our", "or", 3),  # colour, favourite
 )
+
+_BRITISH_ENDINGS = tuple(e for endings, *_ in _BRITISH for e in endings)
+
+
+def _american(word: str) -> str:
+    """``word`` with a British ending spelt the American way (a suffix test, not a regex: this
+    runs once for every distinct word of the corpus)."""
+    if not word.endswith(_BRITISH_ENDINGS):
+        return word
+    for endings, old, new, before in _BRITISH:
+        if word.endswith(endings):
+            at = word.rfind(old)
+            if at >= before:
+                return word[:at] + new + word[at + len(old):]
+    return word
 
 
 class _Stemmers(threading.local):
@@ -82,9 +98,7 @@ def stem(word: str) -> str:
     if len(word) <= 3 or not word.isalpha():
         return word
     w = IRREGULAR.get(word, word)
-    if w.isascii():
-        for pattern, repl in _BRITISH:
-            w = pattern.sub(repl, w)
+    w = _american(w)
     if w[-1] == "s" and not _VOWEL.search(w, 0, len(w) - 1):
         w = w[:-1]  # the plural of an acronym (pdfs, csvs), which Snowball leaves alone
     s = _STEMMERS.english.stemWord(w)
