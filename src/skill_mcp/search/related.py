@@ -127,7 +127,7 @@ PHRASES: tuple[tuple[str, str, float, str], ...] = (
     ("working", "copy", ALIAS, "worktree workspace"), ("side", "by", ALIAS, "parallel"),
     ("at", "once", WEAK, "parallel"), ("in", "parallel", ALIAS, "parallel agents"),
     ("look", "over", SYNONYM, "review"), ("pair", "of", WEAK, "review"), ("check", "my", WEAK, "review"),
-    ("think", "through", ALIAS, "brainstorm design"), ("bounce", "ideas", ALIAS, "brainstorm"),
+    ("think", "through", ALIAS, "brainstorm"), ("bounce", "ideas", ALIAS, "brainstorm"),
     ("wrap", "up", ALIAS, "finish complete"), ("track", "down", ALIAS, "debug"), ("know", "why", ALIAS, "debug"), ("idea", "why", ALIAS, "debug"),
     ("root", "cause", ALIAS, "debug"), ("no", "idea", ALIAS, "debug"), ("clean", "up", WEAK, "refactor"),
     ("post", "mortem", ALIAS, "postmortem"), ("follow", "up", ALIAS, "email"),

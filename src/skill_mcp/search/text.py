@@ -154,6 +154,9 @@ _PHRASES: dict[tuple[str, str], tuple[tuple[str, float], ...]] = {
 }
 
 
+MAX_RELATED = 0.9  # however many cues agree, a related word stays below a typed one
+
+
 def query_terms(query: str) -> dict[str, tuple[float, str]]:
     """Map each query term to (weight, the word the person typed), related words included.
 
@@ -177,8 +180,13 @@ def query_terms(query: str) -> dict[str, tuple[float, str]]:
                 out[t] = (weight, w)
     suggested: list[tuple[str, tuple[tuple[str, float], ...]]] = [(w, _RELATED.get(t, ())) for w, t in typed]
     suggested += [(f"{a} {b}", _PHRASES[(a, b)]) for a, b in pairs if (a, b) in _PHRASES]
+    # Cues are combined as independent evidence (noisy-or): "failing" and "know why" each
+    # suggest debugging at 0.5, together at 0.75; still below a typed word.
     for source, rel in suggested:
         for term, weight in rel:
-            if term not in out or out[term][0] < weight:
-                out[term] = (weight, source)
+            had, first = out.get(term, (0.0, source))
+            if had >= 1.0:
+                continue  # typed: never changed by a related word
+            combined = round(1.0 - (1.0 - had) * (1.0 - weight), 6)
+            out[term] = (min(combined, MAX_RELATED), first if had > weight else source)
     return out
