@@ -105,6 +105,14 @@ def test_phrases_add_related_words_and_idioms_and_generic_words_count_less() -> 
     assert query_terms("second branch")[stem("worktree")][1] == "second branch"
 
 
+def test_cues_for_one_related_word_combine_but_stay_below_a_typed_word() -> None:
+    assert query_terms("my test keeps failing")[stem("debug")][0] == 0.5
+    assert query_terms("my test keeps failing and I don't know why")[stem("debug")][0] == 0.75  # two cues
+    many = query_terms("crash bug weird strange failing broken, no idea why, track it down")
+    assert many[stem("debug")][0] == 0.9  # capped
+    assert query_terms("debug this crash")[stem("debug")] == (1.0, "debug")  # typed stays typed
+
+
 def test_every_related_word_is_a_term_and_no_entry_relates_a_word_to_itself() -> None:
     from skill_mcp.search import related
 

@@ -145,14 +145,19 @@ def _stemmed(related_words: str) -> tuple[str, ...]:
     return tuple(t for w in related_words.split() if (t := _term_of(w)))
 
 
-# The related-word tables with every word stemmed (derived once from the constant tables).
-_RELATED: dict[str, tuple[tuple[str, float], ...]] = {}
-for _word, _weight, _related in related.TABLE:
-    _RELATED[stem(_word)] = _RELATED.get(stem(_word), ()) + tuple((t, _weight) for t in _stemmed(_related))
-_PHRASES: dict[tuple[str, str], tuple[tuple[str, float], ...]] = {
-    (a, b): tuple((t, weight) for t in _stemmed(rel)) for a, b, weight, rel in related.PHRASES
-}
+def _stemmed_tables() -> tuple[dict[str, tuple[tuple[str, float], ...]],
+                               dict[tuple[str, str], tuple[tuple[str, float], ...]]]:
+    """``related.TABLE`` keyed by stemmed word and ``related.PHRASES`` by word pair, each with
+    its related words stemmed and weighted."""
+    words_: dict[str, tuple[tuple[str, float], ...]] = {}
+    for word, weight, rel in related.TABLE:
+        words_[stem(word)] = words_.get(stem(word), ()) + tuple((t, weight) for t in _stemmed(rel))
+    phrases = {(a, b): tuple((t, weight) for t in _stemmed(rel)) for a, b, weight, rel in related.PHRASES}
+    return words_, phrases
 
+
+# Derived once from the constant tables (not a cache: they never change).
+_RELATED, _PHRASES = _stemmed_tables()
 
 MAX_RELATED = 0.9  # however many cues agree, a related word stays below a typed one
 
@@ -160,10 +165,11 @@ MAX_RELATED = 0.9  # however many cues agree, a related word stays below a typed
 def query_terms(query: str) -> dict[str, tuple[float, str]]:
     """Map each query term to (weight, the word the person typed), related words included.
 
-    A term typed directly has weight 1.0. A related word (``related.RELATED`` for one typed
-    term, ``related.PHRASES`` for two typed words in a row, stop words included: "carry out")
-    adds its terms at the weight the table gives, below 1.0, unless the term was typed; when
-    several typed words suggest the same term, the highest weight counts.
+    A term typed directly has weight 1.0, or less for a generic word, a word of an idiom or an
+    irregular past form (``related``). A related word (``related.TABLE`` for one typed term,
+    ``related.PHRASES`` for two typed words in a row, stop words included: "carry out") adds
+    its terms at the weight the table gives; several cues for one term combine, and the result
+    stays below MAX_RELATED, so a related word never reaches a typed one.
     """
     out: dict[str, tuple[float, str]] = {}
     all_words = [w for w in words(query) if len(w) <= MAX_TERM_CHARS]
