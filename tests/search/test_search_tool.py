@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -87,3 +88,14 @@ async def test_a_query_nothing_fits_is_reported_as_a_weak_match_with_low_confide
     assert all(h["confidence"] < 0.3 for h in off.structured_content["hits"])
     assert "closest" in off.content[0].text
     assert on.structured_content["match"] == "good" and on.structured_content["hits"][0]["name"] == "pdf"
+
+
+@pytest.mark.parametrize("query", ["my test keeps failing and I don't know why", "carry out the plan we wrote",
+                                   "who won the football match"])
+async def test_the_cli_search_gives_the_tools_answer(query: str) -> None:
+    from tests.cli.helpers import as_json, run
+
+    async with Client(build_server(load_settings([str(CORPUS)], {})), mode="legacy") as client:
+        tool = await client.call_tool("skill_search", {"query": query, "limit": 10})
+    cli = await anyio.to_thread.run_sync(lambda: run("search", *query.split(), "--json", "--skills-dir", str(CORPUS)))
+    assert tool.structured_content == as_json(cli)  # same hits, order, scores, confidence, reasons, match
