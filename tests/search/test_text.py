@@ -56,6 +56,8 @@ def test_stemmer_joins_the_forms_of_one_word(group: tuple[str, ...]) -> None:
         ("write", "wrote", "written"),
         ("break", "broke", "broken"),
         ("worktree", "worktrees"),
+        ("build", "builder", "builders"),  # agent nouns of skill names
+        ("create", "creator", "creating"),
     ],
 )
 def test_morphology_joins_inflections_derivations_british_spellings_and_irregular_forms(group: tuple[str, ...]) -> None:

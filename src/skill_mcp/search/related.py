@@ -34,6 +34,12 @@ DERIVED: Mapping[str, str] = {
     "summari": "summar",  # summary / summarize
     "debugg": "debug",  # debugger / debugging
     "verif": "verifi",  # verification / verify
+    # The agent nouns skill names are made of ("mcp-builder", "slack-gif-creator") whose -er or
+    # -or Snowball keeps because the word is short: one term with the verb a person types.
+    "builder": "build", "creator": "creat", "writer": "write", "maker": "make", "editor": "edit",
+    "checker": "check", "runner": "run", "planner": "plan", "tester": "test", "scraper": "scrape",
+    "parser": "pars", "formatt": "format", "tracker": "track", "extractor": "extract", "finder": "find",
+    "fixer": "fix", "reader": "read", "loader": "load", "linter": "lint", "bundler": "bundl",
 }
 
 SYNONYM = 0.8  # a related word that means the same thing ("carry out" -> execute)
