@@ -24,7 +24,7 @@ IRREGULAR: Mapping[str, str] = {
     "built": "build", "made": "make", "chose": "choose", "chosen": "choose", "took": "take",
     "taken": "take", "found": "find", "gave": "give", "given": "give", "sent": "send", "kept": "keep",
     "thought": "think", "drew": "draw", "drawn": "draw", "spoke": "speak", "spoken": "speak",
-    "began": "begin", "begun": "begin", "children": "child", "bought": "buy", "taught": "teach",
+    "began": "begin", "begun": "begin", "bought": "buy", "taught": "teach",
 }
 
 # Snowball stems -> the stem of the same word family that Snowball keeps apart (applied after).
@@ -51,13 +51,13 @@ ALIAS = 0.5  # a related word that usually means the same thing here
 # but typed they count GENERIC, not 1.0, so a long skill cannot win on them.
 GENERIC = 0.4
 GENERIC_WORDS = frozenset(
-    ["around", "through", "without", "within", "across", "after", "before", "over", "under", "between", "along",
-     "again", "first", "last", "next", "another", "every", "always", "never", "already", "sure", "right", "well",
-     "better", "best", "new", "old", "big", "small", "little", "lot", "lots", "good", "bad", "great", "whole",
-     "different", "certain", "simple", "quick", "quickly", "easy", "possible", "make", "work", "keep", "try",
-     "see", "look", "find", "know", "think", "go", "come", "take", "put", "give", "say", "tell", "ask", "seem",
-     "feel", "mean", "time", "part", "place", "case", "point", "people", "day", "figure", "start", "done",
-     "then", "first", "sure", "properly", "correctly", "instead", "every", "ever", "anymore", "together"]
+    ["around", "through", "without", "within", "across", "after", "before", "over", "under", "between",
+     "along", "again", "first", "last", "next", "another", "every", "always", "never", "already", "sure",
+     "right", "well", "better", "best", "new", "old", "big", "small", "little", "lot", "lots", "good", "bad",
+     "great", "whole", "different", "certain", "simple", "quick", "quickly", "easy", "possible", "make",
+     "work", "keep", "try", "see", "look", "find", "know", "think", "go", "come", "take", "put", "give", "say",
+     "tell", "ask", "seem", "feel", "mean", "time", "part", "place", "case", "point", "people", "day",
+     "figure", "start", "done", "then", "properly", "correctly", "instead", "ever", "anymore", "together"]
 )
 # A past form in a request usually names what already exists ("the plan we wrote"), not the
 # task asked for, so it counts as much as a related word.
