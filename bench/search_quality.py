@@ -56,15 +56,21 @@ def speed(root: Path, queries: tuple[str, ...], repeat: int) -> dict[str, Any]:
     start = time.process_time()
     index = index_catalog(catalog)
     build_s = time.process_time() - start
-    times = []
+    wall, cpu = [], []
     for _ in range(repeat):
         for query in queries:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             search_result(catalog, index, query, 10)
-            times.append((time.perf_counter() - t0) * 1000)
-    times.sort()
-    return {"skills": len(index), "build_cpu_s": build_s, "query_ms_median": statistics.median(times),
-            "query_ms_p95": times[int(0.95 * (len(times) - 1))], "queries": len(times)}
+            cpu.append((time.thread_time() - c0) * 1000)
+            wall.append((time.perf_counter() - t0) * 1000)
+    # Wall time includes the moments this process waited for a core (a shared machine);
+    # the thread's CPU time is what the query itself cost.
+    wall.sort()
+    cpu.sort()
+    p95 = int(0.95 * (len(wall) - 1))
+    return {"skills": len(index), "build_cpu_s": build_s, "query_ms_median": statistics.median(wall),
+            "query_ms_p95": wall[p95], "query_cpu_ms_median": statistics.median(cpu), "query_cpu_ms_p95": cpu[p95],
+            "queries": len(wall)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     for n in (int(s) for s in args.sizes.split(",") if s):
         info = corpora.generate(args.cache / f"corpus-{n}", n)
         s = out[f"speed-{n}"] = speed(info.root, info.queries, args.repeat)
-        print(f"{n:>6} skills  build {s['build_cpu_s']:.2f} CPU s  query median {s['query_ms_median']:.3f} ms  "
-              f"p95 {s['query_ms_p95']:.3f} ms  ({s['queries']} queries)")
+        print(f"{n:>6} skills  build {s['build_cpu_s']:.2f} CPU s  query wall median {s['query_ms_median']:.3f} ms "
+              f"p95 {s['query_ms_p95']:.3f} ms, CPU median {s['query_cpu_ms_median']:.3f} ms "
+              f"p95 {s['query_cpu_ms_p95']:.3f} ms  ({s['queries']} queries)")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n", "utf-8")
     return 0
