@@ -59,9 +59,10 @@ def phase_of(skill: Any) -> str | None:
 
 
 def _skill_row(skill: Any) -> dict[str, Any]:
-    from skill_mcp.catalog.files import skill_uri
+    from skill_mcp.catalog.files import SKILL_MD, skill_uri
 
-    row: dict[str, Any] = {"name": skill.name, "description": skill.description, "uri": skill_uri(skill),
+    # A skill's URI is its SKILL.md's on every surface (the tools, resources, search, the CLI).
+    row: dict[str, Any] = {"name": skill.name, "description": skill.description, "uri": skill_uri(skill, SKILL_MD),
                            "path": skill.found_at, "files": len(skill.files)}
     for key, value in (("pack", skill.pack), ("phase", phase_of(skill)), ("tags", list(skill.tags))):
         if value:
@@ -174,11 +175,13 @@ def run_search(args: argparse.Namespace) -> int:
             emit(f"    {hit['reason']}")
         if not result["hits"]:
             warn(f"no skill matches {query!r}")
+        elif result["match"] == "weak":
+            warn(f"no skill matches {query!r} well: these are only the closest")
     return report_missing_roots(catalog, json_mode=args.json, code=exits.OK if result["hits"] else exits.PROBLEM)
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from skill_mcp.catalog.files import DigestMemo, file_info, read_body, skill_uri
+    from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_info, read_body, skill_uri
     from skill_mcp.errors import SkillMcpError
 
     _settings, catalog = load_catalog(args)
@@ -207,7 +210,7 @@ def run_show(args: argparse.Namespace) -> int:
         emit_json({**_skill_row(skill), "frontmatter": dict(skill.frontmatter), "instructions": body,
                    "manifest": manifest})
         return report_missing_roots(catalog, json_mode=True, code=exits.OK)
-    emit(f"# {skill.name}  ({skill_uri(skill)})")
+    emit(f"# {skill.name}  ({skill_uri(skill, SKILL_MD)})")
     emit(skill.description)
     emit("")
     emit(body.rstrip("\n"))
