@@ -2,8 +2,8 @@
 
 The runner turns a declared script plus a grant into a ``RunPlan``; a ``Spawner`` executes
 the plan and returns a ``RunResult``. Both spawners (``spawn_local`` for standalone, the
-broker client for the appliance) implement ``Spawner``; the broker re-checks the plan on
-its own side and trusts none of it.
+broker client for the appliance) implement ``Spawner``. The broker client sends only what
+to run and the names the preview showed; the broker decides the rest on its own side.
 """
 
 from __future__ import annotations
