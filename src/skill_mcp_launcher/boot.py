@@ -24,7 +24,7 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 
-from skill_mcp_launcher import caps, checks, fence, procs, protocol, sandbox
+from skill_mcp_launcher import caps, checks, fence, isolation, procs, protocol
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
 KEEP = (caps.CAP_SETUID, caps.CAP_SETGID, caps.CAP_KILL)
@@ -50,10 +50,12 @@ def skill_roots(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(roots)
 
 
-def _prepare_dirs() -> None:
-    for path, mode in ((RUN_DIR, 0o755), (PROXY_DIR, 0o755), (sandbox.SCRATCH_ROOT, 0o1733)):
+def _prepare_dirs() -> tuple[str, ...]:
+    """The launcher's directories; returns the run directories an earlier life left (isolation)."""
+    for path, mode in ((RUN_DIR, 0o755), (PROXY_DIR, 0o755)):
         os.makedirs(path, exist_ok=True)
-        os.chmod(path, mode)  # sticky and unlistable: a run's directory is its own
+        os.chmod(path, mode)
+    return isolation.prepare()
 
 
 def start_server(command: Sequence[str], env: Mapping[str, str], account: procs.Account,
@@ -127,13 +129,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         state = drop_capabilities(start)
     except caps.CapError as exc:
         fatal(str(exc))
-    _prepare_dirs()
+    reaper = procs.Reaper()
+    # Leftovers of an earlier life of this container (a restart keeps a writable layer, /dev/shm
+    # and any volume): processes, files and IPC objects of the script uid, old run directories.
+    procs.sweep(users.script, reaper, scratch=_prepare_dirs(), timeout=2.0)
     log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective),
         bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
         **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
     environ = dict(os.environ)
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    broker = Broker(users=users, reaper=procs.Reaper(), roots=skill_roots(environ),
+    broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
                     interpreters=checks.resolve_interpreters(), fence_ok=fence_ok, fence_detail=fence_detail)
     server_pid = start_server(command, server_env(environ), users.server, child)
     child.close()

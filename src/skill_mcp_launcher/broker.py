@@ -19,7 +19,7 @@ from typing import Any
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import checks, procs, proxy, sandbox
+from skill_mcp_launcher import checks, isolation, procs, proxy, sandbox
 
 RUN_DIR = "/run/skill-mcp"
 PROXY_DIR = f"{RUN_DIR}/proxy"
@@ -82,9 +82,13 @@ class Broker:
                                 f"this appliance runs no scripts: {self.fence_detail}")
         job, notes = checks.check_plan(raw, interpreters=self.interpreters, roots=self.roots)
         self.runs += 1
-        scratch = os.path.join(sandbox.SCRATCH_ROOT, f"run-{self.runs}")
+        scratch = isolation.make_scratch(self.users.script.gid)
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
-        proxy_pid = self._start_proxy(job.egress)
+        try:
+            proxy_pid = self._start_proxy(job.egress)
+        except BaseException:
+            isolation.remove_scratch(scratch)  # nothing ran in it
+            raise
         try:
             outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
                                   self.server_fd, self.wake_fd)
