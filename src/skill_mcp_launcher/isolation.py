@@ -33,8 +33,9 @@ import contextlib
 import ctypes
 import os
 import secrets
-import shutil
 import stat
+
+from skill_mcp.limits import remove_tree
 
 SCRATCH_ROOT = "/run/skill-mcp/scratch"
 SCRATCH_PREFIX = "run-"
@@ -102,29 +103,7 @@ def _empty(directory: str) -> None:
     except OSError:
         return
     for entry in entries:
-        _remove(entry.path)
-
-
-def _remove(path: str) -> None:
-    """Remove a file or a whole tree of the caller's, even one it made unreadable to itself."""
-    try:
-        if not stat.S_ISDIR(os.lstat(path).st_mode):
-            os.unlink(path)
-            return
-    except OSError:
-        return
-    # Its owner may give every directory its permissions back first; then nothing stops rmtree.
-    stack = [path]
-    while stack:
-        directory = stack.pop()
-        with contextlib.suppress(OSError):
-            os.chmod(directory, 0o700)
-        try:
-            with os.scandir(directory) as entries:
-                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
-        except OSError:
-            continue
-    shutil.rmtree(path, ignore_errors=True)
+        remove_tree(entry.path)
 
 
 def remove_owned(top: str, uid: int) -> None:
@@ -149,7 +128,7 @@ def remove_owned(top: str, uid: int) -> None:
             except OSError:
                 continue
             if st.st_uid == uid:
-                _remove(entry.path)
+                remove_tree(entry.path)
             elif stat.S_ISDIR(st.st_mode) and st.st_dev == device:
                 stack.append(entry.path)
 

@@ -2,7 +2,8 @@
 (the two libraries the design card names for capabilities and processes), and the stdlib-only
 leaves of ``skill_mcp`` it shares with the server. Importing every module of it loads nothing else.
 
-Runs without Docker.
+Runs without Docker. It never imports the catalog: SKILL.md is parsed by the unprivileged
+helper it execs.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import json
 import subprocess
 import sys
 
-LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "fence", "isolation", "procs", "protocol", "proxy", "sandbox")
-ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons"}
+LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "declared", "fence", "isolation", "policy", "procs",
+                    "protocol", "proxy", "sandbox")
+# The leaves both sides share: path rules, reasons, run limits and the grant rules.
+ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons", "skill_mcp.limits",
+                   "skill_mcp.grantrules"}
 ALLOWED_LIBRARIES = {"prctl", "_prctl", "psutil"}  # top-level names: psutil's own submodules come with it
 
 

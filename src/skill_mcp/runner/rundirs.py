@@ -9,11 +9,11 @@ directory whose server is gone from one a running server is using.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import stat
 import tempfile
+
+from skill_mcp.limits import remove_tree
 
 PREFIX = "skill-mcp-run-"
 
@@ -32,7 +32,7 @@ def remove_stale(parent: str, owners: frozenset[int]) -> list[str]:
     its run included, keeps its own). A pid reused since is taken as alive: that directory waits
     for a later start rather than risk another server's run.
     """
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(parent))
     except OSError:
@@ -46,7 +46,7 @@ def remove_stale(parent: str, owners: frozenset[int]) -> list[str]:
             continue
         if not stat.S_ISDIR(st.st_mode) or st.st_uid not in owners or _named_after_live_process(entry.name):
             continue
-        remove(entry.path)
+        remove_tree(entry.path)
         removed.append(entry.path)
     return removed
 
@@ -62,24 +62,3 @@ def _named_after_live_process(name: str) -> bool:
     except OSError:
         return True  # alive, another user's
     return True
-
-
-def remove(path: str) -> None:
-    """Remove a run directory, even where its script made parts of it unreadable to their owner.
-
-    ``rmtree`` never follows a link. A root server reads every directory anyway; any other server
-    first gives each directory below its owner's permissions back. That pass goes by path, so a
-    process of the script's that is still alive could point it elsewhere - but only at what the
-    server's own uid owns, which that process, running as the same uid, could change itself.
-    """
-    stack = [path] if os.geteuid() != 0 else []
-    while stack:
-        directory = stack.pop()
-        with contextlib.suppress(OSError):
-            os.chmod(directory, stat.S_IRWXU)
-        try:
-            with os.scandir(directory) as entries:
-                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
-        except OSError:
-            continue
-    shutil.rmtree(path, ignore_errors=True)

@@ -38,14 +38,16 @@ from dataclasses import dataclass, field
 import anyio
 
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import STANDALONE, remove_tree
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
 from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult, RunStatus
 
-NOFILE = 256
-FSIZE = 64 * 1024 * 1024
-NPROC = 256
+# The standalone limits (docs/fence.md's table): one home with the appliance's, in skill_mcp.limits.
+NOFILE = STANDALONE.nofile
+FSIZE = STANDALONE.fsize
+NPROC = STANDALONE.nproc or 0
 STOPPED_NOTE = "the server is shutting down: the script was stopped before it finished"
 DETACHED_NOTE = ("a process that left the script's process group still held its output open after the "
                  "script exited; the call returned without it, and in standalone mode it may still be running")
@@ -168,7 +170,7 @@ class LocalSpawner:
             finally:
                 shim.discard()  # reaped by now unless supervision itself failed; then killed here
         finally:
-            rundirs.remove(tmp)
+            remove_tree(tmp)
             # The next run's shim starts now, not while this script runs: its start-up would compete
             # with the script and this call for the CPU (measured: a few ms on 2 cores).
             self.warm()
