@@ -86,7 +86,7 @@ def test_the_server_side_scan_sees_a_plant_while_its_run_is_alive(image: str) ->
     try:
         assert app.request({"op": "hello"})["ok"]
         assert app.proc.stdin is not None
-        app.proc.stdin.write((json.dumps(probe_plan("plant", "7", "60", timeout_s=30)) + "\n").encode())
+        app.proc.stdin.write((json.dumps(probe_plan("plant", "7", "60")) + "\n").encode())
         app.proc.stdin.flush()
         seen: list[str] = []
         deadline = time.monotonic() + 30
@@ -99,7 +99,7 @@ def test_the_server_side_scan_sees_a_plant_while_its_run_is_alive(image: str) ->
 
 
 def test_a_run_that_fills_every_writable_place_cannot_stop_the_next_one(appliance: Appliance) -> None:
-    filled = appliance.run("fill", timeout_s=60)
+    filled = appliance.run("fill")
     assert filled["ok"], filled
     # Positive control: the writes really ran out of space.
     assert {v["stopped"] for v in filled["out"].values()} == {"ENOSPC"}, filled["out"]
@@ -108,7 +108,7 @@ def test_a_run_that_fills_every_writable_place_cannot_stop_the_next_one(applianc
 
 
 def test_the_script_uid_can_write_only_where_the_launcher_cleans(appliance: Appliance) -> None:
-    out = appliance.run("writable", timeout_s=60)["out"]
+    out = appliance.run("writable")["out"]
     places = set(out["writable"])
     assert out["TMPDIR"] in places  # positive control: the walk does see a writable place
     outside = sorted(p for p in places - {out["TMPDIR"]} if not p.startswith(CLEANED))
@@ -126,7 +126,7 @@ def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
         try:
             assert first.request({"op": "hello"})["ok"]
             assert first.proc.stdin is not None
-            first.proc.stdin.write((json.dumps(probe_plan("plant", "3", "60", timeout_s=30)) + "\n").encode())
+            first.proc.stdin.write((json.dumps(probe_plan("plant", "3", "60")) + "\n").encode())
             first.proc.stdin.flush()
             _wait_for_file(first.name, "/var/tmp/plant-3")  # positive control: it was there
             subprocess.run(["docker", "kill", first.name], capture_output=True, timeout=30, check=True)
