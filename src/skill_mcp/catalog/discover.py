@@ -18,16 +18,24 @@ directory a layout reaches is either served or reported; dot-directories (``.git
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import defaultdict, deque
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
-from skill_mcp.models import Catalog, Problem, Skill
+from skill_mcp.models import Catalog, Problem, Skill, SkillFile
 from skill_mcp.reasons import Level, ProblemReason
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.catalog.cache import CatalogCache
+
+log = logging.getLogger("skill_mcp.catalog")
 
 CONTAINER_NAMES = frozenset({"skills"})
 # How far below a root a layout reaches: ``skills/`` containers and packs nest at most this
@@ -74,6 +82,9 @@ class _Walk:
         self.problems = problems
         self.packs = packs
         self.budget = PACK_SEARCH_BUDGET
+        # Real paths known without ``realpath``: a directory entry that is not a link, inside a
+        # directory whose real path is known, is that path plus its name.
+        self.reals: dict[str, str] = {}
 
     def children(self, directory: str) -> list[os.DirEntry[str]] | None:
         try:
@@ -87,6 +98,8 @@ class _Walk:
         """Directories under ``container`` that a layout says should be skills."""
         if _has_pack(container):
             self.packs.append(container)
+        container_real = self.reals.get(container) or os.path.realpath(container)
+        self.reals[container] = container_real
         if _has_skill_md(container):
             return [container]
         found: list[str] = []
@@ -95,6 +108,8 @@ class _Walk:
             try:
                 if not entry.is_dir():
                     continue
+                if not entry.is_symlink():
+                    self.reals[child] = _join(container_real, entry.name)
             except OSError:
                 continue
             if _has_skill_md(child):
@@ -137,33 +152,50 @@ class _Walk:
         return out
 
 
-def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None) -> Catalog:
+def _open_cache(settings: Settings, roots_real: list[str]) -> CatalogCache | None:
+    if settings.cache_dir is None or not roots_real:
+        return None
+    from skill_mcp.catalog.cache import CatalogCache, cache_file
+
+    return CatalogCache(cache_file(settings.cache_dir, roots_real))
+
+
+def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None,
+                  cache: CatalogCache | None = None) -> Catalog:
     """Scan every root once. One bad skill costs itself, never the listing.
 
     Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
-    lets the server reuse those digests later.
+    lets the server reuse those digests later. With ``settings.cache_dir`` set, each skill's
+    scan result is taken from the persistent cache while every file it depends on is unchanged
+    (``catalog.cache``), and the cache is brought up to date; ``cache`` overrides that (tests
+    pass one with an injected clock).
     """
     problems: list[Problem] = []
     pack_dirs: list[str] = []
     queue: deque[tuple[str, str]] = deque()  # (found_at, root_real)
-    roots_real: list[Path] = []
+    roots_real: list[str] = []
+    reals: dict[str, str] = {}
     for root in settings.roots:
         if not _is_dir(str(root)):
             problems.append(Problem(str(root), ProblemReason.ROOT_MISSING, "the skills root is not a directory"))
             continue
         root_real = os.path.realpath(root)
-        roots_real.append(Path(root_real))
-        found = _Walk(problems, pack_dirs).candidates(str(root))
+        roots_real.append(root_real)
+        walk = _Walk(problems, pack_dirs)
+        found = walk.candidates(str(root))
+        reals.update(walk.reals)
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill.
         found.sort(key=os.path.islink)
         queue.extend((path, root_real) for path in found)
 
+    cache = cache or _open_cache(settings, roots_real)
     loaded: dict[str, Skill] = {}
+    stampable: set[str] = set()
     seen: set[str] = set()
     while queue:
         found_at, root_real = queue.popleft()
-        real = os.path.realpath(found_at)
+        real = reals.get(found_at) or os.path.realpath(found_at)
         if not _inside(root_real, real):
             problems.append(Problem(found_at, ProblemReason.SYMLINK_ESCAPE,
                                     f"not served: the link leads out of its root to {real}"))
@@ -176,16 +208,27 @@ def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo |
             problems.append(Problem(found_at, ProblemReason.NAME_MISMATCH,
                                     f"a link to {real_name!r}: served under its target's name {real_name!r}; "
                                     "write grants against that name", Level.WARNING, real_name))
-        result = load_skill(Path(real), Path(found_at), Path(root_real))
+        result = cache.reuse(real, found_at, root_real) if cache is not None else None
+        if result is None:
+            result = load_skill(Path(real), Path(found_at), Path(root_real))
+            if cache is not None:
+                cache.record(real, found_at, root_real, result)
         problems.extend(result.problems)
         if result.skill is not None:
             loaded[real] = result.skill
+            if result.stampable:
+                stampable.add(result.skill.prefix)
         queue.extend((str(nested), root_real) for nested in result.nested)
 
-    digests = memo or DigestMemo()
-    kept, pack_problems = apply_packs(list(loaded.values()), [Path(d) for d in pack_dirs],
-                                      digest=lambda skill, entry: file_digest(digests, skill, entry))
+    memo = memo or DigestMemo()
+    digest: Callable[[Skill, SkillFile], str] = (
+        (lambda skill, entry: file_digest(memo, skill, entry)) if cache is None
+        else cache.digest_fn(memo, lambda skill: skill.prefix in stampable))
+    kept, pack_problems = apply_packs(list(loaded.values()), [Path(d) for d in pack_dirs], digest=digest)
     problems.extend(pack_problems)
+    if cache is not None:
+        cache.save()
+        log.debug("catalog cache", extra={"reused": cache.reused, "loaded": cache.loaded})
     by_name: dict[str, list[Skill]] = defaultdict(list)
     for skill in kept:
         by_name[skill.name].append(skill)
@@ -201,5 +244,6 @@ def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo |
                                     f"refused: {len(group)} directories claim the name {name!r} ({others})",
                                     Level.ERROR, name))
     packs = tuple(sorted({Path(os.path.realpath(d)) for d in pack_dirs}))
-    return Catalog(skills=skills, problems=tuple(problems), roots=tuple(roots_real), generation=generation,
+    return Catalog(skills=skills, problems=tuple(problems), roots=tuple(Path(r) for r in roots_real),
+                   generation=generation,
                    packs=packs)

@@ -48,12 +48,26 @@ SKILL_MD = "SKILL.md"
 _CHUNK = 256 * 1024
 
 
+# What a scan result depends on, per directory and file it looked at: (path relative to the
+# skill, "" for the skill directory; inode, size, mtime_ns, ctime_ns). The persistent cache
+# (``catalog.cache``) serves a result again only while every stamp still matches.
+Stamp = tuple[str, int, int, int, int]
+
+
+def stamp(rel: str, st: os.stat_result) -> Stamp:
+    return (rel, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 @dataclass(frozen=True, slots=True)
 class Walk:
     files: tuple[SkillFile, ...]
     problems: tuple[Problem, ...]
     nested: tuple[Path, ...]  # subdirectories (as walked) that hold their own SKILL.md
     over_limit: bool
+    stamps: tuple[Stamp, ...] = ()
+    # False when the result also depends on something no stamp pins: a symbolic link (its
+    # target can change without any stamp changing) or a walk cut short at the limit.
+    stampable: bool = True
 
 
 def walk_skill(directory: Path, skill_name: str) -> Walk:
@@ -62,6 +76,8 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
     problems: list[Problem] = []
     nested: list[Path] = []
     visited: set[tuple[int, int]] = set()
+    stamps: list[Stamp] = []
+    unpinned = False
     total = 0
 
     def report(path: Path, reason: ProblemReason, detail: str) -> None:
@@ -69,6 +85,7 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
 
     def entry_target(entry: os.DirEntry[str], shown: Path, name: str) -> tuple[str, os.stat_result] | None:
         """The real path and stat of one entry, or None (reported) when it is not servable."""
+        nonlocal unpinned
         if not entry.is_symlink():
             # Not a link inside a real directory: its real path is the directory's plus its
             # name, so the resolution and the containment check below have nothing to do.
@@ -77,6 +94,7 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
             except OSError:
                 report(shown / name, ProblemReason.SYMLINK_ESCAPE, "not served: a link whose target does not exist")
                 return None
+        unpinned = True
         try:
             target = Path(os.path.realpath(entry.path))
             tst = os.stat(target)
@@ -89,14 +107,16 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
         return str(target), tst
 
     def visit(real_dir: Path, rel_prefix: str, shown: Path) -> bool:
-        nonlocal total
+        nonlocal total, unpinned
         try:
             st = os.stat(real_dir)
             entries = sorted(os.scandir(real_dir), key=lambda e: e.name)
         except OSError as exc:
             report(shown, ProblemReason.UNREADABLE, f"the directory cannot be read: {exc.strerror}")
+            unpinned = True  # nothing stamped says when it becomes readable
             return True
         visited.add((st.st_dev, st.st_ino))
+        stamps.append(stamp(rel_prefix[:-1], st))
         if rel_prefix and any(e.name == SKILL_MD for e in entries):
             nested.append(shown)
         for entry in entries:
@@ -125,7 +145,9 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
             if not stat.S_ISREG(tst.st_mode):
                 report(shown / name, ProblemReason.SPECIAL_FILE, "not served: not a regular file")
                 continue
-            files.append(SkillFile(sys.intern(rel), tst.st_size, tst.st_mtime_ns, tst.st_ino))  # rels repeat
+            rel = sys.intern(rel)  # rels repeat across skills
+            files.append(SkillFile(rel, tst.st_size, tst.st_mtime_ns, tst.st_ino))
+            stamps.append(stamp(rel, tst))
             total += tst.st_size
             if len(files) > MAX_FILES:
                 return False
@@ -134,7 +156,7 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
     complete = visit(directory, "", directory)
     over = not complete or total > MAX_TOTAL_BYTES
     files.sort(key=lambda f: f.rel)
-    return Walk(tuple(files), tuple(problems), tuple(nested), over)
+    return Walk(tuple(files), tuple(problems), tuple(nested), over, tuple(stamps), complete and not unpinned)
 
 
 def skill_uri(skill: Skill | str, rel: str | None = None) -> str:

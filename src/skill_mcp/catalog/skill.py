@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skill_mcp.catalog.declaration import read_declaration
-from skill_mcp.catalog.files import MAX_FILES, MAX_TOTAL_BYTES, SKILL_MD, walk_skill
+from skill_mcp.catalog.files import MAX_FILES, MAX_TOTAL_BYTES, SKILL_MD, Stamp, stamp, walk_skill
 from skill_mcp.catalog.frontmatter import FrontmatterError, FrontmatterInvalid, parse_frontmatter, split
 from skill_mcp.catalog.spec import is_valid_name, spec_warnings
 from skill_mcp.models import Problem, Skill
@@ -23,15 +23,28 @@ class Loaded:
     skill: Skill | None
     problems: tuple[Problem, ...]
     nested: tuple[Path, ...] = ()
+    # What the result depends on (``files.Stamp``), and whether those stamps are all of it: a
+    # result that follows a link or met an unreadable entry is never served from the cache.
+    stamps: tuple[Stamp, ...] = ()
+    stampable: bool = False
 
 
-def _read_skill_md(real_dir: Path) -> bytes:
-    path = real_dir / SKILL_MD
+class _Stamps:
+    """The stamps taken before the walk: the skill directory, then SKILL.md as it was read."""
+
+    def __init__(self) -> None:
+        self.taken: list[Stamp] = []
+        self.pinned = True
+
+
+def _read_skill_md(real_dir: Path, stamps: _Stamps) -> bytes:
+    path = f"{real_dir}/{SKILL_MD}"
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
+        stamps.pinned = False
         # Only a link needs resolving; a plain SKILL.md in a real directory is already real.
-        path = Path(os.path.realpath(path))
-        if not is_inside(real_dir, path):
+        path = os.path.realpath(path)
+        if not is_inside(real_dir, Path(path)):
             raise _Refused(ProblemReason.SYMLINK_ESCAPE, "SKILL.md is a link leading out of the skill")
         st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
@@ -39,6 +52,9 @@ def _read_skill_md(real_dir: Path) -> bytes:
     if st.st_size > SKILL_MD_MAX_BYTES:
         raise _Refused(ProblemReason.SKILL_TOO_LARGE, f"SKILL.md is larger than {SKILL_MD_MAX_BYTES} bytes")
     with open(path, "rb") as handle:
+        # Stamped from the descriptor before the read: a write after this stat changes the
+        # ctime, so a cached result is never taken for the newer bytes.
+        stamps.taken.append(stamp(SKILL_MD, os.fstat(handle.fileno())))
         return handle.read(SKILL_MD_MAX_BYTES + 1)
 
 
@@ -53,16 +69,19 @@ def load_skill(real_dir: Path, found_at: Path, root_real: Path) -> Loaded:
     """Read ``real_dir`` (a resolved directory holding SKILL.md) as the skill named by its basename."""
     name = real_dir.name
     shown = str(found_at)
+    stamps = _Stamps()
     try:
-        return _load(real_dir, found_at, root_real, name)
+        stamps.taken.append(stamp("", os.stat(real_dir)))
+        return _load(real_dir, found_at, root_real, name, stamps)
     except _Refused as exc:
-        return Loaded(None, (Problem(shown, exc.reason, exc.detail, Level.ERROR, name),))
+        return Loaded(None, (Problem(shown, exc.reason, exc.detail, Level.ERROR, name),), (),
+                      tuple(stamps.taken), stamps.pinned)
     except OSError as exc:
         return Loaded(None, (Problem(shown, ProblemReason.UNREADABLE, f"cannot be read: {exc.strerror}",
                                      Level.ERROR, name),))
 
 
-def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
+def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _Stamps) -> Loaded:
     shown = str(found_at)
     problems: list[Problem] = []
 
@@ -72,7 +91,7 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
     if not is_valid_name(name):
         raise _Refused(ProblemReason.INVALID_NAME,
                        f"the directory name {name!r} is not a skill name (1-64 lowercase letters, digits, hyphens)")
-    raw = _read_skill_md(real_dir)
+    raw = _read_skill_md(real_dir, stamps)
     try:
         parts = split(raw)
         frontmatter, host_chunk = parse_frontmatter(parts)
@@ -99,6 +118,10 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
 
     walk = walk_skill(real_dir, name)
     problems.extend(walk.problems)
+    # The walk stamps the directory and SKILL.md again; the earlier stamps stay too, so a
+    # change between the read and the walk fails one of the two.
+    stamps.taken.extend(walk.stamps)
+    stamps.pinned = stamps.pinned and walk.stampable
     if walk.over_limit:
         raise _Refused(ProblemReason.SKILL_TOO_LARGE,
                        f"more than {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes: over the Skills extension's limits")
@@ -133,7 +156,7 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
         skills_list_excluded=excluded,
         tags=_tags(frontmatter),
     )
-    return Loaded(skill, tuple(problems), walk.nested)
+    return Loaded(skill, tuple(problems), walk.nested, tuple(stamps.taken), stamps.pinned)
 
 
 def _tags(frontmatter: dict[str, object]) -> tuple[str, ...]:

@@ -1,0 +1,270 @@
+"""The persistent catalog cache: a scan result is served again only while its files are unchanged.
+
+One file per set of roots under the cache directory (``SKILL_MCP_CACHE_DIR``, else
+``$XDG_CACHE_HOME/skill-mcp``, else ``~/.cache/skill-mcp``; ``SKILL_MCP_CACHE=off`` turns it
+off). What it holds, per skill directory: the result of ``catalog.skill.load_skill`` (the
+skill record, or the problems that refused it) and the *stamps* that result depends on - the
+inode, size, mtime and ctime of the skill directory, of every directory the walk entered and
+of every file it listed, SKILL.md as it was read included. Beside them, the SHA-256 digests a
+pack's verification computed, each with the stamp of the file it hashed.
+
+Rules that make it never wrong rather than usually right:
+
+* **Validated before use.** An entry is used only when ``lstat`` of every stamped path gives the
+  same inode, size, mtime and ctime now; anything else (a changed, added, removed or renamed
+  file changes a stamp of the file or of its directory) reloads that skill from disk. Discovery
+  (which directories are skills) and the cross-skill passes (packs, duplicate names) run fresh
+  on every build; only per-skill work is reused.
+* **Never a racy entry.** A write in the same timestamp tick as our read leaves every stamp as
+  it was. So an entry is written only when each of its stamps' ctime is older than the moment
+  this scan began, read from the filesystem clock (the mtime of a marker file made in the cache
+  directory before the scan), less a margin (``RACY_MARGIN_NS``; 2 s on filesystems that keep
+  whole seconds). A file changed after that moment has a newer ctime than any stamp of it that
+  was written, so it can never match one. ctime cannot be set back by a user, unlike mtime.
+* **Not what a link leads to.** A result that followed a symbolic link, met an unreadable
+  directory or stopped at the file limit depends on more than its stamps and is never written.
+* **Corruption is a miss.** The file starts with a header holding the format, the package
+  version and the SHA-256 of the rest; any mismatch, a parse error or a wrong field discards the
+  whole file and the scan runs cold (and rewrites it). The file is read only when it is a
+  regular file owned by this user and writable by nobody else.
+* **Concurrent writers cannot corrupt it.** A writer writes a private temporary file in the same
+  directory and renames it over the old one (atomic on POSIX); readers see the old or the new
+  file, whole. The last writer wins, and either is valid.
+
+Memory: the file's bytes are held during one build (about 1 KiB a skill) and each entry is
+parsed only when its skill is asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from skill_mcp import __version__
+from skill_mcp.catalog.codec import decode_loaded, encode_loaded
+from skill_mcp.catalog.digests import DigestMemo, identity
+from skill_mcp.catalog.files import file_digest
+from skill_mcp.catalog.skill import Loaded
+from skill_mcp.models import Skill, SkillFile
+
+log = logging.getLogger("skill_mcp.catalog")
+
+FORMAT = 1
+MAGIC = b"skill-mcp-catalog-cache"
+MAX_CACHE_BYTES = 1024 * 1024 * 1024
+RACY_MARGIN_NS = 50_000_000
+COARSE_MARGIN_NS = 2_000_000_000
+_SECOND = 1_000_000_000
+
+
+def cache_file(cache_dir: Path, roots_real: Iterable[str]) -> Path:
+    """The cache file for this set of roots (order matters: it decides duplicate reports)."""
+    key = json.dumps([FORMAT, __version__, list(roots_real)]).encode("utf-8")
+    return cache_dir / f"catalog-{hashlib.sha256(key).hexdigest()[:32]}.v{FORMAT}"
+
+
+def _read_owned(path: Path) -> bytes | None:
+    """The file's bytes when it is a regular file of ours that nobody else can write."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022
+                or st.st_size > MAX_CACHE_BYTES):
+            log.info("catalog cache ignored: not a private regular file", extra={"path": str(path)})
+            return None
+        return handle.read(MAX_CACHE_BYTES + 1)
+
+
+def _parse(data: bytes) -> tuple[dict[str, Any], dict[str, bytes], dict[tuple[str, str], list[Any]]]:
+    """Header, skill lines by real directory, digests by (skill prefix, path). Raises ValueError."""
+    head, _, payload = data.partition(b"\n")
+    header = json.loads(head)
+    if not isinstance(header, dict) or header.get("magic") != MAGIC.decode() or header.get("format") != FORMAT \
+            or header.get("version") != __version__:
+        raise ValueError("another format or version")
+    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        raise ValueError("the checksum does not match")
+    skills: dict[str, bytes] = {}
+    digests: dict[tuple[str, str], list[Any]] = {}
+    for line in payload.split(b"\n"):
+        if not line:
+            continue
+        kind, key, body = line.split(b"\t", 2)
+        if kind == b"S":
+            skills[json.loads(key)] = body
+        elif kind == b"D":
+            row = json.loads(body)
+            if not (isinstance(row, list) and len(row) == 5 and all(type(v) is int for v in row[:4])
+                    and isinstance(row[4], str)):
+                raise ValueError("a digest row has the wrong shape")
+            prefix, rel = json.loads(key)
+            digests[(prefix, rel)] = row
+        else:
+            raise ValueError("an unknown line kind")
+    return header, skills, digests
+
+
+def stamps_hold(base: str, stamps: Iterable[Any]) -> bool:
+    """True when every stamped path under ``base`` is, by ``lstat``, what it was."""
+    for rel, ino, size, mtime_ns, ctime_ns in stamps:
+        try:
+            st = os.lstat(f"{base}/{rel}" if rel else base)
+        except OSError:
+            return False
+        if (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (ino, size, mtime_ns, ctime_ns):
+            return False
+    return True
+
+
+def _racy(ctime_ns: int, t0_ns: int) -> bool:
+    margin = COARSE_MARGIN_NS if ctime_ns % _SECOND == 0 else RACY_MARGIN_NS
+    return ctime_ns >= t0_ns - margin
+
+
+class CatalogCache:
+    """One build's view of the cache file: what it may reuse, and what it will write back."""
+
+    def __init__(self, path: Path, *, now_ns: Callable[[Path], int | None] | None = None) -> None:
+        self.path = path
+        self._old_skills: dict[str, bytes] = {}
+        self._old_digests: dict[tuple[str, str], list[Any]] = {}
+        self._new_skills: dict[str, bytes] = {}
+        self._new_digests: dict[tuple[str, str], list[Any]] = {}
+        self._changed = False
+        self._roots: dict[str, Path] = {}
+        self.reused = 0
+        self.loaded = 0
+        # The filesystem's "now" as this scan begins; None when the directory cannot be written
+        # (then nothing is written either).
+        self.t0_ns = (now_ns or _marker_time)(path.parent)
+        data = _read_owned(path)
+        if data is None:
+            self._changed = True
+            return
+        try:
+            _header, self._old_skills, self._old_digests = _parse(data)
+        except (ValueError, UnicodeDecodeError, TypeError) as exc:
+            log.info("catalog cache discarded", extra={"path": str(path), "why": str(exc)[:200]})
+            self._changed = True
+
+    def _root(self, root_real: str) -> Path:
+        root = self._roots.get(root_real)
+        if root is None:
+            root = self._roots[root_real] = Path(root_real)
+        return root
+
+    def reuse(self, real: str, found_at: str, root_real: str) -> Loaded | None:
+        """The cached result for this skill directory when every stamp still holds, else None."""
+        body = self._old_skills.get(real)
+        if body is None:
+            return None
+        try:
+            entry = json.loads(body)
+            if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"]):
+                return None
+            loaded = decode_loaded(entry, real, self._root(root_real))
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            log.info("catalog cache entry discarded", extra={"skill": real, "why": str(exc)[:200]})
+            return None
+        self._new_skills[real] = body
+        self.reused += 1
+        return loaded
+
+    def record(self, real: str, found_at: str, root_real: str, loaded: Loaded) -> None:
+        """Remember a fresh result, when it may be written (stampable and not racy)."""
+        self.loaded += 1
+        if self.t0_ns is None or not loaded.stampable or not loaded.stamps:
+            return
+        t0 = self.t0_ns
+        if any(_racy(s[4], t0) for s in loaded.stamps):
+            return
+        self._new_skills[real] = json.dumps(encode_loaded(loaded, found_at, root_real),
+                                            ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self._changed = True
+
+    def digest_fn(self, memo: DigestMemo, stampable: Callable[[Skill], bool]) -> Callable[[Skill, SkillFile], str]:
+        """``file_digest`` that first tries a cached digest whose file stamp still holds."""
+
+        def digest(skill: Skill, entry: SkillFile) -> str:
+            where = (skill.prefix, entry.rel)
+            path = skill.prefix + entry.rel
+            row = self._old_digests.get(where)
+            if row is not None and stampable(skill):
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    if stat.S_ISREG(st.st_mode) and [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns] == row[:4]:
+                        memo.put(where, identity(st), row[4])
+                        self._new_digests[where] = row
+                        return str(row[4])
+            value = file_digest(memo, skill, entry)
+            if stampable(skill) and self.t0_ns is not None:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    held = memo.known(skill, entry)
+                    if held is not None and held[1] == value and not _racy(st.st_ctime_ns, self.t0_ns):
+                        self._new_digests[where] = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, value]
+                        self._changed = True
+            return value
+
+        return digest
+
+    def save(self) -> None:
+        """Write what this build may keep, when it differs from the file read (atomic rename)."""
+        if self.t0_ns is None:
+            return
+        # Unchanged: every entry written came from the file read, and none of it was dropped.
+        if not self._changed and self._new_skills.keys() == self._old_skills.keys() \
+                and self._new_digests.keys() == self._old_digests.keys():
+            return
+        lines = [b"S\t" + json.dumps(real).encode("utf-8") + b"\t" + body
+                 for real, body in sorted(self._new_skills.items())]
+        lines += [b"D\t" + json.dumps(list(where)).encode("utf-8") + b"\t" + json.dumps(row).encode("utf-8")
+                  for where, row in sorted(self._new_digests.items())]
+        payload = b"\n".join(lines) + b"\n"
+        header = {"magic": MAGIC.decode(), "format": FORMAT, "version": __version__,
+                  "sha256": hashlib.sha256(payload).hexdigest(), "skills": len(self._new_skills)}
+        _atomic_write(self.path, json.dumps(header).encode("utf-8") + b"\n" + payload)
+
+
+def _marker_time(directory: Path) -> int | None:
+    """The filesystem clock now: the mtime of a file made (and removed) in ``directory``."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=directory, prefix=".clock-")
+    except OSError:
+        return None
+    try:
+        os.write(fd, b"t")
+        return os.fstat(fd).st_mtime_ns
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=".catalog-", suffix=".tmp")
+    except OSError as exc:
+        log.info("catalog cache not written", extra={"path": str(path), "why": exc.strerror})
+        return
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(name, path)
+    except OSError as exc:
+        log.info("catalog cache not written", extra={"path": str(path), "why": exc.strerror})
+        with contextlib.suppress(OSError):
+            os.unlink(name)
