@@ -8,7 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skill_mcp.catalog.declaration import read_declaration
-from skill_mcp.catalog.files import MAX_FILES, MAX_TOTAL_BYTES, SKILL_MD, Stamp, stamp, walk_skill
+from skill_mcp.catalog.files import (
+    MAX_FILES,
+    MAX_TOTAL_BYTES,
+    MAX_WALK_ENTRIES,
+    SKILL_MD,
+    Stamp,
+    Walk,
+    stamp,
+    walk_skill,
+)
 from skill_mcp.catalog.frontmatter import FrontmatterError, FrontmatterInvalid, parse_frontmatter, split
 from skill_mcp.catalog.spec import is_valid_name, spec_warnings
 from skill_mcp.models import Problem, Skill
@@ -50,7 +59,11 @@ def _read_skill_md(real_dir: Path, stamps: _Stamps) -> bytes:
     if not stat.S_ISREG(st.st_mode):
         raise _Refused(ProblemReason.SPECIAL_FILE, "SKILL.md is not a regular file")
     if st.st_size > SKILL_MD_MAX_BYTES:
-        raise _Refused(ProblemReason.SKILL_TOO_LARGE, f"SKILL.md is larger than {SKILL_MD_MAX_BYTES} bytes")
+        # Refused rather than cut: a truncated SKILL.md would be served under the digest of the
+        # whole file (skills/list, the manifest), and the cut could drop the steps that matter.
+        raise _Refused(ProblemReason.SKILL_TOO_LARGE,
+                       f"SKILL.md is {st.st_size} bytes, over the {SKILL_MD_MAX_BYTES}-byte limit for instructions; "
+                       "move long material into files beside it (references/) and link to them")
     with open(path, "rb") as handle:
         # Stamped from the descriptor before the read: a write after this stat changes the
         # ctime, so a cached result is never taken for the newer bytes.
@@ -116,17 +129,17 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
         excluded = ProblemReason.SKILLS_LIST_EXCLUDED
         note(ProblemReason.SKILLS_LIST_EXCLUDED, "no frontmatter name, so skills/list cannot publish it")
 
-    walk = walk_skill(real_dir, name)
+    declared = read_declaration(host_chunk, parts.first_line)
+    scripts = frozenset(row.script for row in declared.declaration.run) if declared.declaration else frozenset()
+    walk = walk_skill(real_dir, name, scripts)
     problems.extend(walk.problems)
     # The walk stamps the directory and SKILL.md again; the earlier stamps stay too, so a
     # change between the read and the walk fails one of the two.
     stamps.taken.extend(walk.stamps)
     stamps.pinned = stamps.pinned and walk.stampable
-    if walk.over_limit:
-        raise _Refused(ProblemReason.SKILL_TOO_LARGE,
-                       f"more than {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes: over the Skills extension's limits")
+    if walk.left_out or walk.stopped:
+        note(ProblemReason.FILES_OVER_LIMIT, _left_out_detail(walk))
 
-    declared = read_declaration(host_chunk, parts.first_line)
     for reason, level, detail in declared.findings:
         note(reason, detail, level)
     if host_chunk.present and declared.parsed:
@@ -157,6 +170,16 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
         tags=_tags(frontmatter),
     )
     return Loaded(skill, tuple(problems), walk.nested, tuple(stamps.taken), stamps.pinned)
+
+
+def _left_out_detail(walk: Walk) -> str:
+    """What the limits cost this skill, in one sentence a person can act on."""
+    count = f"at least {walk.left_out}" if walk.stopped else str(walk.left_out)
+    named = ", ".join(walk.left_out_first) + (" ..." if walk.left_out > len(walk.left_out_first) else "")
+    stop = f"; the walk stopped after {MAX_WALK_ENTRIES} entries" if walk.stopped else ""
+    return (f"{count} files ({walk.left_out_bytes} bytes) not served: a skill serves at most {MAX_FILES} files "
+            f"and {MAX_TOTAL_BYTES} bytes (SKILL.md and the files nearest the top first){stop}"
+            + (f"; left out: {named}" if named else ""))
 
 
 def _tags(frontmatter: dict[str, object]) -> tuple[str, ...]:
