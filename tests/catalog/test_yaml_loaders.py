@@ -55,15 +55,16 @@ def test_every_vector_passes_under_both_loaders(name: str, c: bool, tmp_path: Pa
 
 def test_the_libyaml_path_is_really_taken() -> None:  # positive control for the property below
     calls: list[Any] = []
-    original = yaml12._load_with
+    original = yaml12._load_fast
 
     def spy(loader: Any, text: str) -> Any:
         calls.append(loader)
         return original(loader, text)
 
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(yaml12, "_load_with", spy)
-        assert yaml12.load("name: x\ndescription: y\n") == {"name": "x", "description": "y"}
+        m.setattr(yaml12, "_load_fast", spy)
+        assert yaml12.load("name: x\ndescription: y\nn: [1, 0o17, .inf, ~, true]\n") == {
+            "name": "x", "description": "y", "n": [1, 15, math.inf, None, True]}
     assert calls and calls[0] is yaml12._C_LOADERS[1]
 
 
