@@ -31,8 +31,9 @@ Rules that make it never wrong rather than usually right:
   directory and renames it over the old one (atomic on POSIX); readers see the old or the new
   file, whole. The last writer wins, and either is valid.
 
-Memory: the file's bytes are held during one build (about 1 KiB a skill) and each entry is
-parsed only when its skill is asked for.
+Memory: the file is read in a streaming pass (checksum and an index of where each entry is);
+each entry is read and parsed only when its skill is asked for, so a warm build holds an index
+(about 200 bytes a skill), not the file (about 1.5 KiB a skill).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ log = logging.getLogger("skill_mcp.catalog")
 FORMAT = 1
 MAGIC = b"skill-mcp-catalog-cache"
 MAX_CACHE_BYTES = 1024 * 1024 * 1024
+HEADER_BYTES = 512
+_READ_CHUNK = 1024 * 1024
 RACY_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 2_000_000_000
 _SECOND = 1_000_000_000
@@ -71,48 +74,75 @@ def cache_file(cache_dir: Path, roots_real: Iterable[str]) -> Path:
     return cache_dir / f"catalog-{hashlib.sha256(key).hexdigest()[:32]}.v{FORMAT}"
 
 
-def _read_owned(path: Path) -> bytes | None:
-    """The file's bytes when it is a regular file of ours that nobody else can write."""
+def _open_owned(path: Path) -> tuple[int, int] | None:
+    """A descriptor and size of the file when it is a regular file of ours nobody else can write."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        st = os.fstat(handle.fileno())
-        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022
-                or st.st_size > MAX_CACHE_BYTES):
-            log.info("catalog cache ignored: not a private regular file", extra={"path": str(path)})
-            return None
-        return handle.read(MAX_CACHE_BYTES + 1)
+    st = os.fstat(fd)
+    if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022
+            or st.st_size > MAX_CACHE_BYTES):
+        os.close(fd)
+        log.info("catalog cache ignored: not a private regular file", extra={"path": str(path)})
+        return None
+    return fd, st.st_size
 
 
-def _parse(data: bytes) -> tuple[dict[str, Any], dict[str, bytes], dict[tuple[str, str], list[Any]]]:
-    """Header, skill lines by real directory, digests by (skill prefix, path). Raises ValueError."""
-    head, _, payload = data.partition(b"\n")
-    header = json.loads(head)
+Span = tuple[int, int]  # (offset, length) of a skill entry's JSON inside the cache file
+
+
+def _index(fd: int, size: int) -> tuple[dict[str, Span], dict[tuple[str, str], list[Any]]]:
+    """Check the header and the checksum in one streaming pass, and index the entries.
+
+    Skill entries are not kept, only where they are: each is read and parsed when its skill is
+    asked for, so the file costs a few MiB of index, not its size, in memory. Writers never
+    change a cache file in place (they rename a new one over it), so the open descriptor keeps
+    reading the bytes checked here. Raises ValueError.
+    """
+    head = os.pread(fd, 4096, 0).partition(b"\n")
+    header = json.loads(head[0])
     if not isinstance(header, dict) or header.get("magic") != MAGIC.decode() or header.get("format") != FORMAT \
-            or header.get("version") != __version__:
+            or header.get("version") != __version__ or not head[1]:
         raise ValueError("another format or version")
-    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
-        raise ValueError("the checksum does not match")
-    skills: dict[str, bytes] = {}
+    hasher = hashlib.sha256()
+    skills: dict[str, Span] = {}
     digests: dict[tuple[str, str], list[Any]] = {}
-    for line in payload.split(b"\n"):
-        if not line:
-            continue
-        kind, key, body = line.split(b"\t", 2)
-        if kind == b"S":
-            skills[json.loads(key)] = body
-        elif kind == b"D":
-            row = json.loads(body)
-            if not (isinstance(row, list) and len(row) == 5 and all(type(v) is int for v in row[:4])
-                    and isinstance(row[4], str)):
-                raise ValueError("a digest row has the wrong shape")
-            prefix, rel = json.loads(key)
-            digests[(prefix, rel)] = row
-        else:
-            raise ValueError("an unknown line kind")
-    return header, skills, digests
+    offset = len(head[0]) + 1
+    carry = b""
+    while offset < size or carry:
+        chunk = os.pread(fd, min(_READ_CHUNK, size - offset), offset) if offset < size else b""
+        if offset < size and not chunk:
+            raise ValueError("the file is shorter than it was")
+        hasher.update(chunk)
+        start = offset - len(carry)
+        offset += len(chunk)
+        lines = (carry + chunk).split(b"\n")
+        carry = lines.pop() if chunk else b""
+        for line in lines:
+            if line:
+                _index_line(line, start, skills, digests)
+            start += len(line) + 1
+        if not chunk:
+            break
+    if carry or hasher.hexdigest() != header.get("sha256"):
+        raise ValueError("the checksum does not match")
+    return skills, digests
+
+
+def _index_line(line: bytes, start: int, skills: dict[str, Span], digests: dict[tuple[str, str], list[Any]]) -> None:
+    kind, key, body = line.split(b"\t", 2)
+    if kind == b"S":
+        skills[json.loads(key)] = (start + len(kind) + len(key) + 2, len(body))
+    elif kind == b"D":
+        row = json.loads(body)
+        if not (isinstance(row, list) and len(row) == 5 and all(type(v) is int for v in row[:4])
+                and isinstance(row[4], str)):
+            raise ValueError("a digest row has the wrong shape")
+        prefix, rel = json.loads(key)
+        digests[(prefix, rel)] = row
+    else:
+        raise ValueError("an unknown line kind")
 
 
 def stamps_hold(base: str, stamps: Iterable[Any]) -> bool:
@@ -137,9 +167,15 @@ class CatalogCache:
 
     def __init__(self, path: Path, *, now_ns: Callable[[Path], int | None] | None = None) -> None:
         self.path = path
-        self._old_skills: dict[str, bytes] = {}
+        self._fd: int | None = None
+        self._old_skills: dict[str, Span] = {}
         self._old_digests: dict[tuple[str, str], list[Any]] = {}
-        self._new_skills: dict[str, bytes] = {}
+        # Entries reused from the file read (copied into the new file if one is written), and
+        # the new file, opened on the first entry that is not; None while nothing changed.
+        self._new_skills: dict[str, Span] = {}
+        self._written: set[str] = set()
+        self._writer: _Writer | None = None
+        self._broken = False
         self._new_digests: dict[tuple[str, str], list[Any]] = {}
         self._changed = False
         self._roots: dict[str, Path] = {}
@@ -148,15 +184,22 @@ class CatalogCache:
         # The filesystem's "now" as this scan begins; None when the directory cannot be written
         # (then nothing is written either).
         self.t0_ns = (now_ns or _marker_time)(path.parent)
-        data = _read_owned(path)
-        if data is None:
+        opened = _open_owned(path)
+        if opened is None:
             self._changed = True
             return
+        self._fd, size = opened
         try:
-            _header, self._old_skills, self._old_digests = _parse(data)
-        except (ValueError, UnicodeDecodeError, TypeError) as exc:
+            self._old_skills, self._old_digests = _index(self._fd, size)
+        except (ValueError, UnicodeDecodeError, TypeError, OSError) as exc:
             log.info("catalog cache discarded", extra={"path": str(path), "why": str(exc)[:200]})
+            self._old_skills, self._old_digests = {}, {}
             self._changed = True
+
+    @property
+    def held(self) -> int:
+        """How many skill entries the file read holds (0 when it was missing or discarded)."""
+        return len(self._old_skills)
 
     def _root(self, root_real: str) -> Path:
         root = self._roots.get(root_real)
@@ -164,20 +207,27 @@ class CatalogCache:
             root = self._roots[root_real] = Path(root_real)
         return root
 
+    def _body(self, span: Span) -> bytes:
+        assert self._fd is not None  # spans exist only for a file that was opened
+        body = os.pread(self._fd, span[1], span[0])
+        if len(body) != span[1]:
+            raise ValueError("the file is shorter than it was")
+        return body
+
     def reuse(self, real: str, found_at: str, root_real: str) -> Loaded | None:
         """The cached result for this skill directory when every stamp still holds, else None."""
-        body = self._old_skills.get(real)
-        if body is None:
+        span = self._old_skills.get(real)
+        if span is None:
             return None
         try:
-            entry = json.loads(body)
+            entry = json.loads(self._body(span))
             if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"]):
                 return None
             loaded = decode_loaded(entry, real, self._root(root_real))
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:
             log.info("catalog cache entry discarded", extra={"skill": real, "why": str(exc)[:200]})
             return None
-        self._new_skills[real] = body
+        self._new_skills[real] = span
         self.reused += 1
         return loaded
 
@@ -189,9 +239,32 @@ class CatalogCache:
         t0 = self.t0_ns
         if any(_racy(s[4], t0) for s in loaded.stamps):
             return
-        self._new_skills[real] = json.dumps(encode_loaded(loaded, found_at, root_real),
-                                            ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        writer = self._open_writer()
+        if writer is None:
+            return
+        try:
+            writer.add(b"S", real, json.dumps(encode_loaded(loaded, found_at, root_real), ensure_ascii=False,
+                                              separators=(",", ":")).encode("utf-8"))
+        except OSError as exc:
+            self._give_up(exc)
+            return
+        self._written.add(real)
         self._changed = True
+
+    def _open_writer(self) -> _Writer | None:
+        if self._writer is None and not self._broken:
+            try:
+                self._writer = _Writer(self.path)
+            except OSError as exc:
+                self._give_up(exc)
+        return self._writer
+
+    def _give_up(self, exc: OSError) -> None:
+        log.info("catalog cache not written", extra={"path": str(self.path), "why": exc.strerror})
+        self._broken = True
+        if self._writer is not None:
+            self._writer.discard()
+            self._writer = None
 
     def digest_fn(self, memo: DigestMemo, stampable: Callable[[Skill], bool]) -> Callable[[Skill, SkillFile], str]:
         """``file_digest`` that first tries a cached digest whose file stamp still holds."""
@@ -219,22 +292,42 @@ class CatalogCache:
 
         return digest
 
+    def close(self) -> None:
+        if self._writer is not None:  # a build that failed half way writes nothing
+            self._writer.discard()
+            self._writer = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
     def save(self) -> None:
-        """Write what this build may keep, when it differs from the file read (atomic rename)."""
+        """Write what this build may keep, when it differs from the file read (atomic rename);
+        then close the file read."""
+        try:
+            self._save()
+        finally:
+            self.close()
+
+    def _save(self) -> None:
         if self.t0_ns is None:
             return
-        # Unchanged: every entry written came from the file read, and none of it was dropped.
+        # Unchanged: every entry kept came from the file read, and none of it was dropped.
         if not self._changed and self._new_skills.keys() == self._old_skills.keys() \
                 and self._new_digests.keys() == self._old_digests.keys():
             return
-        lines = [b"S\t" + json.dumps(real).encode("utf-8") + b"\t" + body
-                 for real, body in sorted(self._new_skills.items())]
-        lines += [b"D\t" + json.dumps(list(where)).encode("utf-8") + b"\t" + json.dumps(row).encode("utf-8")
-                  for where, row in sorted(self._new_digests.items())]
-        payload = b"\n".join(lines) + b"\n"
-        header = {"magic": MAGIC.decode(), "format": FORMAT, "version": __version__,
-                  "sha256": hashlib.sha256(payload).hexdigest(), "skills": len(self._new_skills)}
-        _atomic_write(self.path, json.dumps(header).encode("utf-8") + b"\n" + payload)
+        writer = self._open_writer()
+        if writer is None:
+            return
+        try:
+            for real, span in self._new_skills.items():
+                if real not in self._written:
+                    writer.add(b"S", real, self._body(span))
+            for where, row in self._new_digests.items():
+                writer.add(b"D", list(where), json.dumps(row).encode("utf-8"))
+            writer.commit(len(self._new_skills.keys() | self._written))
+        except (OSError, ValueError) as exc:
+            self._give_up(exc if isinstance(exc, OSError) else OSError(str(exc)))
+        self._writer = None
 
 
 def _marker_time(directory: Path) -> int | None:
@@ -253,18 +346,33 @@ def _marker_time(directory: Path) -> int | None:
             os.unlink(name)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    try:
+class _Writer:
+    """A new cache file, written as the build goes (nothing held in memory): a private
+    temporary file in the cache directory, a fixed-size header written last (it carries the
+    checksum of what follows), then an atomic rename over the old file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.hasher = hashlib.sha256()
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=".catalog-", suffix=".tmp")
-    except OSError as exc:
-        log.info("catalog cache not written", extra={"path": str(path), "why": exc.strerror})
-        return
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(name, path)
-    except OSError as exc:
-        log.info("catalog cache not written", extra={"path": str(path), "why": exc.strerror})
+        fd, self.name = tempfile.mkstemp(dir=path.parent, prefix=".catalog-", suffix=".tmp")
+        self.handle = os.fdopen(fd, "wb")
+        self.handle.write(b" " * HEADER_BYTES)
+
+    def add(self, kind: bytes, key: Any, body: bytes) -> None:
+        line = kind + b"\t" + json.dumps(key).encode("utf-8") + b"\t" + body + b"\n"
+        self.hasher.update(line)
+        self.handle.write(line)
+
+    def commit(self, skills: int) -> None:
+        header = json.dumps({"magic": MAGIC.decode(), "format": FORMAT, "version": __version__,
+                             "sha256": self.hasher.hexdigest(), "skills": skills}).encode("utf-8")
+        self.handle.seek(0)
+        self.handle.write(header.ljust(HEADER_BYTES - 1) + b"\n")
+        self.handle.close()
+        os.replace(self.name, self.path)
+
+    def discard(self) -> None:
+        self.handle.close()
         with contextlib.suppress(OSError):
-            os.unlink(name)
+            os.unlink(self.name)

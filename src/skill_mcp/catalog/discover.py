@@ -22,6 +22,7 @@ import logging
 import os
 from collections import defaultdict, deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -160,42 +161,45 @@ def _open_cache(settings: Settings, roots_real: list[str]) -> CatalogCache | Non
     return CatalogCache(cache_file(settings.cache_dir, roots_real))
 
 
-def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None,
-                  cache: CatalogCache | None = None) -> Catalog:
-    """Scan every root once. One bad skill costs itself, never the listing.
+@dataclass(slots=True)
+class _Found:
+    """Discovery's answer for all roots: what to load, and what it learnt on the way."""
 
-    Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
-    lets the server reuse those digests later. With ``settings.cache_dir`` set, each skill's
-    scan result is taken from the persistent cache while every file it depends on is unchanged
-    (``catalog.cache``), and the cache is brought up to date; ``cache`` overrides that (tests
-    pass one with an injected clock).
-    """
-    problems: list[Problem] = []
-    pack_dirs: list[str] = []
-    queue: deque[tuple[str, str]] = deque()  # (found_at, root_real)
-    roots_real: list[str] = []
-    reals: dict[str, str] = {}
+    problems: list[Problem] = field(default_factory=list)
+    pack_dirs: list[str] = field(default_factory=list)
+    queue: deque[tuple[str, str]] = field(default_factory=deque)  # (found_at, root_real)
+    roots_real: list[str] = field(default_factory=list)
+    reals: dict[str, str] = field(default_factory=dict)
+
+
+def _discover(settings: Settings) -> _Found:
+    found = _Found()
     for root in settings.roots:
         if not _is_dir(str(root)):
-            problems.append(Problem(str(root), ProblemReason.ROOT_MISSING, "the skills root is not a directory"))
+            found.problems.append(Problem(str(root), ProblemReason.ROOT_MISSING, "the skills root is not a directory"))
             continue
         root_real = os.path.realpath(root)
-        roots_real.append(root_real)
-        walk = _Walk(problems, pack_dirs)
-        found = walk.candidates(str(root))
-        reals.update(walk.reals)
+        found.roots_real.append(root_real)
+        walk = _Walk(found.problems, found.pack_dirs)
+        candidates = walk.candidates(str(root))
+        found.reals.update(walk.reals)
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill.
-        found.sort(key=os.path.islink)
-        queue.extend((path, root_real) for path in found)
+        candidates.sort(key=os.path.islink)
+        found.queue.extend((path, root_real) for path in candidates)
+    return found
 
-    cache = cache or _open_cache(settings, roots_real)
+
+def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skill], set[str]]:
+    """Load (or take from the cache) every candidate once; the skills by real directory, and the
+    prefixes of those whose result the stamps pin (the cache may keep their digests)."""
     loaded: dict[str, Skill] = {}
     stampable: set[str] = set()
     seen: set[str] = set()
+    queue, problems = found.queue, found.problems
     while queue:
         found_at, root_real = queue.popleft()
-        real = reals.get(found_at) or os.path.realpath(found_at)
+        real = found.reals.get(found_at) or os.path.realpath(found_at)
         if not _inside(root_real, real):
             problems.append(Problem(found_at, ProblemReason.SYMLINK_ESCAPE,
                                     f"not served: the link leads out of its root to {real}"))
@@ -219,16 +223,11 @@ def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo |
             if result.stampable:
                 stampable.add(result.skill.prefix)
         queue.extend((str(nested), root_real) for nested in result.nested)
+    return loaded, stampable
 
-    memo = memo or DigestMemo()
-    digest: Callable[[Skill, SkillFile], str] = (
-        (lambda skill, entry: file_digest(memo, skill, entry)) if cache is None
-        else cache.digest_fn(memo, lambda skill: skill.prefix in stampable))
-    kept, pack_problems = apply_packs(list(loaded.values()), [Path(d) for d in pack_dirs], digest=digest)
-    problems.extend(pack_problems)
-    if cache is not None:
-        cache.save()
-        log.debug("catalog cache", extra={"reused": cache.reused, "loaded": cache.loaded})
+
+def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:
+    """Skills by name, sorted; two directories claiming one name are both refused."""
     by_name: dict[str, list[Skill]] = defaultdict(list)
     for skill in kept:
         by_name[skill.name].append(skill)
@@ -243,7 +242,36 @@ def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo |
             problems.append(Problem(skill.found_at, ProblemReason.DUPLICATE_NAME,
                                     f"refused: {len(group)} directories claim the name {name!r} ({others})",
                                     Level.ERROR, name))
-    packs = tuple(sorted({Path(os.path.realpath(d)) for d in pack_dirs}))
-    return Catalog(skills=skills, problems=tuple(problems), roots=tuple(Path(r) for r in roots_real),
-                   generation=generation,
-                   packs=packs)
+    return skills
+
+
+def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None,
+                  cache: CatalogCache | None = None) -> Catalog:
+    """Scan every root once. One bad skill costs itself, never the listing.
+
+    Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
+    lets the server reuse those digests later. With ``settings.cache_dir`` set, each skill's
+    scan result is taken from the persistent cache while every file it depends on is unchanged
+    (``catalog.cache``), and the cache is brought up to date; ``cache`` overrides that (tests
+    pass one with an injected clock).
+    """
+    found = _discover(settings)
+    cache = cache or _open_cache(settings, found.roots_real)
+    digests = memo or DigestMemo()
+    try:
+        loaded, stampable = _load_all(found, cache)
+        digest: Callable[[Skill, SkillFile], str] = (
+            (lambda skill, entry: file_digest(digests, skill, entry)) if cache is None
+            else cache.digest_fn(digests, lambda skill: skill.prefix in stampable))
+        kept, pack_problems = apply_packs(list(loaded.values()), [Path(d) for d in found.pack_dirs], digest=digest)
+        if cache is not None:
+            cache.save()
+            log.debug("catalog cache", extra={"reused": cache.reused, "loaded": cache.loaded})
+    finally:
+        if cache is not None:
+            cache.close()
+    found.problems.extend(pack_problems)
+    skills = _by_name(kept, found.problems)
+    packs = tuple(sorted({Path(os.path.realpath(d)) for d in found.pack_dirs}))
+    return Catalog(skills=skills, problems=tuple(found.problems), roots=tuple(Path(r) for r in found.roots_real),
+                   generation=generation, packs=packs)
