@@ -56,8 +56,10 @@ def ours_spec(label: str, root: Path | None) -> ServerSpec:
     if root is not None:
         command = (*command, "--skills-dir", str(root))
     # The SDK hands the child only a default environment (no SKILLS_DIR, no hosted markers),
-    # so --skills-dir or, without it, the bundled pack decides the roots.
-    return ServerSpec(label, command)
+    # so --skills-dir or, without it, the bundled pack decides the roots. The catalog cache is
+    # off: these figures stay comparable with earlier runs (every start scans); the cold and
+    # warm cache figures are bench.firstanswer's.
+    return ServerSpec(label, command, {"SKILL_MCP_CACHE": "off"})
 
 
 def child_pids() -> set[int]:
