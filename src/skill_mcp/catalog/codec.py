@@ -63,12 +63,22 @@ def _opt_str(value: Any) -> str | None:
 
 
 def _intern(value: Any) -> Any:
-    if isinstance(value, str):
+    """The frontmatter as parsed, with keys and short strings shared (as the YAML loader does)."""
+    kind = type(value)
+    if kind is str:
         return sys.intern(value) if len(value) <= _INTERN_MAX else value
-    if isinstance(value, dict):
-        return {sys.intern(_str(k)): _intern(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_intern(v) for v in value]
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            kind = type(item)
+            if kind is str:
+                item = sys.intern(item) if len(item) <= _INTERN_MAX else item
+            elif kind is dict or kind is list:
+                item = _intern(item)
+            out[sys.intern(_str(key))] = item
+        return out
+    if kind is list:
+        return [_intern(item) for item in value]
     return value
 
 
@@ -89,7 +99,10 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path) -> Skill | Non
         raise TypeError("the frontmatter is not a mapping")
     excluded = raw["excluded"]
     frontmatter = _intern(frontmatter)
-    directory = Path(real)
+    # A skill directly under its root (the common layout) is joined onto the root's Path,
+    # which skips parsing the whole path again.
+    name = real[len(str(root)) + 1:] if real.startswith(f"{root}/") else ""
+    directory = root / name if name and "/" not in name else Path(real)
     return Skill(
         name=directory.name, directory=directory, found_at=found_at, root=root,
         frontmatter=frontmatter, description=_str(frontmatter["description"]),
