@@ -119,7 +119,7 @@ async def run_all(args: argparse.Namespace) -> Run:
 async def _first_answers(run: Run, infos: dict[str, corpora.CorpusInfo], runs: int) -> None:
     for label, info in infos.items() if runs > 0 else ():
         print(f"{label}: the first answer, cold and warm ({runs} runs)", file=sys.stderr)
-        run.first_answer.append(await measure_first_answer(label, info.root, runs, info.queries[0]))
+        run.first_answer.append(await measure_first_answer(label, info.root, runs, info.queries[0], info.n))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,7 +33,7 @@ import anyio
 
 from bench import corpus as corpora
 from bench.measure import floor_call, structured
-from bench.servers import ServerSpec, floor_spec, ours_spec, peak_rss_kib, session
+from bench.servers import CALL_TIMEOUT_S, ServerSpec, floor_spec, ours_spec, peak_rss_kib, session
 from bench.stats import Summary, ms, ratio, times
 
 PAGE = 200  # skill_list's largest page (surfaces.schemas.MAX_LIST_LIMIT)
@@ -76,6 +76,11 @@ async def _walk(client: Any) -> tuple[int, int]:
             return total, pages
 
 
+def _timeout(skills: int) -> float:
+    """A first call at 100,000 skills scans for minutes on a loaded machine: wait in proportion."""
+    return max(CALL_TIMEOUT_S, skills * 0.01)
+
+
 async def _floor(result: FirstAnswer) -> None:
     async with session(floor_spec()) as s:
         await s.client.list_tools()
@@ -85,8 +90,8 @@ async def _floor(result: FirstAnswer) -> None:
             result.floor_rss_kib.append(peak_rss_kib(s.pid))
 
 
-async def _ours_walk(result: FirstAnswer, mode: Mode, spec: ServerSpec) -> None:
-    async with session(spec) as s:
+async def _ours_walk(result: FirstAnswer, mode: Mode, spec: ServerSpec, skills: int) -> None:
+    async with session(spec, timeout_s=_timeout(skills)) as s:
         await s.client.list_tools()
         ready = time.perf_counter()
         result.skills, result.pages = await _walk(s.client)
@@ -96,34 +101,35 @@ async def _ours_walk(result: FirstAnswer, mode: Mode, spec: ServerSpec) -> None:
             mode.rss_kib.append(peak_rss_kib(s.pid))
 
 
-async def _ours_search(mode: Mode, spec: ServerSpec, query: str) -> None:
-    async with session(spec) as s:
+async def _ours_search(mode: Mode, spec: ServerSpec, query: str, skills: int) -> None:
+    async with session(spec, timeout_s=_timeout(skills)) as s:
         await s.client.list_tools()
         start = time.perf_counter()
         structured(await s.client.call_tool("skill_search", {"query": query}))
         mode.search.append(time.perf_counter() - start)
 
 
-async def measure(label: str, root: Path, runs: int, query: str | None) -> FirstAnswer:
+async def measure(label: str, root: Path, runs: int, query: str | None, skills: int = 0) -> FirstAnswer:
+    """``skills``: the corpus size, which scales the wait for a first answer."""
     result = FirstAnswer(label)
     warm_dir = Path(tempfile.mkdtemp(prefix="skill-mcp-bench-warm-"))
     try:
         warm = cached_spec(label, root, warm_dir)
-        await _ours_walk(FirstAnswer(label), Mode(), warm)  # the earlier start that fills the cache
+        await _ours_walk(FirstAnswer(label), Mode(), warm, skills)  # the earlier start that fills the cache
         for rep in range(runs):
             cold_dir = Path(tempfile.mkdtemp(prefix="skill-mcp-bench-cold-"))
             cold = cached_spec(label, root, cold_dir)
             visits: list[Callable[[], Awaitable[None]]] = [
-                partial(_floor, result), partial(_ours_walk, result, result.cold, cold),
-                partial(_ours_walk, result, result.warm, warm)]
+                partial(_floor, result), partial(_ours_walk, result, result.cold, cold, skills),
+                partial(_ours_walk, result, result.warm, warm, skills)]
             for visit in visits[rep % 3:] + visits[:rep % 3]:
                 await visit()
             shutil.rmtree(cold_dir, ignore_errors=True)
             if query is not None:
                 cold_dir = Path(tempfile.mkdtemp(prefix="skill-mcp-bench-cold-"))
-                await _ours_search(result.cold, cached_spec(label, root, cold_dir), query)
+                await _ours_search(result.cold, cached_spec(label, root, cold_dir), query, skills)
                 shutil.rmtree(cold_dir, ignore_errors=True)
-                await _ours_search(result.warm, warm, query)
+                await _ours_search(result.warm, warm, query, skills)
     finally:
         shutil.rmtree(warm_dir, ignore_errors=True)
     return result
@@ -157,9 +163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     results = []
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
-        info = corpora.generate(args.cache / f"corpus-{n}", n)
+        root = args.cache / f"corpus-{n}"
+        if not corpora.stamped(root, n):  # regenerating a stamped corpus's text alone takes minutes at 100k
+            root = corpora.generate(root, n).root
         print(f"first answer at {n}: {args.runs} runs", file=sys.stderr)
-        results.append(anyio.run(measure, str(n), info.root, args.runs, None if args.no_search else info.queries[0]))
+        results.append(anyio.run(measure, str(n), root, args.runs, None if args.no_search else corpora.queries()[0], n))
     print("\n".join(table(results)))
     return 0
 

@@ -99,7 +99,8 @@ class Session:
 
 
 @asynccontextmanager
-async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None) -> AsyncIterator[Session]:
+async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None,
+                  timeout_s: float = CALL_TIMEOUT_S) -> AsyncIterator[Session]:
     """A connected, initialized client (handshake era) for ``spec``; the server ends with it."""
     before = child_pids()
     # Every wait is bounded by read_timeout_seconds (initialize included). No cancel scope is
@@ -108,7 +109,7 @@ async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None) 
     STDERR_LOG.parent.mkdir(parents=True, exist_ok=True)
     with open(STDERR_LOG, "a", encoding="utf-8") as errlog:
         transport = stdio_client(spec.params(extra_env), errlog=errlog)
-        client = Client(transport, mode="legacy", read_timeout_seconds=CALL_TIMEOUT_S, cache=None)
+        client = Client(transport, mode="legacy", read_timeout_seconds=timeout_s, cache=None)
         spawned_at = time.perf_counter()
         async with client:  # spawn, initialize, notifications/initialized
             initialized_at = time.perf_counter()
