@@ -185,6 +185,24 @@ def test_a_damaged_or_foreign_cache_file_is_rebuilt_never_served(tree: Path, tmp
     assert fixed.reused == cache.loaded and fixed.loaded == 0
 
 
+def test_a_refusal_is_cached_only_while_its_file_is_unchanged(tmp_path: Path) -> None:
+    """A SKILL.md over the size limit, cut down in place (same inode, same directory): the
+    cached refusal must not outlive the change."""
+    root = tmp_path / "skills"
+    (root / "long").mkdir(parents=True)
+    md = root / "long" / "SKILL.md"
+    md.write_text("---\nname: long\ndescription: Long.\n---\n" + "x" * (1024 * 1024), encoding="utf-8")
+    first, _ = cached(root, tmp_path / "c")
+    assert "long" not in first.skills
+    _again, c2 = cached(root, tmp_path / "c")
+    assert c2.reused == 1  # the refusal itself was cached
+    with open(md, "r+b") as handle:
+        handle.truncate(60)
+    after, _ = cached(root, tmp_path / "c")
+    assert "long" in after.skills
+    same(after, cold(root))
+
+
 def test_a_forged_entry_with_a_good_checksum_still_fails_its_stamps(tree: Path, tmp_path: Path) -> None:
     """The stamps, not the checksum, decide: an entry whose files changed is reloaded."""
     cached(tree, tmp_path / "c")

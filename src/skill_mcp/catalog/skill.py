@@ -49,6 +49,8 @@ class _Stamps:
 def _read_skill_md(real_dir: Path, stamps: _Stamps) -> bytes:
     path = f"{real_dir}/{SKILL_MD}"
     st = os.lstat(path)
+    # Stamped before any check: a refusal (too large, not a regular file) depends on it too.
+    stamps.taken.append(stamp(SKILL_MD, st))
     if stat.S_ISLNK(st.st_mode):
         stamps.pinned = False
         # Only a link needs resolving; a plain SKILL.md in a real directory is already real.
