@@ -246,3 +246,12 @@ def test_the_cache_is_off_when_asked_and_its_directory_follows_xdg(tmp_path: Pat
     assert load_settings([], {"HOME": "/h", "XDG_CACHE_HOME": "rel"}).cache_dir == Path("/h/.cache/skill-mcp")
     assert load_settings([], {"SKILL_MCP_CACHE_DIR": str(tmp_path)}).cache_dir == tmp_path
     assert load_settings([], {}).cache_dir is None
+
+
+def test_other_rules_mean_another_cache_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import skill_mcp.catalog.cache as cache_module
+
+    here = cache_file(tmp_path, ["/r"])
+    assert here == cache_file(tmp_path, ["/r"]) and here != cache_file(tmp_path, ["/other"])
+    monkeypatch.setattr(cache_module, "code_fingerprint", lambda: "changed rules")
+    assert cache_file(tmp_path, ["/r"]) != here

@@ -23,8 +23,10 @@ Rules that make it never wrong rather than usually right:
   was written, so it can never match one. ctime cannot be set back by a user, unlike mtime.
 * **Not what a link leads to.** A result that followed a symbolic link, met an unreadable
   directory or stopped at the file limit depends on more than its stamps and is never written.
-* **Corruption is a miss.** The file starts with a header holding the format, the package
-  version and the SHA-256 of the rest; any mismatch, a parse error or a wrong field discards the
+* **Corruption is a miss.** The file is named after the roots and a fingerprint of the code
+  that decides scan results (another release, or changed rules under the same version, is
+  another file), and starts with a header holding the format, the package version and the
+  SHA-256 of the rest; any mismatch, a parse error or a wrong field discards the
   whole file and the scan runs cold (and rewrites it). The file is read only when it is a
   regular file owned by this user and writable by nobody else.
 * **Concurrent writers cannot corrupt it.** A writer writes a private temporary file in the same
@@ -68,9 +70,28 @@ COARSE_MARGIN_NS = 2_000_000_000
 _SECOND = 1_000_000_000
 
 
+# The modules whose rules decide a scan result: a cache written under other rules (another
+# release, or the same version string with changed code) is another cache.
+_RULES = ("catalog", "models.py", "reasons.py", "paths.py")
+
+
+def code_fingerprint() -> str:
+    """SHA-256 over the source of every module that decides what a scan finds."""
+    package = Path(__file__).resolve().parent.parent
+    hasher = hashlib.sha256(__version__.encode("utf-8"))
+    for name in _RULES:
+        where = package / name
+        for path in sorted(where.glob("*.py")) if where.is_dir() else [where]:
+            hasher.update(path.name.encode("utf-8") + b"\0")
+            with contextlib.suppress(OSError):
+                hasher.update(path.read_bytes())
+    return hasher.hexdigest()
+
+
 def cache_file(cache_dir: Path, roots_real: Iterable[str]) -> Path:
-    """The cache file for this set of roots (order matters: it decides duplicate reports)."""
-    key = json.dumps([FORMAT, __version__, list(roots_real)]).encode("utf-8")
+    """The cache file for this set of roots (order matters: it decides duplicate reports)
+    under this code's rules."""
+    key = json.dumps([FORMAT, code_fingerprint(), list(roots_real)]).encode("utf-8")
     return cache_dir / f"catalog-{hashlib.sha256(key).hexdigest()[:32]}.v{FORMAT}"
 
 
