@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from bench.firstanswer import FirstAnswer
+from bench.firstanswer import table as first_answer_table
 from bench.inproc import InProc
 from bench.measure import Ready
 from bench.stats import Summary, ms, ratio, times
@@ -31,6 +33,7 @@ class Run:
     appliance_overhead_ms: float = math.nan
     load: str = "Not measured: run with --load (needs Docker, `make image` and `make lb-image`)."
     verdicts: list[str] = field(default_factory=list)
+    first_answer: list[FirstAnswer] = field(default_factory=list)
 
 
 def _git_rev() -> str:
@@ -170,7 +173,29 @@ def _targets(run: Run) -> list[str]:
             _verdict(run, f"skill_run overhead ({interp}, {t.label})",
                      (Summary.of(lat.ours).median - Summary.of(lat.floor).median) * 1000, 30, " ms")
     _verdict(run, "skill_run overhead in the appliance (over docker exec)", run.appliance_overhead_ms, 60, " ms")
+    _first_answer_targets(run)
     return run.verdicts
+
+
+def _first_answer_targets(run: Run) -> None:
+    """Issue 19's first-answer targets, each for a cold and a warm start."""
+    limits = {"1000": (1.1, 0.1), "10000": (1.4, 0.5)}
+    for r in run.first_answer:
+        if r.label not in limits:
+            continue
+        walk_limit, search_limit = limits[r.label]
+        floor = Summary.of(r.floor_ready).median
+        floor_rss = Summary.of([float(k) for k in r.floor_rss_kib]).median if r.floor_rss_kib else math.nan
+        for name, mode in (("cold", r.cold), ("warm", r.warm)):
+            if mode.walk:
+                _verdict(run, f"ready + complete skill_list walk at {r.label}, {name} / floor's ready",
+                         ratio(Summary.of(mode.walk).median, floor), walk_limit, "x")
+            if mode.search:
+                _verdict(run, f"first skill_search after ready at {r.label}, {name}",
+                         Summary.of(mode.search).median, search_limit, " s")
+            if r.label == "10000" and mode.rss_kib:
+                _verdict(run, f"peak RSS at 10000 above the floor, {name} (after the walk)",
+                         (Summary.of([float(k) for k in mode.rss_kib]).median - floor_rss) / MIB, 60, " MiB")
 
 
 def render(run: Run) -> str:
@@ -206,6 +231,13 @@ def render(run: Run) -> str:
             s = Summary.of(ip.search)
             out.append(f"| {label} | {ms(ip.scan_s)} | {ms(ip.index_build_s)} | {ms(s.median)} | {ms(s.p95)} |")
         out.append("")
+    if run.first_answer:
+        out += ["## The first answer, cold and warm (issue 19)", "",
+                "Per repetition: the floor (spawn → tools/list), ours cold (an empty catalog cache directory) and "
+                "ours warm (a cache an earlier start filled), rotating who goes first. *ready + walk*: spawn → "
+                "initialize → tools/list → every skill_list page at its largest page size. *first search*: a "
+                "second start, from tools/list answered to the first skill_search answered. Peak RSS after the "
+                "walk, less the floor's.", "", *first_answer_table(run.first_answer), ""]
     out += ["## Appliance", "", run.appliance, ""]
     out += ["## Load: concurrent HTTP clients through HAProxy, one replica and two (bench/load.py)", "", run.load, ""]
     return "\n".join(out)

@@ -56,8 +56,10 @@ def ours_spec(label: str, root: Path | None) -> ServerSpec:
     if root is not None:
         command = (*command, "--skills-dir", str(root))
     # The SDK hands the child only a default environment (no SKILLS_DIR, no hosted markers),
-    # so --skills-dir or, without it, the bundled pack decides the roots.
-    return ServerSpec(label, command)
+    # so --skills-dir or, without it, the bundled pack decides the roots. The catalog cache is
+    # off: these figures stay comparable with earlier runs (every start scans); the cold and
+    # warm cache figures are bench.firstanswer's.
+    return ServerSpec(label, command, {"SKILL_MCP_CACHE": "off"})
 
 
 def child_pids() -> set[int]:
@@ -86,7 +88,8 @@ class Session:
 
 
 @asynccontextmanager
-async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None) -> AsyncIterator[Session]:
+async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None,
+                  timeout_s: float = CALL_TIMEOUT_S) -> AsyncIterator[Session]:
     """A connected, initialized client (handshake era) for ``spec``; the server ends with it."""
     before = child_pids()
     # Every wait is bounded by read_timeout_seconds (initialize included). No cancel scope is
@@ -95,7 +98,7 @@ async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None) 
     STDERR_LOG.parent.mkdir(parents=True, exist_ok=True)
     with open(STDERR_LOG, "a", encoding="utf-8") as errlog:
         transport = stdio_client(spec.params(extra_env), errlog=errlog)
-        client = Client(transport, mode="legacy", read_timeout_seconds=CALL_TIMEOUT_S, cache=None)
+        client = Client(transport, mode="legacy", read_timeout_seconds=timeout_s, cache=None)
         spawned_at = time.perf_counter()
         async with client:  # spawn, initialize, notifications/initialized
             initialized_at = time.perf_counter()

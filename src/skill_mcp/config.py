@@ -40,6 +40,9 @@ ENV_VARS: Mapping[str, str] = {
     "SKILL_MCP_LOG": "log level (debug, info, warning, error); logs are JSON lines on stderr",
     "SKILL_MCP_BROKER_FD": "set by the container launcher: the socket to the spawn-broker",
     "SKILL_MCP_BROKER_HOLDS": "set by the container launcher: names of granted variables whose values it keeps for scripts",
+    "SKILL_MCP_CACHE": "'off' turns the persistent catalog cache off (default on)",
+    "SKILL_MCP_CACHE_DIR": "directory of the persistent catalog cache (default $XDG_CACHE_HOME/skill-mcp)",
+    "XDG_CACHE_HOME": "the user's cache directory; the catalog cache goes to its skill-mcp/ (default ~/.cache)",
 }
 
 BUNDLED_ROOT = Path(__file__).resolve().parent / "bundled"
@@ -63,6 +66,8 @@ class Settings:
     broker_holds: frozenset[str] = frozenset()
     log_level: str = "info"
     watch: bool = False
+    # Where the persistent catalog cache lives (catalog.cache); None: no cache.
+    cache_dir: Path | None = None
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -74,6 +79,20 @@ def _split_roots(value: str | None) -> list[Path]:
     if not value:
         return []
     return [Path(p).expanduser() for p in value.split(":") if p.strip()]
+
+
+def _cache_dir(env: Mapping[str, str]) -> Path | None:
+    """``SKILL_MCP_CACHE_DIR``, else ``$XDG_CACHE_HOME/skill-mcp``, else ``~/.cache/skill-mcp``;
+    None when ``SKILL_MCP_CACHE`` is off or no home is known."""
+    if env.get("SKILL_MCP_CACHE", "").strip().lower() in ("off", "0", "no", "false"):
+        return None
+    if env.get("SKILL_MCP_CACHE_DIR"):
+        return Path(env["SKILL_MCP_CACHE_DIR"]).expanduser()
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg.startswith("/"):  # the XDG rule: a relative value is ignored
+        return Path(xdg) / "skill-mcp"
+    home = env.get("HOME")
+    return Path(home) / ".cache" / "skill-mcp" if home and home.startswith("/") else None
 
 
 def load_settings(
@@ -122,5 +141,6 @@ def load_settings(
         broker_holds=frozenset(n for n in env.get("SKILL_MCP_BROKER_HOLDS", "").split(",") if n),
         log_level=(env.get("SKILL_MCP_LOG") or "info").lower(),
         watch=watch,
+        cache_dir=_cache_dir(env),
         environ=env,
     )

@@ -40,6 +40,7 @@ class ProblemReason(StrEnum):
     DECLARATION_VERSION = "declaration-version"
     DECLARED_SCRIPT_MISSING = "declared-script-missing"
     SKILL_TOO_LARGE = "skill-too-large"
+    FILES_OVER_LIMIT = "files-over-limit"
     SKILLS_LIST_EXCLUDED = "skills-list-excluded"
     SPEC_WARNING = "spec-warning"
     # Packs (pack.json) - see docs/packs.md.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import Any
 
 from skill_mcp.cli import exits
@@ -70,26 +69,14 @@ def _skill_row(skill: Any) -> dict[str, Any]:
     return row
 
 
-def _packs(roots: Any) -> list[dict[str, Any]]:
-    """Every pack.json a layout reaches under the roots, loaded or refused."""
-    from skill_mcp.catalog.packs import PACK_JSON, load_pack
+def _packs(catalog: Any) -> list[dict[str, Any]]:
+    """Every pack.json the catalog's discovery reached, loaded or refused (one discovery: the
+    packs listed here are the ones whose skills ``list`` and the server serve)."""
+    from skill_mcp.catalog.packs import load_pack
     from skill_mcp.models import Problem
 
-    found: list[Path] = []
-    for root in roots:
-        stack = [(Path(root), 0)]
-        while stack:
-            directory, depth = stack.pop()
-            if (directory / PACK_JSON).is_file():
-                found.append(directory)
-            if depth < 3:
-                try:
-                    children = sorted(e.name for e in os.scandir(directory) if e.is_dir() and e.name[0] != ".")
-                except OSError:
-                    continue
-                stack.extend((directory / c, depth + 1) for c in children)
     out: list[dict[str, Any]] = []
-    for directory in sorted(set(found)):
+    for directory in catalog.packs:
         pack = load_pack(directory)
         if isinstance(pack, Problem):
             out.append({"path": str(directory), "refused": pack.to_dict()})
@@ -121,7 +108,7 @@ def _short(text: str, width: int = 88) -> str:
 
 def run_index(args: argparse.Namespace) -> int:
     settings, catalog = load_catalog(args)
-    packs = _packs(catalog.roots)
+    packs = _packs(catalog)
     skills = [_skill_row(s) for s in catalog.skills.values()]
     problems = [p.to_dict() for p in catalog.problems]
     if args.json:
