@@ -108,7 +108,7 @@ class Driver:
     def server_side(self) -> None:
         self.obs["server"] = {
             "uid": os.getuid(), "status": observe.status(), "dumpable": observe.dumpable(),
-            "environ_bytes": observe.environ_block_bytes(), "sibling": observe.sibling_reads(),
+            "environ_bytes": None, "sibling": observe.sibling_reads(),
             "writes": observe.write_attempts(self.facts["operator_roots"]), "nft": {"rc": None},
             "canary_found_in": [],
         }
@@ -142,8 +142,13 @@ class Driver:
             found.append("answers")
         if tee.found:
             found.append("logs")
-        if observe.memory_holds_canary(prefix, sha, length):
-            found.append("memory")
+        try:
+            with observe.own_memory() as mem:
+                self.obs["server"]["environ_bytes"] = observe.environ_block_bytes(mem)
+                if observe.memory_holds_canary(mem, prefix, sha, length):
+                    found.append("memory")
+        except OSError as exc:
+            self.obs["server"]["scan_error"] = str(exc)
         self.obs["server"]["canary_found_in"] = found
 
     def drive(self, tee: Tee) -> None:

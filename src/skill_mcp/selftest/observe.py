@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterable, Iterator
 
 PR_GET_DUMPABLE = 3
+PR_SET_DUMPABLE = 4
 NFT = "/usr/sbin/nft"
 CHUNK = 1 << 20
 _MAPS = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ \S+\s*(.*)$")
@@ -44,10 +45,47 @@ def dumpable() -> int:
     return int(ctypes.CDLL(None, use_errno=True).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0))
 
 
-def environ_block_bytes() -> int:
-    """How many non-NUL bytes ``/proc/self/environ`` still shows (0 once the server wiped it)."""
-    with open("/proc/self/environ", "rb") as fh:
-        return len(fh.read().replace(b"\0", b""))
+@contextlib.contextmanager
+def own_memory() -> Iterator[int]:
+    """This process's ``/proc/self/mem``, open for reading, for the duration of the block.
+
+    A non-dumpable process cannot open its own ``/proc`` memory files (they become root's), and
+    the container's default seccomp profile refuses ``process_vm_readv`` without SYS_PTRACE. So
+    the process is made dumpable for the block and non-dumpable again after it. Call it only
+    after ``sibling_reads`` has checked non-dumpable, when no other process of this uid exists.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = dumpable()
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    try:
+        fd = os.open("/proc/self/mem", os.O_RDONLY)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+    finally:
+        libc.prctl(PR_SET_DUMPABLE, before, 0, 0, 0)
+
+
+def read_own(mem: int, address: int, size: int) -> bytes | None:
+    """``size`` bytes at ``address`` through ``own_memory``'s descriptor; ``None`` if unmapped."""
+    try:
+        return os.pread(mem, size, address)
+    except OSError:
+        return None
+
+
+def environ_block_bytes(mem: int) -> int:
+    """How many non-NUL bytes the exec-time environment block still holds (0 once wiped).
+
+    Read from memory at ``env_start..env_end`` (``/proc/self/stat``), which is exactly what
+    ``/proc/<pid>/environ`` would show a reader.
+    """
+    with open("/proc/self/stat", encoding="ascii") as fh:
+        rest = fh.read().rsplit(")", 1)[1].split()
+    start, end = int(rest[50 - 3]), int(rest[51 - 3])
+    data = read_own(mem, start, end - start) if 0 < start < end else b""
+    return len((data or b"").replace(b"\0", b""))
 
 
 def sibling_reads() -> dict[str, str]:
@@ -119,7 +157,11 @@ def holds_canary(data: bytes, prefix: bytes, sha256: str, length: int) -> bool:
 
 
 def _writable_regions() -> Iterator[tuple[int, int]]:
-    """Writable mappings: heap, stacks, anonymous and data segments, where values live."""
+    """Writable mappings: heap, stacks, anonymous and data segments, where values live.
+
+    ``/proc/self/maps`` stays readable to a non-dumpable process (mode 0444); only the memory
+    itself is read through ``own_memory``.
+    """
     with open("/proc/self/maps", encoding="ascii", errors="replace") as fh:
         for line in fh:
             match = _MAPS.match(line.rstrip("\n"))
@@ -130,23 +172,19 @@ def _writable_regions() -> Iterator[tuple[int, int]]:
                 yield int(match.group(1), 16), int(match.group(2), 16)
 
 
-def memory_holds_canary(prefix: bytes, sha256: str, length: int) -> bool:
-    """Scan this process's writable memory (read through ``/proc/self/mem``) for the canary.
+def memory_holds_canary(mem: int, prefix: bytes, sha256: str, length: int) -> bool:
+    """Scan this process's writable memory for the canary (``mem`` from ``own_memory``).
 
     Chunks overlap by ``length`` bytes, so a value split across a chunk boundary is found.
-    A region that cannot be read (unmapped since the listing) is skipped.
+    A range that cannot be read (unmapped since the listing) is skipped.
     """
-    with open("/proc/self/mem", "rb", buffering=0) as mem:
-        for start, end in _writable_regions():
-            pos = start
-            while pos < end:
-                size = min(CHUNK + length, end - pos)
-                try:
-                    mem.seek(pos)
-                    data = mem.read(size)
-                except OSError:
-                    break
-                if data and holds_canary(data, prefix, sha256, length):
-                    return True
-                pos += CHUNK
+    for start, end in _writable_regions():
+        pos = start
+        while pos < end:
+            data = read_own(mem, pos, min(CHUNK + length, end - pos))
+            if not data:
+                break
+            if holds_canary(data, prefix, sha256, length):
+                return True
+            pos += CHUNK
     return False

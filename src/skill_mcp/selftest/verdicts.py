@@ -140,7 +140,9 @@ def server_hardening(obs: dict[str, Any]) -> tuple[str, str]:
     if server["dumpable"] != 0 or sibling.get("environ") not in DENIED or sibling.get("mem") not in DENIED:
         problems.append(f"the server is dumpable (PR_GET_DUMPABLE {server['dumpable']}; a same-uid process opened "
                         f"environ: {sibling.get('environ')}, mem: {sibling.get('mem')})")
-    if server["environ_bytes"]:
+    if server.get("environ_bytes") is None:
+        problems.append(f"the server's environment block could not be read ({server.get('scan_error')})")
+    elif server["environ_bytes"]:
         problems.append(f"the server's exec-time environment block still holds {server['environ_bytes']} bytes")
     if problems:
         return FAILED, "; ".join(problems) + ": the server hardens itself at boot; run the image's own command"
@@ -150,6 +152,8 @@ def server_hardening(obs: dict[str, Any]) -> tuple[str, str]:
 
 def secret_separation(obs: dict[str, Any]) -> tuple[str, str]:
     found = obs["server"]["canary_found_in"]
+    if obs["server"].get("scan_error"):
+        return FAILED, f"the server's memory could not be scanned: {obs['server']['scan_error']}"
     if found:
         return FAILED, (f"the owner's secret reached the server process (found in its {', '.join(found)}): the "
                         "launcher must keep granted values and hand them only to the script; use an image whose "
