@@ -9,6 +9,7 @@ through this run's output. Standard library only: it runs on the image's system 
 import contextlib
 import ctypes
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -20,6 +21,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from typing import Any
 
 CANARY_VAR = "SKILL_MCP_SELFTEST_SECRET"
 NFT = "/usr/sbin/nft"
@@ -31,13 +34,13 @@ IPC_CREAT = 0o1000
 IPC_RMID = 0
 
 
-def err(exc):
+def err(exc: BaseException) -> str:
     code = getattr(exc, "errno", None)
     return errno.errorcode.get(code, type(exc).__name__) if code else type(exc).__name__
 
 
-def status(pid="self"):
-    out = {}
+def status(pid: str = "self") -> dict[str, str]:
+    out: dict[str, str] = {}
     with open(f"/proc/{pid}/status", encoding="ascii") as fh:
         for line in fh:
             key, _, value = line.partition(":")
@@ -45,14 +48,14 @@ def status(pid="self"):
     return out
 
 
-def _libc():
+def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _bounding_from_prctl():
+def _bounding_from_prctl() -> list[int]:
     """Capabilities the kernel still reports in the bounding set, asked one by one."""
     libc = _libc()
-    held = []
+    held: list[int] = []
     for cap in range(64):
         rc = libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0)
         if rc < 0:
@@ -62,7 +65,7 @@ def _bounding_from_prctl():
     return held
 
 
-def _try(fn):
+def _try(fn: Callable[[], object]) -> str:
     try:
         fn()
         return "ok"
@@ -70,7 +73,7 @@ def _try(fn):
         return err(exc)
 
 
-def _nft(*args):
+def _nft(*args: str) -> dict[str, Any]:
     try:
         proc = subprocess.run([NFT, *args], capture_output=True, timeout=10, check=False, env={"PATH": "/usr/bin:/bin"})
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -78,8 +81,8 @@ def _nft(*args):
     return {"rc": proc.returncode, "stderr": proc.stderr.decode(errors="replace")[-300:]}
 
 
-def _write_attempts(dirs):
-    out = {}
+def _write_attempts(dirs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
     for directory in dirs:
         path = os.path.join(directory, f".selftest-write-{os.getpid()}")
         try:
@@ -94,9 +97,9 @@ def _write_attempts(dirs):
     return out
 
 
-def _skill_dirs(roots, limit=20):
+def _skill_dirs(roots: list[str], limit: int = 20) -> list[str]:
     """The roots and the skill directories directly below them (bounded)."""
-    found = []
+    found: list[str] = []
     for root in roots:
         found.append(root)
         with contextlib.suppress(OSError):
@@ -107,7 +110,7 @@ def _skill_dirs(roots, limit=20):
     return found
 
 
-def posture(args):
+def posture(args: list[str]) -> dict[str, Any]:
     """Identity, capabilities, no-new-privileges, the ruleset and the skills, as this uid sees them."""
     st = status()
     secret = os.environ.get(CANARY_VAR)
@@ -127,7 +130,7 @@ def posture(args):
     }
 
 
-def _connect(host, port):
+def _connect(host: str, port: int) -> dict[str, Any]:
     started = time.monotonic()
     try:
         with socket.create_connection((host, port), timeout=CONNECT_S):
@@ -136,8 +139,8 @@ def _connect(host, port):
         return {"result": err(exc), "s": round(time.monotonic() - started, 2)}
 
 
-def _nameservers():
-    servers = []
+def _nameservers() -> list[str]:
+    servers: list[str] = []
     with contextlib.suppress(OSError), open("/etc/resolv.conf", encoding="utf-8") as fh:
         for line in fh:
             parts = line.split()
@@ -146,7 +149,7 @@ def _nameservers():
     return servers[:3]
 
 
-def _dns_query(server, name):
+def _dns_query(server: str, name: str) -> str:
     """Send one A query for ``name`` to ``server``; "answered" if any reply came back."""
     qid = os.getpid() & 0xFFFF
     question = b"".join(bytes([len(p)]) + p.encode("ascii") for p in name.split(".")) + b"\0"
@@ -162,7 +165,7 @@ def _dns_query(server, name):
     return "answered" if reply[:2] == packet[:2] else "garbage"
 
 
-def _proxy_get(host):
+def _proxy_get(host: str) -> dict[str, Any]:
     """GET http://host/ through the run's proxy; the status code, or what went wrong."""
     proxy = os.environ.get("HTTP_PROXY")
     if not proxy:
@@ -177,7 +180,7 @@ def _proxy_get(host):
         return {"result": err(getattr(exc, "reason", exc))}
 
 
-def egress(args):
+def egress(args: list[str]) -> dict[str, Any]:
     """Direct connections, a DNS query, and the proxy: ARGS = listener-port undeclared-host [host [ip]]."""
     port, undeclared = int(args[0]), args[1]
     host = args[2] if len(args) > 2 and args[2] else None
@@ -195,10 +198,10 @@ def egress(args):
     return out
 
 
-def nproc(_args):
+def nproc(_args: list[str]) -> dict[str, Any]:
     """Fork sleeping children until the kernel refuses (RLIMIT_NPROC) or the bound is reached."""
-    children = []
-    refused = None
+    children: list[int] = []
+    refused: str | None = None
     while len(children) < FORK_BOUND:
         try:
             pid = os.fork()
@@ -221,7 +224,7 @@ def nproc(_args):
             "rlimit": list(resource.getrlimit(resource.RLIMIT_NPROC))}
 
 
-def _guessed_siblings(scratch):
+def _guessed_siblings(scratch: str) -> list[str]:
     """Names a later run's scratch directory might get, derived from this run's own name."""
     parent, base = os.path.split(scratch.rstrip("/"))
     stem = base.rstrip("0123456789")
@@ -230,14 +233,14 @@ def _guessed_siblings(scratch):
     return [os.path.join(parent, n) for n in [*names, "selftest-planted"]]
 
 
-def _sysv_shm(key):
+def _sysv_shm(key: int) -> str:
     libc = _libc()
     libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
     shmid = libc.shmget(key, 4096, IPC_CREAT | 0o666)
     return "ok" if shmid >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
 
 
-def _detached_sleeper():
+def _detached_sleeper() -> int:
     """A grandchild in its own session that outlives this script unless something kills it."""
     read_end, write_end = os.pipe()
     if os.fork() == 0:
@@ -258,28 +261,28 @@ def _detached_sleeper():
     return pid
 
 
-def plant(args):
+def plant(args: list[str]) -> dict[str, Any]:
     """Leave files in every writable place, pre-create guessed names, start a detached sleeper."""
     token = args[0]
     scratch = os.environ.get("TMPDIR", "")
     places = [scratch, "/tmp", "/var/tmp", "/dev/shm", "/run", "/run/skill-mcp", os.path.dirname(scratch)]  # noqa: S108
-    wrote = {}
+    wrote: dict[str, str] = {}
     for place in dict.fromkeys(p for p in places if p):
         path = os.path.join(place, f"selftest-planted-{token}")
-        wrote[path] = _try(lambda path=path: _write_file(path))
+        wrote[path] = _try(functools.partial(_write_file, path))
     for path in _guessed_siblings(scratch) if scratch else []:
-        wrote[path] = _try(lambda path=path: os.mkdir(path, 0o777))
+        wrote[path] = _try(functools.partial(os.mkdir, path, 0o777))
     key = int(token[:7], 16)
     return {"wrote": wrote, "shm_key": key, "shm": _sysv_shm(key), "sleeper": _detached_sleeper(),
             "scratch": scratch}
 
 
-def _write_file(path):
+def _write_file(path: str) -> None:
     with open(path, "x", encoding="ascii") as fh:
         fh.write("left by an earlier run\n")
 
 
-def find(args):
+def find(args: list[str]) -> dict[str, Any]:
     """Which of ARGS = shm-key path... this run can see."""
     libc = _libc()
     libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
@@ -288,10 +291,10 @@ def find(args):
             "shm_seen": libc.shmget(key, 0, 0) >= 0, "scratch": os.environ.get("TMPDIR", "")}
 
 
-MODES = {"posture": posture, "egress": egress, "nproc": nproc, "plant": plant, "find": find}
+MODES: dict[str, Callable[[list[str]], dict[str, Any]]] = {"posture": posture, "egress": egress, "nproc": nproc, "plant": plant, "find": find}
 
 
-def main():
+def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
     if mode not in MODES:
         print(json.dumps({"error": f"unknown mode {mode!r}"}))
