@@ -21,7 +21,7 @@ test: install
 
 lint: install
 	$(BIN)/ruff check src tests
-	$(BIN)/mypy src/skill_mcp bench
+	$(BIN)/mypy src/skill_mcp src/skill_mcp_launcher bench
 
 bench: install
 	$(BIN)/python -m bench

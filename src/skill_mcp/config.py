@@ -15,9 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Variables whose presence means a host (mcp-host's runner) started this process. Their
-# presence can only move defaults toward fail-closed; it never opens anything.
-HOSTED_MARKERS = ("MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL")
+# HOSTED_MARKERS: variables whose presence means a host (mcp-host's runner) started this
+# process. Their presence can only move defaults toward fail-closed; it never opens anything.
+# Defined with the grant rules because the appliance's broker decides "hosted" from them too.
+from skill_mcp.grantrules import HOSTED_MARKERS
+
+__all__ = ["ENV_VARS", "HOSTED_MARKERS", "Settings", "load_settings"]
 
 # Every environment variable the server itself reads, with a one-line meaning. docs/
 # must describe each (tests/test_docs.py).
@@ -35,6 +38,7 @@ ENV_VARS: Mapping[str, str] = {
     "SKILL_MCP_SCRIPT_USER": "user (name or uid) scripts drop to when the standalone server runs as root",
     "SKILL_MCP_LOG": "log level (debug, info, warning, error); logs are JSON lines on stderr",
     "SKILL_MCP_BROKER_FD": "set by the container launcher: the socket to the spawn-broker",
+    "SKILL_MCP_BROKER_HOLDS": "set by the container launcher: names of granted variables whose values it keeps for scripts",
 }
 
 BUNDLED_ROOT = Path(__file__).resolve().parent / "bundled"
@@ -52,6 +56,9 @@ class Settings:
     data_dir: Path | None = None
     script_user: str | None = None
     broker_fd: int | None = None
+    # Granted variables the appliance's launcher holds: set there, but their values never reach
+    # this process (previews show them as present; the broker hands them to the script).
+    broker_holds: frozenset[str] = frozenset()
     log_level: str = "info"
     watch: bool = False
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -109,6 +116,7 @@ def load_settings(
         data_dir=Path(data_dir) if data_dir else None,
         script_user=env.get("SKILL_MCP_SCRIPT_USER") or None,
         broker_fd=int(broker_fd) if broker_fd and broker_fd.isdigit() else None,
+        broker_holds=frozenset(n for n in env.get("SKILL_MCP_BROKER_HOLDS", "").split(",") if n),
         log_level=(env.get("SKILL_MCP_LOG") or "info").lower(),
         watch=watch,
         environ=env,

@@ -6,10 +6,14 @@
     3. with SETPCAP (documented), empty the bounding set; drop every capability but SETUID,
        SETGID and KILL from the effective and permitted sets; read the kernel's view back and
        fail the boot if either drop did not take; set no-new-privileges;
-    4. start the server as its uid: no capabilities, no-new-privileges, an environment built
-       from the container's, one end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``);
-       the server wipes its exec-time environment and turns non-dumpable at its own boot;
-    5. serve requests, reap every child, forward SIGTERM/SIGINT to the server, and exit with
+    4. read the skills' declarations through the unprivileged helper (``declared``; root never
+       parses a SKILL.md) and the owner's grant from this process's own environment;
+    5. start the server as its uid: no capabilities, no-new-privileges, an environment built
+       from the container's *without the values of the granted variables* (the launcher keeps
+       those for the scripts; the server gets their names in ``SKILL_MCP_BROKER_HOLDS``), one
+       end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``); the server wipes its
+       exec-time environment and turns non-dumpable at its own boot;
+    6. serve requests, reap every child, forward SIGTERM/SIGINT to the server, and exit with
        the server's status when it ends; a run in progress when the server dies ends at once.
 """
 
@@ -23,7 +27,8 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 
-from skill_mcp_launcher import caps, checks, fence, procs, protocol, sandbox, selftest
+from skill_mcp.limits import FIXED_PATH, find_interpreters
+from skill_mcp_launcher import caps, declared, fence, policy, procs, protocol, sandbox, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
 KEEP = (caps.CAP_SETUID, caps.CAP_SETGID, caps.CAP_KILL)
@@ -33,10 +38,16 @@ LAUNCHER_ONLY = ("HOSTNAME", "HOME", "PATH")
 SERVER_HOME = "/nonexistent"
 
 
-def server_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The server's environment: the owner's variables (it hands granted ones to scripts)."""
-    env = {k: v for k, v in environ.items() if k not in LAUNCHER_ONLY and "\0" not in v}
-    env.update(PATH=checks.FIXED_PATH, HOME=SERVER_HOME, SKILL_MCP_BROKER_FD=str(BROKER_FD))
+def server_env(environ: Mapping[str, str], held: Sequence[str] = ()) -> dict[str, str]:
+    """The server's environment: the owner's configuration, never a value the grants name.
+
+    ``held`` are the variables the launcher keeps for scripts; the server gets the names of
+    those that are set (its previews show names), so a compromise of the process that parses
+    everything untrusted does not yield the owner's secrets.
+    """
+    env = {k: v for k, v in environ.items() if k not in LAUNCHER_ONLY and k not in held and "\0" not in v}
+    env.update(PATH=FIXED_PATH, HOME=SERVER_HOME, SKILL_MCP_BROKER_FD=str(BROKER_FD),
+               SKILL_MCP_BROKER_HOLDS=",".join(n for n in held if n in environ))
     return env
 
 
@@ -136,10 +147,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
         **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
     environ = dict(os.environ)
-    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        parse_user = declared.parse_account()
+    except (KeyError, RuntimeError) as exc:
+        fatal(f"users: {exc}")
     broker = Broker(users=users, reaper=procs.Reaper(), roots=skill_roots(environ),
-                    interpreters=checks.resolve_interpreters(), fence_ok=fence_ok, fence_detail=fence_detail)
-    server_pid = start_server(command, server_env(environ), users.server, child)
+                    interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
+                    grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user)
+    broker.read_declarations()
+    known = broker.declarations.skills if broker.declarations else {}
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    server_pid = start_server(command, server_env(environ, broker.grants.held_names(known)), users.server, child)
     child.close()
     broker.reaper.watch(server_pid)
     broker.server_fd = os.pidfd_open(server_pid)  # watched during a run: see sandbox.run

@@ -13,12 +13,12 @@ import ctypes
 import os
 import pwd
 import selectors
-import shutil
 import signal
 import stat
 import time
 from dataclasses import dataclass, field
 
+from skill_mcp.limits import remove_tree
 from skill_mcp_launcher import caps
 
 
@@ -160,24 +160,7 @@ def pids_of(uid: int) -> list[int]:
     return out
 
 
-def _remove_tree(path: str) -> None:
-    def fix(_func: object, p: str, _exc: object) -> None:
-        # The script may have made a directory unreadable to itself; it owns it, so it may
-        # give the permission back and retry.
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
-        except OSError:
-            pass
-        try:
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=fix)
+_remove_tree = remove_tree  # one copy for both sides (skill_mcp.limits): the onexc fix included
 
 
 def _remove_owned(directory: str, uid: int) -> None:

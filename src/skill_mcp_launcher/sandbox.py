@@ -18,31 +18,15 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from skill_mcp.limits import DRAIN_S, TERM_GRACE_S, Capture, Limits
 from skill_mcp_launcher import procs
 
-CAPTURE_LIMIT = 1024 * 1024  # per stream; mirrors skill_mcp.runner.types.CAPTURE_LIMIT
-TERM_GRACE_S = 1.0
-DRAIN_S = 0.5
+# The limits, the capture bound and the grace periods live in skill_mcp.limits (shared with
+# the standalone spawner); ``Limits`` and ``Capture`` are re-exported for the broker.
+__all__ = ["DRAIN_S", "SCRATCH_ROOT", "TERM_GRACE_S", "Capture", "Job", "Limits", "Outcome", "run"]
+
 HARD_EXTRA_S = 2.0
 SCRATCH_ROOT = "/run/skill-mcp/scratch"
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    nproc: int = 64  # counts threads too; node needs about a dozen
-    nofile: int = 256
-    fsize: int = 64 * 1024 * 1024
-    address_space: int = 4 * 1024 * 1024 * 1024  # node reserves large virtual ranges at start
-    core: int = 0
-
-    def pairs(self) -> tuple[tuple[int, int], ...]:
-        return (
-            (resource.RLIMIT_NPROC, self.nproc),
-            (resource.RLIMIT_NOFILE, self.nofile),
-            (resource.RLIMIT_FSIZE, self.fsize),
-            (resource.RLIMIT_AS, self.address_space),
-            (resource.RLIMIT_CORE, self.core),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,25 +38,6 @@ class Job:
     env: Mapping[str, str] = field(repr=False)
     timeout_s: float
     egress: tuple[str, ...]
-
-
-@dataclass(slots=True)
-class Capture:
-    data: bytearray = field(default_factory=bytearray)
-    dropped: int = 0
-
-    def add(self, chunk: bytes) -> None:
-        room = CAPTURE_LIMIT - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-        self.dropped += max(0, len(chunk) - max(room, 0))
-
-    @property
-    def truncated(self) -> bool:
-        return self.dropped > 0
-
-    def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
 
 
 def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, scratch: str,
@@ -242,9 +207,9 @@ def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, r
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
         sel.register(pidfd, selectors.EVENT_READ)
-        for fd in watch:
-            if fd is not None:
-                sel.register(fd, selectors.EVENT_READ)
+        for watched in watch:
+            if watched is not None:
+                sel.register(watched, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if sup.done(now):

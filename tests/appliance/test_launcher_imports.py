@@ -1,7 +1,8 @@
 """The launcher is stdlib-only: importing every module of it loads nothing else.
 
 Runs without Docker. The only project modules it may load are the stdlib-only leaves of
-``skill_mcp`` that hold the shared path rules and reasons.
+``skill_mcp`` that hold the shared path rules, reasons, run limits and grant rules. It never
+imports the catalog: SKILL.md is parsed by the unprivileged helper it execs.
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ import json
 import subprocess
 import sys
 
-LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "fence", "procs", "protocol", "proxy", "sandbox")
-ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons"}
+LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "declared", "fence", "policy", "procs", "protocol", "proxy",
+                    "sandbox")
+# The leaves both sides share: path rules, reasons, run limits and the grant rules.
+ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons", "skill_mcp.limits",
+                   "skill_mcp.grantrules"}
 
 
 def _loaded_by(imports: list[str]) -> list[str]:

@@ -128,7 +128,7 @@ def test_server_death_mid_run_ends_the_script_at_once(image: str) -> None:
     app = Appliance(image)
     try:
         plan = probe_plan("sleep", "60", timeout_s=30)
-        started = app.request({"op": "run-and-die", "plan": plan["plan"]})
+        started = app.request({"op": "run-and-die", "run": plan["run"]})
         # Positive control: the script really was running when the server died.
         assert started["ok"] and started["script_pids"], started
         code = app.proc.wait(timeout=10)  # before the fix: ~30 s, the script's own timeout

@@ -25,9 +25,7 @@ from __future__ import annotations
 import contextlib
 import marshal
 import os
-import shutil
 import signal
-import stat
 import sys
 import tempfile
 import time
@@ -37,13 +35,15 @@ from dataclasses import dataclass, field
 import anyio
 
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import STANDALONE, remove_tree
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult, RunStatus
 
-NOFILE = 256
-FSIZE = 64 * 1024 * 1024
-NPROC = 256
+# The standalone limits (docs/fence.md's table): one home with the appliance's, in skill_mcp.limits.
+NOFILE = STANDALONE.nofile
+FSIZE = STANDALONE.fsize
+NPROC = STANDALONE.nproc or 0
 STOPPED_NOTE = "the server is shutting down: the script was stopped before it finished"
 DETACHED_NOTE = ("a process that left the script's process group still held its output open after the "
                  "script exited; the call returned without it, and in standalone mode it may still be running")
@@ -89,23 +89,6 @@ async def _pump(fd: int, cap: _Capture) -> None:
             cap.eof.set()
             return
         cap.add(data)
-
-
-def _remove_tree(path: str) -> None:
-    def fix(func: object, p: str, _exc: object) -> None:
-        # A script may have made its files unreadable to itself; restore access and retry once.
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(p), stat.S_IRWXU)
-            os.chmod(p, stat.S_IRWXU)
-        with contextlib.suppress(OSError):
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=fix)  # onerror is deprecated from 3.12 on
-    else:
-        shutil.rmtree(path, onerror=fix)
 
 
 @dataclass(slots=True, weakref_slot=True)
@@ -181,7 +164,7 @@ class LocalSpawner:
             finally:
                 shim.discard()  # reaped by now unless supervision itself failed; then killed here
         finally:
-            _remove_tree(tmp)
+            remove_tree(tmp)
             # The next run's shim starts now, not while this script runs: its start-up would compete
             # with the script and this call for the CPU (measured: a few ms on 2 cores).
             self.warm()

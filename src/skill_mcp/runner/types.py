@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-# Capture bound per stream; the rest is drained and discarded, never buffered.
-CAPTURE_LIMIT = 1024 * 1024
-DEFAULT_TIMEOUT_S = 60
-MAX_TIMEOUT_S = 300
-TERM_GRACE_S = 1.0  # SIGTERM -> SIGKILL
-DRAIN_S = 0.5  # after the process exits, how long detached holders of the pipes may keep it open
+# The limits and timeouts live in ``skill_mcp.limits``, shared with the appliance's broker.
+from skill_mcp.limits import CAPTURE_LIMIT, DEFAULT_TIMEOUT_S, DRAIN_S, MAX_TIMEOUT_S, TERM_GRACE_S
+
+__all__ = ["CAPTURE_LIMIT", "DEFAULT_TIMEOUT_S", "DRAIN_S", "MAX_TIMEOUT_S", "TERM_GRACE_S", "TMPDIR_PLACEHOLDER",
+           "RunPlan", "RunResult", "RunStatus", "Spawner"]
+
 # ``RunPlan.env["TMPDIR"]`` carries this value; every spawner replaces it with a private
 # directory it creates for the run and removes afterwards.
 TMPDIR_PLACEHOLDER = ""

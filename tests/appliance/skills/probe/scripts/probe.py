@@ -259,7 +259,16 @@ def net(args):
     return {"error": "unknown mode"}
 
 
-MODES = {"id": ident, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
+def envhash(args):
+    """The SHA-256 of a variable's value: proves the value arrived without printing it."""
+    import hashlib
+
+    value = os.environ.get(args[0])
+    return {"present": value is not None,
+            "sha256": hashlib.sha256(value.encode()).hexdigest() if value is not None else None}
+
+
+MODES = {"id": ident, "envhash": envhash, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
          "exists": exists, "flood": flood, "bomb": bomb, "detach": detach, "linger": linger, "net": net,
          "procs": procs, "server": server, "ipc": ipc, "rebind": rebind,
          "sleep": sleep, "silent": silent}
