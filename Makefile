@@ -27,7 +27,9 @@ bench: install
 	$(BIN)/python -m bench
 
 # The appliance image (container/). Wheels are built on the host and installed in the
-# image with --no-index. BASE_IMAGE defaults to a debootstrap-built base (no registry
+# image with --no-index. python-prctl has no wheel on the index: `pip wheel` builds it here
+# (gcc and libcap-dev on the host: .ci/setup.d/prctl.sh), with the host's Python 3.11 - the
+# image's - so the image itself carries no compiler. BASE_IMAGE defaults to a debootstrap-built base (no registry
 # needed); on a machine that can pull, `make image BASE_IMAGE=debian:bookworm-slim`.
 IMAGE ?= skill-mcp:dev
 BASE_IMAGE ?= skill-mcp-base:bookworm

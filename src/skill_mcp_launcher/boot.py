@@ -3,7 +3,8 @@
     1. check we are root with SETUID, SETGID and KILL; look the three users up;
     2. load nftables/skill-mcp.nft and verify it is in force (needs NET_ADMIN; without it
        the fence is unavailable: instructions are served, scripts are refused, and why);
-    3. with SETPCAP (documented), empty the bounding set; drop every capability but SETUID,
+    3. with SETPCAP (documented), empty the bounding set and lock the securebits (no execve as
+       root is ever granted a capability again); drop every capability but SETUID,
        SETGID and KILL from the effective and permitted sets; read the kernel's view back and
        fail the boot if either drop did not take; set no-new-privileges;
     4. read the skills' declarations through the unprivileged helper (``declared``; root never
@@ -109,6 +110,7 @@ def drop_capabilities(start: caps.CapState) -> caps.CapState:
     emptied = start.has(caps.CAP_SETPCAP)
     if emptied:
         caps.drop_bounding()
+        caps.lock_securebits()  # needs SETPCAP too, which the next line gives up
     state = caps.set_caps(KEEP)
     if emptied and state.bounding:
         raise caps.CapError(f"the bounding set is not empty after the drop: CapBnd={state.bounding:#x}")
