@@ -17,9 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.appliance.conftest import CAPS, SKILLS_MOUNT, run_flags
+from tests.appliance.test_server import run_confirmed, served
 
 pytestmark = pytest.mark.appliance
 
@@ -148,3 +150,22 @@ def _wait_for_line(proc: subprocess.Popen[bytes], marker: str, timeout: float = 
             chunk = os.read(proc.stderr.fileno(), 65536)
             assert chunk, f"the container ended first: {seen[-2000:]!r}"
             seen += chunk
+
+
+def test_a_serving_container_never_offers_the_probe_skill(image: str) -> None:
+    """The probe skill ships in the image but sits under no skills root of a serving server."""
+    grant = {"MCP_SKILL_RUN": json.dumps([{"skill": "skill-mcp-selftest", "script": "scripts/probe.py",
+                                           "env": ["SKILL_MCP_SELFTEST_SECRET"]}])}
+
+    async def go() -> None:
+        async with served(image, grant) as client:
+            listing = (await client.call_tool("skill_list", {})).structured_content or {}
+            names = {skill["name"] for skill in listing["skills"]}
+            assert "skill-mcp-selftest" not in names
+            assert "probe" in names  # positive control: the mounted skills are listed
+            # The owner's grant naming it matches nothing, and says so.
+            assert "grant-unmatched" in json.dumps(listing.get("problems", []))
+            refused = await run_confirmed(client, ["posture"], skill="skill-mcp-selftest")
+            assert refused.get("reason") == "unknown-skill", refused
+
+    anyio.run(go)
