@@ -28,15 +28,56 @@ pytestmark = pytest.mark.appliance
 GO = "/tmp/selftest-go"  # inside the container's own /tmp tmpfs
 
 
-def selftest(image: str, flags: list[str], *args: str, timeout: float = 180) -> tuple[int, dict[str, Any], str]:
-    """Run ``selftest --json``; the exit status, the report keyed by property, and stderr."""
-    proc = subprocess.run(["docker", "run", "--rm", *flags, image, "selftest", "--json", *args],
-                          capture_output=True, timeout=timeout, check=False)
-    err = proc.stderr.decode(errors="replace")
-    assert proc.stdout, f"no report; stderr: {err[-3000:]}"
-    report = json.loads(proc.stdout)
+def _report(proc: subprocess.Popen[bytes]) -> tuple[int, dict[str, Any], str]:
+    out, err_b = proc.communicate(timeout=240)
+    err = err_b.decode(errors="replace")
+    assert out, f"no report; stderr: {err[-3000:]}"
+    report = json.loads(out)
     assert report["exitCode"] == proc.returncode
     return proc.returncode, {p["id"]: p for p in report["properties"]}, err
+
+
+def _start(image: str, flags: list[str], *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["docker", "run", "--rm", *flags, image, "selftest", "--json", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def selftest(image: str, flags: list[str], *args: str) -> tuple[int, dict[str, Any], str]:
+    """Run ``selftest --json``; the exit status, the report keyed by property, and stderr."""
+    return _report(_start(image, flags, *args))
+
+
+def _without(*drop: str) -> tuple[str, ...]:
+    return tuple(c for c in CAPS if c not in drop)
+
+
+# One deployment per weakened posture; the module fixture runs each once and every test
+# reads its own report.
+WEAKENED: dict[str, list[str]] = {
+    "no-probe-host": [*run_flags(), *SKILLS_MOUNT, "--network", "none"],
+    "no-nnp": [f for f in run_flags() if f not in ("--security-opt", "no-new-privileges")] + SKILLS_MOUNT,
+    "no-net-admin": [*run_flags(_without("NET_ADMIN")), *SKILLS_MOUNT],
+    "no-setpcap": [*run_flags(_without("SETPCAP")), *SKILLS_MOUNT],
+    "sys-ptrace": [*run_flags((*CAPS, "SYS_PTRACE")), *SKILLS_MOUNT],
+}
+
+
+@pytest.fixture(scope="module")
+def writable_skills(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    skills = tmp_path_factory.mktemp("selftest") / "skills"
+    (skills / "weather").mkdir(parents=True)
+    (skills / "weather" / "SKILL.md").write_text("---\nname: weather\ndescription: d\n---\n", encoding="utf-8")
+    for path in (skills, skills / "weather"):
+        path.chmod(0o777)  # a mount the script uid can write: what a careless volume looks like
+    return skills
+
+
+@pytest.fixture(scope="module")
+def reports(image: str, writable_skills: Path) -> dict[str, tuple[int, dict[str, Any], str]]:
+    flags = {**WEAKENED, "writable-skills": [*run_flags(), "-v", f"{writable_skills}:/skills:rw"]}
+    # One after another, never at once: RLIMIT_NPROC counts the script uid across the whole
+    # kernel, so one deployment's fork probe would starve another's runs.
+    return {name: selftest(image, argv) for name, argv in flags.items()}
 
 
 def failed(props: dict[str, Any]) -> set[str]:
@@ -54,8 +95,8 @@ def test_selftest_holds_everything_with_the_documented_flags(image: str, peers: 
     assert '"event": "boot"' in err and '"fence": true' in err  # the production boot ran
 
 
-def test_selftest_without_a_probe_host_says_not_applicable_and_never_fakes_it(image: str) -> None:
-    _, props, _ = selftest(image, [*run_flags(), *SKILLS_MOUNT, "--network", "none"])
+def test_selftest_without_a_probe_host_says_not_applicable_and_never_fakes_it(reports: dict[str, Any]) -> None:
+    _, props, _ = reports["no-probe-host"]
     assert props["egress-allowed-host"]["state"] == "not applicable"
     assert "--egress-probe-host" in props["egress-allowed-host"]["detail"]
     # Positive control: the rest of the battery ran in the same deployment.
@@ -63,9 +104,8 @@ def test_selftest_without_a_probe_host_says_not_applicable_and_never_fakes_it(im
     assert props["nproc"]["state"] == "held"
 
 
-def test_selftest_fails_without_no_new_privileges(image: str) -> None:
-    flags = [f for f in run_flags() if f not in ("--security-opt", "no-new-privileges")]
-    code, props, _ = selftest(image, [*flags, *SKILLS_MOUNT])
+def test_selftest_fails_without_no_new_privileges(reports: dict[str, Any]) -> None:
+    code, props, _ = reports["no-nnp"]
     assert code == 1
     assert props["container-grant"]["state"] == "FAILED"
     assert "--security-opt no-new-privileges" in props["container-grant"]["detail"]
@@ -73,8 +113,8 @@ def test_selftest_fails_without_no_new_privileges(image: str) -> None:
     assert props["no-new-privileges"]["state"] == "held"
 
 
-def test_selftest_fails_without_net_admin_and_says_the_fence_is_unavailable(image: str) -> None:
-    code, props, _ = selftest(image, [*run_flags(tuple(c for c in CAPS if c != "NET_ADMIN")), *SKILLS_MOUNT])
+def test_selftest_fails_without_net_admin_and_says_the_fence_is_unavailable(reports: dict[str, Any]) -> None:
+    code, props, _ = reports["no-net-admin"]
     assert code == 1
     assert props["egress-default-deny"]["state"] == "FAILED"
     assert "fence unavailable" in props["egress-default-deny"]["detail"]
@@ -84,8 +124,8 @@ def test_selftest_fails_without_net_admin_and_says_the_fence_is_unavailable(imag
     assert props["server-hardening"]["state"] == "held"
 
 
-def test_selftest_fails_without_setpcap_and_names_the_bounding_set(image: str) -> None:
-    code, props, _ = selftest(image, [*run_flags(tuple(c for c in CAPS if c != "SETPCAP")), *SKILLS_MOUNT])
+def test_selftest_fails_without_setpcap_and_names_the_bounding_set(reports: dict[str, Any]) -> None:
+    code, props, _ = reports["no-setpcap"]
     assert code == 1
     assert props["capabilities"]["state"] == "FAILED"
     assert "CapBnd not empty" in props["capabilities"]["detail"]
@@ -93,8 +133,8 @@ def test_selftest_fails_without_setpcap_and_names_the_bounding_set(image: str) -
     assert props["container-grant"]["state"] == "held"
 
 
-def test_selftest_fails_with_sys_ptrace_added(image: str) -> None:
-    code, props, _ = selftest(image, [*run_flags((*CAPS, "SYS_PTRACE")), *SKILLS_MOUNT])
+def test_selftest_fails_with_sys_ptrace_added(reports: dict[str, Any]) -> None:
+    code, props, _ = reports["sys-ptrace"]
     assert code == 1
     assert props["container-grant"]["state"] == "FAILED"
     assert "SYS_PTRACE" in props["container-grant"]["detail"]
@@ -102,17 +142,12 @@ def test_selftest_fails_with_sys_ptrace_added(image: str) -> None:
     assert props["capabilities"]["state"] == "held"
 
 
-def test_selftest_fails_with_a_writable_skills_mount(image: str, tmp_path: Path) -> None:
-    skills = tmp_path / "skills"
-    (skills / "weather").mkdir(parents=True)
-    (skills / "weather" / "SKILL.md").write_text("---\nname: weather\ndescription: d\n---\n", encoding="utf-8")
-    for path in (skills, skills / "weather"):
-        path.chmod(0o777)  # a mount the script uid can write: what a careless volume looks like
-    code, props, _ = selftest(image, [*run_flags(), "-v", f"{skills}:/skills:rw"])
+def test_selftest_fails_with_a_writable_skills_mount(reports: dict[str, Any], writable_skills: Path) -> None:
+    code, props, _ = reports["writable-skills"]
     assert code == 1
     assert props["skills-read-only"]["state"] == "FAILED"
     assert ":ro" in props["skills-read-only"]["detail"] and "/skills" in props["skills-read-only"]["detail"]
-    assert list(skills.rglob(".selftest-*")) == []  # the probe removes what it proved it could write
+    assert list(writable_skills.rglob(".selftest-*")) == []  # the probes remove what they proved they could write
 
 
 def test_selftest_fails_when_the_ruleset_is_flushed_after_boot(image: str) -> None:

@@ -76,21 +76,27 @@ def uids(obs: dict[str, Any]) -> tuple[str, str]:
     return HELD, f"script uid {script['uid']}, server uid {server}"
 
 
+def _caps_problems(who: str, caps: dict[str, str]) -> tuple[list[str], int]:
+    """What ``who`` holds that it must not, and its bounding set."""
+    held = 0
+    for key in ("CapEff", "CapPrm", "CapInh", "CapAmb"):
+        held |= int(caps.get(key) or "0", 16)
+    problems = [f"the {who} holds capabilities {' '.join(cap_names(held))}"] if held else []
+    return problems, int(caps.get("CapBnd") or "0", 16)
+
+
 def capabilities(obs: dict[str, Any]) -> tuple[str, str]:
     script = _run(obs, "posture")
-    problems = []
-    held = {k: int(script["caps"][k], 16) for k in ("CapEff", "CapPrm", "CapInh", "CapAmb")}
-    if any(held.values()):
-        problems.append(f"the script holds capabilities {cap_names(held['CapEff'] | held['CapPrm'])}")
-    bounding = int(script["caps"]["CapBnd"], 16)
-    if bounding or script.get("bounding_prctl"):
-        problems.append(f"CapBnd not empty in the script ({' '.join(cap_names(bounding))}) - add SETPCAP to the "
+    problems, script_bnd = _caps_problems("script", script["caps"])
+    server_problems, server_bnd = _caps_problems("server", obs["server"]["status"])
+    problems += server_problems
+    if script_bnd or server_bnd or script.get("bounding_prctl"):
+        where = [f"{who} ({' '.join(cap_names(bits))})" for who, bits in (("script", script_bnd),
+                                                                          ("server", server_bnd)) if bits]
+        problems.append(f"CapBnd not empty in the {' and the '.join(where) or 'script'} - add SETPCAP to the "
                         "container's capabilities (--cap-add SETPCAP; Kubernetes capabilities.add), see deploy.md")
     if script.get("setuid_root") == "ok":
         problems.append("the script could setuid(0)")
-    server = obs["server"]["status"]
-    if any(int(server[k] or "0", 16) for k in ("CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd")):
-        problems.append(f"the server holds capabilities or a non-empty bounding set ({server})")
     if problems:
         return FAILED, "; ".join(problems)
     return HELD, f"script and server: no capabilities, CapBnd 0; setuid(0) refused ({script.get('setuid_root')})"
