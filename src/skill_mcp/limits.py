@@ -18,6 +18,9 @@ import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
+
+RunStatus = Literal["ok", "error", "timeout", "killed"]
 
 # The lookup path for interpreters, and the PATH a script gets. A constant, so that neither
 # the environment a process was started with nor a declaration can point "python" elsewhere.
@@ -112,7 +115,7 @@ def clamp_timeout(value: object, declared: float = DEFAULT_TIMEOUT_S) -> float:
     return float(min(value, MAX_TIMEOUT_S))
 
 
-def run_status(exit_code: int | None, signal_name: str | None, timed_out: bool) -> str:
+def run_status(exit_code: int | None, signal_name: str | None, timed_out: bool) -> RunStatus:
     """``timeout`` (deadline hit), ``killed`` (a signal), ``ok`` (exit 0) or ``error``."""
     if timed_out:
         return "timeout"

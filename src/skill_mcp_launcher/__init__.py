@@ -1,9 +1,10 @@
 """The appliance's PID 1: a small, stdlib-only, privileged monitor.
 
 It loads the egress ruleset, drops what it no longer needs, starts the MCP server as an
-unprivileged user, and runs each script the server asks for as another unprivileged user,
-re-checking the request first. See ``boot`` for the sequence and docs/deploy.md for how to
-run it. It imports only the standard library and the stdlib-only leaf modules of
-``skill_mcp`` (``paths``, ``errors``, ``reasons``); tests/appliance/test_launcher_imports.py
-pins that.
+unprivileged user (without the owner's secret values), and runs each script the server asks
+for as another unprivileged user - after deciding the run itself (``policy``) from the
+owner's grant and the declarations an unprivileged helper read (``declared``). See ``boot``
+for the sequence and docs/deploy.md for how to run it. It imports only the standard library
+and the stdlib-only leaf modules of ``skill_mcp`` (``paths``, ``errors``, ``reasons``,
+``limits``, ``grantrules``); tests/appliance/test_launcher_imports.py pins that.
 """

@@ -13,6 +13,7 @@ This module checks types and sizes only; ``policy`` decides.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -89,8 +90,10 @@ def parse_request(raw: Any) -> Request:
     if unknown:
         raise _bad(f"the run request names {unknown}: the broker decides those itself")
     timeout = raw.get("timeout_s")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
-        raise _bad("timeout_s must be a positive number of seconds")
+    # NaN compares false with every deadline, so a NaN timeout would never expire: finite only.
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                or not math.isfinite(timeout) or timeout <= 0):
+        raise _bad("timeout_s must be a positive, finite number of seconds")
     env = _names(raw.get("env"), "env", 128)
     if env is not None and not all(NAME_RE.fullmatch(n) for n in env):
         raise _bad("an environment name is not a plain identifier")

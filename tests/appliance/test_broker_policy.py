@@ -60,6 +60,7 @@ FORBIDDEN: list[tuple[str, dict[str, Any], str]] = [
     ("declared_but_ungranted_host", {"egress": ["declared-not-granted.example"]}, "egress-not-granted"),
     ("timeout_above_the_declared_one", {"timeout_s": 31}, "timeout-not-allowed"),
     ("timeout_above_the_ceiling", {"timeout_s": 301}, "timeout-not-allowed"),
+    ("timeout_that_never_expires", {"timeout_s": float("nan")}, "invalid-arguments"),
     ("other_interpreter_of_the_set", {"interpreter": "bash"}, "interpreter-mismatch"),
     ("forged_argv", {"argv": ["/usr/bin/bash", "-c", "id"]}, "invalid-arguments"),
     ("forged_cwd", {"cwd": "/"}, "invalid-arguments"),

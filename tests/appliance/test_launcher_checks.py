@@ -116,6 +116,8 @@ CASES = [
     ("timeout above the ceiling", request(timeout_s=301), "timeout-not-allowed"),
     ("timeout zero", request(timeout_s=0), "invalid-arguments"),
     ("timeout a boolean", request(timeout_s=True), "invalid-arguments"),
+    ("timeout NaN (never expires)", request(timeout_s=float("nan")), "invalid-arguments"),
+    ("timeout infinite", request(timeout_s=float("inf")), "invalid-arguments"),
     ("env values sent", request(env={"API_KEY": "forged"}), "invalid-arguments"),
     ("argv named", request(argv=["/bin/sh", "-c", "id"]), "invalid-arguments"),
     ("cwd named", request(cwd="/"), "invalid-arguments"),
@@ -195,3 +197,14 @@ def test_run_env_fixes_the_broker_owned_names() -> None:
     assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin" and env["HOME"] == env["TMPDIR"] == "/s/run-1"
     assert env["HTTP_PROXY"] == env["https_proxy"] == "http://127.0.0.1:8888"
     assert env["KEEP"] == "1"
+
+
+def test_server_environment_holds_granted_names_never_their_values() -> None:
+    from skill_mcp_launcher import boot
+
+    environ = {"API_KEY": "secret-value", "MCP_SKILL_RUN": ENVIRON["MCP_SKILL_RUN"], "OTHER": "kept", "PATH": "/x"}
+    env = boot.server_env(environ, ("API_KEY", "NOT_SET"))
+    assert "API_KEY" not in env and "secret-value" not in env.values()
+    assert env["SKILL_MCP_BROKER_HOLDS"] == "API_KEY"  # names of held variables that are set, only
+    # Positive control: the rest of the owner's configuration still reaches the server.
+    assert env["OTHER"] == "kept" and env["MCP_SKILL_RUN"] == environ["MCP_SKILL_RUN"]

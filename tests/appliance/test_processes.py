@@ -67,7 +67,7 @@ def test_flood_is_capped_at_one_mebibyte_per_stream(appliance: Appliance) -> Non
 def _flood(size: int) -> dict:
     from tests.appliance.conftest import probe_plan
 
-    return probe_plan("flood", str(size), timeout_s=60)
+    return probe_plan("flood", str(size), timeout_s=30)
 
 
 def test_timeout_kills_the_script_and_the_call_returns(appliance: Appliance) -> None:
@@ -96,7 +96,7 @@ def test_stop_signal_ends_a_run_in_progress_instead_of_holding_shutdown(image: s
     try:
         assert app.request({"op": "hello"})["ok"]
         assert app.proc.stdin is not None
-        app.proc.stdin.write((json.dumps(probe_plan(mode, "120", timeout_s=200)) + "\n").encode())
+        app.proc.stdin.write((json.dumps(probe_plan(mode, "120", timeout_s=30)) + "\n").encode())
         app.proc.stdin.flush()
         # Bounded wait until the launcher has started the script (its pid shows in /proc as
         # the script uid), so the signal lands while the run is in progress.

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from skill_mcp.catalog.frontmatter import FrontmatterError, HostChunk, check_json_safe, parse_yaml
+from skill_mcp.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S  # the one ceiling, shared with the broker
 from skill_mcp.models import Declaration, EnvField, ScriptDecl
 from skill_mcp.paths import relpath_problem
 from skill_mcp.reasons import Level, ProblemReason
 
 SUPPORTED_MAJOR = 1
-MAX_TIMEOUT_S = 300
-DEFAULT_TIMEOUT_S = 60
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 HOSTNAME = re.compile(r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$")
 _TOP_KEYS = frozenset({"version", "run", "env", "egress"})

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 import anyio
 
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import STANDALONE, remove_tree
+from skill_mcp.limits import STANDALONE, Capture, remove_tree, run_status
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
-from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult, RunStatus
+from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult
 
 # The standalone limits (docs/fence.md's table): one home with the appliance's, in skill_mcp.limits.
 NOFILE = STANDALONE.nofile
@@ -62,20 +62,10 @@ class UserDrop:
 
 
 @dataclass(slots=True)
-class _Capture:
-    limit: int
-    buf: bytearray = field(default_factory=bytearray)
-    dropped: int = 0
+class _Capture(Capture):
+    """The shared bounded capture (``skill_mcp.limits``), plus the event its pump sets at end of file."""
+
     eof: anyio.Event = field(default_factory=anyio.Event)
-
-    def add(self, data: bytes) -> None:
-        room = self.limit - len(self.buf)
-        if room > 0:
-            self.buf += data[:room]
-        self.dropped += max(0, len(data) - max(room, 0))
-
-    def text(self) -> str:
-        return self.buf.decode("utf-8", errors="replace")
 
 
 async def _pump(fd: int, cap: _Capture) -> None:
@@ -246,7 +236,7 @@ def _result(code: int | None, timed_out: bool, out: _Capture, err: _Capture, sta
     if code is not None and code < 0:
         with contextlib.suppress(ValueError):
             sig = signal.Signals(-code).name
-    status: RunStatus = "timeout" if timed_out else "ok" if code == 0 else "killed" if sig else "error"
+    status = run_status(code, sig, timed_out)
     return RunResult(status=status, exit_code=code if code is not None and code >= 0 else None, signal=sig,
                      stdout=out.text(), stderr=err.text(), truncated_stdout=out.dropped > 0,
                      truncated_stderr=err.dropped > 0, dropped_bytes=out.dropped + err.dropped,

@@ -2,18 +2,18 @@
 
 The runner turns a declared script plus a grant into a ``RunPlan``; a ``Spawner`` executes
 the plan and returns a ``RunResult``. Both spawners (``spawn_local`` for standalone, the
-broker client for the appliance) implement ``Spawner``; the broker re-checks the plan on
-its own side and trusts none of it.
+broker client for the appliance) implement ``Spawner``. The broker client sends only what
+to run and the names the preview showed; the broker decides the rest on its own side.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 # The limits and timeouts live in ``skill_mcp.limits``, shared with the appliance's broker.
-from skill_mcp.limits import CAPTURE_LIMIT, DEFAULT_TIMEOUT_S, DRAIN_S, MAX_TIMEOUT_S, TERM_GRACE_S
+from skill_mcp.limits import CAPTURE_LIMIT, DEFAULT_TIMEOUT_S, DRAIN_S, MAX_TIMEOUT_S, TERM_GRACE_S, RunStatus
 
 __all__ = ["CAPTURE_LIMIT", "DEFAULT_TIMEOUT_S", "DRAIN_S", "MAX_TIMEOUT_S", "TERM_GRACE_S", "TMPDIR_PLACEHOLDER",
            "RunPlan", "RunResult", "RunStatus", "Spawner"]
@@ -39,9 +39,6 @@ class RunPlan:
     @property
     def env_names(self) -> tuple[str, ...]:
         return tuple(sorted(self.env))
-
-
-RunStatus = Literal["ok", "error", "timeout", "killed"]
 
 
 @dataclass(frozen=True, slots=True)

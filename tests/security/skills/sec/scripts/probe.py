@@ -452,7 +452,16 @@ def shim(args):
     return out
 
 
-MODES = {"id": ident, "env": env, "read": read, "list": listdir, "ptrace": ptrace, "kill": kill,
+def envhash(args):
+    """The SHA-256 of one variable's value: proves it arrived without the value passing the server."""
+    import hashlib
+
+    value = os.environ.get(args[0])
+    return {"present": value is not None,
+            "sha256": hashlib.sha256(value.encode()).hexdigest() if value is not None else None}
+
+
+MODES = {"id": ident, "env": env, "envhash": envhash, "read": read, "list": listdir, "ptrace": ptrace, "kill": kill,
          "cmdlines": cmdlines, "setuid": setuid_exec, "abort": abort, "sleep": sleep, "pidfile": pidfile,
          "background": background, "doublefork": doublefork, "setsid": setsid_daemon, "forkbomb": forkbomb,
          "threadbomb": threadbomb, "zombie": zombie, "flood": flood, "weird": weird, "ignore_term": ignore_term,
