@@ -15,7 +15,6 @@ import os
 import resource
 import shutil
 import stat
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -147,24 +146,29 @@ class Capture:
 
 
 def remove_tree(path: str) -> None:
-    """Remove a run's directory even where the script took its own permissions away.
+    """Remove a run's file or directory tree even where the script took its own permissions away.
 
-    The script owned everything in it, so giving the permission back and retrying is what
-    it could have done itself. Never raises.
+    ``rmtree`` never follows a link. Root reads every directory anyway; any other caller (the
+    standalone server under its own uid, the launcher's clean-up child as the script uid) first
+    gives each directory below its owner's permissions back - what the script could have done
+    itself - nested ones included, which a retry on error would not reach. That pass goes by
+    path, so a process that is still alive could point it elsewhere, but only at what the
+    caller's own uid owns. Never raises.
     """
-
-    def fix(_func: object, p: str, _exc: object) -> None:
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+            return
+    except OSError:
+        return
+    stack = [path] if os.geteuid() != 0 else []
+    while stack:
+        directory = stack.pop()
         with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(p), stat.S_IRWXU)
-            os.chmod(p, stat.S_IRWXU)
-        with contextlib.suppress(OSError):
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
-
-    with contextlib.suppress(OSError):
-        if sys.version_info >= (3, 12):
-            shutil.rmtree(path, onexc=fix)  # onerror is deprecated from 3.12 on
-        else:
-            shutil.rmtree(path, onerror=fix)
+            os.chmod(directory, stat.S_IRWXU)
+        try:
+            with os.scandir(directory) as entries:
+                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
+    shutil.rmtree(path, ignore_errors=True)

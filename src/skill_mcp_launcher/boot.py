@@ -29,7 +29,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from skill_mcp.limits import FIXED_PATH, find_interpreters
-from skill_mcp_launcher import caps, declared, fence, policy, procs, protocol, sandbox, selftest
+from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, protocol, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
 KEEP = (caps.CAP_SETUID, caps.CAP_SETGID, caps.CAP_KILL)
@@ -61,10 +61,12 @@ def skill_roots(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(roots)
 
 
-def _prepare_dirs() -> None:
-    for path, mode in ((RUN_DIR, 0o755), (PROXY_DIR, 0o755), (sandbox.SCRATCH_ROOT, 0o1733)):
+def _prepare_dirs() -> tuple[str, ...]:
+    """The launcher's directories; returns the run directories an earlier life left (isolation)."""
+    for path, mode in ((RUN_DIR, 0o755), (PROXY_DIR, 0o755)):
         os.makedirs(path, exist_ok=True)
-        os.chmod(path, mode)  # sticky and unlistable: a run's directory is its own
+        os.chmod(path, mode)
+    return isolation.prepare()
 
 
 def start_server(command: Sequence[str], env: Mapping[str, str], account: procs.Account,
@@ -144,7 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         state = drop_capabilities(start)
     except caps.CapError as exc:
         fatal(str(exc))
-    _prepare_dirs()
+    reaper = procs.Reaper()
+    # Leftovers of an earlier life of this container (a restart keeps a writable layer, /dev/shm
+    # and any volume): processes, files and IPC objects of the script uid, old run directories.
+    procs.sweep(users.script, reaper, scratch=_prepare_dirs(), timeout=2.0)
     log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective),
         bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
         **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
@@ -153,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parse_user = declared.parse_account()
     except (KeyError, RuntimeError) as exc:
         fatal(f"users: {exc}")
-    broker = Broker(users=users, reaper=procs.Reaper(), roots=skill_roots(environ),
+    broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
                     interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
                     grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user)
     broker.read_declarations()

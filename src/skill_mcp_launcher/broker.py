@@ -23,7 +23,7 @@ from typing import Any
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, run_status
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import checks, declared, policy, procs, proxy, sandbox
+from skill_mcp_launcher import checks, declared, isolation, policy, procs, proxy, sandbox
 
 RUN_DIR = "/run/skill-mcp"
 PROXY_DIR = f"{RUN_DIR}/proxy"
@@ -119,9 +119,13 @@ class Broker:
                             interpreters=self.interpreters, roots=self.roots, environ=self.environ)
         notes: list[str] = []
         self.runs += 1
-        scratch = os.path.join(sandbox.SCRATCH_ROOT, f"run-{self.runs}")
+        scratch = isolation.make_scratch(self.users.script.gid)
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
-        proxy_pid = self._start_proxy(job.egress)
+        try:
+            proxy_pid = self._start_proxy(job.egress)
+        except BaseException:
+            isolation.remove_scratch(scratch)  # nothing ran in it
+            raise
         try:
             outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
                                   self.server_fd, self.wake_fd)

@@ -2,7 +2,10 @@
 
 - argv array, no shell; cwd the skill directory; stdin ``/dev/null``; a new session (so the
   script leads its own process group); the environment is exactly ``plan.env`` with ``TMPDIR``
-  set to a private directory made for this run and removed after it.
+  set to a private directory made for this run (``skill-mcp-run-<server pid>-<random>``, mode
+  0700, the script user's when the server is root) and removed after it. A server killed before
+  it could remove one leaves it behind: the next spawner removes such directories when it is
+  built, before its first run (``runner.rundirs``).
 - Limits and the uid drop are applied by ``_exec_shim`` (a stdlib re-exec shim), never by a
   ``preexec_fn``: RLIMIT_CORE 0, RLIMIT_NOFILE, RLIMIT_FSIZE, and RLIMIT_NPROC when the script
   runs under a uid of its own. When the server runs as root the script is dropped to an
@@ -37,6 +40,7 @@ import anyio
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import STANDALONE, Capture, remove_tree, run_status
 from skill_mcp.reasons import Refusal
+from skill_mcp.runner import rundirs
 from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult
 
@@ -95,6 +99,8 @@ class LocalSpawner:
     _stopping: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
+        owners = {os.geteuid()} | ({self.drop.uid} if self.drop is not None else set())
+        rundirs.remove_stale(tempfile.gettempdir(), frozenset(owners))
         self._slot = WarmSlot(self.shim_python, closed=not self.warm_ahead)
         weakref.finalize(self, self._slot.close)  # the slot, not self: the finalizer must not keep us alive
 
@@ -144,7 +150,7 @@ class LocalSpawner:
         # to start (a cold one, or a warm one not ready yet) is part of the script's budget.
         started = time.monotonic()
         self._stopping = False
-        tmp = tempfile.mkdtemp(prefix="skill-mcp-run-")
+        tmp = rundirs.make()
         try:
             if self.drop is not None:
                 os.chown(tmp, self.drop.uid, self.drop.gid)
