@@ -77,7 +77,7 @@ WEAKENED = [
     ("runs.posture.out.caps.CapBnd", "00000000000030e0", "capabilities", "CapBnd not empty"),
     ("runs.posture.out.caps.CapEff", "0000000000000080", "capabilities", "SETUID"),
     ("runs.posture.out.setuid_root", "ok", "capabilities", "setuid(0)"),
-    ("server.status.CapBnd", "00000000000030e0", "capabilities", "the server (KILL SETGID SETUID NET_ADMIN)"),
+    ("server.status.CapBnd", "00000000000010e0", "capabilities", "the server (KILL SETGID SETUID NET_ADMIN)"),
     ("server.status.CapEff", "0000000000000020", "capabilities", "the server holds capabilities KILL"),
     ("runs.posture.out.uid", 10001, "uids", "share uid"),
     ("runs.posture.out.no_new_privs", 0, "no-new-privileges", "no-new-privileges is off"),
