@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import errno
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -95,8 +96,6 @@ def sibling_reads() -> dict[str, str]:
                               timeout=30, check=False, env={})
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": str(exc)}
-    import json
-
     try:
         out: dict[str, str] = json.loads(proc.stdout)
     except ValueError:
