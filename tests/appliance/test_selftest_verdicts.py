@@ -11,10 +11,13 @@ import copy
 import hashlib
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from skill_mcp.catalog.discover import build_catalog
+from skill_mcp.config import load_settings
 from skill_mcp.selftest import observe, verdicts
 from skill_mcp_launcher import selftest as launcher_selftest
 from tests.appliance.conftest import REPO, run_flags
@@ -176,3 +179,21 @@ def test_the_documented_selftest_line_carries_every_documented_flag() -> None:
     words = block.group(1).replace("\\\n", " ").split()
     flags = run_flags()
     assert all(flag in words for flag in flags), sorted(set(flags) - set(words))
+
+
+def test_the_installed_probe_skill_is_a_valid_skill_declaring_the_canary_and_the_probe_host(tmp_path: Path) -> None:
+    root = launcher_selftest.install_skill("allowed.test", root=str(tmp_path / "selftest"))
+    catalog = build_catalog(load_settings([], {"SKILLS_DIR": root}))
+    skill = catalog.skills[launcher_selftest.SKILL]
+    assert catalog.problems == ()
+    assert skill.declaration is not None and skill.declaration.egress == ("allowed.test",)
+    assert [(r.script, r.env) for r in skill.declaration.run] == [(launcher_selftest.SCRIPT,
+                                                                  (launcher_selftest.CANARY_VAR,))]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "*.example", "example.com.", "bad host"])
+def test_selftest_refuses_a_probe_host_that_is_not_a_plain_dns_name(host: str) -> None:
+    with pytest.raises(SystemExit):
+        launcher_selftest.parse(["--egress-probe-host", host])
+    # Positive control: a plain name passes, lowered.
+    assert launcher_selftest.parse(["--egress-probe-host", "Allowed.Test"]).egress_probe_host == "allowed.test"

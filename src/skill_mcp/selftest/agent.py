@@ -160,6 +160,10 @@ class Driver:
             self.probes()
         except (_Stop, WireError) as exc:
             self.obs["stopped"] = str(exc)
+        except Exception as exc:
+            # A bug here must still end in a report (every property it left unproven FAILED),
+            # not in a thread that died while the server waits for input forever.
+            self.obs["stopped"] = f"the self-test failed: {exc!r}"
         finally:
             if "server" in self.obs:
                 self.secret_scan(tee)
