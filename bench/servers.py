@@ -6,7 +6,6 @@ the same interpreter and the same environment, so whatever differs between them 
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -14,6 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -61,26 +61,15 @@ def ours_spec(label: str, root: Path | None) -> ServerSpec:
 
 
 def child_pids() -> set[int]:
-    """Direct children of this process, from /proc (the SDK does not hand out its process)."""
-    me = os.getpid()
-    found: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                stat = handle.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: fields resume after the last ')'.
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == me:
-            found.add(int(entry.name))
-    return found
+    """Direct children of this process (the SDK does not hand out its process)."""
+    return {child.pid for child in psutil.Process().children()}
 
 
 def peak_rss_kib(pid: int) -> int:
-    """``VmHWM`` (peak resident set) of a live process, in KiB."""
+    """``VmHWM`` (peak resident set) of a live process, in KiB.
+
+    From /proc, not psutil: psutil reports the current resident set on Linux, never the peak.
+    """
     with open(f"/proc/{pid}/status", encoding="ascii") as handle:
         for line in handle:
             if line.startswith("VmHWM:"):
