@@ -34,7 +34,7 @@ def healthy() -> dict[str, Any]:
                   "canary_sha256": SHA, "probe_host": "allowed.test", "probe_address": "172.18.0.2",
                   "not_claimed": []},
         "token": "0123456789abcdef", "listener_port": 40000, "listener_hits": 0,
-        "leftovers": [],
+        "leftovers": [], "root_processes_seen": 3,
         "server": {"uid": 10001, "status": {**caps, "NoNewPrivs": "1"}, "dumpable": 0, "environ_bytes": 0,
                    "sibling": {"environ": "EACCES", "mem": "EACCES"}, "writes": {"/skills": "EROFS"},
                    "nft": {"rc": 1}, "canary_found_in": []},
@@ -109,6 +109,7 @@ WEAKENED = [
     ("runs.posture.out.nft_flush", {"rc": 0}, "ruleset-locked", "script flush"),
     ("server.nft", {"rc": 0}, "ruleset-locked", "server flush"),
     ("leftovers", [{"pid": 7, "name": "python3", "state": "S"}], "no-leftover-processes", "outlived"),
+    ("root_processes_seen", 0, "no-leftover-processes", "hidepid"),
 ]
 
 

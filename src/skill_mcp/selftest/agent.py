@@ -129,6 +129,9 @@ class Driver:
         planted = self.run("plant", self.obs["token"])
         script_uid = posture.get("uid")
         self.obs["leftovers"] = observe.processes_of(script_uid) if isinstance(script_uid, int) else []
+        # The control: the same listing sees processes of another uid (the launcher's), so an
+        # empty list above means none, not a /proc that hides them (hidepid).
+        self.obs["root_processes_seen"] = len(observe.processes_of(0))
         self.run("find", str(planted.get("shm_key", 0)), *planted.get("wrote", {}))
 
     def secret_scan(self, tee: Tee) -> None:
@@ -165,9 +168,11 @@ class Driver:
             # not in a thread that died while the server waits for input forever.
             self.obs["stopped"] = f"the self-test failed: {exc!r}"
         finally:
-            if "server" in self.obs:
-                self.secret_scan(tee)
-            os.close(self.wire.to_server)  # end of input: the server shuts down
+            try:
+                if "server" in self.obs:
+                    self.secret_scan(tee)
+            finally:
+                os.close(self.wire.to_server)  # end of input: the server shuts down
 
 
 def _accepted(listener: socket.socket) -> int:

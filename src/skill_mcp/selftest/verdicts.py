@@ -257,6 +257,9 @@ def ruleset_locked(obs: dict[str, Any]) -> tuple[str, str]:
 def no_leftover_processes(obs: dict[str, Any]) -> tuple[str, str]:
     planted = _run(obs, "plant")
     left = obs["leftovers"]
+    if not obs.get("root_processes_seen"):
+        return FAILED, ("the server's uid could not see the launcher's processes in /proc (hidepid?), so a "
+                        "leftover could not have been seen either")
     if left:
         return FAILED, (f"{len(left)} processes of the script uid outlived their run ({left[:5]}): the launcher must "
                         "be PID 1 with KILL (no docker --init, no shareProcessNamespace), see deploy.md")
