@@ -236,9 +236,12 @@ def egress_allowed_host(obs: dict[str, Any]) -> tuple[str, str]:
         return NA, "no --egress-probe-host NAME given: the positive egress control needs a host you name"
     if obs.get("fence_unavailable"):
         return FAILED, f"fence unavailable: {obs['fence_unavailable']}"
-    got = _run(obs, "egress").get("proxy_declared", {})
+    out = _run(obs, "egress")
+    got = out.get("proxy_declared", {})
+    direct = out.get("direct_peer", {}).get("result", "not tried: the launcher could not resolve the name")
     if got.get("result") == "http" and "tinyproxy" not in str(got.get("server", "")).lower():
-        return HELD, f"http://{host}/ answered {got['status']} through the proxy (declared and granted)"
+        return HELD, (f"http://{host}/ answered {got['status']} through the proxy (declared and granted); "
+                      f"a direct connection to it: {direct}")
     return FAILED, (f"http://{host}/ was not reached through the proxy ({got}): is {host} reachable from the "
                     "container's network and its DNS? see deploy.md")
 
