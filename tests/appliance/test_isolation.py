@@ -115,6 +115,13 @@ def test_the_script_uid_can_write_only_where_the_launcher_cleans(appliance: Appl
     assert outside == []
 
 
+def test_a_run_cannot_leave_a_key_in_the_kernel_keyring(appliance: Appliance) -> None:
+    # The user keyring outlives a uid's processes and is not cleaned by the launcher: Docker's
+    # default seccomp profile refuses the keyring calls (docs/deploy.md, "Runs share nothing").
+    out = appliance.run("keyring")["out"]
+    assert out == {"add_key": "EPERM", "getpid": "ok"}  # getpid through the same syscall(): the control
+
+
 @pytest.mark.timeout(300)
 def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
     """A container killed mid-run (no sweep ran) leaves files in a persistent place; the next

@@ -391,6 +391,15 @@ def fill(args):
     return out
 
 
+def keyring(_):
+    """add_key into the user keyring, which would outlive this run's processes; getpid as a control."""
+    libc = _libc()
+    added = libc.syscall(248, b"user", b"probe", b"left", 4, ctypes.c_int(-4))  # add_key, KEY_SPEC_USER_KEYRING
+    out = {"add_key": "ok" if added >= 0 else err(OSError(ctypes.get_errno(), ""))}
+    out["getpid"] = "ok" if libc.syscall(39) == os.getpid() else "mismatch"
+    return out
+
+
 def writable(_):
     """Every directory and regular file this uid may write, outside /proc and /sys (its own scratch
     directory, which no listing leads to, is walked by name)."""
@@ -422,7 +431,8 @@ def envhash(args):
 MODES = {"id": ident, "envhash": envhash, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
          "exists": exists, "flood": flood, "bomb": bomb, "detach": detach, "linger": linger, "net": net,
          "procs": procs, "server": server, "ipc": ipc, "rebind": rebind,
-         "sleep": sleep, "silent": silent, "plant": plant, "seek": seek, "fill": fill, "writable": writable}
+         "sleep": sleep, "silent": silent, "plant": plant, "seek": seek, "fill": fill, "writable": writable,
+         "keyring": keyring}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
