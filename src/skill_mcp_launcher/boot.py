@@ -30,7 +30,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from skill_mcp.limits import FIXED_PATH, find_interpreters
-from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, protocol
+from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, protocol, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
 KEEP = (caps.CAP_SETUID, caps.CAP_SETGID, caps.CAP_KILL)
@@ -123,10 +123,16 @@ def drop_capabilities(start: caps.CapState) -> caps.CapState:
 
 def main(argv: Sequence[str] | None = None) -> int:
     command = list(sys.argv[1:] if argv is None else argv)
-    if not command or not os.path.isabs(command[0]):
-        fatal("usage: launcher /absolute/server/command [args...]", 2)
     if os.getuid() != 0:
         fatal("the launcher must start as root; it drops to the server, script and proxy users itself")
+    if command[:1] == ["selftest"]:
+        # The same boot as production; only the server (the self-test agent) and its skill differ.
+        try:
+            command = selftest.prepare(command[1:])
+        except selftest.SelftestError as exc:
+            fatal(str(exc), 2)
+    if not command or not os.path.isabs(command[0]):
+        fatal("usage: launcher /absolute/server/command [args...] | selftest [--json] [--egress-probe-host NAME]", 2)
     caps.set_child_subreaper()
     try:
         users = procs.lookup_users()
