@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import json
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -38,6 +39,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--search-calls", type=int, default=1000, help="in-process search queries (default 1000)")
     p.add_argument("--ready-only", action="store_true", help="measure only ready (spawn -> tools/list)")
     p.add_argument("--no-appliance", action="store_true", help="skip the container figures")
+    p.add_argument("--load", action="store_true",
+                   help="also the load figure through HAProxy on 1 and 2 appliance replicas (needs Docker; bench/load.py)")
+    p.add_argument("--load-seconds", type=float, default=8.0, help="measured window per load level (default 8)")
     p.add_argument("--quick", action="store_true", help="few repetitions: the CI smoke run")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--out", type=Path, default=None, help="Markdown file to write (default bench/results/<stamp>.md)")
@@ -101,6 +105,13 @@ async def run_all(args: argparse.Namespace) -> Run:
         run.targets.append(result)
         run.inproc[spec.label] = measure_inproc(info.root if info else None, queries, args.search_calls)
     run.appliance, run.appliance_overhead_ms = _appliance(not args.no_appliance)
+    if args.load:
+        from bench import load
+        from bench.cluster import LB_IMAGE
+
+        image = os.environ.get("SKILL_MCP_IMAGE", "skill-mcp:dev")
+        # Its own event loops (one per level), so off this one: in a worker thread.
+        run.load = await anyio.to_thread.run_sync(load.section, image, LB_IMAGE, load.Plan(seconds=args.load_seconds))
     return run
 
 

@@ -29,6 +29,7 @@ class Run:
     inproc: dict[str, InProc] = field(default_factory=dict)
     appliance: str = "not measured"
     appliance_overhead_ms: float = math.nan
+    load: str = "Not measured: run with --load (needs Docker, `make image` and `make lb-image`)."
     verdicts: list[str] = field(default_factory=list)
 
 
@@ -95,15 +96,36 @@ def _transport_ratio(lat: Latency) -> float:
     return ratio(Summary.of(lat.ours).median, Summary.of(lat.transport_floor).median)
 
 
+def same_size_ratio(lat: Latency, our_transport: bool = False) -> float:
+    """Ours against the floor replaying our own answer (bench.fair): what our server adds per call
+    beyond what the SDK spends on a payload of that size."""
+    floor = lat.same_size_transport if our_transport else lat.same_size
+    return ratio(Summary.of(lat.ours).median, Summary.of(floor).median) if floor else math.nan
+
+
+def same_size_paired(lat: Latency) -> float:
+    """Median over rounds of ours / the same-size floor in that round (each round visits both one
+    after the other), steadier than the ratio of medians when the machine's load moves."""
+    pairs = [o / f for o, f in zip(lat.ours, lat.same_size, strict=False) if f > 0]
+    return Summary.of(pairs).median if pairs else math.nan
+
+
 def _calls_table(t: TargetResult) -> list[str]:
     lines = ["| call | ours median (ms) | ours p95 (ms) | floor median (ms) | floor p95 (ms) | median ratio "
-             "| floor on our transport, median (ms) | ratio to it |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| floor on our transport, median (ms) | ratio to it | same-size floor median (ms) | ratio to it "
+             "| paired | same-size floor on our transport (ms) | ratio to it | server CPU per call (ms): ours / "
+             "same-size floor / same-size floor on our transport |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for label, lat in t.calls.items():
         o, f = Summary.of(lat.ours), Summary.of(lat.floor)
         tf = ms(Summary.of(lat.transport_floor).median) if lat.transport_floor else ""
+        same = ms(Summary.of(lat.same_size).median) if lat.same_size else ""
+        same_tf = ms(Summary.of(lat.same_size_transport).median) if lat.same_size_transport else ""
         lines.append(f"| {label} | {ms(o.median)} | {ms(o.p95)} | {ms(f.median)} | {ms(f.p95)} | "
-                     f"{times(ratio(o.median, f.median))} | {tf} | {times(_transport_ratio(lat))} |")
+                     f"{times(ratio(o.median, f.median))} | {tf} | {times(_transport_ratio(lat))} | {same} | "
+                     f"{times(same_size_ratio(lat))} | {times(same_size_paired(lat))} | {same_tf} | "
+                     f"{times(same_size_ratio(lat, True))} | {ms(lat.ours_cpu_s)} / {ms(lat.same_size_cpu_s)} / "
+                     f"{ms(lat.same_size_transport_cpu_s)} |")
     return lines
 
 
@@ -131,9 +153,15 @@ def _targets(run: Run) -> list[str]:
         if t.label != "10000":
             continue
         for label, lat in t.calls.items():
+            if label.startswith("skills/list"):
+                continue  # issue 19 replaced this one with the same-size target below
             _verdict(run, f"{label} median / floor's trivial tool at 10000 (against the same trivial tool on "
                           f"skill-mcp's stdio transport: {_transport_ratio(lat):.2f}x)",
                      ratio(Summary.of(lat.ours).median, Summary.of(lat.floor).median), 1.5, "x")
+        for label, lat in t.calls.items():
+            _verdict(run, f"{label} / the same-size floor at 10000, median of paired ratios (issue 19; ratio of "
+                          f"medians {same_size_ratio(lat):.2f}x; against it on skill-mcp's stdio transport "
+                          f"{same_size_ratio(lat, True):.2f}x)", same_size_paired(lat), 1.3, "x")
     if "10000" in run.inproc:
         _verdict(run, "skill_search p95 server time at 10000", Summary.of(run.inproc["10000"].search).p95 * 1000,
                  5, " ms")
@@ -153,8 +181,11 @@ def render(run: Run) -> str:
            "ratios are to the floor server (same SDK, one trivial tool, no catalog) measured in this run. "
            "Per-call figures also visit a second floor, the same trivial server on skill-mcp's stdio transport, "
            "which writes on the event loop where the SDK's writer takes two worker-thread hops per message: "
-           "the ratio to it is what the catalog adds per call, the transport's saving taken out.", "",
-           "## Targets (issue 8)", "", *_targets(run), "",
+           "the ratio to it is what the catalog adds per call, the transport's saving taken out. "
+           "The same-size floor (bench/fair.py) answers each read request with the answer our server gave to "
+           "the identical request, recorded beforehand: the SDK's cost for a payload of our size and shape, on "
+           "the SDK's transport and on ours.", "",
+           "## Targets (issues 8 and 19)", "", *_targets(run), "",
            "## Ready: spawn → initialize → tools/list", "", *_ready_table(run), "",
            "## Peak memory after the first skill_list (floor: after its first call)", "", *_memory_table(run), ""]
     for t in run.targets:
@@ -176,4 +207,5 @@ def render(run: Run) -> str:
             out.append(f"| {label} | {ms(ip.scan_s)} | {ms(ip.index_build_s)} | {ms(s.median)} | {ms(s.p95)} |")
         out.append("")
     out += ["## Appliance", "", run.appliance, ""]
+    out += ["## Load: concurrent HTTP clients through HAProxy, one replica and two (bench/load.py)", "", run.load, ""]
     return "\n".join(out)

@@ -34,6 +34,7 @@ ENV_VARS: Mapping[str, str] = {
     "MCP_CONFIRM_ELICITATION": "'off' disables elicitation; confirmation then uses the token round trip",
     "MCP_SKILL_ALLOW_UNSCRUBBED": "'1' lets a hosted server run scripts although the environ wipe failed",
     "MCP_ENABLED_TOOLS": "comma list narrowing the registered tools; also hides prompts and resources",
+    "SKILL_MCP_COMPAT": "'skillmcp' also offers the skillmcp design notes' tools: list_packs, search_skills, get_skill",
     "MCP_HTTP_TOKEN": "bearer token required by the HTTP transport",
     "SKILL_MCP_SCRIPT_USER": "user (name or uid) scripts drop to when the standalone server runs as root",
     "SKILL_MCP_LOG": "log level (debug, info, warning, error); logs are JSON lines on stderr",
@@ -50,6 +51,7 @@ class Settings:
     roots_from: str  # "--skills-dir", "SKILLS_DIR", "MCP_SKILLS_PATH", "SKILLS_DIR+MCP_SKILLS_PATH" or "bundled"
     hosted: bool
     enabled_tools: frozenset[str] | None = None
+    compat: str | None = None  # SKILL_MCP_COMPAT: a tool profile offered beside ours ("skillmcp")
     skill_run: str | None = None  # raw MCP_SKILL_RUN; parsed by runner.grants
     confirm_elicitation: bool = True
     allow_unscrubbed: bool = False
@@ -110,6 +112,7 @@ def load_settings(
         roots_from=roots_from,
         hosted=any(marker in env for marker in HOSTED_MARKERS),
         enabled_tools=enabled_tools,
+        compat=(env.get("SKILL_MCP_COMPAT") or "").strip().lower() or None,
         skill_run=env.get("MCP_SKILL_RUN"),
         confirm_elicitation=env.get("MCP_CONFIRM_ELICITATION", "").strip().lower() != "off",
         allow_unscrubbed=env.get("MCP_SKILL_ALLOW_UNSCRUBBED", "").strip() == "1",

@@ -58,10 +58,21 @@ class ProblemReason(StrEnum):
     FLOOR_NO_STEPS = "floor-no-steps"
     FLOOR_BODY_TOO_LONG = "floor-body-too-long"
     FLOOR_MISSING_REFERENCE = "floor-missing-reference"
-    FLOOR_INTERPRETER = "floor-interpreter"
+    FLOOR_REFERENCE_OUTSIDE_SKILL = "floor-reference-outside-skill"
     CREDENTIAL_LIKE = "credential-like"
     # Live reload (`serve --watch`) - see docs/cli.md.
     RELOAD_KEPT_PREVIOUS = "reload-kept-previous"
+
+
+# At level error, these refuse a whole skill directory (not one of its files or scripts). A
+# refused skill's other problems (a long description, say) are reported too, so a surface
+# that must say *why* a name is not served picks the problem from this set.
+SKILL_REFUSALS = frozenset({
+    ProblemReason.INVALID_NAME, ProblemReason.FRONTMATTER_PARSE, ProblemReason.FRONTMATTER_INVALID,
+    ProblemReason.DUPLICATE_NAME, ProblemReason.SYMLINK_ESCAPE, ProblemReason.SPECIAL_FILE,
+    ProblemReason.SKILL_TOO_LARGE, ProblemReason.UNREADABLE, ProblemReason.DIGEST_MISMATCH,
+    ProblemReason.PACK_INVALID, ProblemReason.PACK_VERSION,
+})
 
 
 class Refusal(StrEnum):
@@ -111,3 +122,7 @@ class Refusal(StrEnum):
     HTTP_HOST_REFUSED = "http-host-refused"
     HTTP_ORIGIN_REFUSED = "http-origin-refused"
     HTTP_DRAINING = "http-draining"
+    # An answer that cannot reach a client in one server-sent event (surfaces.http_events).
+    ANSWER_TOO_LARGE = "answer-too-large"
+    # A handshake the SDK refuses (surfaces.handshake): data names the missing fields.
+    INVALID_INITIALIZE = "invalid-initialize"

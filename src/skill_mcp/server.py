@@ -46,11 +46,25 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
     # served; the fence itself (interpreters, script user, spawner) is built on first need.
     from skill_mcp.runner.deferred import DeferredRunner
     from skill_mcp.surfaces.run_tool import deferred_run_tool_spec
-    from skill_mcp.surfaces.search_tool import search_tool_spec  # H4: skill_search
+    from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec  # H4: skill_search
 
     runner = DeferredRunner.boot(settings)
-    return Plugins(tools=(deferred_run_tool_spec(runner.get), search_tool_spec()),
-                   script_states=runner.states(catalog_provider), closers=(runner.stop_running,))
+    search = SearchState()
+    tools = (deferred_run_tool_spec(runner.get), search_tool_spec(search), *_compat_tools(settings, search))
+    return Plugins(tools=tools, script_states=runner.states(catalog_provider), closers=(runner.stop_running,))
+
+
+def _compat_tools(settings: Settings, search: Any) -> tuple[ToolSpec, ...]:
+    """``SKILL_MCP_COMPAT=skillmcp``: the seed's three tools beside ours (docs/configuration.md)."""
+    if settings.compat is None:
+        return ()
+    from skill_mcp.surfaces.seed_tools import PROFILE, seed_tool_specs
+
+    if settings.compat != PROFILE:
+        log.warning("SKILL_MCP_COMPAT names no known profile; no compatibility tools are offered",
+                    extra={"event": "compat-unknown", "value": settings.compat, "known": [PROFILE]})
+        return ()
+    return seed_tool_specs(search)
 
 
 def static_catalog(settings: Settings) -> Callable[[], Catalog]:

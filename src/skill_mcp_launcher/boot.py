@@ -7,8 +7,9 @@
        root is ever granted a capability again); drop every capability but SETUID,
        SETGID and KILL from the effective and permitted sets; read the kernel's view back and
        fail the boot if either drop did not take; set no-new-privileges;
-    4. read the skills' declarations through the unprivileged helper (``declared``; root never
-       parses a SKILL.md) and the owner's grant from this process's own environment;
+    4. read the owner's grant from this process's own environment, and the skills'
+       declarations through the unprivileged helper (``declared``; root never parses a
+       SKILL.md) - while the server boots, unless the names to hold back depend on them;
     5. start the server as its uid: no capabilities, no-new-privileges, an environment built
        from the container's *without the values of the granted variables* (the launcher keeps
        those for the scripts; the server gets their names in ``SKILL_MCP_BROKER_HOLDS``), one
@@ -155,13 +156,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
                     interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
                     grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user)
-    broker.read_declarations()
+    # With a grant (or hosted), the names to hold back are the grant's: the server starts at
+    # once and the declarations are read while it boots (its first request waits on the socket).
+    # Without either, the names come from the declarations, which must be read first.
+    if broker.grants.source == "declaration":
+        broker.read_declarations()
     known = broker.declarations.skills if broker.declarations else {}
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     server_pid = start_server(command, server_env(environ, broker.grants.held_names(known)), users.server, child)
     child.close()
     broker.reaper.watch(server_pid)
     broker.server_fd = os.pidfd_open(server_pid)  # watched during a run: see sandbox.run
+    if broker.declarations is None and broker.declared_error is None:
+        broker.read_declarations()
     return serve(broker, parent, server_pid)
 
 

@@ -67,7 +67,8 @@ def test_smoke_run_writes_every_section(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     raw = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert len(raw["ready"]["100"]["ready"]) == len(raw["ready"]["floor"]["ready"]) == 3
-    for heading in ("## Ready", "## Peak memory", "## Per-call latency: 100", "## In-process", "## Appliance"):
+    for heading in ("## Ready", "## Peak memory", "## Per-call latency: 100", "## In-process", "## Appliance",
+                    "## Load"):
         assert heading in text
     ready_row = re.search(r"^\| 100 \| 100 \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
     assert ready_row is not None, text

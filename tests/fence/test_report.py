@@ -10,7 +10,7 @@ import pytest
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import ScriptDecl
-from skill_mcp.reasons import ProblemReason
+from skill_mcp.reasons import Level, ProblemReason
 from skill_mcp.runner.environ import HardenReport
 from skill_mcp.runner.interpreters import resolve_interpreters
 
@@ -45,7 +45,13 @@ def test_standalone_states_and_grant_source(root: Path) -> None:
     assert view.scripts(catalog.skills["plain"]) == []
     first = view.scripts(catalog.skills["s"])[0]
     assert first["env"] == ["KEY"] and first["description"] == "does a"
-    assert [p.reason for p in view.problems()] == [ProblemReason.ENV_FORBIDDEN]
+    # node is in the closed set but not in this deployment: its script is refused here, so it is
+    # an error-level problem beside unavailableScripts, in the words skill_run refuses it with.
+    unavailable, forbidden = view.problems()
+    assert (unavailable.reason, unavailable.level, unavailable.skill) == (
+        ProblemReason.INTERPRETER_UNAVAILABLE, Level.ERROR, "s")
+    assert unavailable.path.endswith("/b.js") and info.value.detail in unavailable.detail
+    assert forbidden.reason == ProblemReason.ENV_FORBIDDEN
 
 
 def test_hosted_without_grants_lists_declared_scripts_as_not_granted(root: Path) -> None:

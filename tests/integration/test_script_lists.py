@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +64,28 @@ async def test_hosted_default_lists_declared_scripts_as_ungranted(root: Path) ->
     (skill,) = page["skills"]
     assert skill["ungrantedScripts"] == ["ok.py"]
     assert "grantNote" in page and page["grantFrom"] != "declaration"
+
+
+async def test_an_interpreter_outside_the_closed_set_is_an_error_level_problem_too(root: Path) -> None:
+    page = await entry(root, {})
+    (problem,) = [p for p in page["problems"] if p["reason"] == "interpreter-unavailable"]
+    assert problem["level"] == "error" and problem["skill"] == "tools" and "gem.rb" in problem["detail"]
+    assert page["problemCount"] == len(page["problems"]) == 1  # once: the runnable ok.py is not a problem
+
+
+def test_validate_reports_the_same_problem_and_fails_without_strict(root: Path) -> None:
+    done = subprocess.run([str(Path(sys.executable).with_name("skill-mcp")), "validate", "--json", str(root)],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "SKILL_MCP_LOG": "warning"})
+    assert done.returncode == 1, done.stdout
+    (problem,) = json.loads(done.stdout)["problems"]
+    assert (problem["reason"], problem["level"]) == ("interpreter-unavailable", "error")
+    assert "gem.rb" in problem["detail"] and "ruby" in problem["detail"]
+
+
+def test_validate_of_a_skill_whose_interpreters_are_all_in_the_set_passes(root: Path) -> None:
+    (root / "tools" / "SKILL.md").write_text(SKILL.replace("interpreter: ruby", "interpreter: bash"))
+    done = subprocess.run([str(Path(sys.executable).with_name("skill-mcp")), "validate", "--json", str(root)],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "SKILL_MCP_LOG": "warning"})
+    assert done.returncode == 0 and json.loads(done.stdout)["problems"] == []

@@ -95,7 +95,7 @@ def test_the_server_with_no_skills_directory_serves_the_whole_pack_with_no_probl
     assert sorted(catalog.skills) == [d.name for d in skill_dirs()]
     declared = {name: [r.interpreter for r in s.declaration.run] for name, s in catalog.skills.items()
                 if s.declaration and s.declaration.run}
-    assert sorted(i for v in declared.values() for i in v) == ["bash", "node", "python"], declared
+    assert sorted(i for v in declared.values() for i in v) == ["node", "python", "python"], declared
     assert all(not s.missing_scripts for s in catalog.skills.values())
 
 

@@ -126,13 +126,15 @@ def test_client_config_script_refuses_an_unknown_client(tmp_path: Path) -> None:
     assert out.returncode == 2 and "unknown client" in out.stderr
 
 
-# --- validate-skills-directory (bash) -----------------------------------------------------
+# --- validate-skills-directory (python: skill-mcp's own validator) --------------------------
+
+CHECK = "scripts/check_skills.py"
+
 
 def test_skills_check_finds_the_bundled_pack_clean(tmp_path: Path) -> None:
-    out = run_direct("validate-skills-directory", [INTERPRETERS.path_for("bash"), "scripts/check_skills.sh"],
-                     tmp_path)
+    out = run_direct("validate-skills-directory", [python(), CHECK], tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"checked 50 skills under {BUNDLED_ROOT}: 0 errors, 0 warnings" in out.stdout
+    assert "ok: 50 skills served, 0 errors, 0 warnings (strict floors applied)" in out.stdout
 
 
 def _write(path: Path, text: str) -> None:
@@ -156,48 +158,62 @@ def _broken_tree(root: Path) -> Path:
     _write(root / "leaky" / "notes.txt", "AKI" + "A" + "Z7" * 8 + "\n")  # assembled: no literal key here
     _write(root / "long-body" / "SKILL.md", f"---\nname: long-body\ndescription: {ok}\n---\n"
            + "".join(f"{i}. step\n" for i in range(1, 520)))
+    # 1030 characters, 10 of them three bytes long: a count in bytes would say 1050.
+    wide = (ok + " \u2014" * 10 + " x" * 600)[:1030]
+    _write(root / "wide" / "SKILL.md", f"---\nname: wide\ndescription: \"{wide}\"\n---\n1. Do.\n")
+    _write(root / "outward" / "SKILL.md", f"---\nname: outward\ndescription: {ok}\n---\n1. See [g](../good/SKILL.md).\n")
     _write(root / "skills" / "nested" / "SKILL.md", f"---\nname: nested\ndescription: {ok}\n---\n- do\n")
     (root / "empty-dir").mkdir()
     return root
 
 
-def _findings(lines: list[str], root: Path) -> set[tuple[str, str]]:
-    """(skill directory, reason) pairs from either tool's report."""
+def _findings(problems: list[dict[str, Any]], root: Path) -> set[tuple[str, str]]:
+    """(skill directory, reason) pairs from a JSON report."""
     out = set()
-    for reason, path in lines:
-        rel = Path(path).resolve().relative_to(root.resolve()).parts
-        out.add((rel[1] if rel[0] == "skills" and len(rel) > 1 else rel[0], reason))
+    for p in problems:
+        rel = Path(p["path"]).resolve().relative_to(root.resolve()).parts
+        out.add((rel[1] if rel[0] == "skills" and len(rel) > 1 else rel[0], p["reason"]))
     return out
 
 
 def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> None:
     root = _broken_tree(tmp_path / "skills-root")
-    out = run_direct("validate-skills-directory", [INTERPRETERS.path_for("bash"), "scripts/check_skills.sh",
-                                                   str(root)], tmp_path)
-    assert out.returncode == 1, out.stdout
-    rows = [line.split()[1:3] for line in out.stdout.splitlines() if line.startswith(("error", "warning"))]
-    found = _findings([(reason, path.rstrip(":")) for reason, path in rows], root)
-    assert found == {
+    out = run_direct("validate-skills-directory", [python(), CHECK, "--json", str(root)], tmp_path)
+    assert out.returncode == 1, out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    assert _findings(report["problems"], root) == {
         ("other-name", "name-mismatch"), ("Bad_Name", "invalid-name"), ("no-front", "frontmatter-parse"),
         ("no-desc", "frontmatter-invalid"), ("vague", "floor-description-short"),
         ("vague", "floor-description-when"), ("vague", "floor-no-steps"),
-        ("scripted", "declared-script-missing"), ("scripted", "floor-interpreter"),
+        ("scripted", "declared-script-missing"), ("scripted", "interpreter-unavailable"),
         ("leaky", "credential-like"), ("long-body", "floor-body-too-long"), ("empty-dir", "no-skill-md"),
-    }, out.stdout
-    assert "checked 10 skills" in out.stdout
+        ("wide", "spec-warning"), ("outward", "floor-reference-outside-skill"),
+    }
+    (wide,) = [p for p in report["problems"] if p["reason"] == "spec-warning"]
+    assert "1030 characters" in wide["detail"]  # characters, not bytes
+    assert report["skills"] == 9 and report["byReason"]["interpreter-unavailable"] == 1
+    text = run_direct("validate-skills-directory", [python(), CHECK, str(root)], tmp_path)
+    assert "FAILED: 9 skills served" in text.stdout and "  floor-no-steps" in text.stdout
 
 
-def test_skills_check_agrees_with_skill_mcp_validate_strict(tmp_path: Path) -> None:
+def test_skills_check_and_skill_mcp_validate_strict_give_one_report(tmp_path: Path) -> None:
+    """One validator: the script's report and the command's are the same bytes, and so are their exits."""
     root = _broken_tree(tmp_path / "skills-root")
-    script = run_direct("validate-skills-directory", [INTERPRETERS.path_for("bash"), "scripts/check_skills.sh",
-                                                      str(root)], tmp_path)
-    rows = [line.split()[1:3] for line in script.stdout.splitlines() if line.startswith(("error", "warning"))]
+    script = run_direct("validate-skills-directory", [python(), CHECK, "--json", str(root)], tmp_path)
     authority = subprocess.run([str(SERVER), "validate", "--strict", "--json", str(root)], capture_output=True,
-                               text=True, timeout=120, check=False)
-    assert authority.returncode == 1, authority.stderr
-    problems = json.loads(authority.stdout)["problems"]
-    assert _findings([(reason, path.rstrip(":")) for reason, path in rows], root) == \
-        _findings([(p["reason"], p["path"]) for p in problems], root)
+                               text=True, timeout=120, check=False, env=fenced_env(tmp_path))
+    assert (script.returncode, script.stdout) == (authority.returncode, authority.stdout)
+    assert json.loads(script.stdout)["problems"]  # a non-trivial report
+
+
+def test_skills_check_without_skill_mcp_to_import_says_so_and_exits_3(tmp_path: Path) -> None:
+    # A copy of the skill outside the package, run without site-packages: no validator to import,
+    # and no second, divergent one to fall back on.
+    copy = Path(shutil.copytree(BUNDLED_ROOT / "validate-skills-directory", tmp_path / "alone"))
+    out = subprocess.run([python(), "-S", str(copy / CHECK), str(tmp_path)], env=fenced_env(tmp_path),
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 3 and out.stdout == ""
+    assert "skill-mcp validate --strict" in out.stderr
 
 
 # --- through the real fence -----------------------------------------------------------------
@@ -206,7 +222,7 @@ def _run_cases() -> list[tuple[str, str, list[str], str]]:
     """(skill, script, args, text the output must contain) for each declared script."""
     cases = [
         ("check-stdout-purity", "scripts/check_stdout.py", ["--", python(), "-c", FAKE_SERVER], "PASS"),
-        ("validate-skills-directory", "scripts/check_skills.sh", [], "checked 50 skills"),
+        ("validate-skills-directory", CHECK, [], "ok: 50 skills served, 0 errors"),
     ]
     if "node" in INTERPRETERS.paths:
         cases.append(("print-client-config", "scripts/print_config.js",
@@ -216,13 +232,20 @@ def _run_cases() -> list[tuple[str, str, list[str], str]]:
 
 @pytest.fixture()
 def readable_pack() -> Iterator[Path]:
-    """A copy of the pack every uid can read. A server running as root (CI) drops scripts to
-    an unprivileged user, who cannot enter a checkout under a 0700 home directory."""
+    """A copy of the installed package every uid can read, serving its bundled pack. A server
+    running as root (CI) drops scripts to an unprivileged user, who cannot enter a checkout under
+    a 0700 home directory. The whole package is copied (with PyYAML beside it, as in a
+    site-packages) because validate-skills-directory imports the skill-mcp that ships it."""
     base = Path(tempfile.mkdtemp(prefix="skill-mcp-pack-"))
     try:
         os.chmod(base, 0o755)
-        copy = Path(shutil.copytree(BUNDLED_ROOT, base / "bundled", ignore=shutil.ignore_patterns("__pycache__")))
-        yield copy
+        skip = shutil.ignore_patterns("__pycache__")
+        package = Path(shutil.copytree(BUNDLED_ROOT.parent, base / "site" / "skill_mcp", ignore=skip))
+        shutil.copytree(Path(yaml.__file__).parent, base / "site" / "yaml", ignore=skip)
+        for path in (base / "site").rglob("*"):
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        os.chmod(base / "site", 0o755)
+        yield package / "bundled"
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -19,12 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from skill_mcp.catalog.frontmatter import FrontmatterError, HostChunk, check_json_safe, parse_yaml
-from skill_mcp.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S  # the one ceiling, shared with the broker
+from skill_mcp.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
+from skill_mcp.limits import KNOWN as INTERPRETER_NAMES
 from skill_mcp.models import Declaration, EnvField, ScriptDecl
 from skill_mcp.paths import relpath_problem
 from skill_mcp.reasons import Level, ProblemReason
 
 SUPPORTED_MAJOR = 1
+# The timeout ceiling and the closed interpreter set come from ``skill_mcp.limits``, shared
+# with the broker. The set is part of the format, not of a deployment: a name outside it is
+# reported here (``interpreter-unavailable``); whether *this* machine has a name in it is the
+# runner's report.
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 HOSTNAME = re.compile(r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$")
 _TOP_KEYS = frozenset({"version", "run", "env", "egress"})
@@ -88,7 +93,7 @@ def _run_row(row: Any, index: int, unknown: list[str]) -> ScriptDecl:
     if problem is not None:
         raise DeclarationError(f"{where}.script {script!r}: {problem}")
     if not isinstance(interpreter, str) or not interpreter:
-        raise DeclarationError(f"{where}.interpreter must name an interpreter (node, python or bash)")
+        raise DeclarationError(f"{where}.interpreter must name an interpreter ({', '.join(INTERPRETER_NAMES)})")
     env = _str_list(row.get("env"), f"{where}.env")
     for name in env:
         if not ENV_NAME.match(name):
@@ -169,4 +174,17 @@ def read_declaration(chunk: HostChunk, first_line: int) -> DeclarationResult:
                                  raw=block)
     findings = tuple((ProblemReason.DECLARATION_UNKNOWN_KEY, Level.WARNING, f"unknown key {key} ignored")
                      for key in unknown)
-    return DeclarationResult(declaration, findings, raw=block)
+    return DeclarationResult(declaration, findings + outside_closed_set(declaration), raw=block)
+
+
+def outside_closed_set(declaration: Declaration) -> tuple[tuple[ProblemReason, Level, str], ...]:
+    """One error per declared script whose interpreter no deployment runs.
+
+    The declaration itself stays valid (its other scripts, env and egress are served); only
+    that script is refused, the way ``skill_run`` refuses it.
+    """
+    return tuple(
+        (ProblemReason.INTERPRETER_UNAVAILABLE, Level.ERROR,
+         f"{row.script} names the interpreter {row.interpreter!r}, outside the closed set "
+         f"({', '.join(INTERPRETER_NAMES)}); that script is never run - declare one of the set")
+        for row in declaration.run if row.interpreter not in INTERPRETER_NAMES)

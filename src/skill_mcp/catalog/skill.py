@@ -92,7 +92,7 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
         excluded = ProblemReason.NAME_MISMATCH
         note(ProblemReason.NAME_MISMATCH,
              f"served as {name!r} (its directory name); the frontmatter name {fm_name!r} is ignored, "
-             "and skills/list leaves it out because its URI must end in the frontmatter name", Level.ERROR)
+             "and skills/list leaves it out because its URI must end in the frontmatter name")
     elif fm_name is None:
         excluded = ProblemReason.SKILLS_LIST_EXCLUDED
         note(ProblemReason.SKILLS_LIST_EXCLUDED, "no frontmatter name, so skills/list cannot publish it")

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp.cli import exits
-from skill_mcp.cli.output import emit, emit_json, warn
+from skill_mcp.cli.output import emit, emit_json, fail, warn
+from skill_mcp.reasons import SKILL_REFUSALS, Level, ProblemReason
 
 
 def load_catalog(args: argparse.Namespace) -> Any:
@@ -21,6 +22,31 @@ def load_catalog(args: argparse.Namespace) -> Any:
 
     settings = load_settings(args.skills_dirs, os.environ)
     return settings, build_catalog(settings)
+
+
+def missing_roots(catalog: Any) -> list[str]:
+    """The configured roots that are not directories (each a ``root-missing`` problem)."""
+    return [p.path for p in catalog.problems if p.reason == ProblemReason.ROOT_MISSING]
+
+
+def _root_missing_text(paths: list[str]) -> str:
+    if len(paths) == 1:
+        return f"the skills root {paths[0]} is not a directory"
+    return f"the skills roots {', '.join(paths)} are not directories"
+
+
+def report_missing_roots(catalog: Any, *, json_mode: bool, code: int) -> int:
+    """Name the roots that are not directories on stderr (once), and turn ``code`` into 3.
+
+    A mistyped ``--skills-dir`` otherwise looks like an empty catalog: the command still shows
+    what the other roots hold, and says which root it could not read.
+    """
+    paths = missing_roots(catalog)
+    if not paths:
+        return code
+    served_from = "it" if len(paths) == 1 else "them"
+    return fail(exits.UNAVAILABLE, f"{_root_missing_text(paths)}; nothing is served from {served_from}",
+                json_mode=json_mode, reason=ProblemReason.ROOT_MISSING)
 
 
 def phase_of(skill: Any) -> str | None:
@@ -33,9 +59,10 @@ def phase_of(skill: Any) -> str | None:
 
 
 def _skill_row(skill: Any) -> dict[str, Any]:
-    from skill_mcp.catalog.files import skill_uri
+    from skill_mcp.catalog.files import SKILL_MD, skill_uri
 
-    row: dict[str, Any] = {"name": skill.name, "description": skill.description, "uri": skill_uri(skill),
+    # A skill's URI is its SKILL.md's on every surface (the tools, resources, search, the CLI).
+    row: dict[str, Any] = {"name": skill.name, "description": skill.description, "uri": skill_uri(skill, SKILL_MD),
                            "path": skill.found_at, "files": len(skill.files)}
     for key, value in (("pack", skill.pack), ("phase", phase_of(skill)), ("tags", list(skill.tags))):
         if value:
@@ -70,6 +97,21 @@ def _packs(roots: Any) -> list[dict[str, Any]]:
             out.append({"path": str(directory), "name": pack.name, "version": pack.version,
                         "skills": len(pack.skills)})
     return out
+
+
+def refusals_of(catalog: Any, name: str) -> list[Any]:
+    """The problems that refused the skill ``name``, once each.
+
+    Only a refusing reason at level error explains why a name is not served: the same skill's
+    warnings (a long description) and its script or file problems are reported beside the
+    refusal but did not cause it. Two directories refused for one duplicate name share one
+    detail, so it is said once.
+    """
+    seen: dict[tuple[str, str], Any] = {}
+    for p in catalog.problems:
+        if p.skill == name and p.level == Level.ERROR and p.reason in SKILL_REFUSALS:
+            seen.setdefault((str(p.reason), p.detail), p)
+    return list(seen.values())
 
 
 def _short(text: str, width: int = 88) -> str:
@@ -108,13 +150,13 @@ def run_list(args: argparse.Namespace) -> int:
     skills = [s for s in catalog.skills.values() if args.phase is None or phase_of(s) == args.phase]
     if args.json:
         emit_json({"skills": [_skill_row(s) for s in skills], "count": len(skills), "phase": args.phase})
-        return exits.OK
+        return report_missing_roots(catalog, json_mode=True, code=exits.OK)
     width = max((len(s.name) for s in skills), default=0)
     for skill in skills:
         emit(f"{skill.name.ljust(width)}  {_short(skill.description)}")
-    if not skills:
+    if not skills and not missing_roots(catalog):
         warn("no skills" + (f" in phase {args.phase!r}" if args.phase else ""))
-    return exits.OK
+    return report_missing_roots(catalog, json_mode=False, code=exits.OK)
 
 
 def run_search(args: argparse.Namespace) -> int:
@@ -133,19 +175,27 @@ def run_search(args: argparse.Namespace) -> int:
             emit(f"    {hit['reason']}")
         if not result["hits"]:
             warn(f"no skill matches {query!r}")
-    return exits.OK if result["hits"] else exits.PROBLEM
+        elif result["match"] == "weak":
+            warn(f"no skill matches {query!r} well: these are only the closest")
+    return report_missing_roots(catalog, json_mode=args.json, code=exits.OK if result["hits"] else exits.PROBLEM)
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from skill_mcp.catalog.files import DigestMemo, file_info, read_body, skill_uri
+    from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_info, read_body, skill_uri
     from skill_mcp.errors import SkillMcpError
 
     _settings, catalog = load_catalog(args)
     skill = catalog.skills.get(args.name)
     if skill is None:
-        refused = [p for p in catalog.problems if p.skill == args.name]
-        why = f" (refused: {refused[0].reason}: {refused[0].detail})" if refused else ""
-        raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}{why}", "unknown-skill")
+        refusals = refusals_of(catalog, args.name)
+        if refusals:
+            why = "; ".join(f"({p.reason}) {p.detail}" for p in refusals)
+            raise exits.CliError(exits.PROBLEM, f"{args.name!r} is not served {why}", str(refusals[0].reason))
+        missing = missing_roots(catalog)
+        if missing:
+            raise exits.CliError(exits.UNAVAILABLE, f"no skill named {args.name!r}; {_root_missing_text(missing)}",
+                                 ProblemReason.ROOT_MISSING)
+        raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}", "unknown-skill")
     memo = DigestMemo()
     try:
         body = read_body(skill)
@@ -159,8 +209,8 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({**_skill_row(skill), "frontmatter": dict(skill.frontmatter), "instructions": body,
                    "manifest": manifest})
-        return exits.OK
-    emit(f"# {skill.name}  ({skill_uri(skill)})")
+        return report_missing_roots(catalog, json_mode=True, code=exits.OK)
+    emit(f"# {skill.name}  ({skill_uri(skill, SKILL_MD)})")
     emit(skill.description)
     emit("")
     emit(body.rstrip("\n"))
@@ -168,4 +218,4 @@ def run_show(args: argparse.Namespace) -> int:
     emit(f"Files ({len(manifest)}):")
     for f in manifest:
         emit(f"  {f['path']}  {f['size']} bytes  {f['digest']}")
-    return exits.OK
+    return report_missing_roots(catalog, json_mode=False, code=exits.OK)

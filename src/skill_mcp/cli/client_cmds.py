@@ -4,6 +4,9 @@ The server is built by ``server.build_server`` exactly as ``serve`` builds it, a
 own ``mcp.Client`` connects to it in process: every request goes through the SDK's request
 validation, the server's dispatch, argument checking against the input schema and the
 client's output-schema validation. Nothing here calls a handler directly.
+
+``call`` confirms a ``skill_run`` as a client with a person behind it would (``cli.confirm``):
+within its one session, so the run happens in the same call and its result is printed.
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ import os
 from typing import Any
 
 from skill_mcp.cli import exits
+from skill_mcp.cli.confirm import Confirmer
 from skill_mcp.cli.output import emit, emit_json, warn
 
 ARGS_MAX_CHARS = 1024 * 1024
+# The skillmcp design notes' tool names (surfaces.seed_tools), offered only with SKILL_MCP_COMPAT.
+SEED_TOOLS = frozenset({"list_packs", "search_skills", "get_skill"})
 CALL_TIMEOUT_S = 330.0  # above skill_run's hard 300 s ceiling, so a run always answers first
 
 
@@ -85,24 +91,46 @@ def _parse_args_json(text: str) -> dict[str, Any]:
     return value
 
 
-async def _call(settings: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def _result(result: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"isError": bool(result.is_error), "content": [_dump(c) for c in result.content]}
+    if result.structured_content is not None:
+        out["structuredContent"] = result.structured_content
+    return out
+
+
+def _token_preview(tool: str, out: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``skill_run`` preview a server without elicitation answered with, if that is what came back."""
+    structured = out.get("structuredContent") or {}
+    if tool != "skill_run" or out["isError"] or structured.get("status") != "confirmation-required":
+        return None
+    return structured if isinstance(structured.get("confirmToken"), str) else None
+
+
+async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: Confirmer) -> dict[str, Any]:
     import anyio
     from mcp import Client
     from mcp.shared.exceptions import MCPError
 
     from skill_mcp.server import build_server
 
-    async with Client(build_server(settings), mode="legacy") as client:
+    # The session advertises elicitation: skill_run asks in it, and ``confirmer`` answers.
+    async with Client(build_server(settings), mode="legacy", elicitation_callback=confirmer.elicit) as client:
         try:
             with anyio.fail_after(CALL_TIMEOUT_S):
-                result = await client.call_tool(tool, arguments)
+                out = _result(await client.call_tool(tool, arguments))
+                preview = _token_preview(tool, out)
+                if preview is not None:
+                    # A server that never elicits: confirm its preview here, then redeem the token in
+                    # this session (the only one it is valid in).
+                    from skill_mcp.surfaces.run_tool import confirm_message
+
+                    if not await confirmer.decide(confirm_message(preview["preview"]["willRun"])):
+                        return {**out, "declined": True}
+                    out = _result(await client.call_tool(tool, {**arguments, "confirmToken": preview["confirmToken"]}))
         except MCPError as err:
             # A JSON-RPC error (an unknown tool, for example): refused before any tool ran.
             return {"isError": True, "content": [], "protocolError": {"code": err.error.code,
                                                                          "message": err.error.message}}
-    out: dict[str, Any] = {"isError": bool(result.is_error), "content": [_dump(c) for c in result.content]}
-    if result.structured_content is not None:
-        out["structuredContent"] = result.structured_content
     return out
 
 
@@ -110,8 +138,9 @@ def run_call(args: argparse.Namespace) -> int:
     import anyio
 
     arguments = _parse_args_json(args.args)
+    confirmer = Confirmer.for_process(assume_yes=bool(getattr(args, "yes", False)))
     try:
-        out = anyio.run(_call, _settings(args), args.tool, arguments)
+        out = anyio.run(_call, _settings(args), args.tool, arguments, confirmer)
     except TimeoutError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"{args.tool}: no answer in {CALL_TIMEOUT_S:.0f} s") from err
     if args.json:
@@ -123,6 +152,11 @@ def run_call(args: argparse.Namespace) -> int:
             emit(item.get("text", json.dumps(item, sort_keys=True)))
     if "protocolError" in out:
         warn(f"skill-mcp: {args.tool}: {out['protocolError']['message']} (JSON-RPC {out['protocolError']['code']})")
+        if args.tool in SEED_TOOLS:
+            warn(f"skill-mcp: {args.tool} is a tool of the skillmcp profile: set SKILL_MCP_COMPAT=skillmcp to offer it")
+        return exits.PROBLEM
+    if out.get("declined"):
+        warn(f"skill-mcp: {args.tool}: not confirmed (declined); nothing ran")
         return exits.PROBLEM
     if out["isError"]:
         reason = (out.get("structuredContent") or {}).get("reason")

@@ -87,6 +87,8 @@ def _call(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
     p.add_argument("tool", metavar="TOOL", help="the tool's name, as `skill-mcp tools` lists it")
     p.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object (default {})")
+    p.add_argument("--yes", "-y", action="store_true",
+                   help="confirm a skill_run without asking (scripts, CI); else asked on a terminal, declined without one")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.client_cmds:run_call")
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections import Counter
 
 from skill_mcp.cli import exits
-from skill_mcp.cli.output import emit, emit_json
+from skill_mcp.cli.output import emit, emit_json, warn
 
 
 def run(args: argparse.Namespace) -> int:
@@ -20,14 +21,24 @@ def run(args: argparse.Namespace) -> int:
     problems = validate_catalog(catalog, strict=args.strict)
     errors = sum(1 for p in problems if p.level == Level.ERROR)
     warnings = len(problems) - errors
+    by_reason = dict(sorted(Counter(str(p.reason) for p in problems).items()))
     if args.json:
         emit_json({"roots": [str(r) for r in settings.roots], "strict": bool(args.strict),
                    "skills": len(catalog.skills), "errors": errors, "warnings": warnings,
-                   "problems": [p.to_dict() for p in problems], "ok": errors == 0})
+                   "byReason": by_reason, "problems": [p.to_dict() for p in problems], "ok": errors == 0})
     else:
         for p in problems:
             emit(f"{p.level}: {p.reason}: {p.path}: {p.detail}")
         verdict = "ok" if errors == 0 else "FAILED"
         emit(f"{verdict}: {len(catalog.skills)} skills served, {errors} errors, {warnings} warnings"
              + (" (strict floors applied)" if args.strict else ""))
+        width = max((len(reason) for reason in by_reason), default=0)
+        for reason, count in by_reason.items():
+            emit(f"  {reason.ljust(width)}  {count}")
+    if not catalog.skills and catalog.roots and not args.json:
+        # An existing root with nothing in it passes vacuously; say so, or a CI gate pointed
+        # at the wrong directory (or at a collection kept in hidden folders) looks green.
+        warn(f"skill-mcp: warning: no skill found under {', '.join(str(r) for r in catalog.roots)}: a skill is a "
+             "directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); hidden directories are "
+             "not searched, so name them as roots")
     return exits.PROBLEM if errors else exits.OK

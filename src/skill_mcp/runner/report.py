@@ -11,7 +11,9 @@ Per declared script one state:
 
 Top level: ``grantFrom`` (``MCP_SKILL_RUN`` | ``declaration`` | ``hosted-default``), ``grantNote``
 when hosted, the interpreter set, and ``problems`` (grant rows that matched nothing, loader
-variables that are never handed, ``environ-unscrubbed``).
+variables that are never handed, ``environ-unscrubbed``, and ``interpreter-unavailable`` for a
+script whose interpreter is in the closed set but not installed here; a name outside the set is
+the catalog's problem already, reported wherever the skill is read).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from skill_mcp.limits import KNOWN as INTERPRETER_NAMES
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Level, ProblemReason
 from skill_mcp.runner.grants import GrantSet, declared_forbidden
@@ -95,6 +98,9 @@ def fence_report(catalog: Catalog, grants: GrantSet, interpreters: Interpreters,
             grant = grants.get(skill.name, decl.script)
             rows.append(ScriptState(decl.script, decl.interpreter, state, detail,
                                     grant.env if grant else (), decl.timeout))
+            if state == "interpreter-unavailable" and decl.interpreter in INTERPRETER_NAMES:
+                problems.append(Problem(f"{skill.found_at}/{decl.script}", ProblemReason.INTERPRETER_UNAVAILABLE,
+                                        f"{decl.script}: {detail}", Level.ERROR, skill.name))
         scripts[skill.name] = tuple(rows)
         problems.extend(declared_forbidden(skill))
     if unscrubbed:

@@ -27,6 +27,7 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import prompts, resources, skills_ext
 from skill_mcp.surfaces.client_logs import ClientLogForwarder
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
+from skill_mcp.surfaces.handshake import initialize_detail_middleware
 from skill_mcp.surfaces.live import ChangeAnnouncer
 from skill_mcp.surfaces.read_tools import read_tools
 from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
@@ -84,16 +85,33 @@ class SkillServer(Server[Any]):
         return caps.model_copy(update={"prompts": None, "resources": None, "extensions": None})
 
 
+def nothing_offered(enabled: frozenset[str], known: Sequence[str]) -> str:
+    """Why a narrowed server offers nothing, in words a person can act on."""
+    unknown = sorted(enabled - set(known))
+    said = (f"MCP_ENABLED_TOOLS names no tool this server has ({', '.join(unknown)})" if unknown
+            else "MCP_ENABLED_TOOLS is set but empty")
+    return (f"{said}, so this server offers no tools, prompts or resources. Unset it to offer everything, "
+            f"or name tools from: {', '.join(known)}.")
+
+
 def _select_tools(settings: Settings, specs: Sequence[ToolSpec]) -> list[ToolSpec]:
     if settings.enabled_tools is None:
         return list(specs)
-    known = {s.name for s in specs}
-    for name in sorted(settings.enabled_tools - known):
+    chosen = [s for s in specs if s.name in settings.enabled_tools]
+    known = [s.name for s in specs]
+    if not chosen:
+        # Narrowing hides prompts and resources too, so an empty selection is a server with
+        # nothing at all: one warning that says so, rather than a silent empty list.
+        log.warning(nothing_offered(settings.enabled_tools, known))
+        return chosen
+    for name in sorted(settings.enabled_tools - set(known)):
         log.warning("MCP_ENABLED_TOOLS names a tool this server does not have", extra={"tool": name})
-    return [s for s in specs if s.name in settings.enabled_tools]
+    return chosen
 
 
-def _instructions(tool_names: Sequence[str]) -> str:
+def _instructions(tool_names: Sequence[str], settings: Settings, known: Sequence[str]) -> str:
+    if not tool_names and settings.enabled_tools is not None:
+        return nothing_offered(settings.enabled_tools, known)
     if not {"skill_list", "skill_search", "skill_load"} & set(tool_names):
         # Narrowed to tools that read no catalog: do not point the model at tools it cannot call.
         return "This server serves Agent Skills. Its tools here: " + ", ".join(tool_names) + "."
@@ -156,7 +174,8 @@ def assemble(
 
         script_states = DeclaredScripts(settings)
     state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states)
-    table = ToolTable(_select_tools(settings, [*read_tools(), *tools]), state)
+    specs = [*read_tools(), *tools]
+    table = ToolTable(_select_tools(settings, specs), state)
     content = not settings.narrowed
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -171,7 +190,7 @@ def assemble(
         advertise_content=content,
         announcer=announcer,
         version=__version__,
-        instructions=_instructions(table.names),
+        instructions=_instructions(table.names, settings, [s.name for s in specs]),
         cache_hints={"tools/list": hint, "prompts/list": hint, "resources/list": hint, "resources/read": hint,
                      "resources/templates/list": hint},
         on_list_tools=on_list_tools,
@@ -183,6 +202,7 @@ def assemble(
     if announcer is not None:
         announcer.install(server)
     ClientLogForwarder().install(server)
+    server.middleware.append(initialize_detail_middleware())
     return server
 
 

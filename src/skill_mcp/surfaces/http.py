@@ -2,7 +2,8 @@
 
 The MCP server object is the same one stdio serves; this module only puts the SDK's
 Streamable HTTP app (both protocol eras: the handshake era with ``Mcp-Session-Id`` and the
-2026-07-28 per-request era) behind ``GuardMiddleware`` and runs it with uvicorn.
+2026-07-28 per-request era) behind ``GuardMiddleware`` and ``EventSizing`` (answers as JSON
+when they can be, never an event a client refuses) and runs it with uvicorn.
 
 Shutdown (SIGTERM or SIGINT), in order:
 
@@ -38,6 +39,7 @@ from sse_starlette.sse import AppStatus
 from starlette.types import ASGIApp
 
 from skill_mcp.config import Settings
+from skill_mcp.surfaces.http_events import EventSizing
 from skill_mcp.surfaces.http_guard import (
     ExposurePolicy,
     GuardMiddleware,
@@ -104,7 +106,8 @@ def build_http_app(server: Any, policy: ExposurePolicy, *, stop_hooks: Iterable[
                 tg.cancel_scope.cancel()
 
         starlette_app.router.lifespan_context = lifespan
-    guard = GuardMiddleware(starlette_app, policy)
+    # The guard is outermost: what it counts and answers at shutdown is what EventSizing sends.
+    guard = GuardMiddleware(EventSizing(starlette_app), policy)
     return HttpApp(asgi=guard, guard=guard, stop_hooks=tuple(stop_hooks))
 
 

@@ -99,6 +99,14 @@ def _form_elicitation(call: ToolCall) -> bool:
     return elicitation.form is not None or elicitation.url is None
 
 
+RUN_STATUSES = frozenset({"ok", "error", "timeout", "killed"})
+
+
+def _over_http(call: ToolCall) -> bool:
+    """The SDK hands a handler the HTTP request it came in (None over stdio)."""
+    return call.request is not None and getattr(call.request, "request", None) is not None
+
+
 def confirm_message(will_run: dict[str, Any]) -> str:
     env = ", ".join(f"{e['name']} ({e['from']})" for e in will_run["env"])
     lines = [
@@ -137,6 +145,16 @@ class SkillRun:
         return self.runner.prepare(call.catalog, args["skill"], args["script"], args.get("args", []))
 
     async def __call__(self, call: ToolCall, args: dict[str, Any]) -> ToolOutput:
+        out = await self._answer(call, args)
+        if _over_http(call) and isinstance(out, dict) and out.get("status") in RUN_STATUSES:
+            # The answer may have to travel as one server-sent event (always after a mid-call
+            # confirmation): cut the output to what a client accepts rather than lose the result.
+            from skill_mcp.surfaces.http_events import fit_run_output
+
+            out = fit_run_output(out)
+        return out
+
+    async def _answer(self, call: ToolCall, args: dict[str, Any]) -> ToolOutput:
         prepared = self._prepare(call, args)
         token = args.get("confirmToken")
         if token is not None:

@@ -1,0 +1,6 @@
+"""``skillmcp``: the module name the seed's client configuration starts (``python -m skillmcp``).
+
+The project's package is ``skill_mcp``; this one only forwards, so a configuration written as
+``"command": "python", "args": ["-m", "skillmcp", "serve", ...]`` starts the same command line
+as ``skill-mcp``. It imports nothing until it runs.
+"""

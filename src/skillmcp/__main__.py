@@ -1,0 +1,7 @@
+"""``python -m skillmcp ...``: the ``skill-mcp`` command line under the seed's module name."""
+
+import sys
+
+from skill_mcp.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,90 @@
+"""The CLI names what is wrong, once, where a person looks: the reason that refused a skill,
+a root that is not a directory, and levels that mean what docs/reasons.md says they mean."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.helpers import GOOD, as_json, run, write
+
+LONG = "Turns notes into reports. Use when a report is needed. " + "More words. " * 90  # over 1024
+
+
+def _duplicate_with_a_warning(tmp_path: Path) -> tuple[Path, Path]:
+    """Two roots claim 'dup'; the first copy also has a description over the spec's 1024."""
+    first, second = tmp_path / "one", tmp_path / "two"
+    write(first / "dup" / "SKILL.md", f"---\nname: dup\ndescription: {LONG}\n---\n1. Do.\n")
+    write(second / "dup" / "SKILL.md", GOOD.format(name="dup", phase="wire"))
+    return first, second
+
+
+def test_show_of_a_duplicate_name_gives_duplicate_name_not_the_warning_beside_it(tmp_path: Path) -> None:
+    first, second = _duplicate_with_a_warning(tmp_path)
+    roots = ["--skills-dir", str(first), "--skills-dir", str(second)]
+    index = as_json(run("index", "--json", *roots))
+    assert {p["reason"] for p in index["problems"]} >= {"spec-warning", "duplicate-name"}  # both present
+    done = run("show", "dup", "--json", *roots)
+    assert done.returncode == 1 and done.stdout == ""
+    assert json.loads(done.stderr)["reason"] == "duplicate-name"
+    text = run("show", "dup", *roots)
+    assert "duplicate-name" in text.stderr and "spec-warning" not in text.stderr
+    assert text.stderr.count("claim the name") == 1  # two refused directories, one sentence
+
+
+def test_show_of_a_served_skill_with_a_warning_still_shows_it(tmp_path: Path) -> None:
+    first, _ = _duplicate_with_a_warning(tmp_path)
+    done = run("show", "dup", "--json", "--skills-dir", str(first))
+    assert done.returncode == 0 and as_json(done)["name"] == "dup"
+
+
+def test_list_of_a_mistyped_root_names_it_and_exits_3(tmp_path: Path) -> None:
+    typo = tmp_path / "no-such-dir"
+    done = run("list", "--skills-dir", str(typo))
+    assert done.returncode == 3 and done.stdout == ""
+    assert str(typo) in done.stderr and "not a directory" in done.stderr
+    assert "no skills" not in done.stderr  # the cause, not the symptom
+    as_json_err = run("list", "--json", "--skills-dir", str(typo))
+    assert as_json_err.returncode == 3 and as_json(as_json_err)["count"] == 0
+    assert json.loads(as_json_err.stderr)["reason"] == "root-missing"
+
+
+def test_list_with_one_good_and_one_missing_root_lists_the_good_and_names_the_missing(tmp_path: Path) -> None:
+    good = tmp_path / "good"
+    write(good / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="wire"))
+    done = run("list", "--skills-dir", str(good), "--skills-dir", str(tmp_path / "typo"))
+    assert done.returncode == 3 and done.stdout.startswith("alpha")
+    assert done.stderr.count("not a directory") == 1 and str(tmp_path / "typo") in done.stderr
+
+
+def test_list_of_an_existing_empty_root_is_not_an_error(tmp_path: Path) -> None:
+    done = run("list", "--skills-dir", str(tmp_path))
+    assert done.returncode == 0 and "no skills" in done.stderr
+
+
+def test_show_and_search_under_a_missing_root_name_it(tmp_path: Path) -> None:
+    typo = str(tmp_path / "typo")
+    shown = run("show", "alpha", "--json", "--skills-dir", typo)
+    assert shown.returncode == 3 and json.loads(shown.stderr)["reason"] == "root-missing"
+    searched = run("search", "report", "--skills-dir", typo)
+    assert searched.returncode == 3 and typo in searched.stderr
+
+
+def test_a_name_mismatch_is_a_warning_because_the_skill_is_served(tmp_path: Path) -> None:
+    write(tmp_path / "real-dir" / "SKILL.md", GOOD.format(name="other-name", phase="wire").replace(
+        "# other-name", "# x"))
+    listed = as_json(run("list", "--json", "--skills-dir", str(tmp_path)))
+    assert [s["name"] for s in listed["skills"]] == ["real-dir"]  # served under its directory name
+    done = run("validate", "--json", str(tmp_path))
+    assert done.returncode == 0, done.stdout
+    (problem,) = as_json(done)["problems"]
+    assert (problem["reason"], problem["level"]) == ("name-mismatch", "warning")
+
+
+def test_validate_of_a_root_with_no_skill_passes_but_says_nothing_was_found(tmp_path: Path) -> None:
+    write(tmp_path / "collection" / "skills" / ".curated" / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="w"))
+    done = run("validate", str(tmp_path / "collection"))
+    assert done.returncode == 0 and "0 skills served" in done.stdout
+    assert done.stderr.count("no skill found") == 1 and "hidden directories" in done.stderr
+    named = run("validate", str(tmp_path / "collection" / "skills" / ".curated"))  # the way to reach them
+    assert named.returncode == 0 and "1 skills served" in named.stdout and named.stderr == ""
