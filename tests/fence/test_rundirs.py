@@ -7,6 +7,7 @@ import os
 import pwd
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -30,15 +31,19 @@ def _dir(parent: Path, name: str) -> Path:
 def test_only_run_directories_of_gone_servers_owned_by_us_are_removed(tmp_path: Path) -> None:
     me = frozenset({os.geteuid()})
     dead = _dir(tmp_path, f"skill-mcp-run-{_dead_pid()}-abc")
-    older = _dir(tmp_path, "skill-mcp-run-q1w2e3r4")  # an older server's name, no pid in it
+    older = _dir(tmp_path, "skill-mcp-run-q1w2e3r4")  # an older version's name, no pid in it
+    os.utime(older, (0, 0))  # what its script could do: the mtime moves, the ctime stays now
     live = _dir(tmp_path, f"skill-mcp-run-{os.getpid()}-abc")  # this process: a live server
     other_prefix = _dir(tmp_path, "skill-mcp-fence-x")
     target = _dir(tmp_path, "elsewhere")
     (tmp_path / "skill-mcp-run-link").symlink_to(target)
     (tmp_path / "skill-mcp-run-file").write_text("x", encoding="utf-8")
-    removed = rundirs.remove_stale(str(tmp_path), me)
-    assert sorted(removed) == sorted([str(dead), str(older)])
-    assert not dead.exists() and not older.exists()
+    assert rundirs.remove_stale(str(tmp_path), me) == [str(dead)]
+    # An older version's directory may belong to a server of that version still running: it
+    # goes only once the longest run would have ended (an injected clock stands in for the wait).
+    assert older.exists()
+    later = time.time() + rundirs.STALE_AFTER_S + 1
+    assert rundirs.remove_stale(str(tmp_path), me, now=lambda: later) == [str(older)]
     assert live.exists() and other_prefix.exists() and (target / "left").exists()
     assert (tmp_path / "skill-mcp-run-link").is_symlink() and (tmp_path / "skill-mcp-run-file").exists()
 

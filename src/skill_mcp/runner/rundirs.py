@@ -12,10 +12,15 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import time
+from collections.abc import Callable
 
-from skill_mcp.limits import remove_tree
+from skill_mcp.limits import MAX_TIMEOUT_S, remove_tree
 
 PREFIX = "skill-mcp-run-"
+# Longer than any run can last (the timeout ceiling, then the SIGTERM grace, the kill wait and
+# the drain), with room to spare: how old a pid-less directory must be before it is stale.
+STALE_AFTER_S = MAX_TIMEOUT_S + 60
 
 
 def make() -> str:
@@ -23,14 +28,17 @@ def make() -> str:
     return tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")
 
 
-def remove_stale(parent: str, owners: frozenset[int]) -> list[str]:
+def remove_stale(parent: str, owners: frozenset[int], now: Callable[[], float] = time.time) -> list[str]:
     """Remove the run directories that servers which are gone left in ``parent``; return them.
 
     Only entries that are all of: named ``skill-mcp-run-*``, a real directory (never a link),
     owned by one of ``owners`` (this server's uid, and the script user's when it drops to one),
-    and not named after a live process (``skill-mcp-run-<pid>-...``: a server that still runs,
-    its run included, keeps its own). A pid reused since is taken as alive: that directory waits
-    for a later start rather than risk another server's run.
+    and stale. A directory named after a pid (``skill-mcp-run-<pid>-...``) is stale when no
+    process of that pid lives: a server that still runs, its run included, keeps its own (a pid
+    reused since is taken as alive; that directory waits for a later start). A name without a
+    pid comes from an older version of this tool, which may still be running beside this one:
+    it is stale only once its status change time is further back than any run can last
+    (``STALE_AFTER_S``; a script can move its directory's mtime, not its ctime).
     """
     removed: list[str] = []
     try:
@@ -44,21 +52,21 @@ def remove_stale(parent: str, owners: frozenset[int]) -> list[str]:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in owners or _named_after_live_process(entry.name):
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in owners or not _stale(entry.name, st.st_ctime, now()):
             continue
         remove_tree(entry.path)
         removed.append(entry.path)
     return removed
 
 
-def _named_after_live_process(name: str) -> bool:
+def _stale(name: str, ctime: float, now: float) -> bool:
     pid = name[len(PREFIX):].split("-", 1)[0]
     if not pid.isdigit():
-        return False  # an older server's name, without a pid: nobody can be running in it
+        return ctime < now - STALE_AFTER_S
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
-        return False
+        return True
     except OSError:
-        return True  # alive, another user's
-    return True
+        return False  # alive, another user's
+    return False
