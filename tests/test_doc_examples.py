@@ -48,6 +48,10 @@ ELSEWHERE: dict[str, str] = {
     r"^make test\b": "tests/test_doc_examples.py::test_every_example_is_classified",  # the suite itself
     r"^make image\b": "tests/appliance/test_server.py::test_time_from_docker_run_to_initialize_is_bounded",
     r"^docker run ": "tests/appliance/test_server.py::test_time_from_docker_run_to_initialize_is_bounded",
+    # No Fly account here: the command the Fly machine runs (`selftest --not-claimed ...`) is what
+    # this test checks; the docker line of the same self-test runs in test_selftest.py.
+    r"^fly machine run .* selftest ": (
+        "tests/appliance/test_selftest_verdicts.py::test_a_property_not_claimed_is_reported_as_such"),
     r"^umask 077; openssl rand -hex 32 > ": "tests/http/test_http_auth.py::test_token_file_is_the_token",
     r"^skill-mcp serve --http .* --allowed-host ": (
         "tests/http/test_http_auth.py::test_allowed_host_admits_the_proxy_name_and_nothing_else"),
