@@ -122,3 +122,12 @@ def test_validate_of_a_root_with_no_skill_passes_but_says_nothing_was_found(tmp_
     assert done.stderr.count("no skill found") == 1 and "hidden directories" in done.stderr
     named = run("validate", str(tmp_path / "collection" / "skills" / ".curated"))  # the way to reach them
     assert named.returncode == 0 and "1 skills served" in named.stdout and named.stderr == ""
+
+
+def test_show_of_a_name_from_the_skillmcp_notes_names_the_skill_that_serves_it() -> None:
+    # The notes' example is `skillmcp show protocol-conformance-test`; the pack calls it run-conformance-suite.
+    done = run("show", "protocol-conformance-test")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "closest: run-conformance-suite," in done.stderr
+    as_json_err = run("show", "protocol-conformance-test", "--json")
+    assert json.loads(as_json_err.stderr)["reason"] == "unknown-skill"

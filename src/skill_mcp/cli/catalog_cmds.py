@@ -220,7 +220,11 @@ def run_show(args: argparse.Namespace) -> int:
         if missing:
             raise exits.CliError(exits.UNAVAILABLE, f"no skill named {args.name!r}; {_root_missing_text(missing)}",
                                  ProblemReason.ROOT_MISSING)
-        raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}", "unknown-skill")
+        from skill_mcp.surfaces.state import closest_names
+
+        closest = closest_names(catalog.skills, args.name)
+        hint = f"; closest: {', '.join(closest)}" if closest else ""
+        raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}{hint}", "unknown-skill")
     memo = DigestMemo()
     try:
         body = read_body(skill)
