@@ -1,0 +1,19 @@
+"""pyproject.toml builds without the deprecation warnings a fresh ``make install`` would show."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_license_is_an_spdx_expression_and_the_build_backend_reads_it_as_one() -> None:
+    # setuptools deprecates the table form ({text = "MIT"}) and stops building it in 2027; the
+    # string form needs setuptools 77 or later in the build environment.
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert config["project"]["license"] == "MIT"
+    (backend,) = [r for r in config["build-system"]["requires"] if r.startswith("setuptools")]
+    floor = re.fullmatch(r"setuptools>=(\d+)(\.\d+)*", backend)
+    assert floor is not None and int(floor.group(1)) >= 77, backend
