@@ -131,3 +131,15 @@ def test_show_of_a_name_from_the_skillmcp_notes_names_the_skill_that_serves_it()
     assert "closest: run-conformance-suite," in done.stderr
     as_json_err = run("show", "protocol-conformance-test", "--json")
     assert json.loads(as_json_err.stderr)["reason"] == "unknown-skill"
+
+
+def test_validate_takes_skills_dir_as_every_other_catalog_command_does(tmp_path: Path) -> None:
+    write(tmp_path / "one" / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="wire"))
+    write(tmp_path / "two" / "beta" / "SKILL.md", "---\nname: beta\ndescription: [unclosed\n---\nbody\n")
+    positional = run("validate", "--json", str(tmp_path / "one"), str(tmp_path / "two"))
+    assert positional.returncode == 1 and as_json(positional)["errors"] == 1  # beta's frontmatter
+    for flag in ("--skills-dir", "--packs-root"):
+        flagged = run("validate", "--json", flag, str(tmp_path / "one"), flag, str(tmp_path / "two"))
+        assert flagged.returncode == 1 and as_json(flagged) == as_json(positional)
+    mixed = run("validate", "--json", str(tmp_path / "one"), "--skills-dir", str(tmp_path / "two"))
+    assert as_json(mixed)["roots"] == as_json(positional)["roots"]
