@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run test lint bench image
+.PHONY: install run test lint bench image lb-image
 
 $(BIN)/skill-mcp: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,13 +21,18 @@ test: install
 
 lint: install
 	$(BIN)/ruff check src tests
-	$(BIN)/mypy src/skill_mcp bench
+	$(BIN)/mypy src/skill_mcp src/skill_mcp_launcher bench
+
+# `make bench BENCH_ARGS=--load` adds the load figure through HAProxy (needs Docker and both images).
+BENCH_ARGS ?=
 
 bench: install
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # The appliance image (container/). Wheels are built on the host and installed in the
-# image with --no-index. BASE_IMAGE defaults to a debootstrap-built base (no registry
+# image with --no-index. python-prctl has no wheel on the index: `pip wheel` builds it here
+# (gcc and libcap-dev on the host: .ci/setup.d/prctl.sh), with the host's Python 3.11 - the
+# image's - so the image itself carries no compiler. BASE_IMAGE defaults to a debootstrap-built base (no registry
 # needed); on a machine that can pull, `make image BASE_IMAGE=debian:bookworm-slim`.
 IMAGE ?= skill-mcp:dev
 BASE_IMAGE ?= skill-mcp-base:bookworm
@@ -39,3 +44,11 @@ image:
 	cp nftables/skill-mcp.nft $(IMAGE_CTX)/nftables/
 	if [ "$(BASE_IMAGE)" = "skill-mcp-base:bookworm" ]; then bash container/build-base.sh $(BASE_IMAGE); fi
 	DOCKER_BUILDKIT=0 docker build -q -f container/Dockerfile --build-arg BASE_IMAGE=$(BASE_IMAGE) -t $(IMAGE) $(IMAGE_CTX)
+
+# The load balancer of the scale-out test and bench: Debian's HAProxy on the same base, from .deb
+# files apt-get fetches on the host (container/lb/build-lb.sh); no registry, no network in the build.
+LB_IMAGE ?= skill-mcp-lb:dev
+
+lb-image:
+	if [ "$(BASE_IMAGE)" = "skill-mcp-base:bookworm" ]; then bash container/build-base.sh $(BASE_IMAGE); fi
+	bash container/lb/build-lb.sh $(LB_IMAGE) $(BASE_IMAGE)

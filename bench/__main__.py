@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import json
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from pathlib import Path
 import anyio
 
 from bench import corpus as corpora
+from bench.firstanswer import measure as measure_first_answer
 from bench.inproc import measure as measure_inproc
 from bench.measure import peak_memory, ready_runs
 from bench.report import Run, render
@@ -37,13 +39,21 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--run-calls", type=int, default=30, help="skill_run calls per interpreter (default 30)")
     p.add_argument("--search-calls", type=int, default=1000, help="in-process search queries (default 1000)")
     p.add_argument("--ready-only", action="store_true", help="measure only ready (spawn -> tools/list)")
+    p.add_argument("--first-answer-runs", type=int, default=5,
+                   help="repetitions of the cold/warm first-answer figures per corpus (default 5; 0 leaves them out)")
+    p.add_argument("--first-answer-only", action="store_true",
+                   help="measure only the first-answer figures (for a large corpus: --sizes 100000)")
     p.add_argument("--no-appliance", action="store_true", help="skip the container figures")
+    p.add_argument("--load", action="store_true",
+                   help="also the load figure through HAProxy on 1 and 2 appliance replicas (needs Docker; bench/load.py)")
+    p.add_argument("--load-seconds", type=float, default=8.0, help="measured window per load level (default 8)")
     p.add_argument("--quick", action="store_true", help="few repetitions: the CI smoke run")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--out", type=Path, default=None, help="Markdown file to write (default bench/results/<stamp>.md)")
     args = p.parse_args(argv)
     if args.quick:
         args.ready_runs, args.calls, args.run_calls, args.search_calls = 3, 20, 3, 50
+        args.first_answer_runs = min(args.first_answer_runs, 1)
     return args
 
 
@@ -84,6 +94,11 @@ async def run_all(args: argparse.Namespace) -> Run:
         specs.append(ours_spec("pack", None))
     run = Run(started=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), ready_runs=args.ready_runs,
               calls=args.calls)
+    if args.first_answer_only:
+        await _first_answers(run, infos, args.first_answer_runs)
+        run.ready = await ready_runs([floor], 1)
+        run.appliance = "Not measured: --first-answer-only."
+        return run
     print(f"ready: {args.ready_runs} runs x {len(specs) + 1} servers", file=sys.stderr)
     run.ready = await ready_runs([floor, *specs], args.ready_runs)
     if args.ready_only:
@@ -100,8 +115,22 @@ async def run_all(args: argparse.Namespace) -> Run:
         await script_runs(result, spec, info, args.run_calls)
         run.targets.append(result)
         run.inproc[spec.label] = measure_inproc(info.root if info else None, queries, args.search_calls)
+    await _first_answers(run, infos, args.first_answer_runs)
     run.appliance, run.appliance_overhead_ms = _appliance(not args.no_appliance)
+    if args.load:
+        from bench import load
+        from bench.cluster import LB_IMAGE
+
+        image = os.environ.get("SKILL_MCP_IMAGE", "skill-mcp:dev")
+        # Its own event loops (one per level), so off this one: in a worker thread.
+        run.load = await anyio.to_thread.run_sync(load.section, image, LB_IMAGE, load.Plan(seconds=args.load_seconds))
     return run
+
+
+async def _first_answers(run: Run, infos: dict[str, corpora.CorpusInfo], runs: int) -> None:
+    for label, info in infos.items() if runs > 0 else ():
+        print(f"{label}: the first answer, cold and warm ({runs} runs)", file=sys.stderr)
+        run.first_answer.append(await measure_first_answer(label, info.root, runs, info.queries[0], info.n))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -175,6 +175,16 @@ def generate(root: Path, n: int) -> CorpusInfo:
     # Sampled skills are every tenth one, so each has the eight-plus files a batch read needs.
     step = max(10, n // 8 // 10 * 10)
     sample = tuple(names[i] for i in range(0, n, step))[:8]
+    return CorpusInfo(root, n, files, total, scripts, sample, queries())
+
+
+def queries() -> tuple[str, ...]:
+    """The search queries the benchmark sends (the same for every corpus size)."""
     qrng = random.Random(SEED)
-    queries = tuple(f"{qrng.choice(VERBS)} {qrng.choice(WORDS)} {qrng.choice(WORDS)}" for _ in range(16))
-    return CorpusInfo(root, n, files, total, scripts, sample, queries)
+    return tuple(f"{qrng.choice(VERBS)} {qrng.choice(WORDS)} {qrng.choice(WORDS)}" for _ in range(16))
+
+
+def stamped(root: Path, n: int) -> bool:
+    """True when ``root`` holds a finished corpus of ``n`` skills (its stamp matches)."""
+    stamp = root / STAMP
+    return stamp.is_file() and stamp.read_text(encoding="utf-8").startswith(_spec_hash(n))

@@ -90,16 +90,18 @@ async def peak_memory(spec: ServerSpec, first_call: Op) -> int:
 
 
 async def alternate(floor_clients: Sequence[Any], ours_client: Any, op: Op, calls: int,
-                    warmup: int = 5) -> tuple[list[list[float]], list[float]]:
-    """Visit each floor (its trivial call) and ``op`` once per round, ``calls`` rounds, rotating
-    who goes first; return each floor's samples and ours."""
+                    warmup: int = 5, same_op_clients: Sequence[Any] = ()) -> tuple[list[list[float]], list[float]]:
+    """Visit each floor (its trivial call), each of ``same_op_clients`` (``op`` itself: the
+    same-size floors of ``bench.fair``) and ours (``op``) once per round, ``calls`` rounds,
+    rotating who goes first; return each floor's samples (trivial floors first) and ours."""
+    firsts = [(floor_call, c) for c in floor_clients] + [(op, c) for c in same_op_clients]
     for i in range(warmup):
-        for client in floor_clients:
-            await floor_call(client, i)
+        for fn, client in firsts:
+            await fn(client, i)
         await op(ours_client, i)
-    floors: list[list[float]] = [[] for _ in floor_clients]
+    floors: list[list[float]] = [[] for _ in firsts]
     ours: list[float] = []
-    visits = [*((floor_call, c, sink) for c, sink in zip(floor_clients, floors, strict=True)), (op, ours_client, ours)]
+    visits = [*((fn, c, sink) for (fn, c), sink in zip(firsts, floors, strict=True)), (op, ours_client, ours)]
     for i in range(calls):
         shift = i % len(visits)
         for fn, client, sink in visits[shift:] + visits[:shift]:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from bench.firstanswer import FirstAnswer
+from bench.firstanswer import table as first_answer_table
 from bench.inproc import InProc
 from bench.measure import Ready
 from bench.stats import Summary, ms, ratio, times
@@ -29,7 +31,9 @@ class Run:
     inproc: dict[str, InProc] = field(default_factory=dict)
     appliance: str = "not measured"
     appliance_overhead_ms: float = math.nan
+    load: str = "Not measured: run with --load (needs Docker, `make image` and `make lb-image`)."
     verdicts: list[str] = field(default_factory=list)
+    first_answer: list[FirstAnswer] = field(default_factory=list)
 
 
 def _git_rev() -> str:
@@ -95,15 +99,36 @@ def _transport_ratio(lat: Latency) -> float:
     return ratio(Summary.of(lat.ours).median, Summary.of(lat.transport_floor).median)
 
 
+def same_size_ratio(lat: Latency, our_transport: bool = False) -> float:
+    """Ours against the floor replaying our own answer (bench.fair): what our server adds per call
+    beyond what the SDK spends on a payload of that size."""
+    floor = lat.same_size_transport if our_transport else lat.same_size
+    return ratio(Summary.of(lat.ours).median, Summary.of(floor).median) if floor else math.nan
+
+
+def same_size_paired(lat: Latency) -> float:
+    """Median over rounds of ours / the same-size floor in that round (each round visits both one
+    after the other), steadier than the ratio of medians when the machine's load moves."""
+    pairs = [o / f for o, f in zip(lat.ours, lat.same_size, strict=False) if f > 0]
+    return Summary.of(pairs).median if pairs else math.nan
+
+
 def _calls_table(t: TargetResult) -> list[str]:
     lines = ["| call | ours median (ms) | ours p95 (ms) | floor median (ms) | floor p95 (ms) | median ratio "
-             "| floor on our transport, median (ms) | ratio to it |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| floor on our transport, median (ms) | ratio to it | same-size floor median (ms) | ratio to it "
+             "| paired | same-size floor on our transport (ms) | ratio to it | server CPU per call (ms): ours / "
+             "same-size floor / same-size floor on our transport |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for label, lat in t.calls.items():
         o, f = Summary.of(lat.ours), Summary.of(lat.floor)
         tf = ms(Summary.of(lat.transport_floor).median) if lat.transport_floor else ""
+        same = ms(Summary.of(lat.same_size).median) if lat.same_size else ""
+        same_tf = ms(Summary.of(lat.same_size_transport).median) if lat.same_size_transport else ""
         lines.append(f"| {label} | {ms(o.median)} | {ms(o.p95)} | {ms(f.median)} | {ms(f.p95)} | "
-                     f"{times(ratio(o.median, f.median))} | {tf} | {times(_transport_ratio(lat))} |")
+                     f"{times(ratio(o.median, f.median))} | {tf} | {times(_transport_ratio(lat))} | {same} | "
+                     f"{times(same_size_ratio(lat))} | {times(same_size_paired(lat))} | {same_tf} | "
+                     f"{times(same_size_ratio(lat, True))} | {ms(lat.ours_cpu_s)} / {ms(lat.same_size_cpu_s)} / "
+                     f"{ms(lat.same_size_transport_cpu_s)} |")
     return lines
 
 
@@ -131,9 +156,15 @@ def _targets(run: Run) -> list[str]:
         if t.label != "10000":
             continue
         for label, lat in t.calls.items():
+            if label.startswith("skills/list"):
+                continue  # issue 19 replaced this one with the same-size target below
             _verdict(run, f"{label} median / floor's trivial tool at 10000 (against the same trivial tool on "
                           f"skill-mcp's stdio transport: {_transport_ratio(lat):.2f}x)",
                      ratio(Summary.of(lat.ours).median, Summary.of(lat.floor).median), 1.5, "x")
+        for label, lat in t.calls.items():
+            _verdict(run, f"{label} / the same-size floor at 10000, median of paired ratios (issue 19; ratio of "
+                          f"medians {same_size_ratio(lat):.2f}x; against it on skill-mcp's stdio transport "
+                          f"{same_size_ratio(lat, True):.2f}x)", same_size_paired(lat), 1.3, "x")
     if "10000" in run.inproc:
         _verdict(run, "skill_search p95 server time at 10000", Summary.of(run.inproc["10000"].search).p95 * 1000,
                  5, " ms")
@@ -142,7 +173,29 @@ def _targets(run: Run) -> list[str]:
             _verdict(run, f"skill_run overhead ({interp}, {t.label})",
                      (Summary.of(lat.ours).median - Summary.of(lat.floor).median) * 1000, 30, " ms")
     _verdict(run, "skill_run overhead in the appliance (over docker exec)", run.appliance_overhead_ms, 60, " ms")
+    _first_answer_targets(run)
     return run.verdicts
+
+
+def _first_answer_targets(run: Run) -> None:
+    """Issue 19's first-answer targets, each for a cold and a warm start."""
+    limits = {"1000": (1.1, 0.1), "10000": (1.4, 0.5)}
+    for r in run.first_answer:
+        if r.label not in limits:
+            continue
+        walk_limit, search_limit = limits[r.label]
+        floor = Summary.of(r.floor_ready).median
+        floor_rss = Summary.of([float(k) for k in r.floor_rss_kib]).median if r.floor_rss_kib else math.nan
+        for name, mode in (("cold", r.cold), ("warm", r.warm)):
+            if mode.walk:
+                _verdict(run, f"ready + complete skill_list walk at {r.label}, {name} / floor's ready",
+                         ratio(Summary.of(mode.walk).median, floor), walk_limit, "x")
+            if mode.search:
+                _verdict(run, f"first skill_search after ready at {r.label}, {name}",
+                         Summary.of(mode.search).median, search_limit, " s")
+            if r.label == "10000" and mode.rss_kib:
+                _verdict(run, f"peak RSS at 10000 above the floor, {name} (after the walk)",
+                         (Summary.of([float(k) for k in mode.rss_kib]).median - floor_rss) / MIB, 60, " MiB")
 
 
 def render(run: Run) -> str:
@@ -153,8 +206,11 @@ def render(run: Run) -> str:
            "ratios are to the floor server (same SDK, one trivial tool, no catalog) measured in this run. "
            "Per-call figures also visit a second floor, the same trivial server on skill-mcp's stdio transport, "
            "which writes on the event loop where the SDK's writer takes two worker-thread hops per message: "
-           "the ratio to it is what the catalog adds per call, the transport's saving taken out.", "",
-           "## Targets (issue 8)", "", *_targets(run), "",
+           "the ratio to it is what the catalog adds per call, the transport's saving taken out. "
+           "The same-size floor (bench/fair.py) answers each read request with the answer our server gave to "
+           "the identical request, recorded beforehand: the SDK's cost for a payload of our size and shape, on "
+           "the SDK's transport and on ours.", "",
+           "## Targets (issues 8 and 19)", "", *_targets(run), "",
            "## Ready: spawn → initialize → tools/list", "", *_ready_table(run), "",
            "## Peak memory after the first skill_list (floor: after its first call)", "", *_memory_table(run), ""]
     for t in run.targets:
@@ -175,5 +231,13 @@ def render(run: Run) -> str:
             s = Summary.of(ip.search)
             out.append(f"| {label} | {ms(ip.scan_s)} | {ms(ip.index_build_s)} | {ms(s.median)} | {ms(s.p95)} |")
         out.append("")
+    if run.first_answer:
+        out += ["## The first answer, cold and warm (issue 19)", "",
+                "Per repetition: the floor (spawn → tools/list), ours cold (an empty catalog cache directory) and "
+                "ours warm (a cache an earlier start filled), rotating who goes first. *ready + walk*: spawn → "
+                "initialize → tools/list → every skill_list page at its largest page size. *first search*: a "
+                "second start, from tools/list answered to the first skill_search answered. Peak RSS after the "
+                "walk, less the floor's.", "", *first_answer_table(run.first_answer), ""]
     out += ["## Appliance", "", run.appliance, ""]
+    out += ["## Load: concurrent HTTP clients through HAProxy, one replica and two (bench/load.py)", "", run.load, ""]
     return "\n".join(out)

@@ -6,7 +6,6 @@ the same interpreter and the same environment, so whatever differs between them 
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -14,6 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -56,31 +56,22 @@ def ours_spec(label: str, root: Path | None) -> ServerSpec:
     if root is not None:
         command = (*command, "--skills-dir", str(root))
     # The SDK hands the child only a default environment (no SKILLS_DIR, no hosted markers),
-    # so --skills-dir or, without it, the bundled pack decides the roots.
-    return ServerSpec(label, command)
+    # so --skills-dir or, without it, the bundled pack decides the roots. The catalog cache is
+    # off: these figures stay comparable with earlier runs (every start scans); the cold and
+    # warm cache figures are bench.firstanswer's.
+    return ServerSpec(label, command, {"SKILL_MCP_CACHE": "off"})
 
 
 def child_pids() -> set[int]:
-    """Direct children of this process, from /proc (the SDK does not hand out its process)."""
-    me = os.getpid()
-    found: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                stat = handle.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: fields resume after the last ')'.
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == me:
-            found.add(int(entry.name))
-    return found
+    """Direct children of this process (the SDK does not hand out its process)."""
+    return {child.pid for child in psutil.Process().children()}
 
 
 def peak_rss_kib(pid: int) -> int:
-    """``VmHWM`` (peak resident set) of a live process, in KiB."""
+    """``VmHWM`` (peak resident set) of a live process, in KiB.
+
+    From /proc, not psutil: psutil reports the current resident set on Linux, never the peak.
+    """
     with open(f"/proc/{pid}/status", encoding="ascii") as handle:
         for line in handle:
             if line.startswith("VmHWM:"):
@@ -97,7 +88,8 @@ class Session:
 
 
 @asynccontextmanager
-async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None) -> AsyncIterator[Session]:
+async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None,
+                  timeout_s: float = CALL_TIMEOUT_S) -> AsyncIterator[Session]:
     """A connected, initialized client (handshake era) for ``spec``; the server ends with it."""
     before = child_pids()
     # Every wait is bounded by read_timeout_seconds (initialize included). No cancel scope is
@@ -106,7 +98,7 @@ async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None) 
     STDERR_LOG.parent.mkdir(parents=True, exist_ok=True)
     with open(STDERR_LOG, "a", encoding="utf-8") as errlog:
         transport = stdio_client(spec.params(extra_env), errlog=errlog)
-        client = Client(transport, mode="legacy", read_timeout_seconds=CALL_TIMEOUT_S, cache=None)
+        client = Client(transport, mode="legacy", read_timeout_seconds=timeout_s, cache=None)
         spawned_at = time.perf_counter()
         async with client:  # spawn, initialize, notifications/initialized
             initialized_at = time.perf_counter()

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mcp.client.stdio import get_default_environment
 
+from bench import fair
 from bench.corpus import CorpusInfo
-from bench.measure import Op, alternate, floor_call, paired_runs, skills_get, skills_list, structured
+from bench.fair import RequestAt
+from bench.measure import Op, alternate, floor_call, paired_runs, skills_list, structured
 from bench.servers import ServerSpec, peak_rss_kib, session, transport_floor_spec
 
 SKILL_MD = "SKILL.md"
+ANSWERS_DIR = Path("/tmp/skill-mcp-bench/answers")  # the same-size floor's recorded answers
 
 
 @dataclass(slots=True)
@@ -21,6 +26,14 @@ class Latency:
     ours: list[float]
     # The same trivial call served on skill-mcp's stdio transport (per-call figures only).
     transport_floor: list[float] = field(default_factory=list)
+    # The same-size floor (bench.fair): our own answer replayed, on the SDK's transport and on ours.
+    same_size: list[float] = field(default_factory=list)
+    same_size_transport: list[float] = field(default_factory=list)
+    # Server CPU (user + system) per call, over the measured rounds and warm-ups: ours and the
+    # same-size floor's. Much steadier than wall time on a loaded machine.
+    ours_cpu_s: float = float("nan")
+    same_size_cpu_s: float = float("nan")
+    same_size_transport_cpu_s: float = float("nan")
 
 
 @dataclass(slots=True)
@@ -62,8 +75,10 @@ async def _sample(client: Any, corpus: CorpusInfo | None) -> list[tuple[str, lis
     return out
 
 
-def _read_ops(sample: list[tuple[str, list[str]]], cursors: list[str | None], queries: tuple[str, ...],
-              tools: list[str]) -> dict[str, Op]:
+def _read_requests(sample: list[tuple[str, list[str]]], cursors: list[str | None], queries: tuple[str, ...],
+                   tools: list[str]) -> dict[str, RequestAt]:
+    """Each read call as its i-th request (``bench.fair``: one description for ours and the
+    same-size floor)."""
     def pick(i: int) -> tuple[str, list[str]]:
         return sample[i % len(sample)]
 
@@ -72,22 +87,29 @@ def _read_ops(sample: list[tuple[str, list[str]]], cursors: list[str | None], qu
         rest = [p for p in paths if p != SKILL_MD] or [SKILL_MD]
         return (rest * 8)[:8]
 
-    ops: dict[str, Op] = {
-        "skill_list (first page)": lambda c, i: c.call_tool("skill_list", {}),
-        "skill_load": lambda c, i: c.call_tool("skill_load", {"name": pick(i)[0]}),
-        "skill_file (1 path)": lambda c, i: c.call_tool("skill_file", {"name": pick(i)[0], "paths": others(i)[:1]}),
-        "skill_file (8 paths)": lambda c, i: c.call_tool("skill_file", {"name": pick(i)[0], "paths": others(i)}),
+    def tool(name: str, args: Callable[[int], dict[str, Any]]) -> RequestAt:
+        return lambda i: ("tools/call", {"name": name, "arguments": args(i)})
+
+    requests: dict[str, RequestAt] = {
+        "skill_list (first page)": tool("skill_list", lambda i: {}),
+        "skill_load": tool("skill_load", lambda i: {"name": pick(i)[0]}),
+        "skill_file (1 path)": tool("skill_file", lambda i: {"name": pick(i)[0], "paths": others(i)[:1]}),
+        "skill_file (8 paths)": tool("skill_file", lambda i: {"name": pick(i)[0], "paths": others(i)}),
     }
     if "skill_search" in tools:
-        ops["skill_search"] = lambda c, i: c.call_tool("skill_search", {"query": queries[i % len(queries)]})
-    ops["skills/list (each page)"] = lambda c, i: skills_list(c, cursors[i % len(cursors)])
-    ops["skills/get"] = lambda c, i: skills_get(c, f"skill://{pick(i)[0]}/{SKILL_MD}")
-    ops["resources/read"] = lambda c, i: c.read_resource(f"skill://{pick(i)[0]}/{SKILL_MD}")
-    return ops
+        requests["skill_search"] = tool("skill_search", lambda i: {"query": queries[i % len(queries)]})
+    requests["skills/list (each page)"] = lambda i: ("skills/list", {"cursor": cursors[i % len(cursors)]})
+    requests["skills/get"] = lambda i: ("skills/get", {"uri": f"skill://{pick(i)[0]}/{SKILL_MD}"})
+    requests["resources/read"] = lambda i: ("resources/read", {"uri": f"skill://{pick(i)[0]}/{SKILL_MD}"})
+    return requests
+
+
+def _op(request_at: RequestAt) -> Op:
+    return lambda client, i: fair.send(client, request_at(i))
 
 
 async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, corpus: CorpusInfo | None,
-                    calls: int, queries: tuple[str, ...]) -> None:
+                    calls: int, queries: tuple[str, ...], warmup: int = 5) -> None:
     async with session(floor) as f, session(transport_floor_spec()) as tf, session(spec) as s:
         tools = [t.name for t in (await s.client.list_tools()).tools]
         result.tools = tools
@@ -103,9 +125,22 @@ async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, c
         result.skills_list_pages = len(cursors)
         if "skill_search" not in tools:
             result.missing["skill_search"] = "this server build does not register skill_search"
-        for label, op in _read_ops(sample, cursors, queries, tools).items():
-            (floor_samples, transport_samples), ours = await alternate((f.client, tf.client), s.client, op, calls)
-            result.calls[label] = Latency(floor_samples, ours, transport_samples)
+        requests = _read_requests(sample, cursors, queries, tools)
+        answers = await fair.record(s.client, requests, max(calls, warmup), ANSWERS_DIR / f"{result.label}.json")
+        async with session(fair.replay_spec(answers)) as same, \
+                session(fair.replay_spec(answers, our_transport=True)) as same_tf:
+            await same.client.list_tools()
+            await same_tf.client.list_tools()
+            for label, request_at in requests.items():
+                pids = (s.pid, same.pid, same_tf.pid)
+                cpu_before = [fair.cpu_seconds(pid) for pid in pids]
+                (floor_samples, transport_samples, same_samples, same_tf_samples), ours = await alternate(
+                    (f.client, tf.client), s.client, _op(request_at), calls, warmup,
+                    same_op_clients=(same.client, same_tf.client))
+                cpu = [(fair.cpu_seconds(pid) - b) / (calls + warmup) for pid, b in zip(pids, cpu_before, strict=True)]
+                lat = Latency(floor_samples, ours, transport_samples, same_samples, same_tf_samples)
+                lat.ours_cpu_s, lat.same_size_cpu_s, lat.same_size_transport_cpu_s = cpu
+                result.calls[label] = lat
         if s.pid is not None:
             result.peak_after_all_kib = peak_rss_kib(s.pid)
 

@@ -15,9 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Variables whose presence means a host (mcp-host's runner) started this process. Their
-# presence can only move defaults toward fail-closed; it never opens anything.
-HOSTED_MARKERS = ("MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL")
+# HOSTED_MARKERS: variables whose presence means a host (mcp-host's runner) started this
+# process. Their presence can only move defaults toward fail-closed; it never opens anything.
+# Defined with the grant rules because the appliance's broker decides "hosted" from them too.
+from skill_mcp.grantrules import HOSTED_MARKERS
+
+__all__ = ["ENV_VARS", "HOSTED_MARKERS", "Settings", "load_settings"]
 
 # Every environment variable the server itself reads, with a one-line meaning. docs/
 # must describe each (tests/test_docs.py).
@@ -36,6 +39,10 @@ ENV_VARS: Mapping[str, str] = {
     "SKILL_MCP_SCRIPT_USER": "user (name or uid) scripts drop to when the standalone server runs as root",
     "SKILL_MCP_LOG": "log level (debug, info, warning, error); logs are JSON lines on stderr",
     "SKILL_MCP_BROKER_FD": "set by the container launcher: the socket to the spawn-broker",
+    "SKILL_MCP_BROKER_HOLDS": "set by the container launcher: names of granted variables whose values it keeps for scripts",
+    "SKILL_MCP_CACHE": "'off' turns the persistent catalog cache off (default on)",
+    "SKILL_MCP_CACHE_DIR": "directory of the persistent catalog cache (default $XDG_CACHE_HOME/skill-mcp)",
+    "XDG_CACHE_HOME": "the user's cache directory; the catalog cache goes to its skill-mcp/ (default ~/.cache)",
 }
 
 BUNDLED_ROOT = Path(__file__).resolve().parent / "bundled"
@@ -54,8 +61,13 @@ class Settings:
     data_dir: Path | None = None
     script_user: str | None = None
     broker_fd: int | None = None
+    # Granted variables the appliance's launcher holds: set there, but their values never reach
+    # this process (previews show them as present; the broker hands them to the script).
+    broker_holds: frozenset[str] = frozenset()
     log_level: str = "info"
     watch: bool = False
+    # Where the persistent catalog cache lives (catalog.cache); None: no cache.
+    cache_dir: Path | None = None
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -67,6 +79,20 @@ def _split_roots(value: str | None) -> list[Path]:
     if not value:
         return []
     return [Path(p).expanduser() for p in value.split(":") if p.strip()]
+
+
+def _cache_dir(env: Mapping[str, str]) -> Path | None:
+    """``SKILL_MCP_CACHE_DIR``, else ``$XDG_CACHE_HOME/skill-mcp``, else ``~/.cache/skill-mcp``;
+    None when ``SKILL_MCP_CACHE`` is off or no home is known."""
+    if env.get("SKILL_MCP_CACHE", "").strip().lower() in ("off", "0", "no", "false"):
+        return None
+    if env.get("SKILL_MCP_CACHE_DIR"):
+        return Path(env["SKILL_MCP_CACHE_DIR"]).expanduser()
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg.startswith("/"):  # the XDG rule: a relative value is ignored
+        return Path(xdg) / "skill-mcp"
+    home = env.get("HOME")
+    return Path(home) / ".cache" / "skill-mcp" if home and home.startswith("/") else None
 
 
 def load_settings(
@@ -112,7 +138,9 @@ def load_settings(
         data_dir=Path(data_dir) if data_dir else None,
         script_user=env.get("SKILL_MCP_SCRIPT_USER") or None,
         broker_fd=int(broker_fd) if broker_fd and broker_fd.isdigit() else None,
+        broker_holds=frozenset(n for n in env.get("SKILL_MCP_BROKER_HOLDS", "").split(",") if n),
         log_level=(env.get("SKILL_MCP_LOG") or "info").lower(),
         watch=watch,
+        cache_dir=_cache_dir(env),
         environ=env,
     )

@@ -150,6 +150,7 @@ class Catalog:
     roots: tuple[Path, ...]
     generation: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    packs: tuple[Path, ...] = ()  # real directories of every pack.json discovery reached
     # Derived once here, because every page of every listing needs them and the catalog never
     # changes: the names in order, and the skills the Skills extension publishes (in order).
     ordered: tuple[str, ...] = field(init=False, repr=False, compare=False)

@@ -40,6 +40,7 @@ class ProblemReason(StrEnum):
     DECLARATION_VERSION = "declaration-version"
     DECLARED_SCRIPT_MISSING = "declared-script-missing"
     SKILL_TOO_LARGE = "skill-too-large"
+    FILES_OVER_LIMIT = "files-over-limit"
     SKILLS_LIST_EXCLUDED = "skills-list-excluded"
     SPEC_WARNING = "spec-warning"
     # Packs (pack.json) - see docs/packs.md.
@@ -100,6 +101,12 @@ class Refusal(StrEnum):
     DECLINED = "declined"
     SPAWN_FAILED = "spawn-failed"
     TOO_MANY_ARGS = "too-many-args"  # skill_run argv over the count or size bound
+    # The appliance's broker recomputes the policy and refuses a request that asks beyond it.
+    ENV_FORBIDDEN = "env-forbidden"  # a loader or interpreter start-up variable was asked for
+    ENV_NOT_GRANTED = "env-not-granted"  # a variable outside the fixed allowlist and the grant
+    EGRESS_NOT_GRANTED = "egress-not-granted"  # a host outside declared and granted
+    TIMEOUT_NOT_ALLOWED = "timeout-not-allowed"  # a timeout above the declared one (or the ceiling)
+    INTERPRETER_MISMATCH = "interpreter-mismatch"  # an interpreter other than the declared one
     # Confirmation tokens (spelled as the seed spells them)
     DRAFT_CHANGED = "DRAFT_CHANGED"
     TOKEN_REUSED = "TOKEN_REUSED"

@@ -1,9 +1,12 @@
-"""The appliance's PID 1: a small, stdlib-only, privileged monitor.
+"""The appliance's PID 1: a small privileged monitor.
 
 It loads the egress ruleset, drops what it no longer needs, starts the MCP server as an
-unprivileged user, and runs each script the server asks for as another unprivileged user,
-re-checking the request first. See ``boot`` for the sequence and docs/deploy.md for how to
-run it. It imports only the standard library and the stdlib-only leaf modules of
-``skill_mcp`` (``paths``, ``errors``, ``reasons``); tests/appliance/test_launcher_imports.py
-pins that.
+unprivileged user (without the owner's secret values), and runs each script the server asks
+for as another unprivileged user - after deciding the run itself (``policy``) from the
+owner's grant and the declarations an unprivileged helper read (``declared``), and so that runs
+share nothing (``isolation``). See ``boot`` for the sequence and docs/deploy.md for how to run
+it. It imports the standard library, ``python-prctl`` (capabilities and prctl), ``psutil``
+(processes) and the stdlib-only leaf modules of ``skill_mcp`` (``paths``, ``errors``,
+``reasons``, ``limits``, ``grantrules``); tests/appliance/test_launcher_imports.py holds it to
+that list.
 """

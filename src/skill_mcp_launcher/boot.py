@@ -3,13 +3,19 @@
     1. check we are root with SETUID, SETGID and KILL; look the three users up;
     2. load nftables/skill-mcp.nft and verify it is in force (needs NET_ADMIN; without it
        the fence is unavailable: instructions are served, scripts are refused, and why);
-    3. with SETPCAP (documented), empty the bounding set; drop every capability but SETUID,
+    3. with SETPCAP (documented), empty the bounding set and lock the securebits (no execve as
+       root is ever granted a capability again); drop every capability but SETUID,
        SETGID and KILL from the effective and permitted sets; read the kernel's view back and
        fail the boot if either drop did not take; set no-new-privileges;
-    4. start the server as its uid: no capabilities, no-new-privileges, an environment built
-       from the container's, one end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``);
-       the server wipes its exec-time environment and turns non-dumpable at its own boot;
-    5. serve requests, reap every child, forward SIGTERM/SIGINT to the server, and exit with
+    4. read the owner's grant from this process's own environment, and the skills'
+       declarations through the unprivileged helper (``declared``; root never parses a
+       SKILL.md) - while the server boots, unless the names to hold back depend on them;
+    5. start the server as its uid: no capabilities, no-new-privileges, an environment built
+       from the container's *without the values of the granted variables* (the launcher keeps
+       those for the scripts; the server gets their names in ``SKILL_MCP_BROKER_HOLDS``), one
+       end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``); the server wipes its
+       exec-time environment and turns non-dumpable at its own boot;
+    6. serve requests, reap every child, forward SIGTERM/SIGINT to the server, and exit with
        the server's status when it ends; a run in progress when the server dies ends at once.
 """
 
@@ -23,7 +29,8 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 
-from skill_mcp_launcher import caps, checks, fence, procs, protocol, sandbox
+from skill_mcp.limits import FIXED_PATH, find_interpreters
+from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, protocol, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
 KEEP = (caps.CAP_SETUID, caps.CAP_SETGID, caps.CAP_KILL)
@@ -33,10 +40,16 @@ LAUNCHER_ONLY = ("HOSTNAME", "HOME", "PATH")
 SERVER_HOME = "/nonexistent"
 
 
-def server_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The server's environment: the owner's variables (it hands granted ones to scripts)."""
-    env = {k: v for k, v in environ.items() if k not in LAUNCHER_ONLY and "\0" not in v}
-    env.update(PATH=checks.FIXED_PATH, HOME=SERVER_HOME, SKILL_MCP_BROKER_FD=str(BROKER_FD))
+def server_env(environ: Mapping[str, str], held: Sequence[str] = ()) -> dict[str, str]:
+    """The server's environment: the owner's configuration, never a value the grants name.
+
+    ``held`` are the variables the launcher keeps for scripts; the server gets the names of
+    those that are set (its previews show names), so a compromise of the process that parses
+    everything untrusted does not yield the owner's secrets.
+    """
+    env = {k: v for k, v in environ.items() if k not in LAUNCHER_ONLY and k not in held and "\0" not in v}
+    env.update(PATH=FIXED_PATH, HOME=SERVER_HOME, SKILL_MCP_BROKER_FD=str(BROKER_FD),
+               SKILL_MCP_BROKER_HOLDS=",".join(n for n in held if n in environ))
     return env
 
 
@@ -49,10 +62,12 @@ def skill_roots(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(roots)
 
 
-def _prepare_dirs() -> None:
-    for path, mode in ((RUN_DIR, 0o755), (PROXY_DIR, 0o755), (sandbox.SCRATCH_ROOT, 0o1733)):
+def _prepare_dirs() -> tuple[str, ...]:
+    """The launcher's directories; returns the run directories an earlier life left (isolation)."""
+    for path, mode in ((RUN_DIR, 0o755), (PROXY_DIR, 0o755)):
         os.makedirs(path, exist_ok=True)
-        os.chmod(path, mode)  # sticky and unlistable: a run's directory is its own
+        os.chmod(path, mode)
+    return isolation.prepare()
 
 
 def start_server(command: Sequence[str], env: Mapping[str, str], account: procs.Account,
@@ -98,6 +113,7 @@ def drop_capabilities(start: caps.CapState) -> caps.CapState:
     emptied = start.has(caps.CAP_SETPCAP)
     if emptied:
         caps.drop_bounding()
+        caps.lock_securebits()  # needs SETPCAP too, which the next line gives up
     state = caps.set_caps(KEEP)
     if emptied and state.bounding:
         raise caps.CapError(f"the bounding set is not empty after the drop: CapBnd={state.bounding:#x}")
@@ -107,10 +123,16 @@ def drop_capabilities(start: caps.CapState) -> caps.CapState:
 
 def main(argv: Sequence[str] | None = None) -> int:
     command = list(sys.argv[1:] if argv is None else argv)
-    if not command or not os.path.isabs(command[0]):
-        fatal("usage: launcher /absolute/server/command [args...]", 2)
     if os.getuid() != 0:
         fatal("the launcher must start as root; it drops to the server, script and proxy users itself")
+    if command[:1] == ["selftest"]:
+        # The same boot as production; only the server (the self-test agent) and its skill differ.
+        try:
+            command = selftest.prepare(command[1:])
+        except selftest.SelftestError as exc:
+            fatal(str(exc), 2)
+    if not command or not os.path.isabs(command[0]):
+        fatal("usage: launcher /absolute/server/command [args...] | selftest [--json] [--egress-probe-host NAME]", 2)
     caps.set_child_subreaper()
     try:
         users = procs.lookup_users()
@@ -125,18 +147,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         state = drop_capabilities(start)
     except caps.CapError as exc:
         fatal(str(exc))
-    _prepare_dirs()
+    reaper = procs.Reaper()
+    # Leftovers of an earlier life of this container (a restart keeps a writable layer, /dev/shm
+    # and any volume): processes, files and IPC objects of the script uid, old run directories.
+    procs.sweep(users.script, reaper, scratch=_prepare_dirs(), timeout=2.0)
     log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective),
         bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
         **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
     environ = dict(os.environ)
+    try:
+        parse_user = declared.parse_account()
+    except (KeyError, RuntimeError) as exc:
+        fatal(f"users: {exc}")
+    broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
+                    interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
+                    grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user)
+    # With a grant (or hosted), the names to hold back are the grant's: the server starts at
+    # once and the declarations are read while it boots (its first request waits on the socket).
+    # Without either, the names come from the declarations, which must be read first.
+    if broker.grants.source == "declaration":
+        broker.read_declarations()
+    known = broker.declarations.skills if broker.declarations else {}
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    broker = Broker(users=users, reaper=procs.Reaper(), roots=skill_roots(environ),
-                    interpreters=checks.resolve_interpreters(), fence_ok=fence_ok, fence_detail=fence_detail)
-    server_pid = start_server(command, server_env(environ), users.server, child)
+    server_pid = start_server(command, server_env(environ, broker.grants.held_names(known)), users.server, child)
     child.close()
     broker.reaper.watch(server_pid)
     broker.server_fd = os.pidfd_open(server_pid)  # watched during a run: see sandbox.run
+    if broker.declarations is None and broker.declared_error is None:
+        broker.read_declarations()
     return serve(broker, parent, server_pid)
 
 

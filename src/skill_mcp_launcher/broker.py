@@ -1,8 +1,11 @@
 """The privileged monitor: serves run requests from the server, one at a time.
 
-A request is checked (``checks``), then run (``sandbox``) with a fresh egress proxy holding
-that run's allowlist, then every process of the script uid and of the proxy uid is swept.
-The reply carries the result in ``RunResult`` shape, or a refusal with a stable reason.
+A request's shape is checked (``checks``), the run is decided by the broker's own policy
+(``policy``: the owner's grant from the launcher's environment, the declarations read by the
+unprivileged helper in ``declared``), then run (``sandbox``) with a fresh egress proxy
+holding that run's allowlist, then every process of the script uid and of the proxy uid is
+swept. The reply carries the result in ``RunResult`` shape, or a refusal with a stable
+reason; a refused request spawns nothing.
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, run_status
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import checks, procs, proxy, sandbox
+from skill_mcp_launcher import checks, declared, isolation, policy, procs, proxy, sandbox
 
 RUN_DIR = "/run/skill-mcp"
 PROXY_DIR = f"{RUN_DIR}/proxy"
@@ -42,7 +46,14 @@ class Broker:
     interpreters: dict[str, str]
     fence_ok: bool
     fence_detail: str
-    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    grants: policy.Grants
+    # The owner's environment as the launcher got it: the only source of the values handed to
+    # scripts (the server is given none of the granted ones).
+    environ: Mapping[str, str] = field(repr=False)
+    parse_user: procs.Account
+    declarations: declared.Declarations | None = None
+    declared_error: str | None = None
+    limits: Limits = APPLIANCE
     runs: int = 0
     # True once a stop signal arrived: a run in progress is ended at once (SIGTERM, then SIGKILL).
     stopping: Callable[[], bool] = lambda: False
@@ -53,10 +64,33 @@ class Broker:
     wake_fd: int | None = None
 
     def hello(self) -> dict[str, Any]:
+        known = self.declarations
         return {"ok": True, "fence": self.fence_ok, "fenceDetail": self.fence_detail,
-                "interpreters": self.interpreters, "proxyPort": proxy.PROXY_PORT,
+                "interpreters": self.interpreters, "proxyPort": proxy.PROXY_PORT, "runs": self.runs,
+                "grantFrom": self.grants.source,
+                "declarations": {"skills": len(known.skills) if known else 0,
+                                 "parsedAsUid": known.parsed_as if known else None, "error": self.declared_error},
                 "limits": {"nproc": self.limits.nproc, "nofile": self.limits.nofile,
                            "fsize": self.limits.fsize, "addressSpace": self.limits.address_space}}
+
+    def read_declarations(self) -> None:
+        """Ask the unprivileged helper for the skills' declarations (at boot, and when one changed)."""
+        try:
+            self.declarations = declared.read(self.parse_user, self.roots, self.reaper)
+            self.declared_error = None
+            log("declarations", skills=len(self.declarations.skills), parsed_as_uid=self.declarations.parsed_as)
+        except declared.DeclaredError as exc:
+            # Fail closed: without declarations the broker allows nothing (every skill is unknown).
+            self.declarations, self.declared_error = None, str(exc)
+            log("declarations-failed", detail=str(exc))
+
+    def _skills(self, name: str) -> Mapping[str, declared.DeclaredSkill]:
+        known = self.declarations
+        skill = known.skills.get(name) if known else None
+        if skill is None or skill.changed():
+            self.read_declarations()
+            known = self.declarations
+        return known.skills if known else {}
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
         op = message.get("op")
@@ -64,7 +98,7 @@ class Broker:
             if op == "hello":
                 return self.hello()
             if op == "run":
-                return self.run(message.get("plan"))
+                return self.run(message.get("run"))
             raise SkillMcpError(Refusal.INVALID_ARGUMENTS, f"unknown op {op!r}")
         except SkillMcpError as exc:
             log("refused", reason=str(exc.reason), detail=exc.detail)
@@ -80,11 +114,18 @@ class Broker:
         if not self.fence_ok:
             raise SkillMcpError(Refusal.FENCE_UNAVAILABLE,
                                 f"this appliance runs no scripts: {self.fence_detail}")
-        job, notes = checks.check_plan(raw, interpreters=self.interpreters, roots=self.roots)
+        request = checks.parse_request(raw)
+        job = policy.decide(request, skills=self._skills(request.skill), grants=self.grants,
+                            interpreters=self.interpreters, roots=self.roots, environ=self.environ)
+        notes: list[str] = []
         self.runs += 1
-        scratch = os.path.join(sandbox.SCRATCH_ROOT, f"run-{self.runs}")
+        scratch = isolation.make_scratch(self.users.script.gid)
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
-        proxy_pid = self._start_proxy(job.egress)
+        try:
+            proxy_pid = self._start_proxy(job.egress)
+        except BaseException:
+            isolation.remove_scratch(scratch)  # nothing ran in it
+            raise
         try:
             outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
                                   self.server_fd, self.wake_fd)
@@ -108,7 +149,7 @@ class Broker:
                 os.dup2(2, 1)  # tinyproxy's messages go to the container's stderr, never stdout
                 procs.close_fds_from(3)
                 procs.drop_to(self.users.proxy)
-                os.execve(proxy.TINYPROXY, proxy.argv(files), {"PATH": checks.FIXED_PATH})  # noqa: S606 - an argv array, never a shell
+                os.execve(proxy.TINYPROXY, proxy.argv(files), {"PATH": FIXED_PATH})  # noqa: S606 - an argv array, never a shell
             except BaseException as exc:
                 os.write(2, f"proxy start failed: {exc}\n".encode())
             os._exit(127)
@@ -142,12 +183,7 @@ def _result(outcome: sandbox.Outcome, notes: list[str]) -> dict[str, Any]:
     status = outcome.status
     code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
     sig = _signal_name(status) if status is not None else None
-    if outcome.timed_out:
-        state = "timeout"
-    elif sig is not None:
-        state = "killed"
-    else:
-        state = "ok" if code == 0 else "error"
+    state = run_status(code, sig, outcome.timed_out)
     if outcome.remaining:
         notes = [*notes, f"{outcome.remaining} processes of the script user survived the sweep"]
     return {

@@ -1,37 +1,40 @@
-"""Capabilities and process attributes, through the kernel's own interfaces (stdlib only).
+"""Capabilities, securebits and process attributes, through ``python-prctl``.
 
 The launcher is PID 1 and root. It needs five capabilities at boot (``NET_ADMIN`` to load
 the ruleset, ``SETUID``/``SETGID`` to become the other users, ``KILL`` to signal a script's
-process group, ``SETPCAP`` to empty the bounding set) and keeps only ``SETUID``/``SETGID``/
-``KILL`` once the ruleset is in force - in its effective and permitted sets only: the bounding
-set is emptied, because nothing the launcher starts afterwards may ever hold a capability.
-Every change is read back from ``/proc/self/status``: a drop that silently did nothing is a
-failed boot, never a warning.
+process group, ``SETPCAP`` to empty the bounding set and lock the securebits) and keeps only
+``SETUID``/``SETGID``/``KILL`` once the ruleset is in force - in its effective and permitted
+sets only: the bounding set is emptied, because nothing the launcher starts afterwards may ever
+hold a capability. Every change is read back from the kernel (``/proc/self/status`` for the
+sets, ``PR_GET_SECUREBITS`` for the bits): a drop that silently did nothing is a failed boot,
+never a warning.
+
+``python-prctl`` (the user's named library; libcap underneath) makes the calls. It has no
+ambient-set call, and needs none: the kernel keeps ambient a subset of permitted and
+inheritable, so emptying inheritable empties ambient too, which ``set_caps`` verifies.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-CAP_KILL = 5
-CAP_SETGID = 6
-CAP_SETUID = 7
-CAP_SETPCAP = 8
-CAP_NET_ADMIN = 12
+import prctl
+
+CAP_KILL = prctl.CAP_KILL
+CAP_SETGID = prctl.CAP_SETGID
+CAP_SETUID = prctl.CAP_SETUID
+CAP_SETPCAP = prctl.CAP_SETPCAP
+CAP_NET_ADMIN = prctl.CAP_NET_ADMIN
 NAMES = {CAP_KILL: "KILL", CAP_SETGID: "SETGID", CAP_SETUID: "SETUID", CAP_SETPCAP: "SETPCAP",
          CAP_NET_ADMIN: "NET_ADMIN"}
-
-PR_SET_DUMPABLE = 4
-PR_CAPBSET_DROP = 24
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_CHILD_SUBREAPER = 36
-PR_CAP_AMBIENT = 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
-_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_FLAGS = (prctl.CAP_EFFECTIVE, prctl.CAP_PERMITTED, prctl.CAP_INHERITABLE)
+# NOROOT: no execve by uid 0 is ever granted capabilities again (the ruleset is loaded before
+# this is set: ``nft`` is the one program the launcher runs as root). KEEP_CAPS stays off and
+# NO_SETUID_FIXUP stays off, both locked: a uid change away from 0 always empties the sets, which
+# is what every privilege drop here relies on.
+SECUREBITS = (prctl.SECBIT_NOROOT | prctl.SECBIT_NOROOT_LOCKED | prctl.SECBIT_KEEP_CAPS_LOCKED
+              | prctl.SECBIT_NO_SETUID_FIXUP_LOCKED)
 
 
 class CapError(RuntimeError):
@@ -75,43 +78,20 @@ def read_state(pid: int | str = "self") -> CapState:
     )
 
 
-class _Header(ctypes.Structure):
-    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
-
-
-class _Data(ctypes.Structure):
-    _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32))
-
-
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-def _prctl(libc: ctypes.CDLL, *args: int) -> None:
-    if libc.prctl(*(ctypes.c_ulong(a) for a in args), ctypes.c_ulong(0)) != 0:
-        err = ctypes.get_errno()
-        raise CapError(f"prctl{args} failed: {os.strerror(err)}")
-
-
 def set_caps(keep: Iterable[int]) -> CapState:
     """Set effective = permitted = ``keep`` (inheritable and ambient empty) and verify it.
 
     ``keep`` must be a subset of what the process already has: capabilities can only be
-    dropped. Raises ``CapError`` when the kernel's view afterwards differs from the request.
+    dropped. Raises ``CapError`` when the kernel refuses or its view afterwards differs.
     """
-    want = mask(keep)
-    libc = _libc()
-    header = _Header(_LINUX_CAPABILITY_VERSION_3, 0)
-    data = (_Data * 2)()
-    for i in range(2):
-        part = (want >> (32 * i)) & 0xFFFFFFFF
-        data[i].effective = part
-        data[i].permitted = part
-        data[i].inheritable = 0
-    if libc.capset(ctypes.byref(header), data) != 0:
-        raise CapError(f"capset failed: {os.strerror(ctypes.get_errno())}")
-    _prctl(libc, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0)
+    kept = set(keep)
+    want = mask(kept)
+    drop = [cap for cap in prctl.ALL_CAPS if cap not in kept]
+    try:
+        # One capset: every flag at once, so effective never exceeds permitted in between.
+        prctl.set_caps((sorted(kept), _FLAGS[:2], True), (drop, _FLAGS, False), (sorted(kept), _FLAGS[2], False))
+    except OSError as exc:
+        raise CapError(f"capset failed: {exc.strerror}") from None
     state = read_state()
     if state.effective != want or state.permitted != want or state.inheritable or state.ambient:
         raise CapError(
@@ -121,14 +101,6 @@ def set_caps(keep: Iterable[int]) -> CapState:
     return state
 
 
-def _cap_last() -> int:
-    try:
-        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as fh:
-            return int(fh.read().strip())
-    except (OSError, ValueError):
-        return 63  # every bit the status line can show; dropping an unknown one fails with EINVAL
-
-
 def drop_bounding() -> CapState:
     """Empty the bounding set (needs ``SETPCAP`` effective) and verify ``CapBnd`` is 0.
 
@@ -136,33 +108,48 @@ def drop_bounding() -> CapState:
     permitted set, so the launcher keeps using ``SETUID``/``SETGID``/``KILL`` after this. Every
     process it starts afterwards - server, proxy, scripts - inherits an empty bounding set.
     Call it after the ruleset is loaded (``nft`` is exec'd as root and needs ``NET_ADMIN``).
+    A capability newer than the library's build cannot be named to it; the read-back catches
+    that case as a bounding set that is not empty.
     """
-    libc = _libc()
-    for cap in range(_cap_last() + 1):
+    for cap in prctl.ALL_CAPS:
         try:
-            _prctl(libc, PR_CAPBSET_DROP, cap, 0, 0)
-        except CapError as exc:
-            raise CapError(f"dropping {NAMES.get(cap, cap)} from the bounding set: {exc}") from None
+            if prctl.capbset_read(cap):
+                prctl.capbset_drop(cap)
+        except OSError as exc:
+            raise CapError(f"dropping {NAMES.get(cap, cap)} from the bounding set: {exc.strerror}") from None
     state = read_state()
     if state.bounding:
         raise CapError(f"bounding set drop did not take effect: kernel shows CapBnd={state.bounding:#x}")
     return state
 
 
+def lock_securebits() -> int:
+    """Set and lock ``SECUREBITS`` (needs ``SETPCAP``); inherited by every later child. Verified."""
+    try:
+        prctl.set_securebits(SECUREBITS)
+    except OSError as exc:
+        raise CapError(f"setting the securebits failed: {exc.strerror}") from None
+    bits = int(prctl.get_securebits())
+    if bits != SECUREBITS:
+        raise CapError(f"securebits did not take effect: wanted {SECUREBITS:#x}, kernel shows {bits:#x}")
+    return bits
+
+
 def set_no_new_privs() -> None:
-    libc = _libc()
-    _prctl(libc, PR_SET_NO_NEW_PRIVS, 1, 0, 0)
+    prctl.set_no_new_privs(1)
     if not read_state().no_new_privs:
         raise CapError("no_new_privs did not take effect")
 
 
 def set_child_subreaper() -> None:
     """Orphans come to us even when we are not PID 1 (for example under ``docker --init``)."""
-    _prctl(_libc(), PR_SET_CHILD_SUBREAPER, 1, 0, 0)
+    prctl.set_child_subreaper(1)
 
 
 def set_nondumpable() -> None:
-    _prctl(_libc(), PR_SET_DUMPABLE, 0, 0, 0)
+    prctl.set_dumpable(False)
+    if prctl.get_dumpable():
+        raise CapError("the process is still dumpable")
 
 
 def describe(bits: int) -> list[str]:

@@ -9,17 +9,16 @@ uid, then no-new-privileges - checked by reading the kernel's view back before e
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import pwd
 import selectors
-import shutil
 import signal
-import stat
 import time
 from dataclasses import dataclass, field
 
-from skill_mcp_launcher import caps
+import psutil
+
+from skill_mcp_launcher import caps, isolation
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,100 +142,12 @@ class Reaper:
 
 
 def pids_of(uid: int) -> list[int]:
-    """Every process (zombies included) whose real uid is ``uid``, from /proc."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as fh:
-                for line in fh:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            out.append(int(entry))
-                        break
-        except (OSError, ValueError, IndexError):
-            continue
-    return out
+    """Every process (zombies included) whose real uid is ``uid``, through psutil."""
+    return [p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"] is not None and p.info["uids"].real == uid]
 
 
-def _remove_tree(path: str) -> None:
-    def fix(_func: object, p: str, _exc: object) -> None:
-        # The script may have made a directory unreadable to itself; it owns it, so it may
-        # give the permission back and retry.
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
-        except OSError:
-            pass
-        try:
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=fix)
-
-
-def _remove_owned(directory: str, uid: int) -> None:
-    """Remove what ``uid`` left in a shared sticky directory (/tmp, /dev/shm)."""
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            st = entry.stat(follow_symlinks=False)
-            if st.st_uid != uid:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                _remove_tree(entry.path)
-            else:
-                os.unlink(entry.path)
-        except OSError:
-            continue
-
-
-_IPC_KINDS = (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl"))
-IPC_RMID = 0
-
-
-def ipc_ids_of(uid: int) -> list[tuple[str, int]]:
-    """System V IPC objects (shared memory, message queues, semaphores) owned by ``uid``."""
-    found = []
-    for kind, _ in _IPC_KINDS:
-        try:
-            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as fh:
-                header = fh.readline().split()
-                uid_col = header.index("uid")
-                for line in fh:
-                    cols = line.split()
-                    if len(cols) > uid_col and int(cols[uid_col]) == uid:
-                        found.append((kind, int(cols[1])))
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def _remove_ipc(uid: int) -> None:
-    """Remove the uid's System V IPC objects: they outlive every process and would carry
-    data from one run to the next. Runs as ``uid`` (the owner may remove its own)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    calls = dict(_IPC_KINDS)
-    for kind, ident in ipc_ids_of(uid):
-        if kind == "sem":
-            libc.semctl(ident, 0, IPC_RMID)
-        else:
-            getattr(libc, calls[kind])(ident, IPC_RMID, None)
-
-
-SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")  # noqa: S108 - we clean them
-
-
-def _as_user(account: Account, reaper: Reaper, deadline: float, *, kill: bool, remove: tuple[str, ...]) -> None:
-    """Fork a child that becomes ``account``, kills all its processes and/or cleans up."""
+def _as_user(account: Account, reaper: Reaper, deadline: float, *, kill: bool, scratch: tuple[str, ...]) -> None:
+    """Fork a child that becomes ``account`` and kills all its processes, or removes what it left."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         code = 0
@@ -247,12 +158,7 @@ def _as_user(account: Account, reaper: Reaper, deadline: float, *, kill: bool, r
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(-1, signal.SIGKILL)
             else:
-                for path in remove:
-                    if os.path.isdir(path):
-                        _remove_tree(path)
-                for shared in SHARED_WRITABLE:
-                    _remove_owned(shared, account.uid)
-                _remove_ipc(account.uid)
+                isolation.remove_leftovers(account.uid, scratch)
         except BaseException:
             code = 1
         os._exit(code)
@@ -260,23 +166,27 @@ def _as_user(account: Account, reaper: Reaper, deadline: float, *, kill: bool, r
     reaper.wait(pid, max(0.1, deadline - time.monotonic()))
 
 
-def sweep(account: Account, reaper: Reaper, *, remove: tuple[str, ...] = (), timeout: float = 5.0) -> int:
-    """Kill every process of ``account`` and remove what it left; return how many remain.
+def sweep(account: Account, reaper: Reaper, *, scratch: tuple[str, ...] = (), timeout: float = 5.0) -> int:
+    """Kill every process of ``account``, remove what it left and its ``scratch`` directories;
+    return how many of its processes remain.
 
     ``kill(-1, SIGKILL)`` is executed by a child that has become ``account``: the kernel
     then signals exactly the processes that uid may signal, which are its own - including a
     grandchild that detached into its own session. The kill repeats (a fork bomb may be
-    mid-fork) until /proc shows no process of the uid, zombies included, or the bound ends.
-    Only then, with nothing of the uid left to write, its files and IPC objects are removed.
+    mid-fork) until no process of the uid is left, zombies included, or the bound ends. Only
+    then, with nothing of the uid left to write, its files and IPC objects are removed
+    (``isolation.remove_leftovers``, as that uid) and root removes the emptied scratch directories.
     """
     deadline = time.monotonic() + timeout
     while True:
-        _as_user(account, reaper, deadline, kill=True, remove=())
+        _as_user(account, reaper, deadline, kill=True, scratch=())
         reaper.reap()
         left = pids_of(account.uid)
         if not left or time.monotonic() >= deadline:
             break
         # Killed processes take a moment to become zombies that we can reap.
         time.sleep(0.005)
-    _as_user(account, reaper, deadline + 2.0, kill=False, remove=remove)
+    _as_user(account, reaper, deadline + 2.0, kill=False, scratch=scratch)
+    for path in scratch:
+        isolation.remove_scratch(path)
     return len(left)

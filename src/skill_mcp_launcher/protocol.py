@@ -1,10 +1,13 @@
 """The broker protocol: length-prefixed JSON frames over an inherited AF_UNIX stream socket.
 
     frame   = u32 big-endian length, then that many bytes of UTF-8 JSON (one object)
-    request = {"v": 1, "id": n, "op": "hello"}
-            | {"v": 1, "id": n, "op": "run", "plan": {RunPlan fields}}
-    reply   = {"v": 1, "id": n, "ok": true, ...}
-            | {"v": 1, "id": n, "ok": false, "reason": "<Refusal value>", "detail": "...", "data": {...}}
+    request = {"v": 2, "id": n, "op": "hello"}
+            | {"v": 2, "id": n, "op": "run", "run": {"skill", "script", "args": [...], "timeout_s"?,
+                                                   "interpreter"?, "env"?: [names], "egress"?: [hosts]}}
+    reply   = {"v": 2, "id": n, "ok": true, ...}
+            | {"v": 2, "id": n, "ok": false, "reason": "<Refusal value>", "detail": "...", "data": {...}}
+
+A run request only asks; the broker decides the rest (``skill_mcp_launcher.checks``).
 
 Stdlib only: both the launcher and the server's broker client import this module. A frame
 over ``MAX_FRAME`` is a protocol violation; the launcher closes the connection rather than
@@ -19,7 +22,7 @@ import struct
 import time
 from typing import Any
 
-VERSION = 1
+VERSION = 2  # 2: a run request names what to run; the broker no longer takes a plan
 MAX_FRAME = 32 * 1024 * 1024  # two 1 MiB captures, JSON-escaped at worst six bytes a byte
 _HEADER = struct.Struct(">I")
 

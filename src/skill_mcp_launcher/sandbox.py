@@ -2,9 +2,10 @@
 
 The order inside the forked child is the privilege-drop pipeline: new session, standard
 streams, descriptors closed, resource limits (while still allowed to set them), groups,
-gid, uid, no-new-privileges, then the private scratch directory created *as the script
-uid*, then ``execve``. A failure at any step is reported through a close-on-exec pipe and
-the child exits; nothing runs half-dropped.
+gid, uid, no-new-privileges, then ``execve`` in the skill's directory. A failure at any step is
+reported through a close-on-exec pipe and the child exits; nothing runs half-dropped. The
+run's private scratch directory is made before the fork and removed after the sweep, both by
+the privileged side (``isolation``).
 """
 
 from __future__ import annotations
@@ -18,31 +19,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from skill_mcp.limits import DRAIN_S, TERM_GRACE_S, Capture, Limits
 from skill_mcp_launcher import procs
 
-CAPTURE_LIMIT = 1024 * 1024  # per stream; mirrors skill_mcp.runner.types.CAPTURE_LIMIT
-TERM_GRACE_S = 1.0
-DRAIN_S = 0.5
+# The limits, the capture bound and the grace periods live in skill_mcp.limits (shared with
+# the standalone spawner); ``Limits`` and ``Capture`` are re-exported for the broker.
+__all__ = ["DRAIN_S", "TERM_GRACE_S", "Capture", "Job", "Limits", "Outcome", "run"]
+
 HARD_EXTRA_S = 2.0
-SCRATCH_ROOT = "/run/skill-mcp/scratch"
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    nproc: int = 64  # counts threads too; node needs about a dozen
-    nofile: int = 256
-    fsize: int = 64 * 1024 * 1024
-    address_space: int = 4 * 1024 * 1024 * 1024  # node reserves large virtual ranges at start
-    core: int = 0
-
-    def pairs(self) -> tuple[tuple[int, int], ...]:
-        return (
-            (resource.RLIMIT_NPROC, self.nproc),
-            (resource.RLIMIT_NOFILE, self.nofile),
-            (resource.RLIMIT_FSIZE, self.fsize),
-            (resource.RLIMIT_AS, self.address_space),
-            (resource.RLIMIT_CORE, self.core),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,26 +40,7 @@ class Job:
     egress: tuple[str, ...]
 
 
-@dataclass(slots=True)
-class Capture:
-    data: bytearray = field(default_factory=bytearray)
-    dropped: int = 0
-
-    def add(self, chunk: bytes) -> None:
-        room = CAPTURE_LIMIT - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-        self.dropped += max(0, len(chunk) - max(room, 0))
-
-    @property
-    def truncated(self) -> bool:
-        return self.dropped > 0
-
-    def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
-
-
-def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, scratch: str,
+def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits,
            out_w: int, err_w: int, report_w: int) -> None:  # pragma: no cover - runs in the child
     step = "setsid"
     try:
@@ -92,8 +57,6 @@ def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Lim
             resource.setrlimit(which, (value, value))
         step = "drop"
         procs.drop_to(account)
-        step = "scratch"
-        os.mkdir(scratch, 0o700)
         step = "chdir"
         os.chdir(job.cwd)
         step = "exec"
@@ -122,6 +85,8 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
         wake_fd: int | None = None) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
 
+    ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep.
+
     ``server_fd`` is the server's pidfd: when it turns readable the server has died, nobody
     will read this run's result, and the run ends at once (SIGKILL, then the sweep) instead of
     running on until its own timeout. ``wake_fd`` is the signal wakeup pipe: a stop signal
@@ -134,7 +99,7 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # pragma: no cover
-        _child(job, env, account, limits, scratch, out_w, err_w, rep_w)
+        _child(job, env, account, limits, out_w, err_w, rep_w)
     reaper.watch(pid)
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
@@ -143,7 +108,7 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     finally:
         # The sweep kills whatever still holds the pipes (a detached grandchild), so the
         # final read below meets end-of-file instead of waiting on a process we do not own.
-        result.remaining = procs.sweep(account, reaper, remove=(scratch,))
+        result.remaining = procs.sweep(account, reaper, scratch=(scratch,))
         for fd, cap in ((out_r, result.out), (err_r, result.err)):
             _read_rest(fd, cap)
         os.close(rep_r)
@@ -242,9 +207,9 @@ def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, r
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
         sel.register(pidfd, selectors.EVENT_READ)
-        for fd in watch:
-            if fd is not None:
-                sel.register(fd, selectors.EVENT_READ)
+        for watched in watch:
+            if watched is not None:
+                sel.register(watched, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if sup.done(now):

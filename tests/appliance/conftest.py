@@ -70,13 +70,27 @@ def image() -> str:
     return IMAGE
 
 
-def probe_plan(mode: str, *args: str, skill: str = "probe", egress: tuple[str, ...] = (),
-               timeout_s: float = 30, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """A run request shaped exactly like the server's RunPlan for the probe script."""
-    return {"op": "run", "plan": {
-        "skill": skill, "script": "scripts/probe.py", "interpreter": "python", "interpreter_path": PY,
-        "argv": [PY, f"/skills/{skill}/scripts/probe.py", mode, *args], "cwd": f"/skills/{skill}",
-        "env": env or {"LANG": "C.UTF-8", "TMPDIR": ""}, "timeout_s": timeout_s, "egress": list(egress)}}
+# The owner's grant every stand-in appliance starts with (the launcher reads it from its own
+# environment): the probe may use two of the hosts it declares, quiet none; polyglot runs.
+GRANT_ROWS = [
+    {"skill": "probe", "script": "scripts/probe.py", "env": ["PROBE_TOKEN"],
+     "egress": ["allowed.test", "ext-allowed.example", "loopback.rebind.example"]},
+    {"skill": "quiet", "script": "scripts/probe.py"},
+    {"skill": "polyglot", "script": "scripts/hello.js"},
+    {"skill": "polyglot", "script": "scripts/hello.sh"},
+]
+GRANT = json.dumps(GRANT_ROWS)
+
+
+def probe_plan(mode: str, *args: str, skill: str = "probe", egress: tuple[str, ...] | None = None,
+               timeout_s: float | None = None, **also: Any) -> dict[str, Any]:
+    """A run request as the server sends it: what to run; ``also`` adds fields (env, interpreter, ...)."""
+    run: dict[str, Any] = {"skill": skill, "script": "scripts/probe.py", "args": [mode, *args], **also}
+    if egress is not None:
+        run["egress"] = list(egress)
+    if timeout_s is not None:
+        run["timeout_s"] = timeout_s
+    return {"op": "run", "run": run}
 
 
 class Appliance:
@@ -85,10 +99,14 @@ class Appliance:
     ``request`` writes one JSON line to the client's stdin and reads its one-line reply.
     """
 
-    def __init__(self, image: str, *, caps: tuple[str, ...] = CAPS, extra: list[str] | None = None) -> None:
+    def __init__(self, image: str, *, caps: tuple[str, ...] = CAPS, extra: list[str] | None = None,
+                 env: dict[str, str] | None = None, skills: list[str] | None = None) -> None:
         self.name = f"skill-mcp-test-{os.getpid()}-{time.monotonic_ns()}"
-        argv = ["docker", "run", "-i", "--rm", "--name", self.name, *run_flags(caps), *(extra or []),
-                *SKILLS_MOUNT, "-v", f"{HELPERS}:/helpers:ro", image, *HELPER_CMD]
+        settings = {"MCP_SKILL_RUN": GRANT, **(env or {})}
+        env_flags = [flag for key, value in settings.items() for flag in ("-e", f"{key}={value}")]
+        argv = ["docker", "run", "-i", "--rm", "--name", self.name, *run_flags(caps), *(extra or []), *env_flags,
+                *(skills if skills is not None else SKILLS_MOUNT), "-v", f"{HELPERS}:/helpers:ro", image,
+                *HELPER_CMD]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
 

@@ -21,7 +21,8 @@ from skill_mcp.runner.types import RunPlan
 from skill_mcp_launcher import protocol
 
 PLAN = RunPlan(skill="s", script="scripts/a.py", interpreter="python", interpreter_path="/usr/bin/python3.11",
-               argv=("/usr/bin/python3.11", "/skills/s/scripts/a.py"), cwd="/skills/s", env={"LANG": "C"},
+               argv=("/usr/bin/python3.11", "/skills/s/scripts/a.py", "--flag"), cwd="/skills/s",
+               env={"LANG": "C", "API_KEY": "secret"},
                timeout_s=5, egress=("api.example",))
 RESULT = {"status": "ok", "exit_code": 0, "signal": None, "stdout": "hi\n", "stderr": "",
           "truncated_stdout": False, "truncated_stderr": False, "dropped_bytes": 0, "duration_ms": 7, "notes": []}
@@ -43,12 +44,15 @@ def _peer(answer: Callable[[dict[str, Any]], dict[str, Any] | None]) -> tuple[Br
     return BrokerSpawner(sock=ours), thread
 
 
-def test_plan_goes_over_whole_and_result_comes_back() -> None:
+def test_request_asks_by_name_and_result_comes_back() -> None:
     seen: list[dict[str, Any]] = []
     spawner, thread = _peer(lambda m: seen.append(m) or {"id": m["id"], "ok": True, "result": RESULT})
     result = anyio.run(spawner.run, PLAN)
     assert result.stdout == "hi\n" and result.status == "ok"
-    assert seen[0]["plan"]["argv"] == list(PLAN.argv) and seen[0]["plan"]["egress"] == ["api.example"]
+    # What to run and what the preview showed, by name; never argv, cwd, a path or a value.
+    assert seen[0]["run"] == {"skill": "s", "script": "scripts/a.py", "args": ["--flag"], "timeout_s": 5,
+                              "interpreter": "python", "env": ["API_KEY", "LANG"], "egress": ["api.example"]}
+    assert "secret" not in repr(seen[0])
     spawner.sock.close()
     thread.join(5)
 

@@ -4,6 +4,10 @@ The fly.toml example is parsed out of the document and its process command run t
 runs it: a process group's command replaces the image's CMD and keeps its ENTRYPOINT (the
 launcher). It must boot, answer MCP for the app's public name with the bearer token, and
 refuse any other Host name (DNS-rebinding protection over a wildcard bind).
+
+The Kubernetes examples are parsed too: the Deployment's Pods must hold the Pod example's posture
+field for field, the Services and the autoscaler must point at them, and the Deployment's
+container is booted in the image with the docker flags its securityContext and volumes mean.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.appliance.conftest import REPO, SKILLS_MOUNT, run_flags
+from tests.appliance.conftest import CAPS, REPO, SKILLS_MOUNT, run_flags
 
 pytestmark = pytest.mark.appliance
 
@@ -90,5 +94,111 @@ def test_fly_toml_example_boots_and_refuses_other_host_names(image: str) -> None
         # The denials: another Host name, and the right name without the token.
         assert _post(port, "rebound.attacker.example", TOKEN)[0] == 421
         assert _post(port, public, None)[0] == 401
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60, check=False)
+
+
+def kubernetes_objects() -> dict[str, dict[str, Any]]:
+    """Every object of the two Kubernetes sections, keyed ``Kind/name``."""
+    import yaml
+
+    text = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    objects: dict[str, dict[str, Any]] = {}
+    for heading in ("## Kubernetes (Pod)", "## Kubernetes (Deployment"):
+        section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+        for block in re.findall(r"```yaml\n(.*?)```", section, re.S):
+            for obj in yaml.safe_load_all(block):
+                objects[f"{obj['kind']}/{obj['metadata']['name']}"] = obj
+    return objects
+
+
+def _only_container(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    (container,) = pod_spec["containers"]
+    return dict(container)
+
+
+def test_kubernetes_deployment_keeps_the_pod_examples_posture() -> None:
+    objs = kubernetes_objects()
+    pod_spec = objs["Pod/skill-mcp"]["spec"]
+    deployment = objs["Deployment/skill-mcp"]
+    template = deployment["spec"]["template"]
+    spec = template["spec"]
+    pod, replica = _only_container(pod_spec), _only_container(spec)
+    # The posture itself (the Pod example's, as docs/deploy.md explains it) ...
+    ctx = pod["securityContext"]
+    assert ctx["runAsUser"] == 0 and ctx["allowPrivilegeEscalation"] is False
+    assert ctx["readOnlyRootFilesystem"] is True and ctx["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert ctx["capabilities"]["drop"] == ["ALL"] and set(ctx["capabilities"]["add"]) == set(CAPS)
+    # ... and the Deployment's Pods hold it field for field.
+    assert replica["securityContext"] == ctx
+    assert spec["automountServiceAccountToken"] is pod_spec["automountServiceAccountToken"] is False
+    assert replica["volumeMounts"] == pod["volumeMounts"] and spec["volumes"] == pod_spec["volumes"]
+    skills = next(v for v in spec["volumes"] if v["name"] == "skills")
+    assert skills["persistentVolumeClaim"]["readOnly"] is True
+    assert {"name": "skills", "mountPath": "/skills", "readOnly": True} in replica["volumeMounts"]
+    # Secrets come from a Secret, never written into the manifest.
+    assert all("valueFrom" in e and "value" not in e for e in replica["env"])
+    assert {e["name"] for e in replica["env"]} >= {"MCP_HTTP_TOKEN"}
+    # The command serves HTTP on the container's port for a public name; no stdin.
+    args = replica["args"]
+    (port,) = replica["ports"]
+    assert args[args.index("--http") + 1] == f"0.0.0.0:{port['containerPort']}" and "--allowed-host" in args
+    assert "stdin" not in replica
+    # The Service, the headless Service and the autoscaler all point at these Pods.
+    labels = template["metadata"]["labels"]
+    assert deployment["spec"]["selector"]["matchLabels"] == labels
+    services = [o for o in objs.values() if o["kind"] == "Service"]
+    assert len(services) == 2 and any(s["spec"].get("clusterIP") == "None" for s in services)
+    for service in services:
+        assert service["spec"]["selector"] == labels
+        assert [p["targetPort"] for p in service["spec"]["ports"]] == [port["name"]]
+    hpa = objs["HorizontalPodAutoscaler/skill-mcp"]["spec"]
+    assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "skill-mcp"}
+    assert hpa["minReplicas"] >= 2 and replica["resources"]["requests"]["cpu"]  # a CPU target needs a request
+
+
+def _docker_flags(container: dict[str, Any], volumes: list[dict[str, Any]]) -> list[str]:
+    """What the container's securityContext and volumes mean for ``docker run``."""
+    ctx = container["securityContext"]
+    flags = ["--user", str(ctx["runAsUser"]), "--cap-drop", "ALL"]
+    for cap in ctx["capabilities"]["add"]:
+        flags += ["--cap-add", cap]
+    if ctx["allowPrivilegeEscalation"] is False:
+        flags += ["--security-opt", "no-new-privileges"]
+    if ctx["readOnlyRootFilesystem"]:
+        flags.append("--read-only")
+    by_name = {v["name"]: v for v in volumes}
+    for mount in container["volumeMounts"]:
+        volume = by_name[mount["name"]]
+        if "emptyDir" in volume:
+            size = volume["emptyDir"]["sizeLimit"].removesuffix("Mi")
+            flags += ["--tmpfs", f"{mount['mountPath']}:rw,nosuid,nodev,size={size}m"]
+        else:
+            assert mount["mountPath"] == "/skills" and mount["readOnly"], mount
+            flags += SKILLS_MOUNT
+    return flags
+
+
+def test_kubernetes_deployment_container_boots_and_refuses_other_host_names(image: str) -> None:
+    spec = kubernetes_objects()["Deployment/skill-mcp"]["spec"]["template"]["spec"]
+    container = _only_container(spec)
+    (port,) = container["ports"]
+    args = container["args"]
+    public = args[args.index("--allowed-host") + 1]
+    secrets = {"MCP_HTTP_TOKEN": TOKEN, "MCP_SKILL_RUN": "[]"}
+    env = [f"--env={e['name']}={secrets[e['name']]}" for e in container["env"]]
+    flags = [*_docker_flags(container, spec["volumes"]), *env, "-p", f"127.0.0.1::{port['containerPort']}"]
+    cid = subprocess.run(["docker", "run", "-d", *flags, image, *args], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.strip()
+    try:
+        mapped = subprocess.run(["docker", "port", cid, str(port["containerPort"])], capture_output=True,
+                                text=True, timeout=30, check=False).stdout
+        assert mapped, subprocess.run(["docker", "logs", cid], capture_output=True, text=True, timeout=30,
+                                      check=False).stderr[-3000:]
+        local = int(mapped.split("\n")[0].rsplit(":", 1)[1])
+        status, body = _wait_answer(local, public, cid)  # positive control
+        assert status == 200 and '"serverInfo"' in body, (status, body)
+        assert _post(local, "rebound.attacker.example", TOKEN)[0] == 421
+        assert _post(local, public, None)[0] == 401
     finally:
         subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60, check=False)

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from skill_mcp_launcher.caps import SECUREBITS
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("CI"),
                                 reason="needs root to hold capabilities it can drop")
 
@@ -85,3 +87,22 @@ def test_boot_drop_fails_when_the_bounding_set_comes_back() -> None:
     real = _child("from skill_mcp_launcher import boot\ns = boot.drop_capabilities(caps.read_state())\n"
                   "print(hex(s.bounding), hex(s.effective), caps.read_state().no_new_privs)")
     assert real.stdout.split() == ["0x0", "0xe0", "True"], real.stdout + real.stderr
+
+
+def test_after_the_securebits_lock_an_exec_as_root_gains_no_capability() -> None:
+    grep = ("import subprocess\nout = subprocess.run(['/bin/grep', 'CapEff', '/proc/self/status'], capture_output=True, "
+            "text=True, check=True).stdout.split()[1]\n")
+    locked = _child("bits = caps.lock_securebits()\n" + grep + "print(hex(bits), out)")
+    assert locked.returncode == 0, locked.stderr
+    bits, cap_eff = locked.stdout.split()
+    assert int(bits, 16) == SECUREBITS and int(cap_eff, 16) == 0
+    # Positive control: without the lock the same exec as root holds capabilities.
+    unlocked = _child(grep + "print(out)")
+    assert int(unlocked.stdout.strip(), 16) != 0, unlocked.stdout + unlocked.stderr
+
+
+def test_securebits_cannot_be_locked_without_setpcap() -> None:
+    proc = _child("caps.set_caps(KEEP)\ntry:\n    caps.lock_securebits()\nexcept caps.CapError as e:\n"
+                  "    print('CapError', e)\n")
+    assert proc.stdout.startswith("CapError"), proc.stdout + proc.stderr
+    # Positive control: with SETPCAP held the lock succeeds (previous test).

@@ -1,7 +1,9 @@
-"""The launcher is stdlib-only: importing every module of it loads nothing else.
+"""The launcher's imports are an allowlist: the standard library, ``python-prctl`` and ``psutil``
+(the two libraries the design card names for capabilities and processes), and the stdlib-only
+leaves of ``skill_mcp`` it shares with the server. Importing every module of it loads nothing else.
 
-Runs without Docker. The only project modules it may load are the stdlib-only leaves of
-``skill_mcp`` that hold the shared path rules and reasons.
+Runs without Docker. It never imports the catalog: SKILL.md is parsed by the unprivileged
+helper it execs.
 """
 
 from __future__ import annotations
@@ -10,8 +12,12 @@ import json
 import subprocess
 import sys
 
-LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "fence", "procs", "protocol", "proxy", "sandbox")
-ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons"}
+LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "declared", "fence", "isolation", "policy", "procs",
+                    "protocol", "proxy", "sandbox")
+# The leaves both sides share: path rules, reasons, run limits and the grant rules.
+ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons", "skill_mcp.limits",
+                   "skill_mcp.grantrules"}
+ALLOWED_LIBRARIES = {"prctl", "_prctl", "psutil"}  # top-level names: psutil's own submodules come with it
 
 
 def _loaded_by(imports: list[str]) -> list[str]:
@@ -28,15 +34,17 @@ def _foreign(modules: list[str]) -> list[str]:
     bad = []
     for name in modules:
         top = name.split(".")[0]
-        if top in sys.stdlib_module_names or top == "skill_mcp_launcher" or name in ALLOWED_PROJECT:
+        if top in sys.stdlib_module_names or top == "skill_mcp_launcher" or name in ALLOWED_PROJECT \
+                or top in ALLOWED_LIBRARIES:
             continue
         bad.append(name)
     return bad
 
 
-def test_launcher_imports_only_the_standard_library() -> None:
+def test_launcher_imports_only_the_allowlist() -> None:
     loaded = _loaded_by([f"skill_mcp_launcher.{m}" for m in LAUNCHER_MODULES])
     assert "skill_mcp_launcher.boot" in loaded  # positive control: the imports happened
+    assert {"prctl", "psutil"} <= set(loaded)  # and the two named libraries are what it uses
     assert _foreign(loaded) == []
 
 

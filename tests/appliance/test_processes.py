@@ -67,7 +67,7 @@ def test_flood_is_capped_at_one_mebibyte_per_stream(appliance: Appliance) -> Non
 def _flood(size: int) -> dict:
     from tests.appliance.conftest import probe_plan
 
-    return probe_plan("flood", str(size), timeout_s=60)
+    return probe_plan("flood", str(size), timeout_s=30)
 
 
 def test_timeout_kills_the_script_and_the_call_returns(appliance: Appliance) -> None:
@@ -96,7 +96,7 @@ def test_stop_signal_ends_a_run_in_progress_instead_of_holding_shutdown(image: s
     try:
         assert app.request({"op": "hello"})["ok"]
         assert app.proc.stdin is not None
-        app.proc.stdin.write((json.dumps(probe_plan(mode, "120", timeout_s=200)) + "\n").encode())
+        app.proc.stdin.write((json.dumps(probe_plan(mode, "120", timeout_s=30)) + "\n").encode())
         app.proc.stdin.flush()
         # Bounded wait until the launcher has started the script (its pid shows in /proc as
         # the script uid), so the signal lands while the run is in progress.
@@ -128,7 +128,7 @@ def test_server_death_mid_run_ends_the_script_at_once(image: str) -> None:
     app = Appliance(image)
     try:
         plan = probe_plan("sleep", "60", timeout_s=30)
-        started = app.request({"op": "run-and-die", "plan": plan["plan"]})
+        started = app.request({"op": "run-and-die", "run": plan["run"]})
         # Positive control: the script really was running when the server died.
         assert started["ok"] and started["script_pids"], started
         code = app.proc.wait(timeout=10)  # before the fix: ~30 s, the script's own timeout

@@ -67,8 +67,11 @@ def test_smoke_run_writes_every_section(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     raw = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert len(raw["ready"]["100"]["ready"]) == len(raw["ready"]["floor"]["ready"]) == 3
-    for heading in ("## Ready", "## Peak memory", "## Per-call latency: 100", "## In-process", "## Appliance"):
+    for heading in ("## Ready", "## Peak memory", "## Per-call latency: 100", "## In-process",
+                    "## The first answer, cold and warm", "## Appliance", "## Load"):
         assert heading in text
+    for mode in ("cold", "warm"):
+        assert re.search(rf"^\| 100 \| 100 \| 1 \| [\d.]+ \| {mode} \| [\d.]+ \| [\d.]+ \|", text, re.M), mode
     ready_row = re.search(r"^\| 100 \| 100 \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
     assert ready_row is not None, text
     for call in ("skill_list (first page)", "skill_load", "skill_file (8 paths)", "skills/list (each page)",

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from skill_mcp.catalog import build_catalog
-from skill_mcp.catalog.files import MAX_FILES
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
 from skill_mcp.reasons import Level, ProblemReason
@@ -132,16 +131,6 @@ def test_non_utf8_filename_is_reported(tmp_path: Path) -> None:
     catalog = scan(tmp_path / "bytes")
     assert [f.rel for f in catalog.skills["bytes"].files] == ["SKILL.md"]
     assert ProblemReason.UNADDRESSABLE_FILENAME in {p.reason for p in catalog.problems}
-
-
-def test_skill_over_the_file_limit_is_refused_and_reported(tmp_path: Path) -> None:
-    s = skill(tmp_path / "huge")
-    for i in range(MAX_FILES + 1):
-        (s / f"f{i:04}.txt").write_text("x")
-    skill(tmp_path / "small")
-    catalog = scan(tmp_path)
-    assert "huge" not in catalog.skills and "small" in catalog.skills
-    assert reasons_at(catalog, tmp_path / "huge") == {ProblemReason.SKILL_TOO_LARGE}
 
 
 def test_nested_skill_is_published_flat_and_stays_a_file_of_its_parent(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ HEAVY_AT_START = (
     "skill_mcp.watch",
 )
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
-NEEDED_AT_START = ("skill_mcp.runner.environ", "ctypes", "skill_mcp.surfaces.stdio")
+NEEDED_AT_START = ("skill_mcp.runner.environ", "ctypes", "prctl", "skill_mcp.surfaces.stdio")
 
 
 class Server:

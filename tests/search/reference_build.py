@@ -15,6 +15,7 @@ from itertools import filterfalse
 from typing import Any
 
 from skill_mcp.search.index import (
+    BODY_CAP,
     K1,
     NAME_BOOST,
     NO_SECTION,
@@ -124,7 +125,7 @@ def _pseudo_tf(counts: list[Counter[str]], avg: list[float]) -> tuple[dict[str, 
     body = counts[Field.BODY]
     b = int(Field.BODY)
     scale = WEIGHTS[b] / (1.0 - B[b] + B[b] * body.total() / avg[b])
-    pseudo = {t: scale * tf for t, tf in body.items()}
+    pseudo = {t: min(scale * tf, BODY_CAP) for t, tf in body.items()}
     masks = dict.fromkeys(body, 1 << b)
     for f in range(b):
         field = counts[f]

@@ -1,9 +1,12 @@
 """Search quality over a real-world-shaped corpus, through the real catalog.
 
-``corpus/`` holds 18 skills written for this test in the shape of a public skills repository;
-``queries.tsv`` holds natural-language queries written the way people ask, each labelled
-with the one skill that should answer it. The floors are the issue's: hit@1 >= 85 %,
-hit@3 >= 95 %.
+``corpus/`` holds 67 skills written for this test in the shape of the public skills
+collections (formats and media, process skills such as debugging, test-first, worktrees,
+plan writing and plan executing, and three long reference-style skills of 19-69 KB);
+``queries.tsv`` holds 157 natural-language queries written the way people ask, each labelled
+with the one skill that should answer it. The floors are the issue's: hit@1 >= 0.90,
+hit@3 >= 0.97. ``python -m bench.search_quality`` prints the same figures, and the same for
+the public collections when they are present.
 """
 
 from __future__ import annotations
@@ -38,13 +41,13 @@ def index():  # type: ignore[no-untyped-def]
 
 def test_labelled_set_is_big_enough_and_labels_exist(index) -> None:  # type: ignore[no-untyped-def]
     rows = _queries()
-    assert len(rows) >= 30 and len(index) >= 15
+    assert len(rows) >= 150 and len(index) >= 60
     assert {expected for _, expected in rows} <= set(index.names)
 
 
 def test_quality_floors_hit_at_1_hit_at_3_and_mrr(index) -> None:  # type: ignore[no-untyped-def]
     q = measure(index, _queries())
     print(f"search quality: {q.line()}")
-    assert q.hit1 >= 0.85, q.misses
-    assert q.hit3 >= 0.95, q.misses
-    assert q.mrr >= 0.9, q.misses
+    assert q.hit1 >= 0.90, q.misses
+    assert q.hit3 >= 0.97, q.misses
+    assert q.mrr >= 0.93, q.misses

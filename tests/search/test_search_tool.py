@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -38,9 +39,10 @@ async def test_skill_search_returns_ranked_hits_with_uri_score_and_reason(era: s
         result = await client.call_tool("skill_search", {"query": "make an animated gif for slack", "limit": 3})
     assert not result.is_error
     data = result.structured_content
-    assert data is not None and data["count"] == len(data["hits"]) <= 3 and data["searched"] == 18
+    assert data is not None and data["count"] == len(data["hits"]) <= 3 and data["searched"] == 67
     top = data["hits"][0]
-    assert top["name"] == "slack-gif-creator" and top["uri"] == "skill://slack-gif-creator"
+    assert top["name"] == "slack-gif-creator" and top["uri"] == "skill://slack-gif-creator/SKILL.md"
+    assert data["match"] == "good" and 0.3 <= top["confidence"] <= 1
     assert top["description"].startswith("Make small animated GIFs")
     assert "slack" in top["matched"] and "name" in top["fields"] and top["reason"]
     scores = [h["score"] for h in data["hits"]]
@@ -61,3 +63,39 @@ async def test_skill_search_with_no_match_is_an_empty_list_not_an_error() -> Non
         result = await client.call_tool("skill_search", {"query": "zzzqqq"})
     assert not result.is_error and result.structured_content is not None
     assert result.structured_content["hits"] == [] and result.structured_content["count"] == 0
+
+
+async def test_a_hits_uri_reads_through_the_sdk_client_as_the_skills_skill_md(era: str) -> None:
+    async with Client(build_server(load_settings([str(CORPUS)], {})), mode=era) as client:
+        result = await client.call_tool("skill_search", {"query": "fill in a pdf form", "limit": 3})
+        assert result.structured_content is not None
+        hits = result.structured_content["hits"]
+        loaded = await client.call_tool("skill_load", {"name": hits[0]["name"]})
+        assert loaded.structured_content is not None
+        for hit in hits:  # every hit's URI is one a client can read, the one skill_load gives
+            read = await client.read_resource(hit["uri"])
+            assert read.contents[0].uri == hit["uri"] and read.contents[0].text.startswith("---")
+    assert hits[0]["name"] == "pdf" and hits[0]["uri"] == loaded.structured_content["uri"]
+
+
+async def test_a_query_nothing_fits_is_reported_as_a_weak_match_with_low_confidence() -> None:
+    async with Client(build_server(load_settings([str(CORPUS)], {})), mode="legacy") as client:
+        off = await client.call_tool("skill_search", {"query": "who won the football match", "limit": 3})
+        on = await client.call_tool("skill_search", {"query": "who can merge these pdf files", "limit": 3})
+    assert off.structured_content is not None and on.structured_content is not None
+    assert off.structured_content["hits"], "the closest skills are still listed"
+    assert off.structured_content["match"] == "weak"  # positive control below: a real query is "good"
+    assert all(h["confidence"] < 0.3 for h in off.structured_content["hits"])
+    assert "closest" in off.content[0].text
+    assert on.structured_content["match"] == "good" and on.structured_content["hits"][0]["name"] == "pdf"
+
+
+@pytest.mark.parametrize("query", ["my test keeps failing and I don't know why", "carry out the plan we wrote",
+                                   "who won the football match"])
+async def test_the_cli_search_gives_the_tools_answer(query: str) -> None:
+    from tests.cli.helpers import as_json, run
+
+    async with Client(build_server(load_settings([str(CORPUS)], {})), mode="legacy") as client:
+        tool = await client.call_tool("skill_search", {"query": query, "limit": 10})
+    cli = await anyio.to_thread.run_sync(lambda: run("search", *query.split(), "--json", "--skills-dir", str(CORPUS)))
+    assert tool.structured_content == as_json(cli)  # same hits, order, scores, confidence, reasons, match

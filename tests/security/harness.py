@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 
@@ -45,18 +46,12 @@ def script_account() -> pwd.struct_passwd | None:
 
 
 def procs_of_uid(uid: int) -> list[dict[str, Any]]:
-    """Every live process whose real uid is ``uid`` (zombies included, marked)."""
+    """Every live process whose real uid is ``uid`` (zombies included, marked), through psutil."""
     out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as fh:
-                fields = dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
-        except OSError:
-            continue
-        if int(fields["Uid"].split()[0]) == uid:
-            out.append({"pid": int(entry), "state": fields["State"][:1], "name": fields["Name"]})
+    for proc in psutil.process_iter(["uids", "status", "name"]):
+        if proc.info["uids"] is not None and proc.info["uids"].real == uid:
+            state = "Z" if proc.info["status"] == psutil.STATUS_ZOMBIE else (proc.info["status"] or "?")[:1].upper()
+            out.append({"pid": proc.pid, "state": state, "name": proc.info["name"]})
     return out
 
 

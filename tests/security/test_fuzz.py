@@ -34,10 +34,10 @@ from skill_mcp.catalog.frontmatter import FrontmatterError, parse_frontmatter, s
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.paths import is_inside, resolve_inside
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import procs, protocol
+from skill_mcp_launcher import checks, policy, procs, protocol
 from skill_mcp_launcher.boot import _serve_one
 from skill_mcp_launcher.broker import Broker
-from skill_mcp_launcher.checks import check_plan
+from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
 
 FIGURES = Path(__file__).resolve().parents[2] / "build" / "security" / "fuzz.json"
 COUNTS: dict[str, int] = {}
@@ -149,7 +149,8 @@ def _broker() -> Broker:
     users = procs.Users(*(procs.Account(n, u, u) for n, u in (("s", 65001), ("c", 65002), ("p", 65003))))
     # fence_ok=False: a message that passes every check is refused before anything is spawned.
     return Broker(users=users, reaper=procs.Reaper(), roots=("/nonexistent-root",),
-                  interpreters={"python": sys.executable}, fence_ok=False, fence_detail="fuzzing")
+                  interpreters={"python": sys.executable}, fence_ok=False, fence_detail="fuzzing",
+                  grants=policy.Grants("declaration"), environ={}, parse_user=procs.Account("x", 65004, 65004))
 
 
 FRAMES = st.one_of(st.binary(max_size=64),
@@ -175,16 +176,29 @@ def test_any_frame_is_answered_or_refused_without_crashing_the_broker(frame: byt
             assert reply["ok"] or reply["reason"] in {r.value for r in Refusal}
 
 
+# Requests shaped like the server's, with hostile values, beside arbitrary JSON.
+REQUESTS = st.one_of(JSONISH, st.builds(
+    lambda skill, script, args, extra: {"skill": skill, "script": script, "args": args, **extra},
+    st.sampled_from(["s", "S", "", "../s", "s/..", "\x00"]) | st.text(max_size=12),
+    st.sampled_from(["scripts/a.py", "scripts/../SKILL.md", "/etc/passwd", "scripts/a.py/"]) | st.text(max_size=12),
+    st.lists(st.text(max_size=12), max_size=4),
+    st.dictionaries(st.sampled_from(["env", "egress", "timeout_s", "interpreter", "argv", "cwd"]), JSONISH,
+                    max_size=3)))
+FUZZ_SKILL = DeclaredSkill("s", "/nonexistent-root/s", (0, 0, 0, 0, 0), ("api.example",),
+                           (DeclaredScript("scripts/a.py", "python", ("KEY",), 30),))
+
+
 @FUZZ
-@given(plan=JSONISH)
-def test_any_plan_is_checked_or_refused_with_a_reason(plan: Any) -> None:
+@given(raw=REQUESTS)
+def test_any_run_request_is_decided_or_refused_with_a_reason(raw: Any) -> None:
     _count("broker_plan")
     try:
-        check_plan(plan, interpreters={"python": sys.executable}, roots=("/nonexistent-root",))
+        policy.decide(checks.parse_request(raw), skills={"s": FUZZ_SKILL}, grants=policy.Grants("declaration"),
+                      interpreters={"python": sys.executable}, roots=("/nonexistent-root",), environ={"KEY": "v"})
     except SkillMcpError as exc:
         assert exc.reason in {r for r in Refusal}
         return
-    raise AssertionError("a plan outside every skills root was accepted")
+    raise AssertionError("a request for a script that does not exist was accepted")
 
 
 # --- the stdio transport ------------------------------------------------------------------------

@@ -6,8 +6,8 @@ Three layers are each held to the refusal, because each is a boundary of its own
   ``undeclared-script`` before any path is joined; a declared name that is really a trap
   (symlink out, FIFO, device ...) is refused by the resolved-path check;
 * ``skill_mcp.paths`` (the string check the server and the launcher share): ``invalid-path``;
-* the appliance broker's own re-check (``skill_mcp_launcher.checks.check_plan``), which
-  trusts nothing the server sends: the same shape in a forged plan is refused there too.
+* the appliance broker's own decision (``skill_mcp_launcher.policy.decide``), which trusts
+  nothing the server sends: the same shape in a forged request is refused there too.
 
 Every case ends with a positive control (the declared neighbour runs) and, via
 ``conftest.after_each``, the server answering and no process of the script uid left.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,7 +25,8 @@ from skill_mcp.catalog.declaration import DeclarationError, build_declaration
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.paths import check_relpath
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher.checks import check_plan
+from skill_mcp_launcher import checks, policy
+from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
 from tests.security.conftest import TRAPS
 from tests.security.harness import Session
 
@@ -59,10 +59,12 @@ SHAPES: dict[str, str] = {
 }
 
 
-def _broker_plan(root: Path, script: str) -> dict[str, Any]:
+def _broker_decides(root: Path, script: str) -> None:
     cwd = str((root / "sec").resolve())
-    return {"interpreter": "python", "interpreter_path": PY, "argv": [PY, f"{cwd}/scripts/probe.py", "echo"],
-            "cwd": cwd, "script": script, "env": {}, "timeout_s": 5, "egress": []}
+    skill = DeclaredSkill("sec", cwd, (0, 0, 0, 0, 0), (), (DeclaredScript("scripts/probe.py", "python", (), 30),))
+    policy.decide(checks.parse_request({"skill": "sec", "script": script, "args": ["echo"]}), skills={"sec": skill},
+                  grants=policy.Grants("declaration"), interpreters={"python": PY}, roots=(str(root.resolve()),),
+                  environ={})
 
 
 def _control(server: Session) -> None:
@@ -80,9 +82,9 @@ def test_script_reference_shape_refused(denial: str, server: Session, sec_root: 
     with pytest.raises(SkillMcpError) as caught:
         check_relpath(script)
     assert caught.value.reason == Refusal.INVALID_PATH
-    with pytest.raises(SkillMcpError) as caught:  # the broker re-checks a forged plan on its own
-        check_plan(_broker_plan(sec_root, script), interpreters={"python": PY}, roots=(str(sec_root.resolve()),))
-    assert caught.value.reason in (Refusal.INVALID_PATH, Refusal.OUTSIDE_SKILL, Refusal.INVALID_ARGUMENTS)
+    with pytest.raises(SkillMcpError) as caught:  # the broker decides a forged request on its own
+        _broker_decides(sec_root, script)
+    assert caught.value.reason in (Refusal.UNDECLARED_SCRIPT, Refusal.INVALID_ARGUMENTS)
     with pytest.raises(DeclarationError):  # and no skill can declare it
         build_declaration({"version": 1, "run": [{"script": script, "interpreter": "python"}]})
     _control(server)

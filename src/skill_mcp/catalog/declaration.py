@@ -19,18 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from skill_mcp.catalog.frontmatter import FrontmatterError, HostChunk, check_json_safe, parse_yaml
+from skill_mcp.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
+from skill_mcp.limits import KNOWN as INTERPRETER_NAMES
 from skill_mcp.models import Declaration, EnvField, ScriptDecl
 from skill_mcp.paths import relpath_problem
 from skill_mcp.reasons import Level, ProblemReason
 
 SUPPORTED_MAJOR = 1
-# The closed set of interpreter names a declaration may use. It is part of the format, not of
-# a deployment: ``runner.interpreters`` maps each name to executables, and a name outside the
-# set is refused wherever the skill is served (``interpreter-unavailable``), so the catalog
-# reports it. Whether *this* machine has a name in the set is the runner's report.
-INTERPRETER_NAMES = ("node", "python", "bash")
-MAX_TIMEOUT_S = 300
-DEFAULT_TIMEOUT_S = 60
+# The timeout ceiling and the closed interpreter set come from ``skill_mcp.limits``, shared
+# with the broker. The set is part of the format, not of a deployment: a name outside it is
+# reported here (``interpreter-unavailable``); whether *this* machine has a name in it is the
+# runner's report.
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 HOSTNAME = re.compile(r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$")
 _TOP_KEYS = frozenset({"version", "run", "env", "egress"})

@@ -2,8 +2,11 @@
 
 Layouts under each root: ``<root>/SKILL.md`` (the root is the skill, named by the root
 directory), ``<root>/<name>/SKILL.md`` and ``<root>/skills/<name>/SKILL.md``; a directory
-holding ``pack.json`` is searched the same way. Nested skills (a SKILL.md below another
-skill) are published flat as their own skills.
+holding ``pack.json`` is searched the same way, wherever it is: a directory that is neither a
+skill nor a pack is searched for packs below it (``<root>/<group>/<pack>/pack.json``, down to
+``MAX_DEPTH`` levels under the root), so anything with a pack.json is discovered and served.
+Nested skills (a SKILL.md below another skill) are published flat as their own skills. This
+is the one discovery: ``index``, ``list``, ``pack`` checks and the server all read its answer.
 
 Naming is a security rule: a skill is served under its directory name (for a symlinked
 skill directory, its target's name), so a bundle cannot claim a neighbour's name and with it
@@ -15,110 +18,216 @@ directory a layout reaches is either served or reported; dot-directories (``.git
 
 from __future__ import annotations
 
+import logging
 import os
-from collections import defaultdict
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
-from skill_mcp.models import Catalog, Problem, Skill
-from skill_mcp.paths import is_inside
+from skill_mcp.models import Catalog, Problem, Skill, SkillFile
 from skill_mcp.reasons import Level, ProblemReason
 
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.catalog.cache import CatalogCache
+
+log = logging.getLogger("skill_mcp.catalog")
+
 CONTAINER_NAMES = frozenset({"skills"})
+# How far below a root a layout reaches: ``skills/`` containers and packs nest at most this
+# deep, and a directory that is neither a skill nor a pack is searched for packs down to it.
+MAX_DEPTH = 4
+# Directories one root's search for packs may open. A root pointed at a source checkout (the
+# seed's ``--packs-root .``) holds many directories that are neither skills nor packs; the
+# budget bounds the time the first request pays for them.
+PACK_SEARCH_BUDGET = 4096
 
 
-def _is_dir(path: Path) -> bool:
+def _join(directory: str, name: str) -> str:
+    """``directory/name`` spelled as ``Path(directory) / name`` would print it."""
+    if directory == ".":
+        return name
+    return directory + name if directory.endswith("/") else f"{directory}/{name}"
+
+
+def _inside(base: str, candidate: str) -> bool:
+    """``paths.is_inside`` for resolved paths already held as text."""
+    return candidate == base or candidate.startswith(base if base.endswith("/") else base + "/")
+
+
+def _is_dir(path: str) -> bool:
     try:
-        return path.is_dir()
+        return os.path.isdir(path)
     except OSError:
         return False
 
 
-def _has_skill_md(path: Path) -> bool:
-    try:
-        return (path / SKILL_MD).exists() or (path / SKILL_MD).is_symlink()
-    except OSError:
-        return False
+def _has_skill_md(path: str) -> bool:
+    # lexists: a SKILL.md that is a link (even a dangling one) makes a skill, reported later.
+    return os.path.lexists(f"{path}/{SKILL_MD}")
 
 
-def _candidates(container: Path, root_real: Path, problems: list[Problem], packs: list[Path],
-                depth: int = 0) -> list[Path]:
-    """Directories under ``container`` that a layout says should be skills; collects pack dirs."""
-    if (container / PACK_JSON).is_file():
-        packs.append(container)
-    if _has_skill_md(container):
-        return [container]
-    found: list[Path] = []
-    try:
-        children = sorted(os.scandir(container), key=lambda e: e.name)
-    except OSError as exc:
-        problems.append(Problem(str(container), ProblemReason.UNREADABLE, f"cannot be read: {exc.strerror}"))
+def _has_pack(path: str) -> bool:
+    return os.path.isfile(f"{path}/{PACK_JSON}")
+
+
+class _Walk:
+    """One root's discovery: candidates, pack directories and problems, with a search budget."""
+
+    def __init__(self, problems: list[Problem], packs: list[str]) -> None:
+        self.problems = problems
+        self.packs = packs
+        self.budget = PACK_SEARCH_BUDGET
+        # Real paths known without ``realpath``: a directory entry that is not a link, inside a
+        # directory whose real path is known, is that path plus its name.
+        self.reals: dict[str, str] = {}
+
+    def children(self, directory: str) -> list[os.DirEntry[str]] | None:
+        try:
+            with os.scandir(directory) as it:
+                return sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError as exc:
+            self.problems.append(Problem(directory, ProblemReason.UNREADABLE, f"cannot be read: {exc.strerror}"))
+            return None
+
+    def candidates(self, container: str, depth: int = 0) -> list[str]:
+        """Directories under ``container`` that a layout says should be skills."""
+        if _has_pack(container):
+            self.packs.append(container)
+        container_real = self.reals.get(container) or os.path.realpath(container)
+        self.reals[container] = container_real
+        if _has_skill_md(container):
+            return [container]
+        found: list[str] = []
+        for entry in self.children(container) or ():
+            child = _join(container, entry.name)
+            try:
+                if not entry.is_dir():
+                    continue
+                if not entry.is_symlink():
+                    self.reals[child] = _join(container_real, entry.name)
+            except OSError:
+                continue
+            if _has_skill_md(child):
+                found.append(child)
+            elif depth < MAX_DEPTH - 1 and (entry.name in CONTAINER_NAMES or _has_pack(child)):
+                found.extend(self.candidates(child, depth + 1))
+            else:
+                packs = self.packs_below(child, depth + 1)
+                if packs:
+                    for pack in packs:
+                        found.extend(self.candidates(pack, pack.count("/") - child.count("/") + depth + 1))
+                else:
+                    self.problems.append(Problem(child, ProblemReason.NO_SKILL_MD,
+                                                 "not served: the directory holds no SKILL.md", Level.WARNING))
         return found
-    for entry in children:
-        child = container / entry.name
-        if entry.name.startswith(".") or not _is_dir(child):
+
+    def packs_below(self, directory: str, depth: int) -> list[str]:
+        """Pack directories under ``directory`` (a directory that is neither a skill nor a pack),
+        not entering skills or packs, down to ``MAX_DEPTH`` below the root."""
+        if depth >= MAX_DEPTH or self.budget <= 0:
+            return []
+        self.budget -= 1
+        out: list[str] = []
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError:
+            return out
+        for entry in entries:
+            try:
+                if not entry.is_dir():
+                    continue
+            except OSError:
+                continue
+            path = _join(directory, entry.name)
+            if _has_pack(path):
+                out.append(path)
+            elif not _has_skill_md(path):
+                out.extend(self.packs_below(path, depth + 1))
+        return out
+
+
+def _open_cache(settings: Settings, roots_real: list[str]) -> CatalogCache | None:
+    if settings.cache_dir is None or not roots_real:
+        return None
+    from skill_mcp.catalog.cache import CatalogCache, cache_file
+
+    return CatalogCache(cache_file(settings.cache_dir, roots_real))
+
+
+@dataclass(slots=True)
+class _Found:
+    """Discovery's answer for all roots: what to load, and what it learnt on the way."""
+
+    problems: list[Problem] = field(default_factory=list)
+    pack_dirs: list[str] = field(default_factory=list)
+    queue: deque[tuple[str, str]] = field(default_factory=deque)  # (found_at, root_real)
+    roots_real: list[str] = field(default_factory=list)
+    reals: dict[str, str] = field(default_factory=dict)
+
+
+def _discover(settings: Settings) -> _Found:
+    found = _Found()
+    for root in settings.roots:
+        if not _is_dir(str(root)):
+            found.problems.append(Problem(str(root), ProblemReason.ROOT_MISSING, "the skills root is not a directory"))
             continue
-        if _has_skill_md(child):
-            found.append(child)
-        elif depth < 3 and (entry.name in CONTAINER_NAMES or (child / PACK_JSON).is_file()):
-            found.extend(_candidates(child, root_real, problems, packs, depth + 1))
-        else:
-            problems.append(Problem(str(child), ProblemReason.NO_SKILL_MD,
-                                    "not served: the directory holds no SKILL.md", Level.WARNING))
+        root_real = os.path.realpath(root)
+        found.roots_real.append(root_real)
+        walk = _Walk(found.problems, found.pack_dirs)
+        candidates = walk.candidates(str(root))
+        found.reals.update(walk.reals)
+        # Directories listed directly come before links to them, so a skill reached both
+        # ways is reported under its own path and the link is simply the same skill.
+        candidates.sort(key=os.path.islink)
+        found.queue.extend((path, root_real) for path in candidates)
     return found
 
 
-def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None) -> Catalog:
-    """Scan every root once. One bad skill costs itself, never the listing.
-
-    Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
-    lets the server reuse those digests later.
-    """
-    problems: list[Problem] = []
-    pack_dirs: list[Path] = []
-    queue: list[tuple[Path, Path]] = []  # (found_at, root_real)
-    roots_real: list[Path] = []
-    for root in settings.roots:
-        if not _is_dir(root):
-            problems.append(Problem(str(root), ProblemReason.ROOT_MISSING, "the skills root is not a directory"))
-            continue
-        root_real = Path(os.path.realpath(root))
-        roots_real.append(root_real)
-        found = _candidates(root, root_real, problems, pack_dirs)
-        # Directories listed directly come before links to them, so a skill reached both
-        # ways is reported under its own path and the link is simply the same skill.
-        found.sort(key=lambda path: path.is_symlink())
-        queue.extend((path, root_real) for path in found)
-
-    loaded: dict[Path, Skill] = {}
-    seen: set[Path] = set()
+def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skill], set[str]]:
+    """Load (or take from the cache) every candidate once; the skills by real directory, and the
+    prefixes of those whose result the stamps pin (the cache may keep their digests)."""
+    loaded: dict[str, Skill] = {}
+    stampable: set[str] = set()
+    seen: set[str] = set()
+    queue, problems = found.queue, found.problems
     while queue:
-        found_at, root_real = queue.pop(0)
-        real = Path(os.path.realpath(found_at))
-        if not is_inside(root_real, real):
-            problems.append(Problem(str(found_at), ProblemReason.SYMLINK_ESCAPE,
+        found_at, root_real = queue.popleft()
+        real = found.reals.get(found_at) or os.path.realpath(found_at)
+        if not _inside(root_real, real):
+            problems.append(Problem(found_at, ProblemReason.SYMLINK_ESCAPE,
                                     f"not served: the link leads out of its root to {real}"))
             continue
         if real in seen:
             continue
         seen.add(real)
-        if found_at.name != real.name and found_at != Path(str(root_real)):
-            problems.append(Problem(str(found_at), ProblemReason.NAME_MISMATCH,
-                                    f"a link to {real.name!r}: served under its target's name {real.name!r}; "
-                                    "write grants against that name", Level.WARNING, real.name))
-        result = load_skill(real, found_at, root_real)
+        real_name = os.path.basename(real)
+        if os.path.basename(found_at) != real_name and found_at != root_real:
+            problems.append(Problem(found_at, ProblemReason.NAME_MISMATCH,
+                                    f"a link to {real_name!r}: served under its target's name {real_name!r}; "
+                                    "write grants against that name", Level.WARNING, real_name))
+        result = cache.reuse(real, found_at, root_real) if cache is not None else None
+        if result is None:
+            result = load_skill(Path(real), Path(found_at), Path(root_real))
+            if cache is not None:
+                cache.record(real, found_at, root_real, result)
         problems.extend(result.problems)
         if result.skill is not None:
             loaded[real] = result.skill
-        queue.extend((nested, root_real) for nested in result.nested)
+            if result.stampable:
+                stampable.add(result.skill.prefix)
+        queue.extend((str(nested), root_real) for nested in result.nested)
+    return loaded, stampable
 
-    digests = memo or DigestMemo()
-    kept, pack_problems = apply_packs(list(loaded.values()), pack_dirs,
-                                      digest=lambda skill, entry: file_digest(digests, skill, entry))
-    problems.extend(pack_problems)
+
+def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:
+    """Skills by name, sorted; two directories claiming one name are both refused."""
     by_name: dict[str, list[Skill]] = defaultdict(list)
     for skill in kept:
         by_name[skill.name].append(skill)
@@ -133,4 +242,36 @@ def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo |
             problems.append(Problem(skill.found_at, ProblemReason.DUPLICATE_NAME,
                                     f"refused: {len(group)} directories claim the name {name!r} ({others})",
                                     Level.ERROR, name))
-    return Catalog(skills=skills, problems=tuple(problems), roots=tuple(roots_real), generation=generation)
+    return skills
+
+
+def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None,
+                  cache: CatalogCache | None = None) -> Catalog:
+    """Scan every root once. One bad skill costs itself, never the listing.
+
+    Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
+    lets the server reuse those digests later. With ``settings.cache_dir`` set, each skill's
+    scan result is taken from the persistent cache while every file it depends on is unchanged
+    (``catalog.cache``), and the cache is brought up to date; ``cache`` overrides that (tests
+    pass one with an injected clock).
+    """
+    found = _discover(settings)
+    cache = cache or _open_cache(settings, found.roots_real)
+    digests = memo or DigestMemo()
+    try:
+        loaded, stampable = _load_all(found, cache)
+        digest: Callable[[Skill, SkillFile], str] = (
+            (lambda skill, entry: file_digest(digests, skill, entry)) if cache is None
+            else cache.digest_fn(digests, lambda skill: skill.prefix in stampable))
+        kept, pack_problems = apply_packs(list(loaded.values()), [Path(d) for d in found.pack_dirs], digest=digest)
+        if cache is not None:
+            cache.save()
+            log.debug("catalog cache", extra={"reused": cache.reused, "loaded": cache.loaded})
+    finally:
+        if cache is not None:
+            cache.close()
+    found.problems.extend(pack_problems)
+    skills = _by_name(kept, found.problems)
+    packs = tuple(sorted({Path(os.path.realpath(d)) for d in found.pack_dirs}))
+    return Catalog(skills=skills, problems=tuple(found.problems), roots=tuple(Path(r) for r in found.roots_real),
+                   generation=generation, packs=packs)

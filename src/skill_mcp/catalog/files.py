@@ -29,7 +29,6 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Problem, Skill, SkillFile, uri_path
 from skill_mcp.paths import (
     MAX_PATH_CHARS,
-    is_inside,
     open_pinned,
     open_regular,
     pin_inside,
@@ -44,8 +43,23 @@ MAX_FILES = 512
 # never served, never pinned - the one documented exception to "reported, never silent".
 BUILD_OUTPUT_DIRS = frozenset({"__pycache__"})
 MAX_TOTAL_BYTES = 16 * 1024 * 1024
+# Entries (files, directories, anything) one walk looks at before it stops: a skill holding a
+# whole node_modules costs bounded time. Well above MAX_FILES, so a skill whose extra files
+# are left out is still walked to the end in any ordinary case.
+MAX_WALK_ENTRIES = 16 * MAX_FILES
+MAX_LEFT_OUT_NAMED = 5
 SKILL_MD = "SKILL.md"
 _CHUNK = 256 * 1024
+
+
+# What a scan result depends on, per directory and file it looked at: (path relative to the
+# skill, "" for the skill directory; inode, size, mtime_ns, ctime_ns). The persistent cache
+# (``catalog.cache``) serves a result again only while every stamp still matches.
+Stamp = tuple[str, int, int, int, int]
+
+
+def stamp(rel: str, st: os.stat_result) -> Stamp:
+    return (rel, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,21 +67,52 @@ class Walk:
     files: tuple[SkillFile, ...]
     problems: tuple[Problem, ...]
     nested: tuple[Path, ...]  # subdirectories (as walked) that hold their own SKILL.md
-    over_limit: bool
+    # Files left out by the limits: how many, their bytes, the first few paths, and whether the
+    # walk stopped before seeing every entry (then ``left_out`` is a lower bound).
+    left_out: int = 0
+    left_out_bytes: int = 0
+    left_out_first: tuple[str, ...] = ()
+    stopped: bool = False
+    stamps: tuple[Stamp, ...] = ()
+    # False when the result also depends on something no stamp pins: a symbolic link (its
+    # target can change without any stamp changing), an unreadable directory, or files left
+    # out (which ones fit depends on their sizes).
+    stampable: bool = True
 
 
-def walk_skill(directory: Path, skill_name: str) -> Walk:
-    """List the servable files of the skill whose real directory is ``directory``."""
-    files: list[SkillFile] = []
-    problems: list[Problem] = []
-    nested: list[Path] = []
-    visited: set[tuple[int, int]] = set()
-    total = 0
+def _below(base: str, candidate: str) -> bool:
+    return candidate == base or candidate.startswith(base if base.endswith("/") else base + "/")
 
-    def report(path: Path, reason: ProblemReason, detail: str) -> None:
-        problems.append(Problem(str(path), reason, detail, Level.WARNING, skill_name))
 
-    def entry_target(entry: os.DirEntry[str], shown: Path, name: str) -> tuple[str, os.stat_result] | None:
+class _Walker:
+    """One walk of one skill directory (files, then subdirectories, each in name order).
+
+    The limits decide what is served, never whether the skill is (``select``): SKILL.md is
+    always kept, then the declared scripts, then the other files nearest the top first, while
+    the skill stays within ``MAX_FILES`` files and ``MAX_TOTAL_BYTES`` bytes; the rest are left
+    out (counted, reported once). So a large ``assets/`` tree costs its own files, not the
+    instructions or the scripts. The walk stops looking after ``MAX_WALK_ENTRIES`` entries,
+    which bounds the time and memory a huge tree costs.
+    """
+
+    def __init__(self, directory: Path, skill_name: str) -> None:
+        self.root = str(directory)
+        self.skill_name = skill_name
+        self.found: list[SkillFile] = []
+        self.problems: list[Problem] = []
+        self.nested: list[Path] = []
+        self.visited: set[tuple[int, int]] = set()
+        self.stamps: list[Stamp] = []
+        self.unpinned = False
+        self.seen = 0
+        self.left_out = 0
+        self.left_out_bytes = 0
+        self.left_out_first: list[str] = []
+
+    def report(self, path: str, reason: ProblemReason, detail: str) -> None:
+        self.problems.append(Problem(path, reason, detail, Level.WARNING, self.skill_name))
+
+    def target(self, entry: os.DirEntry[str], shown: str) -> tuple[str, os.stat_result] | None:
         """The real path and stat of one entry, or None (reported) when it is not servable."""
         if not entry.is_symlink():
             # Not a link inside a real directory: its real path is the directory's plus its
@@ -75,31 +120,71 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
             try:
                 return entry.path, entry.stat(follow_symlinks=False)
             except OSError:
-                report(shown / name, ProblemReason.SYMLINK_ESCAPE, "not served: a link whose target does not exist")
+                self.report(shown, ProblemReason.SYMLINK_ESCAPE, "not served: a link whose target does not exist")
                 return None
+        self.unpinned = True
         try:
-            target = Path(os.path.realpath(entry.path))
+            target = os.path.realpath(entry.path)
             tst = os.stat(target)
         except OSError:
-            report(shown / name, ProblemReason.SYMLINK_ESCAPE, "not served: a link whose target does not exist")
+            self.report(shown, ProblemReason.SYMLINK_ESCAPE, "not served: a link whose target does not exist")
             return None
-        if not is_inside(directory, target):
-            report(shown / name, ProblemReason.SYMLINK_ESCAPE, "not served: the link leads out of the skill")
+        if not _below(self.root, target):
+            self.report(shown, ProblemReason.SYMLINK_ESCAPE, "not served: the link leads out of the skill")
             return None
-        return str(target), tst
+        return target, tst
 
-    def visit(real_dir: Path, rel_prefix: str, shown: Path) -> bool:
-        nonlocal total
+    def add_file(self, rel: str, tst: os.stat_result) -> None:
+        rel = sys.intern(rel)  # rels repeat across skills
+        self.found.append(SkillFile(rel, tst.st_size, tst.st_mtime_ns, tst.st_ino))
+        self.stamps.append(stamp(rel, tst))
+
+    def select(self, priority: frozenset[str]) -> list[SkillFile]:
+        """The files served: SKILL.md, then ``priority`` (declared scripts), then the rest
+        nearest the top first, while the limits hold; the others are counted as left out."""
+        def rank(f: SkillFile) -> tuple[int, int, str]:
+            first = 0 if f.rel == SKILL_MD else 1 if f.rel in priority else 2
+            return first, f.rel.count("/"), f.rel
+
+        kept: list[SkillFile] = []
+        total = 0
+        for f in sorted(self.found, key=rank):
+            if f.rel == SKILL_MD or (len(kept) < MAX_FILES and total + f.size <= MAX_TOTAL_BYTES):
+                kept.append(f)
+                total += f.size
+                continue
+            self.left_out += 1
+            self.left_out_bytes += f.size
+            if len(self.left_out_first) < MAX_LEFT_OUT_NAMED:
+                self.left_out_first.append(f.rel)
+        return kept
+
+    def entries(self, real_dir: str, shown: str) -> tuple[os.stat_result, list[os.DirEntry[str]]] | None:
         try:
             st = os.stat(real_dir)
-            entries = sorted(os.scandir(real_dir), key=lambda e: e.name)
+            with os.scandir(real_dir) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            report(shown, ProblemReason.UNREADABLE, f"the directory cannot be read: {exc.strerror}")
+            self.report(shown, ProblemReason.UNREADABLE, f"the directory cannot be read: {exc.strerror}")
+            self.unpinned = True  # nothing stamped says when it becomes readable
+            return None
+        self.visited.add((st.st_dev, st.st_ino))
+        return st, entries
+
+    def visit(self, real_dir: str, rel_prefix: str, shown: str) -> bool:
+        """Walk one directory; False once the entry budget is spent (the walk stops)."""
+        listed = self.entries(real_dir, shown)
+        if listed is None:
             return True
-        visited.add((st.st_dev, st.st_ino))
+        st, entries = listed
+        self.stamps.append(stamp(rel_prefix[:-1], st))
         if rel_prefix and any(e.name == SKILL_MD for e in entries):
-            nested.append(shown)
+            self.nested.append(Path(shown))
+        subdirs: list[tuple[str, str, str]] = []
         for entry in entries:
+            self.seen += 1
+            if self.seen > MAX_WALK_ENTRIES:
+                return False
             name = os.fsdecode(entry.name)
             if name in BUILD_OUTPUT_DIRS and entry.is_dir(follow_symlinks=False):
                 continue
@@ -109,32 +194,35 @@ def walk_skill(directory: Path, skill_name: str) -> Walk:
             # checking the path (the full path is checked when it is long, for the message).
             problem = relpath_problem(name) if len(rel) <= MAX_PATH_CHARS else relpath_problem(rel)
             if problem is not None:
-                report(shown / name, ProblemReason.UNADDRESSABLE_FILENAME, f"not served: {problem}")
+                self.report(f"{shown}/{name}", ProblemReason.UNADDRESSABLE_FILENAME, f"not served: {problem}")
                 continue
-            found = entry_target(entry, shown, name)
+            found = self.target(entry, f"{shown}/{name}")
             if found is None:
                 continue
             target, tst = found
             if stat.S_ISDIR(tst.st_mode):
-                if (tst.st_dev, tst.st_ino) in visited:
-                    report(shown / name, ProblemReason.SYMLINK_LOOP, "not descended: the directory was already walked")
-                    continue
-                if not visit(Path(target), f"{rel}/", shown / name):
-                    return False
-                continue
-            if not stat.S_ISREG(tst.st_mode):
-                report(shown / name, ProblemReason.SPECIAL_FILE, "not served: not a regular file")
-                continue
-            files.append(SkillFile(sys.intern(rel), tst.st_size, tst.st_mtime_ns, tst.st_ino))  # rels repeat
-            total += tst.st_size
-            if len(files) > MAX_FILES:
-                return False
-        return True
+                if (tst.st_dev, tst.st_ino) in self.visited:
+                    self.report(f"{shown}/{name}", ProblemReason.SYMLINK_LOOP,
+                                "not descended: the directory was already walked")
+                else:
+                    self.visited.add((tst.st_dev, tst.st_ino))
+                    subdirs.append((target, f"{rel}/", f"{shown}/{name}"))
+            elif stat.S_ISREG(tst.st_mode):
+                self.add_file(rel, tst)
+            else:
+                self.report(f"{shown}/{name}", ProblemReason.SPECIAL_FILE, "not served: not a regular file")
+        return all(self.visit(*sub) for sub in subdirs)
 
-    complete = visit(directory, "", directory)
-    over = not complete or total > MAX_TOTAL_BYTES
-    files.sort(key=lambda f: f.rel)
-    return Walk(tuple(files), tuple(problems), tuple(nested), over)
+
+def walk_skill(directory: Path, skill_name: str, priority: frozenset[str] = frozenset()) -> Walk:
+    """List the servable files of the skill whose real directory is ``directory``; files in
+    ``priority`` (declared scripts) are kept before others when the limits bite."""
+    walker = _Walker(directory, skill_name)
+    complete = walker.visit(walker.root, "", walker.root)
+    files = sorted(walker.select(priority), key=lambda f: f.rel)
+    return Walk(tuple(files), tuple(walker.problems), tuple(walker.nested), walker.left_out,
+                walker.left_out_bytes, tuple(walker.left_out_first), not complete, tuple(walker.stamps),
+                complete and not walker.unpinned and walker.left_out == 0)
 
 
 def skill_uri(skill: Skill | str, rel: str | None = None) -> str:

@@ -108,6 +108,9 @@ def split_host_block(yaml_text: str) -> tuple[str, HostChunk]:
     Both halves keep every line (the other half's lines replaced by blank lines), so a parser
     position in either half is a position in the original frontmatter.
     """
+    if HOST_KEY not in yaml_text:
+        # No line can open the block (its key must spell mcp-host): nothing to separate.
+        return yaml_text, HostChunk("\n" * yaml_text.count("\n"), False)
     lines = yaml_text.split("\n")
     owner: list[bool] = []
     in_host = False

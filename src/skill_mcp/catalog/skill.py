@@ -8,7 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skill_mcp.catalog.declaration import read_declaration
-from skill_mcp.catalog.files import MAX_FILES, MAX_TOTAL_BYTES, SKILL_MD, walk_skill
+from skill_mcp.catalog.files import (
+    MAX_FILES,
+    MAX_TOTAL_BYTES,
+    MAX_WALK_ENTRIES,
+    SKILL_MD,
+    Stamp,
+    Walk,
+    stamp,
+    walk_skill,
+)
 from skill_mcp.catalog.frontmatter import FrontmatterError, FrontmatterInvalid, parse_frontmatter, split
 from skill_mcp.catalog.spec import is_valid_name, spec_warnings
 from skill_mcp.models import Problem, Skill
@@ -23,22 +32,44 @@ class Loaded:
     skill: Skill | None
     problems: tuple[Problem, ...]
     nested: tuple[Path, ...] = ()
+    # What the result depends on (``files.Stamp``), and whether those stamps are all of it: a
+    # result that follows a link or met an unreadable entry is never served from the cache.
+    stamps: tuple[Stamp, ...] = ()
+    stampable: bool = False
 
 
-def _read_skill_md(real_dir: Path) -> bytes:
-    path = real_dir / SKILL_MD
+class _Stamps:
+    """The stamps taken before the walk: the skill directory, then SKILL.md as it was read."""
+
+    def __init__(self) -> None:
+        self.taken: list[Stamp] = []
+        self.pinned = True
+
+
+def _read_skill_md(real_dir: Path, stamps: _Stamps) -> bytes:
+    path = f"{real_dir}/{SKILL_MD}"
     st = os.lstat(path)
+    # Stamped before any check: a refusal (too large, not a regular file) depends on it too.
+    stamps.taken.append(stamp(SKILL_MD, st))
     if stat.S_ISLNK(st.st_mode):
+        stamps.pinned = False
         # Only a link needs resolving; a plain SKILL.md in a real directory is already real.
-        path = Path(os.path.realpath(path))
-        if not is_inside(real_dir, path):
+        path = os.path.realpath(path)
+        if not is_inside(real_dir, Path(path)):
             raise _Refused(ProblemReason.SYMLINK_ESCAPE, "SKILL.md is a link leading out of the skill")
         st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         raise _Refused(ProblemReason.SPECIAL_FILE, "SKILL.md is not a regular file")
     if st.st_size > SKILL_MD_MAX_BYTES:
-        raise _Refused(ProblemReason.SKILL_TOO_LARGE, f"SKILL.md is larger than {SKILL_MD_MAX_BYTES} bytes")
+        # Refused rather than cut: a truncated SKILL.md would be served under the digest of the
+        # whole file (skills/list, the manifest), and the cut could drop the steps that matter.
+        raise _Refused(ProblemReason.SKILL_TOO_LARGE,
+                       f"SKILL.md is {st.st_size} bytes, over the {SKILL_MD_MAX_BYTES}-byte limit for instructions; "
+                       "move long material into files beside it (references/) and link to them")
     with open(path, "rb") as handle:
+        # Stamped from the descriptor before the read: a write after this stat changes the
+        # ctime, so a cached result is never taken for the newer bytes.
+        stamps.taken.append(stamp(SKILL_MD, os.fstat(handle.fileno())))
         return handle.read(SKILL_MD_MAX_BYTES + 1)
 
 
@@ -53,16 +84,19 @@ def load_skill(real_dir: Path, found_at: Path, root_real: Path) -> Loaded:
     """Read ``real_dir`` (a resolved directory holding SKILL.md) as the skill named by its basename."""
     name = real_dir.name
     shown = str(found_at)
+    stamps = _Stamps()
     try:
-        return _load(real_dir, found_at, root_real, name)
+        stamps.taken.append(stamp("", os.stat(real_dir)))
+        return _load(real_dir, found_at, root_real, name, stamps)
     except _Refused as exc:
-        return Loaded(None, (Problem(shown, exc.reason, exc.detail, Level.ERROR, name),))
+        return Loaded(None, (Problem(shown, exc.reason, exc.detail, Level.ERROR, name),), (),
+                      tuple(stamps.taken), stamps.pinned)
     except OSError as exc:
         return Loaded(None, (Problem(shown, ProblemReason.UNREADABLE, f"cannot be read: {exc.strerror}",
                                      Level.ERROR, name),))
 
 
-def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
+def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _Stamps) -> Loaded:
     shown = str(found_at)
     problems: list[Problem] = []
 
@@ -72,7 +106,7 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
     if not is_valid_name(name):
         raise _Refused(ProblemReason.INVALID_NAME,
                        f"the directory name {name!r} is not a skill name (1-64 lowercase letters, digits, hyphens)")
-    raw = _read_skill_md(real_dir)
+    raw = _read_skill_md(real_dir, stamps)
     try:
         parts = split(raw)
         frontmatter, host_chunk = parse_frontmatter(parts)
@@ -97,13 +131,17 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
         excluded = ProblemReason.SKILLS_LIST_EXCLUDED
         note(ProblemReason.SKILLS_LIST_EXCLUDED, "no frontmatter name, so skills/list cannot publish it")
 
-    walk = walk_skill(real_dir, name)
-    problems.extend(walk.problems)
-    if walk.over_limit:
-        raise _Refused(ProblemReason.SKILL_TOO_LARGE,
-                       f"more than {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes: over the Skills extension's limits")
-
     declared = read_declaration(host_chunk, parts.first_line)
+    scripts = frozenset(row.script for row in declared.declaration.run) if declared.declaration else frozenset()
+    walk = walk_skill(real_dir, name, scripts)
+    problems.extend(walk.problems)
+    # The walk stamps the directory and SKILL.md again; the earlier stamps stay too, so a
+    # change between the read and the walk fails one of the two.
+    stamps.taken.extend(walk.stamps)
+    stamps.pinned = stamps.pinned and walk.stampable
+    if walk.left_out or walk.stopped:
+        note(ProblemReason.FILES_OVER_LIMIT, _left_out_detail(walk))
+
     for reason, level, detail in declared.findings:
         note(reason, detail, level)
     if host_chunk.present and declared.parsed:
@@ -133,7 +171,17 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str) -> Loaded:
         skills_list_excluded=excluded,
         tags=_tags(frontmatter),
     )
-    return Loaded(skill, tuple(problems), walk.nested)
+    return Loaded(skill, tuple(problems), walk.nested, tuple(stamps.taken), stamps.pinned)
+
+
+def _left_out_detail(walk: Walk) -> str:
+    """What the limits cost this skill, in one sentence a person can act on."""
+    count = f"at least {walk.left_out}" if walk.stopped else str(walk.left_out)
+    named = ", ".join(walk.left_out_first) + (" ..." if walk.left_out > len(walk.left_out_first) else "")
+    stop = f"; the walk stopped after {MAX_WALK_ENTRIES} entries" if walk.stopped else ""
+    return (f"{count} files ({walk.left_out_bytes} bytes) not served: a skill serves at most {MAX_FILES} files "
+            f"and {MAX_TOTAL_BYTES} bytes (SKILL.md and the files nearest the top first){stop}"
+            + (f"; left out: {named}" if named else ""))
 
 
 def _tags(frontmatter: dict[str, object]) -> tuple[str, ...]:

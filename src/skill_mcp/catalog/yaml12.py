@@ -231,13 +231,70 @@ def _load_with(loader_class: Any, text: str) -> Any:
         loader.dispose()
 
 
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+
+
+class _NotFast(Exception):
+    """A node ``_fast`` does not build; the constructors above decide it instead."""
+
+
+def _scalar(tag: str, value: str) -> Any:
+    if tag == "tag:yaml.org,2002:str":
+        return sys.intern(value) if len(value) <= _INTERN_MAX else value
+    if tag == "tag:yaml.org,2002:null":
+        return None
+    if tag == "tag:yaml.org,2002:bool":
+        return value.lower() == "true"
+    if tag == "tag:yaml.org,2002:int":
+        return int(value[2:], 8) if value.startswith("0o") else int(value[2:], 16) if value.startswith("0x") \
+            else int(value, 10)
+    if tag == "tag:yaml.org,2002:float":
+        low = value.lower()
+        if low.endswith("inf"):
+            return -math.inf if low.startswith("-") else math.inf
+        return math.nan if low == ".nan" else float(low)
+    raise _NotFast(tag)
+
+
+def _fast(node: Node) -> Any:
+    """The value of a composed node, built directly: the constructors' result for the plain
+    core-schema shapes (no generic per-node bookkeeping, which costs most of a frontmatter's
+    parse), and ``_NotFast`` for anything else. Only for documents without anchors or aliases,
+    where every node is built once."""
+    if isinstance(node, ScalarNode):
+        return _scalar(node.tag, node.value)
+    if isinstance(node, MappingNode) and node.tag == _MAP_TAG:
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = _fast(key_node)
+            if key in out:  # a duplicate (refused), or an unhashable key (TypeError): not fast
+                raise _NotFast("duplicate key")
+            out[key] = _fast(value_node)
+        return out
+    if isinstance(node, SequenceNode) and node.tag == _SEQ_TAG:
+        return [_fast(child) for child in node.value]
+    raise _NotFast(node.tag)
+
+
+def _load_fast(loader_class: Any, text: str) -> Any:
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        return None if node is None else _fast(node)
+    finally:
+        loader.dispose()
+
+
 def load(text: str) -> Any:
     """Parse one YAML document under the 1.2 core schema; raise ``YamlError`` on anything else."""
     if _C_LOADERS is not None and _c_safe(text):
-        loader = _C_LOADERS[0] if "&" in text or "*" in text else _C_LOADERS[1]
+        anchored = "&" in text or "*" in text
         # Any refusal falls through: the pure loader below decides, and words, every refusal.
         with contextlib.suppress(Exception):
-            return _load_with(loader, text)
+            if anchored:
+                return _load_with(_C_LOADERS[0], text)
+            return _load_fast(_C_LOADERS[1], text)
     try:
         return _load_with(CoreLoader, text)
     except YamlError:

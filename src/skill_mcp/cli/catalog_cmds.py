@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import Any
 
 from skill_mcp.cli import exits
@@ -82,9 +81,10 @@ def phase_of(skill: Any) -> str | None:
 
 
 def _skill_row(skill: Any) -> dict[str, Any]:
-    from skill_mcp.catalog.files import skill_uri
+    from skill_mcp.catalog.files import SKILL_MD, skill_uri
 
-    row: dict[str, Any] = {"name": skill.name, "description": skill.description, "uri": skill_uri(skill),
+    # A skill's URI is its SKILL.md's on every surface (the tools, resources, search, the CLI).
+    row: dict[str, Any] = {"name": skill.name, "description": skill.description, "uri": skill_uri(skill, SKILL_MD),
                            "path": skill.found_at, "files": len(skill.files)}
     for key, value in (("pack", skill.pack), ("phase", phase_of(skill)), ("tags", list(skill.tags))):
         if value:
@@ -92,26 +92,14 @@ def _skill_row(skill: Any) -> dict[str, Any]:
     return row
 
 
-def _packs(roots: Any) -> list[dict[str, Any]]:
-    """Every pack.json a layout reaches under the roots, loaded or refused."""
-    from skill_mcp.catalog.packs import PACK_JSON, load_pack
+def _packs(catalog: Any) -> list[dict[str, Any]]:
+    """Every pack.json the catalog's discovery reached, loaded or refused (one discovery: the
+    packs listed here are the ones whose skills ``list`` and the server serve)."""
+    from skill_mcp.catalog.packs import load_pack
     from skill_mcp.models import Problem
 
-    found: list[Path] = []
-    for root in roots:
-        stack = [(Path(root), 0)]
-        while stack:
-            directory, depth = stack.pop()
-            if (directory / PACK_JSON).is_file():
-                found.append(directory)
-            if depth < 3:
-                try:
-                    children = sorted(e.name for e in os.scandir(directory) if e.is_dir() and e.name[0] != ".")
-                except OSError:
-                    continue
-                stack.extend((directory / c, depth + 1) for c in children)
     out: list[dict[str, Any]] = []
-    for directory in sorted(set(found)):
+    for directory in catalog.packs:
         pack = load_pack(directory)
         if isinstance(pack, Problem):
             out.append({"path": str(directory), "refused": pack.to_dict()})
@@ -143,7 +131,7 @@ def _short(text: str, width: int = 88) -> str:
 
 def run_index(args: argparse.Namespace) -> int:
     settings, catalog = load_catalog(args)
-    packs = _packs(catalog.roots)
+    packs = _packs(catalog)
     skills = [_skill_row(s) for s in catalog.skills.values()]
     problems = [p.to_dict() for p in catalog.problems]
     if args.json:
@@ -202,11 +190,13 @@ def run_search(args: argparse.Namespace) -> int:
             report_nothing_found(catalog)
         elif not result["hits"]:
             warn(f"no skill matches {query!r}")
+        elif result["match"] == "weak":
+            warn(f"no skill matches {query!r} well: these are only the closest")
     return report_missing_roots(catalog, json_mode=args.json, code=exits.OK if result["hits"] else exits.PROBLEM)
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from skill_mcp.catalog.files import DigestMemo, file_info, read_body, skill_uri
+    from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_info, read_body, skill_uri
     from skill_mcp.errors import SkillMcpError
 
     _settings, catalog = load_catalog(args)
@@ -239,7 +229,7 @@ def run_show(args: argparse.Namespace) -> int:
         emit_json({**_skill_row(skill), "frontmatter": dict(skill.frontmatter), "instructions": body,
                    "manifest": manifest})
         return report_missing_roots(catalog, json_mode=True, code=exits.OK)
-    emit(f"# {skill.name}  ({skill_uri(skill)})")
+    emit(f"# {skill.name}  ({skill_uri(skill, SKILL_MD)})")
     emit(skill.description)
     emit("")
     emit(body.rstrip("\n"))

@@ -12,10 +12,10 @@ the server was started with) and, while the server is dumpable, ``/proc/<server 
    rebuilt (``clearenv`` then ``setenv`` from ``os.environ``) in heap memory, where
    ``/proc/<pid>/environ`` never looks; a child started without an explicit ``env`` still
    inherits a correct environment.
-2. sets ``PR_SET_DUMPABLE`` to 0, so a same-uid process can neither open ``/proc/<pid>/environ``
-   or ``/proc/<pid>/mem`` nor ptrace the server (the files become root-owned). ctypes is used
-   rather than ``python-prctl`` because that package needs ``libcap-dev`` headers to build and
-   these two calls are one libc function.
+2. sets ``PR_SET_DUMPABLE`` to 0 through ``python-prctl``, so a same-uid process can neither
+   open ``/proc/<pid>/environ`` or ``/proc/<pid>/mem`` nor ptrace the server (the files become
+   root-owned). The wipe itself stays on ctypes: ``memset``, ``clearenv`` and ``setenv`` are
+   libc's, and no library wraps them.
 
 Neither protects against root (a root reader passes every /proc check) or against the values
 still living in this process's heap for anyone who can get past non-dumpable.
@@ -27,8 +27,7 @@ import ctypes
 import os
 from dataclasses import dataclass
 
-PR_SET_DUMPABLE = 4
-PR_GET_DUMPABLE = 3
+import prctl
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +77,11 @@ def scrub_environ_block() -> str | None:
 
 
 def set_nondumpable() -> str | None:
-    libc = _libc()
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        return f"prctl(PR_SET_DUMPABLE, 0) failed: errno {ctypes.get_errno()}"
-    if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+    try:
+        prctl.set_dumpable(False)
+    except OSError as exc:
+        return f"prctl(PR_SET_DUMPABLE, 0) failed: {exc.strerror}"
+    if prctl.get_dumpable():
         return "the process is still dumpable after prctl"
     return None
 

@@ -159,7 +159,7 @@ class Runner:
                            grants=self.grants(catalog), interpreters=self.interpreters,
                            environ=self.settings.environ,
                            data_dir=str(self.settings.data_dir) if self.settings.data_dir else None,
-                           runs_as=self.runs_as, spawner=self.spawner.name)
+                           runs_as=self.runs_as, spawner=self.spawner.name, held=self.settings.broker_holds)
         if self.unscrubbed_blocks:
             raise SkillMcpError(Refusal.ENVIRON_UNSCRUBBED,
                                 "this hosted server could not wipe its exec-time environment, so it runs no "

@@ -22,43 +22,21 @@ declared file" into "run some other code first".
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from skill_mcp import grantrules
+from skill_mcp.grantrules import FIXED_ENV, HOST_ENV, GrantRow, forbidden_variable
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Level, ProblemReason
 
 GrantFrom = Literal["MCP_SKILL_RUN", "declaration", "hosted-default"]
 
-# The fixed half of a script's environment; a declaration cannot rename or widen it.
-FIXED_ENV = ("PATH", "HOME", "LANG", "TZ", "TMPDIR")
-HOST_ENV = ("MCP_DATA_DIR",)  # handed when the host set it
-
-_FORBIDDEN_EXACT = frozenset({
-    "NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "NODE_REPL_EXTERNAL_MODULE",
-    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH",
-    "GLOBIGNORE", "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "MALLOC_CHECK_",
-    "MALLOC_PERTURB_", "TMPDIR", "PATH", "HOME", "LANG", "TZ", "MCP_DATA_DIR", "PERL5LIB",
-    "PERL5OPT", "RUBYOPT", "RUBYLIB", "OPENSSL_CONF", "SSL_CERT_FILE", "SSL_CERT_DIR",
-})
-_FORBIDDEN_PREFIXES = ("LD_", "PYTHON", "NODE_", "NPM_CONFIG_", "BASH_FUNC_", "DYLD_", "GLIBC_", "LC_")
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-_ROW_KEYS = frozenset({"skill", "script", "env", "egress"})
-MAX_RAW_CHARS = 256 * 1024
-
-
-def forbidden_variable(name: str) -> str | None:
-    """Why ``name`` can never be handed to a script, or ``None`` when it may be."""
-    if not _NAME_RE.fullmatch(name):
-        return "not a plain variable name"
-    if name in FIXED_ENV or name in HOST_ENV:
-        return "set by the fence itself; a declaration cannot replace it"
-    if name in _FORBIDDEN_EXACT or name.upper().startswith(_FORBIDDEN_PREFIXES):
-        return "a loader or interpreter-startup variable"
-    return None
+# The fixed allowlist, the forbidden list and the row syntax live in ``skill_mcp.grantrules``,
+# which the appliance's broker applies too: one list for both sides.
+__all__ = ["FIXED_ENV", "HOST_ENV", "GrantRow", "GrantSet", "ScriptGrant", "build_grants", "declared_forbidden",
+           "forbidden_variable", "parse_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,15 +48,6 @@ class ScriptGrant:
     env: tuple[str, ...]
     egress: tuple[str, ...]
     source: GrantFrom
-
-
-@dataclass(frozen=True, slots=True)
-class GrantRow:
-    skill: str
-    script: str
-    env: tuple[str, ...] = ()
-    egress: tuple[str, ...] = ()
-    index: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,44 +68,10 @@ def _problem(reason: ProblemReason, detail: str, skill: str | None = None) -> Pr
     return Problem(path="MCP_SKILL_RUN", reason=reason, detail=detail, level=level, skill=skill)
 
 
-def _str_list(value: Any, key: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"'{key}' must be a list of strings")
-    return tuple(value)
-
-
 def parse_rows(raw: str) -> tuple[tuple[GrantRow, ...], tuple[Problem, ...]]:
     """Parse ``MCP_SKILL_RUN``. A malformed value yields no rows and one ``grant-invalid``."""
-    if len(raw) > MAX_RAW_CHARS:
-        return (), (_problem(ProblemReason.GRANT_INVALID, f"MCP_SKILL_RUN is over {MAX_RAW_CHARS} characters"),)
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return (), (_problem(ProblemReason.GRANT_INVALID,
-                             f"MCP_SKILL_RUN is not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}; "
-                             "nothing is granted"),)
-    if not isinstance(data, list):
-        return (), (_problem(ProblemReason.GRANT_INVALID,
-                             "MCP_SKILL_RUN must be a JSON array of rows; nothing is granted"),)
-    rows: list[GrantRow] = []
-    problems: list[Problem] = []
-    for i, item in enumerate(data):
-        try:
-            if not isinstance(item, dict):
-                raise ValueError("a row must be an object")
-            unknown = sorted(set(item) - _ROW_KEYS)
-            if unknown:
-                raise ValueError(f"unknown keys {unknown}")
-            skill, script = item.get("skill"), item.get("script")
-            if not isinstance(skill, str) or not isinstance(script, str) or not skill or not script:
-                raise ValueError("'skill' and 'script' must be non-empty strings")
-            rows.append(GrantRow(skill, script, _str_list(item.get("env"), "env"),
-                                 _str_list(item.get("egress"), "egress"), i))
-        except ValueError as exc:
-            problems.append(_problem(ProblemReason.GRANT_INVALID, f"row {i}: {exc}; the row grants nothing"))
-    return tuple(rows), tuple(problems)
+    rows, errors, _invalid = grantrules.parse_rows(raw)
+    return rows, tuple(_problem(ProblemReason.GRANT_INVALID, e) for e in errors)
 
 
 def _intersect_row(row: GrantRow, skill: Skill | None, acc: dict[tuple[str, str], ScriptGrant],

@@ -10,27 +10,15 @@ is the one every run uses. A name that is missing in this deployment makes its s
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from skill_mcp.catalog.declaration import INTERPRETER_NAMES
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import CANDIDATES, FIXED_PATH, KNOWN, find_interpreters
 from skill_mcp.reasons import Refusal
 
-# The lookup path for interpreters. It is a constant so that neither the environment the
-# server was started with nor a declaration can point "python" at another program.
-FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-# Declared name -> executable names tried in order on FIXED_PATH. The names are the
-# declaration format's closed set (tests/fence/test_plan.py checks that they are the same).
-CANDIDATES: Mapping[str, tuple[str, ...]] = {
-    "node": ("node", "nodejs"),
-    "python": ("python3", "python"),
-    "bash": ("bash",),
-}
-KNOWN = INTERPRETER_NAMES
+# The lookup path and the closed set live in ``skill_mcp.limits``, shared with the broker.
+__all__ = ["CANDIDATES", "FIXED_PATH", "KNOWN", "Interpreters", "resolve_interpreters"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +57,4 @@ def resolve_interpreters(search_path: str = FIXED_PATH, only: tuple[str, ...] | 
 
     ``only`` narrows the set (a deployment, or a test, that wants fewer interpreters).
     """
-    found: dict[str, str] = {}
-    for name, candidates in CANDIDATES.items():
-        if only is not None and name not in only:
-            continue
-        for exe in candidates:
-            hit = shutil.which(exe, path=search_path)
-            if hit:
-                found[name] = os.path.realpath(hit)
-                break
-    return Interpreters(paths=found)
+    return Interpreters(paths=find_interpreters(search_path, only))

@@ -21,16 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import MAX_ARG_CHARS, MAX_ARGS, MAX_ARGS_TOTAL_CHARS, clamp_timeout
 from skill_mcp.models import Skill
 from skill_mcp.paths import open_regular, resolve_inside
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.grants import GrantSet, ScriptGrant
 from skill_mcp.runner.interpreters import FIXED_PATH, Interpreters
-from skill_mcp.runner.types import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, TMPDIR_PLACEHOLDER, RunPlan
+from skill_mcp.runner.types import TMPDIR_PLACEHOLDER, RunPlan
 
-MAX_ARGS = 64
-MAX_ARG_CHARS = 8 * 1024
-MAX_ARGS_TOTAL_CHARS = 64 * 1024
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a skill's whole size limit; a script is never bigger
 
 
@@ -75,12 +73,6 @@ def check_args(args: Sequence[Any]) -> tuple[str, ...]:
     return tuple(args)
 
 
-def clamp_timeout(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        return float(DEFAULT_TIMEOUT_S)
-    return float(min(value, MAX_TIMEOUT_S))
-
-
 def script_digest(real: Path, st: os.stat_result, rel: str) -> str:
     """SHA-256 of the script as it is now, read through the descriptor the path checks vouched for."""
     fd = open_regular(real, st, rel)
@@ -105,7 +97,7 @@ def _grant_for(skill: Skill, script: str, grants: GrantSet) -> ScriptGrant:
     return grant
 
 
-def _env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | None
+def _env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | None, held: frozenset[str] = frozenset()
          ) -> tuple[dict[str, str], list[dict[str, Any]]]:
     env: dict[str, str] = {"PATH": environ.get("PATH") or FIXED_PATH}
     fields: list[dict[str, Any]] = [{"name": "PATH", "from": "fixed"}]
@@ -120,9 +112,13 @@ def _env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | None
         fields.append({"name": "MCP_DATA_DIR", "from": "host"})
     accepted = "MCP_SKILL_RUN" if grant.source == "MCP_SKILL_RUN" else "standalone default (the declaration stands)"
     for name in grant.env:
-        present = name in environ
-        if present:
+        present = name in environ or name in held
+        if name in environ:
             env[name] = environ[name]
+        elif present:
+            # The appliance's launcher holds this value and hands it to the script itself; the
+            # plan carries the name only (the broker is sent names, never values).
+            env[name] = ""
         fields.append({"name": name, "from": "declared by the script", "grantedBy": accepted,
                        "present": present})
     return env, fields
@@ -156,7 +152,7 @@ def _will_run(plan: RunPlan, grant: ScriptGrant, fields: list[dict[str, Any]], *
 
 def prepare(skill: Skill | None, skill_name: str, script: str, args: Sequence[Any], *, grants: GrantSet,
             interpreters: Interpreters, environ: Mapping[str, str], data_dir: str | None = None,
-            runs_as: str | None = None, spawner: str = "local") -> Prepared:
+            runs_as: str | None = None, spawner: str = "local", held: frozenset[str] = frozenset()) -> Prepared:
     """Check everything that can be checked before confirmation and build the plan and preview."""
     if skill is None:
         raise SkillMcpError(Refusal.UNKNOWN_SKILL, f"no skill named {skill_name!r} is served",
@@ -174,7 +170,7 @@ def prepare(skill: Skill | None, skill_name: str, script: str, args: Sequence[An
     real, st = resolve_inside(base, script)
     digest = script_digest(real, st, script)
     argv = (interpreter_path, str(real), *check_args(args))
-    env, fields = _env(grant, environ, data_dir)
+    env, fields = _env(grant, environ, data_dir, held)
     plan = RunPlan(skill=skill.name, script=script, interpreter=decl.interpreter,
                    interpreter_path=interpreter_path, argv=argv, cwd=str(base), env=env,
                    timeout_s=clamp_timeout(decl.timeout), egress=grant.egress, script_digest=digest)

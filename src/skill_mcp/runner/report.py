@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from skill_mcp.catalog.declaration import INTERPRETER_NAMES
+from skill_mcp.limits import KNOWN as INTERPRETER_NAMES
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Level, ProblemReason
 from skill_mcp.runner.grants import GrantSet, declared_forbidden

@@ -20,6 +20,7 @@ Start shims from the thread that runs the event loop: the parent-death signal fi
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import select
 import signal
@@ -65,6 +66,18 @@ async def _read_status(fd: int) -> bytes:
         out += chunk[: STATUS_CAP - len(out)]
 
 
+def prctl_dir() -> str:
+    """Where python-prctl is installed: the shim runs with ``-S`` (no site-packages), so it is told.
+
+    Located without importing it; the shim is this interpreter, so the server's copy is the one
+    that fits.
+    """
+    spec = importlib.util.find_spec("prctl")
+    if spec is None or spec.origin is None:
+        raise SkillMcpError(Refusal.SPAWN_FAILED, "python-prctl is not installed; the exec shim needs it")
+    return os.path.dirname(spec.origin)
+
+
 def killpg(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -90,7 +103,7 @@ class Shim:
         ours = (out_r, err_r, cfg_w, st_r)
         try:
             proc = subprocess.Popen(
-                [python, "-I", "-S", SHIM, str(cfg_r), str(st_w), str(os.getpid())],
+                [python, "-I", "-S", SHIM, str(cfg_r), str(st_w), str(os.getpid()), prctl_dir()],
                 stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, cwd="/", env={},
                 start_new_session=True, pass_fds=(cfg_r, st_w), close_fds=True)
         except OSError as exc:

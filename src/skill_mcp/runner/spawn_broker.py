@@ -1,10 +1,12 @@
 """The appliance spawner: sends a ``RunPlan`` to the container launcher's spawn-broker.
 
 Selected when ``Settings.broker_fd`` is set (the launcher passes one end of a socketpair as
-fd 3 and ``SKILL_MCP_BROKER_FD=3``). The broker is a privileged monitor that re-checks the
-interpreter and the script path itself, runs the script as a separate unprivileged uid,
-holds the run's egress allowlist in its proxy, and sweeps every process of that uid after
-the run; see ``skill_mcp_launcher`` and docs/deploy.md.
+fd 3 and ``SKILL_MCP_BROKER_FD=3``). The broker is a privileged monitor: this side only asks
+(skill, script, arguments, perhaps a shorter timeout, and the names its preview showed); the
+broker decides the run itself from the owner's grant and the skill's declaration, hands the
+granted values (which this process never holds), runs the script as a separate unprivileged
+uid behind its egress proxy, and sweeps every process of that uid after the run; see
+``skill_mcp_launcher`` and docs/deploy.md.
 
 Framing is ``skill_mcp_launcher.protocol`` (stdlib only, shared with the launcher). One
 request is in flight at a time. A reply that does not arrive within the plan's timeout plus
@@ -32,11 +34,15 @@ HELLO_TIMEOUT_S = 10.0
 
 
 def plan_to_wire(plan: RunPlan) -> dict[str, Any]:
+    """The request: what to run and what the user was shown - names only, never a value.
+
+    The broker derives the interpreter's path, argv, cwd, every value and the limits itself;
+    the interpreter, variable names and hosts sent here only let it refuse a run whose
+    preview promised something its own policy does not allow.
+    """
     return {
-        "skill": plan.skill, "script": plan.script, "interpreter": plan.interpreter,
-        "interpreter_path": plan.interpreter_path, "argv": list(plan.argv), "cwd": plan.cwd,
-        "env": dict(plan.env), "timeout_s": plan.timeout_s, "egress": list(plan.egress),
-        "script_digest": plan.script_digest,
+        "skill": plan.skill, "script": plan.script, "args": list(plan.argv[2:]), "timeout_s": plan.timeout_s,
+        "interpreter": plan.interpreter, "env": sorted(plan.env), "egress": list(plan.egress),
     }
 
 
@@ -95,7 +101,7 @@ class BrokerSpawner:
         return self.request({"op": "hello"}, HELLO_TIMEOUT_S)
 
     async def run(self, plan: RunPlan) -> RunResult:
-        wire = {"op": "run", "plan": plan_to_wire(plan)}
+        wire = {"op": "run", "run": plan_to_wire(plan)}
         reply = await anyio.to_thread.run_sync(self.request, wire, plan.timeout_s + REPLY_MARGIN_S)
         if not reply.get("ok"):
             data = reply.get("data")

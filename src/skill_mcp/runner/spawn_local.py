@@ -2,7 +2,10 @@
 
 - argv array, no shell; cwd the skill directory; stdin ``/dev/null``; a new session (so the
   script leads its own process group); the environment is exactly ``plan.env`` with ``TMPDIR``
-  set to a private directory made for this run and removed after it.
+  set to a private directory made for this run (``skill-mcp-run-<server pid>-<random>``, mode
+  0700, the script user's when the server is root) and removed after it. A server killed before
+  it could remove one leaves it behind: the next spawner removes such directories when it is
+  built, before its first run (``runner.rundirs``).
 - Limits and the uid drop are applied by ``_exec_shim`` (a stdlib re-exec shim), never by a
   ``preexec_fn``: RLIMIT_CORE 0, RLIMIT_NOFILE, RLIMIT_FSIZE, and RLIMIT_NPROC when the script
   runs under a uid of its own. When the server runs as root the script is dropped to an
@@ -25,9 +28,7 @@ from __future__ import annotations
 import contextlib
 import marshal
 import os
-import shutil
 import signal
-import stat
 import sys
 import tempfile
 import time
@@ -37,13 +38,16 @@ from dataclasses import dataclass, field
 import anyio
 
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import STANDALONE, Capture, remove_tree, run_status
 from skill_mcp.reasons import Refusal
+from skill_mcp.runner import rundirs
 from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
-from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult, RunStatus
+from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult
 
-NOFILE = 256
-FSIZE = 64 * 1024 * 1024
-NPROC = 256
+# The standalone limits (docs/fence.md's table): one home with the appliance's, in skill_mcp.limits.
+NOFILE = STANDALONE.nofile
+FSIZE = STANDALONE.fsize
+NPROC = STANDALONE.nproc or 0
 STOPPED_NOTE = "the server is shutting down: the script was stopped before it finished"
 DETACHED_NOTE = ("a process that left the script's process group still held its output open after the "
                  "script exited; the call returned without it, and in standalone mode it may still be running")
@@ -62,20 +66,10 @@ class UserDrop:
 
 
 @dataclass(slots=True)
-class _Capture:
-    limit: int
-    buf: bytearray = field(default_factory=bytearray)
-    dropped: int = 0
+class _Capture(Capture):
+    """The shared bounded capture (``skill_mcp.limits``), plus the event its pump sets at end of file."""
+
     eof: anyio.Event = field(default_factory=anyio.Event)
-
-    def add(self, data: bytes) -> None:
-        room = self.limit - len(self.buf)
-        if room > 0:
-            self.buf += data[:room]
-        self.dropped += max(0, len(data) - max(room, 0))
-
-    def text(self) -> str:
-        return self.buf.decode("utf-8", errors="replace")
 
 
 async def _pump(fd: int, cap: _Capture) -> None:
@@ -89,23 +83,6 @@ async def _pump(fd: int, cap: _Capture) -> None:
             cap.eof.set()
             return
         cap.add(data)
-
-
-def _remove_tree(path: str) -> None:
-    def fix(func: object, p: str, _exc: object) -> None:
-        # A script may have made its files unreadable to itself; restore access and retry once.
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(p), stat.S_IRWXU)
-            os.chmod(p, stat.S_IRWXU)
-        with contextlib.suppress(OSError):
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=fix)  # onerror is deprecated from 3.12 on
-    else:
-        shutil.rmtree(path, onerror=fix)
 
 
 @dataclass(slots=True, weakref_slot=True)
@@ -122,6 +99,8 @@ class LocalSpawner:
     _stopping: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
+        owners = {os.geteuid()} | ({self.drop.uid} if self.drop is not None else set())
+        rundirs.remove_stale(tempfile.gettempdir(), frozenset(owners))
         self._slot = WarmSlot(self.shim_python, closed=not self.warm_ahead)
         weakref.finalize(self, self._slot.close)  # the slot, not self: the finalizer must not keep us alive
 
@@ -171,7 +150,7 @@ class LocalSpawner:
         # to start (a cold one, or a warm one not ready yet) is part of the script's budget.
         started = time.monotonic()
         self._stopping = False
-        tmp = tempfile.mkdtemp(prefix="skill-mcp-run-")
+        tmp = rundirs.make()
         try:
             if self.drop is not None:
                 os.chown(tmp, self.drop.uid, self.drop.gid)
@@ -181,7 +160,7 @@ class LocalSpawner:
             finally:
                 shim.discard()  # reaped by now unless supervision itself failed; then killed here
         finally:
-            _remove_tree(tmp)
+            remove_tree(tmp)
             # The next run's shim starts now, not while this script runs: its start-up would compete
             # with the script and this call for the CPU (measured: a few ms on 2 cores).
             self.warm()
@@ -263,7 +242,7 @@ def _result(code: int | None, timed_out: bool, out: _Capture, err: _Capture, sta
     if code is not None and code < 0:
         with contextlib.suppress(ValueError):
             sig = signal.Signals(-code).name
-    status: RunStatus = "timeout" if timed_out else "ok" if code == 0 else "killed" if sig else "error"
+    status = run_status(code, sig, timed_out)
     return RunResult(status=status, exit_code=code if code is not None and code >= 0 else None, signal=sig,
                      stdout=out.text(), stderr=err.text(), truncated_stdout=out.dropped > 0,
                      truncated_stderr=err.dropped > 0, dropped_bytes=out.dropped + err.dropped,

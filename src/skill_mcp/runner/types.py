@@ -2,22 +2,22 @@
 
 The runner turns a declared script plus a grant into a ``RunPlan``; a ``Spawner`` executes
 the plan and returns a ``RunResult``. Both spawners (``spawn_local`` for standalone, the
-broker client for the appliance) implement ``Spawner``; the broker re-checks the plan on
-its own side and trusts none of it.
+broker client for the appliance) implement ``Spawner``. The broker client sends only what
+to run and the names the preview showed; the broker decides the rest on its own side.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-# Capture bound per stream; the rest is drained and discarded, never buffered.
-CAPTURE_LIMIT = 1024 * 1024
-DEFAULT_TIMEOUT_S = 60
-MAX_TIMEOUT_S = 300
-TERM_GRACE_S = 1.0  # SIGTERM -> SIGKILL
-DRAIN_S = 0.5  # after the process exits, how long detached holders of the pipes may keep it open
+# The limits and timeouts live in ``skill_mcp.limits``, shared with the appliance's broker.
+from skill_mcp.limits import CAPTURE_LIMIT, DEFAULT_TIMEOUT_S, DRAIN_S, MAX_TIMEOUT_S, TERM_GRACE_S, RunStatus
+
+__all__ = ["CAPTURE_LIMIT", "DEFAULT_TIMEOUT_S", "DRAIN_S", "MAX_TIMEOUT_S", "TERM_GRACE_S", "TMPDIR_PLACEHOLDER",
+           "RunPlan", "RunResult", "RunStatus", "Spawner"]
+
 # ``RunPlan.env["TMPDIR"]`` carries this value; every spawner replaces it with a private
 # directory it creates for the run and removes afterwards.
 TMPDIR_PLACEHOLDER = ""
@@ -39,9 +39,6 @@ class RunPlan:
     @property
     def env_names(self) -> tuple[str, ...]:
         return tuple(sorted(self.env))
-
-
-RunStatus = Literal["ok", "error", "timeout", "killed"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,4 +16,9 @@ from skill_mcp.search.build import build_index
 from skill_mcp.search.index import Hit, SearchDoc, SearchIndex
 from skill_mcp.search.source import MAX_LIMIT, index_catalog, search_result
 
-__all__ = ["MAX_LIMIT", "Hit", "SearchDoc", "SearchIndex", "build_index", "index_catalog", "search_result"]
+# What an index built by this code holds: bump it whenever terms or scores change (the text
+# normalisation, the word tables, the weights), so an index persisted by older code is
+# rebuilt rather than read. 2: Snowball stems, related words, the body cap.
+INDEX_VERSION = 2
+
+__all__ = ["INDEX_VERSION", "MAX_LIMIT", "Hit", "SearchDoc", "SearchIndex", "build_index", "index_catalog", "search_result"]

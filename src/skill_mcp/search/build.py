@@ -33,6 +33,7 @@ from itertools import chain, pairwise, repeat
 from operator import mul, or_
 
 from skill_mcp.search.index import (
+    BODY_CAP,
     K1,
     NAME_BOOST,
     NO_SECTION,
@@ -274,7 +275,10 @@ class _Builder:
         body = scales[_BODY]
         # Read in doc order from one list of per-doc scales (cache-friendly), not from per-doc tables.
         xs = list(map(mul, map(body.__getitem__, docs), tfs))
-        scores = [idf * (x / (K1 + x)) for x in xs]
+        # The capped score is the reference's min(x, BODY_CAP) saturated, in the same float
+        # operations; a comparison per posting here is cheaper than a min() call in the map.
+        capped = idf * (BODY_CAP / (K1 + BODY_CAP))
+        scores = [idf * (x / (K1 + x)) if x < BODY_CAP else capped for x in xs]
         masks = bytearray([_BODY_BIT]) * len(docs)
         in_names = []
         row, x, mask, doc = -2, 0.0, 0, 0  # -2: no posting open yet
@@ -290,7 +294,7 @@ class _Builder:
                     break
                 row = code >> 32
                 doc, tf_body = docs[row], tfs[row]
-                x = body[doc] * tf_body
+                x = min(body[doc] * tf_body, BODY_CAP)
                 mask = _BODY_BIT if tf_body else 0
             f = code & 7
             x = x + scales[f][doc] * (code >> 3 & _TF_FIELD)  # field by field, in field order, as _pseudo_tf adds

@@ -52,10 +52,14 @@ _LABELS = tuple(tuple(label for f, label in enumerate(FIELD_LABELS) if mask & (1
 WEIGHTS = (4.0, 3.0, 3.0, 2.5, 1.5, 1.0)
 B = (0.3, 0.3, 0.6, 0.5, 0.6, 0.75)
 K1 = 1.2
+# The body's pseudo-frequency is capped: a long reference repeats every common word, and
+# without a cap its body alone could earn a term's whole IDF, as much as a name or a
+# description match. Capped, a body-only match earns at most BODY_CAP / (K1 + BODY_CAP) of it.
+BODY_CAP = 2.0
 # A name is a curated identifier: a query word that is one of a skill's name words is strong
 # evidence even when the word is common in descriptions ("skill" in skill-creator). So name
 # matches also earn NAME_BOOST times the word's rarity among names alone.
-NAME_BOOST = 0.6
+NAME_BOOST = 0.3
 NO_SECTION = 0xFFFF
 
 
@@ -97,9 +101,12 @@ class SearchIndex:
 
     def search(self, query: str, limit: int = 10) -> list[Hit]:
         """Rank skills for ``query``; at most ``limit`` hits, best first, ties by name."""
+        return self.search_terms(query_terms(query), limit)
+
+    def search_terms(self, qterms: Mapping[str, tuple[float, str]], limit: int = 10) -> list[Hit]:
+        """``search`` for terms already made by ``text.query_terms`` (term -> weight, typed word)."""
         if limit <= 0:
             return []
-        qterms = query_terms(query)
         present = [(t, qterms[t][0], p) for t in sorted(qterms) if (p := self.postings.get(t)) is not None]
         # The reason reads the terms in term order, with the word each came from.
         ordered = [(p, qterms[t][1]) for t, _, p in present]

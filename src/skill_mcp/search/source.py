@@ -15,10 +15,14 @@ from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Skill
 from skill_mcp.search.build import build_sorted
-from skill_mcp.search.index import SearchDoc, SearchIndex
+from skill_mcp.search.index import SearchDoc, SearchIndex, _idf
+from skill_mcp.search.text import query_terms, stem
 
-BODY_MAX_BYTES = 256 * 1024
-MAX_LIMIT = 50  # past this, the body is ranked on its first 256 KiB only
+BODY_MAX_BYTES = 256 * 1024  # past this, the body is ranked on its first 256 KiB only
+MAX_LIMIT = 50
+# A best hit whose confidence is below this is reported as a weak match: the closest skills,
+# not an answer (docs/search.md shows how it was chosen).
+GOOD_MATCH = 0.3
 
 
 def _tag_values(frontmatter: Mapping[str, Any], skill: Skill) -> tuple[str, ...]:
@@ -82,16 +86,34 @@ def index_catalog(catalog: Catalog) -> SearchIndex:
     return build_sorted(docs_from_catalog(catalog))
 
 
+def _ideal(index: SearchIndex, qterms: Mapping[str, tuple[float, str]]) -> float:
+    """What a skill matching every typed word of ``query`` fully would score (without the name
+    boost) for the query whose terms are ``qterms``: the sum of each typed term's weight times
+    its IDF. A word no skill has counts at the IDF of a term in no skill, so a query that is
+    half unknown words cannot be matched with confidence by the half that is known."""
+    n = len(index)
+    ideal = 0.0
+    for term, (weight, typed) in qterms.items():
+        if stem(typed) == term:  # typed, not a related word
+            post = index.postings.get(term)
+            ideal += weight * _idf(n, len(post.docs) if post is not None else 0)
+    return ideal
+
+
 def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int) -> dict[str, Any]:
     """The structured answer to one search: ``skill_search``'s result and the CLI's ``--json``."""
     hits = []
-    for hit in index.search(query, min(max(limit, 1), MAX_LIMIT)):
+    qterms = query_terms(query)
+    ideal = _ideal(index, qterms)
+    for hit in index.search_terms(qterms, min(max(limit, 1), MAX_LIMIT)):
         skill = catalog.skills.get(hit.name)
         entry: dict[str, Any] = {
             "name": hit.name,
             "description": skill.description if skill else "",
-            "uri": skill_uri(hit.name),
+            # The one URI of a skill on every surface: its SKILL.md, readable as a resource.
+            "uri": skill_uri(skill or hit.name, SKILL_MD),
             "score": hit.score,
+            "confidence": round(min(1.0, hit.score / ideal), 2) if ideal > 0 else 0.0,
             "reason": hit.reason,
             "matched": list(hit.matched),
             "fields": list(hit.fields),
@@ -99,4 +121,6 @@ def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int) 
         if hit.section:
             entry["section"] = hit.section
         hits.append(entry)
-    return {"query": query, "hits": hits, "count": len(hits), "searched": len(index)}
+    best = hits[0]["confidence"] if hits else 0.0
+    match = "good" if best >= GOOD_MATCH else "weak" if hits else "none"
+    return {"query": query, "hits": hits, "count": len(hits), "searched": len(index), "match": match}

@@ -4,92 +4,105 @@ The pipeline is deliberately small and deterministic (no model, no download, no 
 
 1. Unicode NFKC, then case folding.
 2. Split on anything that is not a letter or digit, so ``slack-gif-creator``,
-   ``fill_form`` and ``pdf/docx`` become separate words; camelCase is split too.
+   ``fill_form`` and ``pdf/docx`` become separate words; camelCase is split too. An
+   apostrophe splits as well, so contractions and possessives leave fragments (``let's`` ->
+   ``let`` ``s``, ``don't`` -> ``don`` ``t``); those fragments are stop words.
 3. Drop stop words (function words a person types around the words that matter).
-4. A light suffix stemmer (plural, ``-ing``, ``-ed``, ``-ion``, ``-er``, ``-ly``, final ``e``)
-   so ``animated``, ``animation`` and ``animate`` meet, as do ``tests`` and ``testing``.
+4. Stem with the Snowball English stemmer (PyStemmer, the Snowball project's C binding):
+   inflection *and* the common derivational suffixes (``-ation``, ``-ize``, ``-ment``,
+   ``-ness``), so ``features``/``feature``, ``executing``/``execution`` and
+   ``generative``/``generate`` meet. Before it, British spellings are folded to American
+   (``-ise`` -> ``-ize``, ``-our`` -> ``-or``, ``-yse`` -> ``-yze``), and irregular forms to
+   their root (``wrote`` -> ``write``); after it, the few derivations Snowball leaves apart
+   (``failure``/``failing``) are joined (``related.DERIVED``).
 
-``expand_query`` adds a handful of well-known aliases (``excel`` -> ``xlsx``/``spreadsheet``,
-``powerpoint`` -> ``pptx``/``slide``) at reduced weight: people name a format by its product,
-skills name it by its extension, and no amount of stemming joins the two.
+``query_terms`` then adds related words (``related``) to the query at reduced weight: people
+name a format by its product and a need in everyday words, skills name them in their own
+terms, and no stemming joins the two.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+import threading
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+
+import Stemmer
+
+from skill_mcp.search import related
+from skill_mcp.search.related import DERIVED, IRREGULAR
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_VOWEL = re.compile(r"[aeiouy]")
 MAX_TERM_CHARS = 40
 
 STOP_WORDS = frozenset(
-    ["a", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "do", "does", "doing", "for", "from", "get", "got", "has", "have", "help", "how", "i", "i'd", "i'm", "if", "in", "into", "is", "it", "its", "it's", "just", "let", "like", "me", "my", "need", "needs", "of", "on", "or", "our", "out", "please", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "this", "those", "to", "too", "up", "us", "via", "want", "wants", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "also", "about", "all", "should", "shall", "may", "might", "must", "very", "each", "other", "using", "use", "used", "uses"]
+    ["a", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "do", "does", "doing",
+     "for", "from", "get", "got", "has", "have", "help", "how", "i", "if", "in", "into", "is", "it", "its", "just",
+     "let", "lets", "like", "me", "my", "need", "needs", "of", "on", "or", "our", "ours", "out", "please", "so",
+     "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "this", "those", "to",
+     "too", "up", "us", "via", "want", "wants", "was", "we", "were", "what", "when", "where", "which", "while",
+     "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "also", "about", "all", "should",
+     "shall", "may", "might", "must", "very", "each", "other", "using", "use", "used", "uses",
+     # more of what people type around a request
+     "am", "had", "did", "here", "now", "again", "only", "own", "same", "much", "many", "more", "most",
+     "whether", "maybe", "really", "actually", "ok", "okay", "hey", "hi", "thanks", "thank", "gonna", "wanna",
+     "kind", "sort", "bit", "someone", "something", "anything", "everything", "thing", "things", "stuff",
+     "he", "she", "him", "her", "his", "they", "one", "ones", "able", "way", "going", "even", "still",
+     # what an apostrophe leaves of a contraction or a possessive: let's, don't, i'm, we're,
+     # i've, i'll, i'd, can't, won't ("s" must never become a term)
+     "s", "t", "m", "re", "ve", "ll", "d", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "won",
+     "wouldn", "couldn", "shouldn", "haven", "hasn", "hadn", "ain", "cannot"]
 )
 
-# People say the product, skills say the format. Each alias maps to terms added to the query
-# at ALIAS_WEIGHT. Kept short on purpose: every entry is a claim about common usage, not
-# about one corpus.
-ALIASES: Mapping[str, tuple[str, ...]] = {
-    "excel": ("xlsx", "spreadsheet"),
-    "spreadsheet": ("xlsx",),
-    "sheet": ("xlsx", "spreadsheet"),
-    "csv": ("spreadsheet",),
-    "workbook": ("xlsx", "spreadsheet"),
-    "pivot": ("spreadsheet", "xlsx"),
-    "formula": ("spreadsheet",),
-    "word": ("docx", "document"),
-    "powerpoint": ("pptx", "presentation", "slide"),
-    "deck": ("pptx", "presentation", "slide"),
-    "slide": ("pptx", "presentation"),
-    "presentation": ("pptx", "slide"),
-    "keynote": ("pptx", "presentation"),
-    "acrobat": ("pdf",),
-    "gif": ("animat",),
-    "emoji": ("gif",),
-    "browser": ("playwright", "web"),
-    "website": ("web", "frontend", "html"),
-    "webpage": ("web", "frontend", "html"),
-    "site": ("web",),
-    "poster": ("design", "visual"),
-    "newsletter": ("communicat", "announcement"),
-    "memo": ("communicat", "announcement"),
-    "generative": ("algorithm", "art"),
-    "p5": ("generative", "algorithm"),
-    "font": ("typography",),
-    "colour": ("color",),
-    "logo": ("brand",),
-}
-ALIAS_WEIGHT = 0.5
+# British -> American spellings, so one word has one term whichever way it was spelt:
+# (endings, the letters replaced, their replacement, how many letters must come before).
+_BRITISH = (
+    (("ise", "ises", "ised", "ising", "isation", "isations", "iser", "isers"), "is", "iz", 3),  # organise
+    (("yse", "yses", "ysed", "ysing"), "ys", "yz", 2),  # analyse, paralysed
+    (("our", "ours", "oured", "ouring", "ourite", "ourites", "ourful"), "our", "or", 3),  # colour, favourite
+)
 
-_SUFFIXES_KEEP_S = ("ss", "us", "is", "ous")
+_BRITISH_ENDINGS = tuple(e for endings, *_ in _BRITISH for e in endings)
 
 
-def _strip_double(word: str) -> str:
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
-        return word[:-1]
+def _american(word: str) -> str:
+    """``word`` with a British ending spelt the American way (a suffix test, not a regex: this
+    runs once for every distinct word of the corpus)."""
+    if not word.endswith(_BRITISH_ENDINGS):
+        return word
+    for endings, old, new, before in _BRITISH:
+        if word.endswith(endings):
+            at = word.rfind(old)
+            if at >= before:
+                return word[:at] + new + word[at + len(old):]
     return word
 
 
+class _Stemmers(threading.local):
+    """One Snowball stemmer per thread: a stemmer keeps working state while it runs, and the
+    index is built in a worker thread while queries run on the event loop."""
+
+    def __init__(self) -> None:
+        self.english = Stemmer.Stemmer("english", 0)  # 0: no cache, the vocabulary is the cache
+
+
+_STEMMERS = _Stemmers()
+
+
 def stem(word: str) -> str:
-    """Light English suffix stripping. Pure and total: never returns an empty string."""
-    w = word
-    if len(w) <= 3 or not w.isalpha():
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(_SUFFIXES_KEEP_S):
-        w = w[:-1]
-    for suffix, min_len in (("ing", 6), ("ed", 5), ("ion", 6), ("ly", 5), ("er", 5)):
-        if w.endswith(suffix) and len(w) >= min_len:
-            w = _strip_double(w[: -len(suffix)])
-            break
-    if w.endswith("e") and len(w) > 4:
-        w = w[:-1]
-    return w or word
+    """The term of one case-folded word. Pure and total: never returns an empty string."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    w = IRREGULAR.get(word, word)
+    w = _american(w)
+    if w[-1] == "s" and not _VOWEL.search(w, 0, len(w) - 1):
+        w = w[:-1]  # the plural of an acronym (pdfs, csvs), which Snowball leaves alone
+    s = _STEMMERS.english.stemWord(w)
+    return DERIVED.get(s, s) or word
 
 
 # ASCII text (nearly all skill text) is split with str.translate + str.split, several times
@@ -128,26 +141,58 @@ def terms(text: str) -> Iterator[str]:
             yield term
 
 
-# Derived once from the constant table above (not a cache: it never changes).
-_ALIASES_BY_STEM: Mapping[str, tuple[str, ...]] = {stem(k): v for k, v in ALIASES.items()}
+def _stemmed(related_words: str) -> tuple[str, ...]:
+    return tuple(t for w in related_words.split() if (t := _term_of(w)))
+
+
+def _stemmed_tables() -> tuple[dict[str, tuple[tuple[str, float], ...]],
+                               dict[tuple[str, str], tuple[tuple[str, float], ...]]]:
+    """``related.TABLE`` keyed by stemmed word and ``related.PHRASES`` by word pair, each with
+    its related words stemmed and weighted."""
+    words_: dict[str, tuple[tuple[str, float], ...]] = {}
+    for word, weight, rel in related.TABLE:
+        words_[stem(word)] = words_.get(stem(word), ()) + tuple((t, weight) for t in _stemmed(rel))
+    phrases = {(a, b): tuple((t, weight) for t in _stemmed(rel)) for a, b, weight, rel in related.PHRASES}
+    return words_, phrases
+
+
+# Derived once from the constant tables (not a cache: they never change).
+_RELATED, _PHRASES = _stemmed_tables()
+
+MAX_RELATED = 0.9  # however many cues agree, a related word stays below a typed one
 
 
 def query_terms(query: str) -> dict[str, tuple[float, str]]:
-    """Map each query term to (weight, the word the person typed), aliases included.
+    """Map each query term to (weight, the word the person typed), related words included.
 
-    A term typed directly has weight 1.0; an alias adds ALIAS_WEIGHT unless the term was typed.
+    A term typed directly has weight 1.0, or less for a generic word, a word of an idiom or an
+    irregular past form (``related``). A related word (``related.TABLE`` for one typed term,
+    ``related.PHRASES`` for two typed words in a row, stop words included: "carry out") adds
+    its terms at the weight the table gives; several cues for one term combine, and the result
+    stays below MAX_RELATED, so a related word never reaches a typed one.
     """
     out: dict[str, tuple[float, str]] = {}
+    all_words = [w for w in words(query) if len(w) <= MAX_TERM_CHARS]
+    pairs = list(itertools.pairwise(all_words))
+    idiom = {w for pair in pairs if pair in related.IDIOMS for w in pair}
     typed: list[tuple[str, str]] = []
-    for w in words(query):
-        if w in STOP_WORDS or len(w) > MAX_TERM_CHARS:
-            continue
-        t = stem(w)
-        typed.append((w, t))
-        out[t] = (1.0, w)
-    for w, t in typed:
-        for alias in ALIASES.get(w) or _ALIASES_BY_STEM.get(t, ()):
-            a = stem(alias)
-            if a not in out:
-                out[a] = (ALIAS_WEIGHT, w)
+    for w in all_words:
+        if w not in STOP_WORDS:
+            t = stem(w)
+            typed.append((w, t))
+            weight = (related.GENERIC if w in related.GENERIC_WORDS or w in idiom
+                      else related.PAST if w in IRREGULAR else 1.0)
+            if weight > out.get(t, (0.0, ""))[0]:
+                out[t] = (weight, w)
+    suggested: list[tuple[str, tuple[tuple[str, float], ...]]] = [(w, _RELATED.get(t, ())) for w, t in typed]
+    suggested += [(f"{a} {b}", _PHRASES[(a, b)]) for a, b in pairs if (a, b) in _PHRASES]
+    # Cues are combined as independent evidence (noisy-or): "failing" and "know why" each
+    # suggest debugging at 0.5, together at 0.75; still below a typed word.
+    for source, rel in suggested:
+        for term, weight in rel:
+            had, first = out.get(term, (0.0, source))
+            if had >= 1.0:
+                continue  # typed: never changed by a related word
+            combined = round(1.0 - (1.0 - had) * (1.0 - weight), 6)
+            out[term] = (min(combined, MAX_RELATED), first if had > weight else source)
     return out

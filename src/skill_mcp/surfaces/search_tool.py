@@ -54,12 +54,14 @@ _HIT_SCHEMA: dict[str, Any] = {
         "description": {"type": "string"},
         "uri": {"type": "string"},
         "score": {"type": "number"},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1,
+                       "description": "how much of what the query asked for this hit covers"},
         "reason": {"type": "string"},
         "matched": {"type": "array", "items": {"type": "string"}},
         "fields": {"type": "array", "items": {"type": "string"}},
         "section": {"type": "string"},
     },
-    "required": ["name", "description", "uri", "score", "reason", "matched", "fields"],
+    "required": ["name", "description", "uri", "score", "confidence", "reason", "matched", "fields"],
 }
 
 OUTPUT_SCHEMA: dict[str, Any] = {
@@ -69,8 +71,10 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "hits": {"type": "array", "items": _HIT_SCHEMA},
         "count": {"type": "integer"},
         "searched": {"type": "integer", "description": "how many skills were searched"},
+        "match": {"type": "string", "enum": ["good", "weak", "none"],
+                  "description": "good: the best hit fits the query; weak: the hits are only the closest; none: no hits"},
     },
-    "required": ["query", "hits", "count", "searched"],
+    "required": ["query", "hits", "count", "searched", "match"],
 }
 
 
@@ -102,8 +106,10 @@ def render_hits(out: dict[str, Any]) -> list[Any]:
     """The hits one a line, best first, for the model: the same facts without JSON on each hit."""
     lines = [f"{out['count']} hit(s) for {json.dumps(out['query'], ensure_ascii=False)} among {out['searched']} "
              "skill(s), best first; load one with skill_load(name)."]
-    lines += [f"{i}. {hit['name']} (score {hit['score']}): {hit['description']} [{hit['reason']}]"
-              for i, hit in enumerate(out["hits"], 1)]
+    if out["match"] == "weak":
+        lines.append("No skill matches this query well: these are only the closest (low confidence).")
+    lines += [f"{i}. {hit['name']} (score {hit['score']}, confidence {hit['confidence']}): {hit['description']} "
+              f"[{hit['reason']}]" for i, hit in enumerate(out["hits"], 1)]
     return [types.TextContent(type="text", text="\n".join(lines))]
 
 

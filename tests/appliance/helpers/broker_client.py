@@ -3,8 +3,9 @@
 The launcher starts it exactly as it starts the real server (server uid, no capabilities,
 no-new-privileges), so what it observes is what the server would.
 Besides forwarding ``{"op": ...}`` requests it answers ``{"op": "self"}`` with its own
-identity, capabilities and environment, for the posture tests; ``{"op": "run-and-die", "plan": ...}``
-starts a run and exits while it is in progress.
+identity, capabilities and environment, for the posture tests; ``{"op": "run-and-die", "run": ...}``
+starts a run and exits while it is in progress. It plays the compromised server too: it
+forwards whatever request a test writes, forged or not.
 """
 
 import json
@@ -56,7 +57,7 @@ def _run_and_die(sock: socket.socket, request: dict) -> None:
 
     The server dying mid-run: the broker must end the run at once, not at its timeout.
     """
-    protocol.send(sock, {"v": 1, "id": 0, "op": "run", "plan": request["plan"]})
+    protocol.send(sock, {"v": protocol.VERSION, "id": 0, "op": "run", "run": request["run"]})
     deadline = time.monotonic() + 30
     pids: list = []
     while not pids and time.monotonic() < deadline:
@@ -80,7 +81,7 @@ def main() -> int:
         elif request.get("op") == "run-and-die":
             _run_and_die(sock, request)
         else:
-            request.setdefault("v", 1)
+            request.setdefault("v", protocol.VERSION)
             request.setdefault("id", n)
             protocol.send(sock, request)
             reply = protocol.recv(sock, first_byte_timeout=None, frame_timeout=60.0)

@@ -259,10 +259,180 @@ def net(args):
     return {"error": "unknown mode"}
 
 
-MODES = {"id": ident, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
+# --- runs share nothing: ``plant`` leaves something everywhere it can, ``seek`` looks for it ---
+
+SCRATCH_ROOT = "/run/skill-mcp/scratch"
+SHARED = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run")
+IPC_CREAT, IPC_EXCL, IPC_STAT, IPC_SET = 0o1000, 0o2000, 2, 1
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _keys(tag):
+    base = 0x5EED0000 + int(tag) * 4
+    return {"shm": base, "msg": base + 1, "sem": base + 2}
+
+
+def _give_away(libc, kind, ident, uid):
+    """IPC_SET the object's owner to another uid (its creator stays ours)."""
+    buf = ctypes.create_string_buffer(512)
+    call = libc.shmctl if kind == "shm" else libc.msgctl
+    if call(ident, IPC_STAT, buf) != 0:
+        return err(OSError(ctypes.get_errno(), ""))
+    ctypes.c_uint32.from_buffer(buf, 4).value = uid  # struct ipc_perm: key, then uid
+    return "ok" if call(ident, IPC_SET, buf) == 0 else err(OSError(ctypes.get_errno(), ""))
+
+
+def plant(args):
+    """Leave files, a message queue and System V objects behind; try to squat future run names."""
+    tag, hold = args[0], float(args[1]) if len(args) > 1 else 0
+    tmp = os.environ["TMPDIR"]
+    out = {"TMPDIR": tmp, "wrote": {}}
+    for path in (os.path.join(tmp, "note"), f"/tmp/plant-{tag}", f"/dev/shm/plant-{tag}", f"/var/tmp/plant-{tag}",
+                 f"/run/plant-{tag}"):
+        out["wrote"][path] = write([path])["write"]
+    for top in (tmp, "/tmp"):  # a directory its owner locked itself out of
+        locked = os.path.join(top, f"locked-{tag}")
+        os.makedirs(os.path.join(locked, "inner"), exist_ok=True)
+        write([os.path.join(locked, "inner", "secret")])
+        os.chmod(os.path.join(locked, "inner"), 0)
+        os.chmod(locked, 0)
+        out["wrote"][locked] = "ok"
+    libc = _libc()
+    mq = libc.mq_open(f"/plant-{tag}".encode(), os.O_CREAT | os.O_RDWR, 0o666, None)
+    out["mq"] = "ok" if mq >= 0 and os.path.exists(f"/dev/mqueue/plant-{tag}") else err(OSError(ctypes.get_errno(), ""))
+    keys = _keys(tag)
+    out["ipc"] = {"shm": libc.shmget(keys["shm"], 4096, IPC_CREAT | 0o666),
+                  "msg": libc.msgget(keys["msg"], IPC_CREAT | 0o666),
+                  "sem": libc.semget(keys["sem"], 1, IPC_CREAT | 0o666)}
+    out["given_away"] = _give_away(libc, "msg", out["ipc"]["msg"], 10001)
+    out["squat"] = {}
+    for name in ("run-1", f"run-{int(tag) + 1}", f"run-{int(tag) + 2}", "run-" + "0" * 32):
+        try:
+            os.mkdir(os.path.join(SCRATCH_ROOT, name))
+            out["squat"][name] = "ok"
+        except OSError as exc:
+            out["squat"][name] = err(exc)
+    try:
+        out["list_scratch_root"] = sorted(os.listdir(SCRATCH_ROOT))
+    except OSError as exc:
+        out["list_scratch_root"] = err(exc)
+    if hold:
+        print(json.dumps(out), flush=True)
+        time.sleep(hold)
+    return out
+
+
+def _owned_below(top, uid, skip):
+    found, stack = [], [top]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.path == skip:
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_uid == uid:
+                found.append(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return found
+
+
+def seek(args):
+    """Everything of this uid's that is not this run's own, and the earlier run's objects by name."""
+    uid, tmp = os.getuid(), os.environ["TMPDIR"]
+    found = [p for top in SHARED for p in _owned_below(top, uid, tmp)]
+    libc = _libc()
+    for tag in args:
+        keys = _keys(tag)
+        for kind, key in keys.items():
+            ident = (libc.shmget(key, 0, 0) if kind == "shm" else libc.msgget(key, 0) if kind == "msg"
+                     else libc.semget(key, 0, 0))
+            if ident >= 0:
+                found.append(f"sysv-{kind}:{key:#x}")
+        if libc.mq_open(f"/plant-{tag}".encode(), os.O_RDONLY, 0, None) >= 0:
+            found.append(f"mqueue:/plant-{tag}")
+        for path in (f"/tmp/plant-{tag}", f"/dev/shm/plant-{tag}", f"/tmp/locked-{tag}"):
+            if os.path.lexists(path):
+                found.append(path)
+    for kind in ("shm", "msg", "sem"):
+        with open(f"/proc/sysvipc/{kind}") as fh:
+            header = fh.readline().split()
+            for line in fh:
+                cols = line.split()
+                if uid in (int(cols[header.index("uid")]), int(cols[header.index("cuid")])):
+                    found.append(f"sysv-{kind}#{cols[1]}")
+    return {"TMPDIR": tmp, "scratch_empty": os.listdir(tmp) == [], "found": sorted(set(found))}
+
+
+def fill(args):
+    """Write until every shared place it can write is full (ENOSPC), then leave it so."""
+    out = {}
+    block = b"\0" * (1 << 20)
+    for top in (os.environ["TMPDIR"], "/tmp", "/dev/shm"):
+        written, n = 0, 0
+        try:
+            while True:
+                with open(os.path.join(top, f"fill-{n}"), "wb") as fh:
+                    for _ in range(16):
+                        fh.write(block)
+                        written += 1
+                n += 1
+        except OSError as exc:
+            out[top] = {"mib": written, "stopped": err(exc)}
+    return out
+
+
+def keyring(_):
+    """add_key into the user keyring, which would outlive this run's processes; getpid as a control."""
+    libc = _libc()
+    added = libc.syscall(248, b"user", b"probe", b"left", 4, ctypes.c_int(-4))  # add_key, KEY_SPEC_USER_KEYRING
+    out = {"add_key": "ok" if added >= 0 else err(OSError(ctypes.get_errno(), ""))}
+    out["getpid"] = "ok" if libc.syscall(39) == os.getpid() else "mismatch"
+    return out
+
+
+def writable(_):
+    """Every directory and regular file this uid may write, outside /proc and /sys (its own scratch
+    directory, which no listing leads to, is walked by name)."""
+    found = []
+    walks = (os.walk("/"), os.walk(os.environ["TMPDIR"]))
+    for root, dirs, files in (step for walk in walks for step in walk):
+        if root in ("/proc", "/sys"):
+            dirs[:] = []
+            continue
+        dirs[:] = [d for d in dirs if os.path.join(root, d) not in ("/proc", "/sys")]
+        if os.access(root, os.W_OK):
+            found.append(root)
+        for name in files:
+            path = os.path.join(root, name)
+            if os.path.isfile(path) and not os.path.islink(path) and os.access(path, os.W_OK):
+                found.append(path)
+    return {"TMPDIR": os.environ["TMPDIR"], "writable": found}
+
+
+def envhash(args):
+    """The SHA-256 of a variable's value: proves the value arrived without printing it."""
+    import hashlib
+
+    value = os.environ.get(args[0])
+    return {"present": value is not None,
+            "sha256": hashlib.sha256(value.encode()).hexdigest() if value is not None else None}
+
+
+MODES = {"id": ident, "envhash": envhash, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
          "exists": exists, "flood": flood, "bomb": bomb, "detach": detach, "linger": linger, "net": net,
          "procs": procs, "server": server, "ipc": ipc, "rebind": rebind,
-         "sleep": sleep, "silent": silent}
+         "sleep": sleep, "silent": silent, "plant": plant, "seek": seek, "fill": fill, "writable": writable,
+         "keyring": keyring}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])

@@ -157,6 +157,32 @@ def pidfile(args):
     return {"slept": True}
 
 
+def leave(args):
+    """Leave a secret in this run's TMPDIR, then like ``pidfile`` (the test kills the server meanwhile)."""
+    with open(os.path.join(os.environ["TMPDIR"], "secret"), "w") as fh:
+        fh.write(args[2])
+    with open(args[0] + ".tmp", "w") as fh:
+        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "TMPDIR": os.environ["TMPDIR"]}))
+    os.rename(args[0] + ".tmp", args[0])
+    time.sleep(float(args[1]))
+    return {"slept": True}
+
+
+def rundirs(_):
+    """The run directories beside this run's own, and whether an earlier run's secret is readable."""
+    tmp = os.environ["TMPDIR"]
+    parent = os.path.dirname(tmp)
+    seen = sorted(os.path.join(parent, n) for n in os.listdir(parent) if n.startswith("skill-mcp-run-"))
+    secrets_read = []
+    for path in seen:
+        try:
+            with open(os.path.join(path, "secret")) as fh:
+                secrets_read.append(fh.read())
+        except OSError:
+            pass
+    return {"TMPDIR": tmp, "seen": seen, "secrets": secrets_read}
+
+
 def background(_):
     """A child left running in our own process group, holding no pipe."""
     pid = os.fork()
@@ -452,12 +478,21 @@ def shim(args):
     return out
 
 
-MODES = {"id": ident, "env": env, "read": read, "list": listdir, "ptrace": ptrace, "kill": kill,
+def envhash(args):
+    """The SHA-256 of one variable's value: proves it arrived without the value passing the server."""
+    import hashlib
+
+    value = os.environ.get(args[0])
+    return {"present": value is not None,
+            "sha256": hashlib.sha256(value.encode()).hexdigest() if value is not None else None}
+
+
+MODES = {"id": ident, "env": env, "envhash": envhash, "read": read, "list": listdir, "ptrace": ptrace, "kill": kill,
          "cmdlines": cmdlines, "setuid": setuid_exec, "abort": abort, "sleep": sleep, "pidfile": pidfile,
          "background": background, "doublefork": doublefork, "setsid": setsid_daemon, "forkbomb": forkbomb,
          "threadbomb": threadbomb, "zombie": zombie, "flood": flood, "weird": weird, "ignore_term": ignore_term,
          "selfstop": selfstop, "spin": spin, "balloon": balloon, "diskfill": diskfill, "fds": fds, "net": net,
-         "echo": echo, "rebind": rebind, "cmd": cmd, "shim": shim}
+         "echo": echo, "rebind": rebind, "cmd": cmd, "shim": shim, "leave": leave, "rundirs": rundirs}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])

@@ -1,0 +1,110 @@
+"""The grant rules both sides apply: the environment allowlist, the forbidden list, the row syntax.
+
+``runner.grants`` (the server's view, with problems for ``skill_list``) and the appliance's
+broker (``skill_mcp_launcher.policy``, which decides for itself) read ``MCP_SKILL_RUN`` and
+judge variable names through this one module, so there is one forbidden list and one row
+syntax. A leaf: the standard library only, admitted by the launcher's import allowlist.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+# Their presence marks a hosted process: without MCP_SKILL_RUN nothing is granted.
+HOSTED_MARKERS = ("MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL")
+
+# The fixed half of a script's environment; a declaration cannot rename or widen it. The
+# spawner sets PATH, HOME and TMPDIR itself; LANG and TZ come from the owner's environment.
+FIXED_ENV = ("PATH", "HOME", "LANG", "TZ", "TMPDIR")
+HOST_ENV = ("MCP_DATA_DIR",)  # handed when the host set it
+
+# Loader and interpreter start-up variables: each turns "run this declared file" into "run
+# some other code first", so none is ever handed, whoever declared or granted it.
+FORBIDDEN_EXACT = frozenset({
+    "NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "NODE_REPL_EXTERNAL_MODULE",
+    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH",
+    "GLOBIGNORE", "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "MALLOC_CHECK_",
+    "MALLOC_PERTURB_", "PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB", "OPENSSL_CONF", "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+})
+FORBIDDEN_PREFIXES = ("LD_", "PYTHON", "NODE_", "NPM_CONFIG_", "BASH_FUNC_", "DYLD_", "GLIBC_", "LC_")
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+ROW_KEYS = frozenset({"skill", "script", "env", "egress"})
+MAX_RAW_CHARS = 256 * 1024
+
+
+def forbidden_variable(name: str) -> str | None:
+    """Why ``name`` can never be granted to a script, or ``None`` when it may be."""
+    if not NAME_RE.fullmatch(name):
+        return "not a plain variable name"
+    if name in FIXED_ENV or name in HOST_ENV:
+        return "set by the fence itself; a declaration cannot replace it"
+    if name in FORBIDDEN_EXACT or name.upper().startswith(FORBIDDEN_PREFIXES):
+        return "a loader or interpreter-startup variable"
+    return None
+
+
+def is_loader_variable(name: str) -> bool:
+    """A loader or interpreter start-up variable (the forbidden list proper, not the fixed names)."""
+    return name in FORBIDDEN_EXACT or name.upper().startswith(FORBIDDEN_PREFIXES)
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRow:
+    skill: str
+    script: str
+    env: tuple[str, ...] = ()
+    egress: tuple[str, ...] = ()
+    index: int = 0
+
+
+def _str_list(value: object, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"'{key}' must be a list of strings")
+    return tuple(value)
+
+
+def parse_rows(raw: str) -> tuple[tuple[GrantRow, ...], tuple[str, ...], bool]:
+    """Parse ``MCP_SKILL_RUN``: (rows, errors, whole_value_invalid).
+
+    A malformed value yields no rows (fail closed); a malformed row costs only itself.
+    """
+    if len(raw) > MAX_RAW_CHARS:
+        return (), (f"MCP_SKILL_RUN is over {MAX_RAW_CHARS} characters",), True
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return (), (f"MCP_SKILL_RUN is not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}; "
+                    "nothing is granted",), True
+    if not isinstance(data, list):
+        return (), ("MCP_SKILL_RUN must be a JSON array of rows; nothing is granted",), True
+    rows: list[GrantRow] = []
+    errors: list[str] = []
+    for i, item in enumerate(data):
+        try:
+            if not isinstance(item, dict):
+                raise ValueError("a row must be an object")
+            unknown = sorted(set(item) - ROW_KEYS)
+            if unknown:
+                raise ValueError(f"unknown keys {unknown}")
+            skill, script = item.get("skill"), item.get("script")
+            if not isinstance(skill, str) or not isinstance(script, str) or not skill or not script:
+                raise ValueError("'skill' and 'script' must be non-empty strings")
+            rows.append(GrantRow(skill, script, _str_list(item.get("env"), "env"),
+                                 _str_list(item.get("egress"), "egress"), i))
+        except ValueError as exc:
+            errors.append(f"row {i}: {exc}; the row grants nothing")
+    return tuple(rows), tuple(errors), False
+
+
+def granted_names(raw: str | None) -> tuple[str, ...]:
+    """Every variable name any row of ``MCP_SKILL_RUN`` names, forbidden ones left out."""
+    if raw is None:
+        return ()
+    rows, _errors, _invalid = parse_rows(raw)
+    names = {n for row in rows for n in row.env if forbidden_variable(n) is None}
+    return tuple(sorted(names))

@@ -1,0 +1,174 @@
+"""Run limits, the interpreter set and the capture rules: one home for both sides.
+
+The standalone spawner (``runner.spawn_local``) and the appliance's broker
+(``skill_mcp_launcher``) both import this module, so a limit, an interpreter name or the
+capture bound cannot drift between them. It is a leaf: the standard library only, nothing
+else from ``skill_mcp``, because the launcher's import allowlist admits it
+(tests/appliance/test_launcher_imports.py). docs/fence.md's limits table is checked against
+``limits_table()`` (tests/fence/test_limits_doc.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+RunStatus = Literal["ok", "error", "timeout", "killed"]
+
+# The lookup path for interpreters, and the PATH a script gets. A constant, so that neither
+# the environment a process was started with nor a declaration can point "python" elsewhere.
+FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+# Declared name -> executable names tried in order on FIXED_PATH. The closed set.
+CANDIDATES: Mapping[str, tuple[str, ...]] = {
+    "node": ("node", "nodejs"),
+    "python": ("python3", "python"),
+    "bash": ("bash",),
+}
+KNOWN = tuple(CANDIDATES)
+
+DEFAULT_TIMEOUT_S = 60  # a declaration without ``timeout``
+MAX_TIMEOUT_S = 300  # the ceiling whatever a declaration says
+CAPTURE_LIMIT = 1024 * 1024  # bytes kept per stream; the rest is read, counted and dropped
+TERM_GRACE_S = 1.0  # SIGTERM -> SIGKILL at a deadline
+DRAIN_S = 0.5  # after the exit, how long a detached holder of the pipes may keep them open
+# skill_run's arguments: count, one argument's characters, all arguments' characters.
+MAX_ARGS = 64
+MAX_ARG_CHARS = 8 * 1024
+MAX_ARGS_TOTAL_CHARS = 64 * 1024
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits set on a script before it starts (soft = hard). ``None``: not set."""
+
+    nproc: int | None  # counts threads too; node needs about a dozen
+    nofile: int
+    fsize: int
+    address_space: int | None
+    core: int = 0
+
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """``(RLIMIT_*, value)`` for every limit that is set, NPROC first."""
+        pairs = [(resource.RLIMIT_NPROC, self.nproc), (resource.RLIMIT_NOFILE, self.nofile),
+                 (resource.RLIMIT_FSIZE, self.fsize), (resource.RLIMIT_AS, self.address_space),
+                 (resource.RLIMIT_CORE, self.core)]
+        return tuple((which, value) for which, value in pairs if value is not None)
+
+
+# Standalone: NPROC only when the script runs under a uid of its own (a root server's drop);
+# under the server's own uid it would count the server's threads too. No address-space
+# limit: the script shares the user's machine and its limits.
+STANDALONE = Limits(nproc=256, nofile=256, fsize=64 * MIB, address_space=None)
+# The appliance: the script uid is the container's alone, so NPROC bounds a fork bomb; node
+# reserves large virtual ranges at start, hence 4 GiB of address space.
+APPLIANCE = Limits(nproc=64, nofile=256, fsize=64 * MIB, address_space=4096 * MIB)
+
+
+def limits_table() -> dict[str, tuple[str, str]]:
+    """Limit name -> (standalone, appliance), as docs/fence.md's table spells the values."""
+
+    def show(value: int | None, unit: int = 1, suffix: str = "") -> str:
+        return "not set" if value is None else f"{value // unit}{suffix}"
+
+    return {
+        "RLIMIT_NPROC": (show(STANDALONE.nproc) + " (only when dropped from root)", show(APPLIANCE.nproc)),
+        "RLIMIT_NOFILE": (show(STANDALONE.nofile), show(APPLIANCE.nofile)),
+        "RLIMIT_FSIZE": (show(STANDALONE.fsize, MIB, " MiB"), show(APPLIANCE.fsize, MIB, " MiB")),
+        "RLIMIT_AS": (show(STANDALONE.address_space, MIB, " MiB"), show(APPLIANCE.address_space, MIB, " MiB")),
+        "RLIMIT_CORE": (show(STANDALONE.core), show(APPLIANCE.core)),
+        "default timeout": (f"{DEFAULT_TIMEOUT_S} s", f"{DEFAULT_TIMEOUT_S} s"),
+        "timeout ceiling": (f"{MAX_TIMEOUT_S} s", f"{MAX_TIMEOUT_S} s"),
+        "capture per stream": (show(CAPTURE_LIMIT, MIB, " MiB"), show(CAPTURE_LIMIT, MIB, " MiB")),
+        "SIGTERM to SIGKILL": (f"{TERM_GRACE_S:g} s", f"{TERM_GRACE_S:g} s"),
+        "drain after exit": (f"{DRAIN_S:g} s", f"{DRAIN_S:g} s"),
+    }
+
+
+def find_interpreters(search_path: str = FIXED_PATH, only: tuple[str, ...] | None = None) -> dict[str, str]:
+    """Each known interpreter looked up once on ``search_path``: name -> absolute real path."""
+    found: dict[str, str] = {}
+    for name, candidates in CANDIDATES.items():
+        if only is not None and name not in only:
+            continue
+        for exe in candidates:
+            hit = shutil.which(exe, path=search_path)
+            if hit:
+                found[name] = os.path.realpath(hit)
+                break
+    return found
+
+
+def clamp_timeout(value: object, declared: float = DEFAULT_TIMEOUT_S) -> float:
+    """A usable timeout: ``value`` when it is a positive number, else ``declared``; never over the ceiling."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        value = declared
+    return float(min(value, MAX_TIMEOUT_S))
+
+
+def run_status(exit_code: int | None, signal_name: str | None, timed_out: bool) -> RunStatus:
+    """``timeout`` (deadline hit), ``killed`` (a signal), ``ok`` (exit 0) or ``error``."""
+    if timed_out:
+        return "timeout"
+    if signal_name is not None:
+        return "killed"
+    return "ok" if exit_code == 0 else "error"
+
+
+@dataclass(slots=True)
+class Capture:
+    """One stream's output, kept up to ``limit`` bytes; the rest is counted, never buffered."""
+
+    limit: int = CAPTURE_LIMIT
+    data: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - max(room, 0))
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+def remove_tree(path: str) -> None:
+    """Remove a run's file or directory tree even where the script took its own permissions away.
+
+    ``rmtree`` never follows a link. Root reads every directory anyway; any other caller (the
+    standalone server under its own uid, the launcher's clean-up child as the script uid) first
+    gives each directory below its owner's permissions back - what the script could have done
+    itself - nested ones included, which a retry on error would not reach. That pass goes by
+    path, so a process that is still alive could point it elsewhere, but only at what the
+    caller's own uid owns. Never raises.
+    """
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+            return
+    except OSError:
+        return
+    stack = [path] if os.geteuid() != 0 else []
+    while stack:
+        directory = stack.pop()
+        with contextlib.suppress(OSError):
+            os.chmod(directory, stat.S_IRWXU)
+        try:
+            with os.scandir(directory) as entries:
+                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
+    shutil.rmtree(path, ignore_errors=True)

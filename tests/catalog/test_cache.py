@@ -1,0 +1,257 @@
+"""The persistent catalog cache is never wrong: every build with it equals a build without it.
+
+Each test changes the tree the way a person or a tool does (edit, add, remove, rename, a
+same-size rewrite with the mtime put back, a rewrite inside one timestamp tick) or damages the
+cache file, then checks that the cached build equals a cold build of the same tree, and that
+the cache was actually used for what did not change (the positive control).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from skill_mcp.catalog.cache import CatalogCache, cache_file
+from skill_mcp.catalog.discover import build_catalog
+from skill_mcp.config import load_settings
+from skill_mcp.models import Catalog
+from tests.integration.harness import build_tree
+
+FAR_FUTURE_NS = 2**62  # an injected clock for which nothing on disk is recent
+
+
+def _settings(root: Path, cache_dir: Path | None):
+    env = {"SKILL_MCP_CACHE_DIR": str(cache_dir)} if cache_dir else {"SKILL_MCP_CACHE": "off"}
+    return load_settings([str(root)], env)
+
+
+def _cache(root: Path, cache_dir: Path, clock: int | None = FAR_FUTURE_NS) -> CatalogCache:
+    path = cache_file(cache_dir, [os.path.realpath(root)])
+    return CatalogCache(path, now_ns=None if clock is None else (lambda _d: clock))
+
+
+def cached(root: Path, cache_dir: Path, clock: int | None = FAR_FUTURE_NS) -> tuple[Catalog, CatalogCache]:
+    cache = _cache(root, cache_dir, clock)
+    return build_catalog(_settings(root, cache_dir), cache=cache), cache
+
+
+def cold(root: Path) -> Catalog:
+    return build_catalog(_settings(root, None))
+
+
+def same(a: Catalog, b: Catalog) -> None:
+    assert a.skills == b.skills
+    assert sorted(a.problems, key=repr) == sorted(b.problems, key=repr)
+    assert a.packs == b.packs
+
+
+def _skill(root: Path, name: str, body: str = "Body.\n") -> None:
+    (root / name).mkdir(parents=True, exist_ok=True)
+    (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name} helps. Use when asked.\n---\n"
+                                          f"{body}", encoding="utf-8")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = build_tree(tmp_path / "skills")
+    _skill(root, "parent")
+    _skill(root / "parent", "child")  # a nested skill, published flat
+    return root
+
+
+def test_a_warm_build_equals_a_cold_build_and_reuses_every_skill(tree: Path, tmp_path: Path) -> None:
+    first, c1 = cached(tree, tmp_path / "c")
+    assert c1.reused == 0 and c1.loaded > 0
+    second, c2 = cached(tree, tmp_path / "c")
+    same(second, cold(tree))
+    same(first, second)
+    assert c2.loaded == 0 and c2.reused == c1.loaded
+
+
+@pytest.mark.parametrize("change", ["edit", "add-file", "remove-file", "rename-file", "add-skill",
+                                    "remove-skill", "rename-skill", "break-frontmatter", "add-nested"])
+def test_every_change_to_the_tree_is_seen_and_the_rest_is_reused(tree: Path, tmp_path: Path, change: str) -> None:
+    cached(tree, tmp_path / "c")
+    beta = tree / "beta"
+    if change == "edit":
+        (beta / "SKILL.md").write_text("---\nname: beta\ndescription: Beta, now changed.\n---\nNew.\n",
+                                       encoding="utf-8")
+    elif change == "add-file":
+        (beta / "notes.md").write_text("notes\n", encoding="utf-8")
+    elif change == "remove-file":
+        (tree / "alpha" / "references" / "deep" / "notes.txt").unlink()
+    elif change == "rename-file":
+        (tree / "alpha" / "references" / "guide.md").rename(tree / "alpha" / "references" / "guide2.md")
+    elif change == "add-skill":
+        _skill(tree, "delta")
+    elif change == "remove-skill":
+        shutil.rmtree(beta)
+    elif change == "rename-skill":
+        beta.rename(tree / "beta-two")
+    elif change == "break-frontmatter":
+        (beta / "SKILL.md").write_text("---\nname: beta\ndescription: [unclosed\n---\n", encoding="utf-8")
+    elif change == "add-nested":
+        _skill(tree / "alpha" / "references", "inner")
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.reused >= 3  # gamma, bulk, broken, parent or child were untouched
+    assert cache.loaded >= (0 if change == "remove-skill" else 1)
+
+
+def test_a_same_size_rewrite_with_the_mtime_put_back_is_caught_by_ctime(tree: Path, tmp_path: Path) -> None:
+    cached(tree, tmp_path / "c")
+    md = tree / "beta" / "SKILL.md"
+    before = md.stat()
+    text = md.read_text(encoding="utf-8")
+    new = text.replace("Beta answers questions.", "Beta answers QUESTIONS.")
+    assert len(new) == len(text)
+    with open(md, "r+", encoding="utf-8") as handle:  # in place: same inode, same size
+        handle.write(new)
+    os.utime(md, ns=(before.st_atime_ns, before.st_mtime_ns))
+    now = md.stat()
+    assert (now.st_ino, now.st_size, now.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    after, cache = cached(tree, tmp_path / "c")
+    assert after.skills["beta"].description == "Beta answers QUESTIONS."
+    same(after, cold(tree))
+    assert cache.loaded == 1
+
+
+def test_a_skill_changed_in_the_tick_its_scan_began_is_never_written(tmp_path: Path) -> None:
+    """A rewrite in the same timestamp tick as the read would leave every stamp as it was, so a
+    result whose files changed at or after the moment the scan began is not written at all."""
+    root = tmp_path / "skills"
+    _skill(root, "fresh")
+    changed = (root / "fresh" / "SKILL.md").stat().st_ctime_ns
+    cached(root, tmp_path / "c", clock=changed)  # the scan began in the tick of the last change
+    _after, c2 = cached(root, tmp_path / "c")
+    assert c2.reused == 0 and c2.loaded == 1
+    # Positive control: a scan that began a second after the change writes the entry.
+    cached(root, tmp_path / "c2", clock=changed + 1_000_000_000)
+    _again, c3 = cached(root, tmp_path / "c2")
+    assert c3.reused == 1
+
+
+def test_with_the_real_clock_a_just_written_tree_is_read_fresh(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    _skill(root, "fresh")
+    cached(root, tmp_path / "c", clock=None)
+    md = root / "fresh" / "SKILL.md"
+    st = md.stat()
+    text = md.read_text(encoding="utf-8").replace("helps", "HELPS")
+    with open(md, "r+", encoding="utf-8") as handle:
+        handle.write(text)
+    os.utime(md, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after, _c2 = cached(root, tmp_path / "c", clock=None)
+    assert "HELPS" in after.skills["fresh"].description
+
+
+@pytest.mark.parametrize("damage", ["flip-a-byte", "truncate", "garbage", "empty", "other-version",
+                                    "world-writable", "a-symlink"])
+def test_a_damaged_or_foreign_cache_file_is_rebuilt_never_served(tree: Path, tmp_path: Path, damage: str) -> None:
+    cached(tree, tmp_path / "c")
+    path = _cache(tree, tmp_path / "c").path
+    data = path.read_bytes()
+    # Make the cache lie about beta, so serving it would show: a valid file with another description.
+    assert b"Beta answers questions." in data
+    if damage == "flip-a-byte":
+        path.write_bytes(data.replace(b"Beta answers questions.", b"Beta answers question!."))
+    elif damage == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(4096))
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "other-version":
+        head, _, rest = data.partition(b"\n")
+        header = json.loads(head)
+        header["version"] = "0.0.0-other"
+        path.write_bytes(json.dumps(header).encode() + b"\n" + rest)
+    elif damage == "world-writable":
+        path.chmod(0o666)
+    elif damage == "a-symlink":
+        target = tmp_path / "elsewhere"
+        target.write_bytes(data)
+        path.unlink()
+        path.symlink_to(target)
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.reused == 0
+    # ...and the next build has a good file again.
+    _again, fixed = cached(tree, tmp_path / "c")
+    assert fixed.reused == cache.loaded and fixed.loaded == 0
+
+
+def test_a_refusal_is_cached_only_while_its_file_is_unchanged(tmp_path: Path) -> None:
+    """A SKILL.md over the size limit, cut down in place (same inode, same directory): the
+    cached refusal must not outlive the change."""
+    root = tmp_path / "skills"
+    (root / "long").mkdir(parents=True)
+    md = root / "long" / "SKILL.md"
+    md.write_text("---\nname: long\ndescription: Long.\n---\n" + "x" * (1024 * 1024), encoding="utf-8")
+    first, _ = cached(root, tmp_path / "c")
+    assert "long" not in first.skills
+    _again, c2 = cached(root, tmp_path / "c")
+    assert c2.reused == 1  # the refusal itself was cached
+    with open(md, "r+b") as handle:
+        handle.truncate(60)
+    after, _ = cached(root, tmp_path / "c")
+    assert "long" in after.skills
+    same(after, cold(root))
+
+
+def test_a_forged_entry_with_a_good_checksum_still_fails_its_stamps(tree: Path, tmp_path: Path) -> None:
+    """The stamps, not the checksum, decide: an entry whose files changed is reloaded."""
+    cached(tree, tmp_path / "c")
+    (tree / "beta" / "SKILL.md").write_text("---\nname: beta\ndescription: Rewritten.\n---\n", encoding="utf-8")
+    after, cache = cached(tree, tmp_path / "c")
+    assert after.skills["beta"].description == "Rewritten."
+    assert cache.loaded == 1
+
+
+def test_a_link_in_a_skill_keeps_it_out_of_the_cache(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    _skill(root, "linked")
+    (root / "linked" / "real.md").write_text("one\n", encoding="utf-8")
+    (root / "linked" / "alias.md").symlink_to("real.md")
+    cached(root, tmp_path / "c")
+    _after, cache = cached(root, tmp_path / "c")
+    assert cache.reused == 0 and cache.loaded == 1
+
+
+def test_pack_digests_are_reused_only_while_the_pinned_files_are_unchanged(tmp_path: Path) -> None:
+    from tests.packs.test_packs import lock, make_pack
+
+    root = make_pack(tmp_path / "pk")
+    assert lock(root).returncode == 0
+    first, _ = cached(root, tmp_path / "c")
+    assert set(first.skills) == {"alpha", "beta"}
+    _second, c2 = cached(root, tmp_path / "c")
+    assert c2.reused == 2
+    script = root / "alpha" / "scripts" / "run.py"
+    script.write_text("print('HI')\n", encoding="utf-8")  # same size, different bytes
+    third, _c3 = cached(root, tmp_path / "c")
+    same(third, cold(root))
+    assert "alpha" not in third.skills
+    assert any(p.reason == "digest-mismatch" and p.skill == "alpha" for p in third.problems)
+
+
+def test_the_cache_is_off_when_asked_and_its_directory_follows_xdg(tmp_path: Path) -> None:
+    assert load_settings([], {"SKILL_MCP_CACHE": "off", "HOME": "/h"}).cache_dir is None
+    assert load_settings([], {"HOME": "/h"}).cache_dir == Path("/h/.cache/skill-mcp")
+    assert load_settings([], {"HOME": "/h", "XDG_CACHE_HOME": "/x"}).cache_dir == Path("/x/skill-mcp")
+    assert load_settings([], {"HOME": "/h", "XDG_CACHE_HOME": "rel"}).cache_dir == Path("/h/.cache/skill-mcp")
+    assert load_settings([], {"SKILL_MCP_CACHE_DIR": str(tmp_path)}).cache_dir == tmp_path
+    assert load_settings([], {}).cache_dir is None
+
+
+def test_other_rules_mean_another_cache_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import skill_mcp.catalog.cache as cache_module
+
+    here = cache_file(tmp_path, ["/r"])
+    assert here == cache_file(tmp_path, ["/r"]) and here != cache_file(tmp_path, ["/other"])
+    monkeypatch.setattr(cache_module, "code_fingerprint", lambda: "changed rules")
+    assert cache_file(tmp_path, ["/r"]) != here

@@ -1,0 +1,47 @@
+"""Standalone runs share no directory: a server killed mid-run leaves its run's TMPDIR behind,
+and the next server removes it before its first run (runner.rundirs), so a later script - under a
+root server, another run of the same unprivileged user - cannot read what the killed run left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+from pathlib import Path
+
+from tests.security.conftest import server_env
+from tests.security.harness import open_session, server_params, wait_for
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_killed_servers_run_directory_is_gone_before_the_next_servers_first_run(sec_root: Path) -> None:
+    secret = "left-behind-" + secrets.token_hex(6)
+    pidfile = sec_root.parent / "out" / "leave.pid"
+    with open_session(server_params([sec_root], server_env()), read_timeout=60) as session:
+        args = ["leave", str(pidfile), "60", secret]
+        token = session.preview("sec", "scripts/probe.py", args)[1]["confirmToken"]
+        session.portal.start_task_soon(session.client.call_tool, "skill_run",
+                                       {"skill": "sec", "script": "scripts/probe.py", "args": args,
+                                        "confirmToken": token})
+        wait_for(pidfile.exists, 20, "the script to start")
+        info = json.loads(pidfile.read_text())
+        os.kill(info["ppid"], signal.SIGKILL)
+        wait_for(lambda: not _alive(info["ppid"]), 15, "the server to die")
+        wait_for(lambda: not _alive(info["pid"]), 15, "the script to die with it")
+    left = Path(info["TMPDIR"])
+    # Positive control: the killed server could not remove its run's directory, secret inside.
+    assert (left / "secret").read_text() == secret
+    with open_session(server_params([sec_root], server_env()), read_timeout=60) as session:
+        out = session.probe("rundirs")["out"]
+    assert str(left) not in out["seen"] and secret not in out["secrets"], out
+    assert out["TMPDIR"] in out["seen"]  # the listing does show run directories: its own
+    assert not left.exists()
