@@ -12,8 +12,9 @@ Each one is, by the first rule that applies:
   the SDK's own client;
 - any other ``skill-mcp``/``skillmcp`` line, or a pipeline into ``serve``: run as written by
   ``bash -c`` with this checkout's commands first on ``PATH``, in a scratch ``HOME`` whose
-  ``~/skills`` holds two good skills; it must exit 0 with nothing but JSON on stdout for a
-  pipeline into ``serve``.
+  ``~/skills`` holds two good skills; it must exit 0 and print something on stdout, nothing but
+  JSON for a pipeline into ``serve``, and a trailing ``# -> NAME`` comment is a claim checked
+  against the first line printed (the first hit).
 
 Anything else fails, naming the line: add a rule or an ``ELSEWHERE`` entry with a real test.
 
@@ -57,6 +58,8 @@ ELSEWHERE: dict[str, str] = {
         "tests/http/test_http_auth.py::test_allowed_host_admits_the_proxy_name_and_nothing_else"),
     r"^skill-mcp serve --http .* --token-file ": "tests/http/test_http_auth.py::test_token_file_is_the_token",
     r"^bash \.ci/setup\.d/node\.sh": "tests/conformance/test_conformance.py::test_conformance_suite_passes_against_its_baseline",
+    # Fly's CLI cannot run here; the image's selftest it starts runs under Docker with the documented flags.
+    r"^fly machine run \S+ selftest ": "tests/appliance/test_selftest.py::test_selftest_holds_everything_with_the_documented_flags",
     r"^pytest tests/conformance": "tests/conformance/test_conformance.py::test_conformance_suite_passes_against_its_baseline",
 }
 SYNOPSIS = re.compile(r"\[|\.\.\.|\b(DIR|HOST:PORT|PATH|NAME|ROOT|TOOL|QUERY|JSON)\b")
@@ -156,6 +159,12 @@ def test_the_example_runs_as_written(example: Example, tmp_path: Path) -> None:
         done = subprocess.run(["bash", "-c", example.line], capture_output=True, text=True, timeout=240,
                               check=False, cwd=home, env=_env(home), stdin=subprocess.DEVNULL)
         assert done.returncode == 0, f"{example.where}: {example.line}\n{done.stderr[-2000:]}"
+        # Exit 0 alone would pass a list that printed nothing or a search that found another skill.
+        assert done.stdout.strip(), f"{example.where}: printed nothing on stdout"
+        claimed = re.search(r"#\s*->\s*(\S+)\s*$", example.line)
+        if claimed:  # "skill-mcp search ...  # -> connect-cursor": the first hit is that skill
+            first = done.stdout.strip().splitlines()[0]
+            assert re.search(rf"\b{re.escape(claimed.group(1))}\b", first), f"{example.where}: first line {first!r}"
         if re.search(r"\|\s*(skill-mcp|skillmcp) serve", example.line):
             assert all("error" not in json.loads(line) for line in done.stdout.splitlines())
             assert done.stdout.strip(), "the server answered nothing"

@@ -63,6 +63,25 @@ def test_call_skill_run_with_yes_runs_the_script_and_prints_its_result(root: Pat
     assert "Run python script scripts/hi.py of skill hello?" in done.stderr  # the preview was shown
 
 
+def test_call_skill_run_prints_the_scripts_own_output_for_a_person(root: Path) -> None:
+    done = run("call", "skill_run", "--skills-dir", str(root), "--args", ARGS, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hi there\n"  # as the script wrote it, not a JSON string with escapes
+    assert done.stderr.splitlines()[-1].startswith("skill-mcp: hello scripts/hi.py: ok (exit 0, ")
+
+
+def test_call_skill_run_of_a_failing_script_exits_1_with_its_output(root: Path) -> None:
+    write(root / "hello" / "scripts" / "hi.py", "import sys\nprint('half done')\nsys.exit('broke')\n")
+    done = run("call", "skill_run", "--skills-dir", str(root), "--args", ARGS, "--yes")
+    assert done.returncode == 1  # a CI job running it with --yes sees the failure
+    assert done.stdout == "half done\n" and "broke\n" in done.stderr
+    assert done.stderr.splitlines()[-1].startswith("skill-mcp: hello scripts/hi.py: error (exit 1, ")
+    as_json_done = run("call", "skill_run", "--skills-dir", str(root), "--args", ARGS, "--yes", "--json")
+    assert as_json_done.returncode == 1
+    result = as_json(as_json_done)["structuredContent"]
+    assert (result["status"], result["exitCode"], result["stdout"]) == ("error", 1, "half done\n")
+
+
 def test_call_skill_run_with_yes_also_confirms_a_server_that_never_elicits(root: Path) -> None:
     done = run("call", "skill_run", "--skills-dir", str(root), "--args", ARGS, "--yes", "--json",
                env={"MCP_CONFIRM_ELICITATION": "off"})

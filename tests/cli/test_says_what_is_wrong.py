@@ -59,7 +59,41 @@ def test_list_with_one_good_and_one_missing_root_lists_the_good_and_names_the_mi
 
 def test_list_of_an_existing_empty_root_is_not_an_error(tmp_path: Path) -> None:
     done = run("list", "--skills-dir", str(tmp_path))
-    assert done.returncode == 0 and "no skills" in done.stderr
+    assert done.returncode == 0 and done.stderr.count(f"no skill found under {tmp_path}") == 1
+
+
+def _hidden_collection(tmp_path: Path) -> Path:
+    """A collection laid out like openai/skills: every skill under a hidden folder."""
+    root = tmp_path / "collection"
+    write(root / "skills" / ".curated" / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="wire"))
+    write(root / "README.md", "# A collection\n")
+    return root
+
+
+def test_list_search_and_index_of_a_root_that_serves_nothing_say_where_skills_are_looked_for(tmp_path: Path) -> None:
+    root = _hidden_collection(tmp_path)
+    for args in (("list",), ("search", "report"), ("index",)):
+        done = run(*args, "--skills-dir", str(root))
+        assert done.stderr.count(f"no skill found under {root}") == 1, (args, done.stderr)
+        assert "hidden directories are not searched" in done.stderr and "no skills" not in done.stderr
+    assert run("list", "--skills-dir", str(root)).returncode == 0
+    assert run("search", "report", "--skills-dir", str(root)).returncode == 1  # found nothing, as before
+    reached = run("list", "--skills-dir", str(root / "skills" / ".curated"))  # the way the hint names
+    assert reached.returncode == 0 and reached.stdout.startswith("alpha") and reached.stderr == ""
+
+
+def test_a_root_whose_only_skill_is_refused_names_the_refusal_not_an_empty_root(tmp_path: Path) -> None:
+    write(tmp_path / "broken" / "SKILL.md", "---\nname: broken\ndescription: [unclosed\n---\nbody\n")
+    done = run("list", "--skills-dir", str(tmp_path))
+    assert done.returncode == 0 and "no skill found" not in done.stderr
+    index = run("index", "--skills-dir", str(tmp_path))
+    assert "frontmatter-parse" in index.stdout and "no skill found" not in index.stderr
+
+
+def test_a_phase_with_no_skill_says_so_about_the_phase(tmp_path: Path) -> None:
+    write(tmp_path / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="wire"))
+    done = run("list", "--phase", "govern", "--skills-dir", str(tmp_path))
+    assert done.returncode == 0 and done.stderr == "no skills in phase 'govern'\n"
 
 
 def test_show_and_search_under_a_missing_root_name_it(tmp_path: Path) -> None:
@@ -88,3 +122,24 @@ def test_validate_of_a_root_with_no_skill_passes_but_says_nothing_was_found(tmp_
     assert done.stderr.count("no skill found") == 1 and "hidden directories" in done.stderr
     named = run("validate", str(tmp_path / "collection" / "skills" / ".curated"))  # the way to reach them
     assert named.returncode == 0 and "1 skills served" in named.stdout and named.stderr == ""
+
+
+def test_show_of_a_name_from_the_skillmcp_notes_names_the_skill_that_serves_it() -> None:
+    # The notes' example is `skillmcp show protocol-conformance-test`; the pack calls it run-conformance-suite.
+    done = run("show", "protocol-conformance-test")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "closest: run-conformance-suite," in done.stderr
+    as_json_err = run("show", "protocol-conformance-test", "--json")
+    assert json.loads(as_json_err.stderr)["reason"] == "unknown-skill"
+
+
+def test_validate_takes_skills_dir_as_every_other_catalog_command_does(tmp_path: Path) -> None:
+    write(tmp_path / "one" / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="wire"))
+    write(tmp_path / "two" / "beta" / "SKILL.md", "---\nname: beta\ndescription: [unclosed\n---\nbody\n")
+    positional = run("validate", "--json", str(tmp_path / "one"), str(tmp_path / "two"))
+    assert positional.returncode == 1 and as_json(positional)["errors"] == 1  # beta's frontmatter
+    for flag in ("--skills-dir", "--packs-root"):
+        flagged = run("validate", "--json", flag, str(tmp_path / "one"), flag, str(tmp_path / "two"))
+        assert flagged.returncode == 1 and as_json(flagged) == as_json(positional)
+    mixed = run("validate", "--json", str(tmp_path / "one"), "--skills-dir", str(tmp_path / "two"))
+    assert as_json(mixed)["roots"] == as_json(positional)["roots"]

@@ -23,3 +23,16 @@ async def test_serve_without_arguments_serves_the_bundled_skills(era: str) -> No
         loaded = await client.call_tool("skill_load", {"name": first})
         assert not loaded.is_error and loaded.structured_content["instructions"].strip()
         assert (await skills_list(client))["skills"]
+
+
+async def test_a_remembered_name_that_is_not_served_is_refused_with_the_closest_served_names() -> None:
+    # The skillmcp notes call this skill 'stdout-purity-check'; the pack serves it as check-stdout-purity.
+    command = server_command()
+    params = StdioServerParameters(command=command[0], args=command[1:], env={"SKILL_MCP_LOG": "warning"})
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        refused = await client.call_tool("skill_load", {"name": "stdout-purity-check"})
+        assert refused.is_error and refused.structured_content["reason"] == "unknown-skill"
+        assert refused.structured_content["closest"][0] == "check-stdout-purity"
+        nothing_alike = await client.call_tool("skill_load", {"name": "nope"})
+        assert nothing_alike.structured_content["reason"] == "unknown-skill"
+        assert nothing_alike.structured_content["closest"] == []

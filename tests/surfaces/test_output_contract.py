@@ -132,11 +132,52 @@ async def test_tools_list_advertises_the_shallow_form_and_carries_the_strict_sch
     assert set(strict) <= set(listed)
     for name, schema in strict.items():
         tool = listed[name]
-        assert tool.output_schema == schemas.advertised(dict(schema))
+        assert tool.output_schema == schemas.advertised_output(dict(schema))
         assert tool.meta is not None and tool.meta[schemas.STRICT_SCHEMA_META] == schema
         Draft202012Validator.check_schema(tool.output_schema)
         # Every top-level field is still there; only arrays of objects lose their item schema.
         assert set(tool.output_schema["properties"]) == set(schema["properties"])
+
+
+REFUSED_CALLS = [
+    ("skill_list", {"cursor": "not-a-cursor"}),
+    ("skill_load", {"name": "nope"}),
+    ("skill_load", {"name": "alpha", "extra": 1}),
+    ("skill_file", {"name": "nope", "paths": ["SKILL.md"]}),
+    ("skill_file", {"name": "alpha", "paths": ["SKILL.md"] * 9}),
+    ("skill_file", {"name": "bulk", "paths": [f"data/part{i}.txt" for i in range(5)]}),
+    ("skill_run", {"skill": "alpha", "script": "scripts/other.py"}),
+    ("skill_run", {"skill": "ruby-tool", "script": "gem.rb"}),
+    ("skill_run", {"skill": "alpha", "script": "scripts/hello.py", "confirmToken": "not-a-token"}),
+    ("skill_search", {"query": ""}),
+]
+
+
+async def test_every_refusal_satisfies_the_advertised_output_schema(client: Client, root: Path) -> None:
+    # The TypeScript SDK's client (the MCP Inspector's) checks structuredContent against
+    # outputSchema on error results too; a refusal the advertised schema refused reached its
+    # user as a -32602 instead of the tool error with a reason.
+    listed = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+    strict = _strict(root)
+    reasons = set()
+    for tool, args in REFUSED_CALLS:
+        result = await client.call_tool(tool, args)
+        refusal = dict(result.structured_content or {})
+        assert result.is_error and refusal.get("reason"), (tool, args, result.content)
+        reasons.add(refusal["reason"])
+        _holds(listed[tool], refusal)
+        _holds(schemas.REFUSAL, refusal)
+        # Positive control: the success shape alone (what was advertised before) refuses it.
+        assert list(Draft202012Validator(schemas.advertised(dict(strict[tool]))).iter_errors(refusal)), tool
+    assert len(reasons) >= 7, reasons
+
+
+def test_the_advertised_output_schema_still_requires_the_success_fields_of_a_success() -> None:
+    shown = schemas.advertised_output(schemas.SKILL_LIST_OUT)
+    assert "required" not in shown and shown["anyOf"][0] == {"required": schemas.SKILL_LIST_OUT["required"]}
+    errors = list(Draft202012Validator(shown).iter_errors({"skills": [], "total": 0}))
+    assert errors  # neither a whole page nor a refusal
+    assert not list(Draft202012Validator(shown).iter_errors({"reason": "unknown-skill", "detail": "no such skill"}))
 
 
 def test_advertised_arrays_of_objects_describe_every_item_field() -> None:

@@ -48,6 +48,29 @@ def report_missing_roots(catalog: Any, *, json_mode: bool, code: int) -> int:
                 json_mode=json_mode, reason=ProblemReason.ROOT_MISSING)
 
 
+def nothing_found_text(catalog: Any) -> str | None:
+    """Why an existing root served nothing, or None when something was served or refused.
+
+    A collection kept in hidden folders (openai/skills' ``skills/.curated``) or a root one level
+    too high is otherwise indistinguishable from an empty directory: every catalog command says
+    so in these words. A refused skill or a missing root already explains itself.
+    """
+    if catalog.skills or any(p.reason in SKILL_REFUSALS for p in catalog.problems):
+        return None
+    missing = set(missing_roots(catalog))
+    roots = [str(r) for r in catalog.roots if str(r) not in missing]
+    if not roots:
+        return None
+    return (f"no skill found under {', '.join(roots)}: a skill is a directory holding SKILL.md (ROOT, "
+            "ROOT/<name> or ROOT/skills/<name>); hidden directories are not searched, so name them as roots")
+
+
+def report_nothing_found(catalog: Any) -> None:
+    text = nothing_found_text(catalog)
+    if text is not None:
+        warn(f"skill-mcp: warning: {text}")
+
+
 def phase_of(skill: Any) -> str | None:
     if skill.phase:
         return str(skill.phase)
@@ -129,6 +152,7 @@ def run_index(args: argparse.Namespace) -> int:
     emit(f"problems: {len(problems)}")
     for p in problems:
         emit(f"  {p['level']}: {p['reason']}: {p['path']}: {p['detail']}")
+    report_nothing_found(catalog)
     return exits.OK
 
 
@@ -141,8 +165,10 @@ def run_list(args: argparse.Namespace) -> int:
     width = max((len(s.name) for s in skills), default=0)
     for skill in skills:
         emit(f"{skill.name.ljust(width)}  {_short(skill.description)}")
-    if not skills and not missing_roots(catalog):
-        warn("no skills" + (f" in phase {args.phase!r}" if args.phase else ""))
+    if not catalog.skills:
+        report_nothing_found(catalog)
+    elif not skills:
+        warn(f"no skills in phase {args.phase!r}")
     return report_missing_roots(catalog, json_mode=False, code=exits.OK)
 
 
@@ -160,7 +186,9 @@ def run_search(args: argparse.Namespace) -> int:
         for i, hit in enumerate(result["hits"], 1):
             emit(f"{i:>2}. {hit['name']}  ({hit['score']:.3f})  {_short(hit['description'], 70)}")
             emit(f"    {hit['reason']}")
-        if not result["hits"]:
+        if not catalog.skills:
+            report_nothing_found(catalog)
+        elif not result["hits"]:
             warn(f"no skill matches {query!r}")
         elif result["match"] == "weak":
             warn(f"no skill matches {query!r} well: these are only the closest")
@@ -182,7 +210,11 @@ def run_show(args: argparse.Namespace) -> int:
         if missing:
             raise exits.CliError(exits.UNAVAILABLE, f"no skill named {args.name!r}; {_root_missing_text(missing)}",
                                  ProblemReason.ROOT_MISSING)
-        raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}", "unknown-skill")
+        from skill_mcp.surfaces.state import closest_names
+
+        closest = closest_names(catalog.skills, args.name)
+        hint = f"; closest: {', '.join(closest)}" if closest else ""
+        raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}{hint}", "unknown-skill")
     memo = DigestMemo()
     try:
         body = read_body(skill)

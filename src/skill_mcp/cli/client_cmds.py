@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from skill_mcp.cli import exits
@@ -134,6 +135,27 @@ async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: 
     return out
 
 
+def _finished_run(tool: str, out: dict[str, Any]) -> dict[str, Any] | None:
+    """The result of a ``skill_run`` that ran its script (whatever the script did), else None."""
+    from skill_mcp.surfaces.run_tool import RUN_STATUSES
+
+    structured = out.get("structuredContent") or {}
+    if tool != "skill_run" or out["isError"] or structured.get("status") not in RUN_STATUSES:
+        return None
+    return structured
+
+
+def _print_run(result: dict[str, Any]) -> None:
+    """A run for a person: the script's own output as it wrote it, then one line on how it ended."""
+    sys.stdout.write(result.get("stdout") or "")
+    sys.stdout.flush()
+    sys.stderr.write(result.get("stderr") or "")
+    ended = f"exit {result.get('exitCode')}" if result.get("signal") is None else f"signal {result.get('signal')}"
+    cut = [name for name, was in sorted((result.get("truncated") or {}).items()) if was]
+    warn(f"skill-mcp: {result.get('skill')} {result.get('script')}: {result['status']} ({ended}, "
+         f"{result.get('durationMs')} ms" + (f"; {' and '.join(cut)} truncated" if cut else "") + ")")
+
+
 def run_call(args: argparse.Namespace) -> int:
     import anyio
 
@@ -143,8 +165,11 @@ def run_call(args: argparse.Namespace) -> int:
         out = anyio.run(_call, _settings(args), args.tool, arguments, confirmer)
     except TimeoutError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"{args.tool}: no answer in {CALL_TIMEOUT_S:.0f} s") from err
+    finished = _finished_run(args.tool, out)
     if args.json:
         emit_json(out)
+    elif finished is not None:
+        _print_run(finished)
     elif "structuredContent" in out:
         emit(json.dumps(out["structuredContent"], indent=2, sort_keys=True, ensure_ascii=False))
     else:
@@ -161,5 +186,9 @@ def run_call(args: argparse.Namespace) -> int:
     if out["isError"]:
         reason = (out.get("structuredContent") or {}).get("reason")
         warn(f"skill-mcp: {args.tool} returned an error" + (f" ({reason})" if reason else ""))
+        return exits.PROBLEM
+    if finished is not None and finished["status"] != "ok":
+        # The script failed, timed out or was killed: a normal result for the tool, but a script
+        # or CI job that ran it with --yes must not read success from the exit status.
         return exits.PROBLEM
     return exits.OK

@@ -95,6 +95,9 @@ def _call(p: argparse.ArgumentParser) -> None:
 
 def _validate(p: argparse.ArgumentParser) -> None:
     p.add_argument("roots", metavar="ROOT", nargs="*", help="roots to check (default: as `serve` would)")
+    # The spelling every other catalog command takes, so `validate --skills-dir DIR` (typed the
+    # way `list` was) checks DIR rather than failing on usage; roots given either way are checked.
+    _add_roots(p)
     p.add_argument("--strict", action="store_true", help="also apply the quality floors (docs/cli.md)")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.validate_cmd:run")

@@ -7,7 +7,8 @@ import os
 from collections import Counter
 
 from skill_mcp.cli import exits
-from skill_mcp.cli.output import emit, emit_json, warn
+from skill_mcp.cli.catalog_cmds import report_nothing_found
+from skill_mcp.cli.output import emit, emit_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -16,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     from skill_mcp.reasons import Level
     from skill_mcp.validate import validate_catalog
 
-    settings = load_settings(args.roots, os.environ)
+    settings = load_settings([*args.roots, *args.skills_dirs], os.environ)
     catalog = build_catalog(settings)
     problems = validate_catalog(catalog, strict=args.strict)
     errors = sum(1 for p in problems if p.level == Level.ERROR)
@@ -35,10 +36,8 @@ def run(args: argparse.Namespace) -> int:
         width = max((len(reason) for reason in by_reason), default=0)
         for reason, count in by_reason.items():
             emit(f"  {reason.ljust(width)}  {count}")
-    if not catalog.skills and catalog.roots and not args.json:
+    if not args.json:
         # An existing root with nothing in it passes vacuously; say so, or a CI gate pointed
         # at the wrong directory (or at a collection kept in hidden folders) looks green.
-        warn(f"skill-mcp: warning: no skill found under {', '.join(str(r) for r in catalog.roots)}: a skill is a "
-             "directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); hidden directories are "
-             "not searched, so name them as roots")
+        report_nothing_found(catalog)
     return exits.PROBLEM if errors else exits.OK

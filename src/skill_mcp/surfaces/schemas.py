@@ -226,3 +226,20 @@ def advertised(schema: Any) -> Any:
     if isinstance(schema.get("properties"), dict):
         out["properties"] = {name: advertised(sub) for name, sub in schema["properties"].items()}
     return out
+
+
+def advertised_output(schema: Any) -> Any:
+    """The ``outputSchema`` a tool advertises: ``advertised(schema)``, whose top-level ``required``
+    also admits a refusal (``{reason, detail, ...}``).
+
+    A refused call is ``isError: true`` with ``structuredContent: {reason, detail, ...}``, and the
+    official TypeScript SDK's client (the MCP Inspector's, 1.32) checks ``structuredContent``
+    against ``outputSchema`` even on an error: a success-only ``required`` turned every refusal
+    into a -32602 it raised instead of the tool error the model was meant to read.
+    """
+    out = advertised(schema)
+    if not isinstance(out, dict) or "required" not in out:
+        return out
+    required = out.pop("required")
+    out["anyOf"] = [{"required": list(required)}, {"required": list(REFUSAL["required"])}]
+    return out

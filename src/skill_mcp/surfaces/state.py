@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import heapq
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +32,29 @@ class SurfaceState:
         return self.catalog_provider()
 
 
+def closest_names(names: Iterable[str], wanted: str, limit: int = 3) -> list[str]:
+    """Served names that ``wanted`` (a guessed or remembered name such as ``stdout-purity-check``)
+    may have meant, most alike first.
+
+    Only names sharing a hyphenated word with it are candidates, the 20 sharing most; those are
+    ordered by difflib's similarity. One pass of small set intersections, so a miss stays cheap at
+    10,000 skills (difflib over every name would take about 0.1 s).
+    """
+    from difflib import SequenceMatcher
+
+    words = {w for w in wanted.lower().split("-") if w}
+    overlap = heapq.nsmallest(20, ((-len(words.intersection(n.split("-"))), n) for n in names))
+    candidates = [n for score, n in overlap if score < 0]
+    return sorted(candidates, key=lambda n: (-SequenceMatcher(None, wanted, n).ratio(), n))[:limit]
+
+
 def find_skill(catalog: Catalog, name: str) -> Skill:
     skill = catalog.skills.get(name)
     if skill is None:
-        raise SkillMcpError(Refusal.UNKNOWN_SKILL, f"no skill named {name!r} is served; call skill_list",
-                            {"name": name})
+        closest = closest_names(catalog.names(), name)
+        hint = f" (closest: {', '.join(closest)})" if closest else ""
+        raise SkillMcpError(Refusal.UNKNOWN_SKILL, f"no skill named {name!r} is served{hint}; call skill_list",
+                            {"name": name, "closest": closest})
     return skill
 
 

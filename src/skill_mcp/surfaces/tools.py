@@ -20,7 +20,7 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.errors import invalid_params, tool_error
 from skill_mcp.surfaces.fastcheck import compile_accept
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
-from skill_mcp.surfaces.schemas import STRICT_SCHEMA_META, advertised
+from skill_mcp.surfaces.schemas import STRICT_SCHEMA_META, advertised_output
 from skill_mcp.surfaces.state import SurfaceState
 
 log = logging.getLogger("skill_mcp.tools")
@@ -73,7 +73,7 @@ class ToolTable:
                     title=spec.title,
                     description=spec.description,
                     input_schema=dict(spec.input_schema),
-                    output_schema=advertised(strict) if strict is not None else None,
+                    output_schema=advertised_output(strict) if strict is not None else None,
                     annotations=types.ToolAnnotations.model_validate(spec.annotations) if spec.annotations else None,
                 ))
                 if strict is not None:
