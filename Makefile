@@ -5,7 +5,11 @@ BIN := $(VENV)/bin
 
 .PHONY: install run test lint bench image lb-image
 
+# python-prctl is built from source on install (no wheel on the index). On a fresh Debian/Ubuntu
+# machine, as root, its build dependencies are installed first; anyone else is told what to install.
 $(BIN)/skill-mcp: pyproject.toml
+	@PY=$(PY) bash .ci/setup.d/prctl.sh --check || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && PY=$(PY) bash .ci/setup.d/prctl.sh; } || { echo "python-prctl needs a C compiler and libcap's and Python's headers: apt-get install gcc libcap-dev python3-dev" >&2; exit 1; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[dev]"

@@ -12,6 +12,11 @@ py=${PY:-python3}
 if ! "$py" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
   need+=(python3-dev)
 fi
+# --check: only say (by the exit status) whether everything is there; install nothing.
+if [ "${1:-}" = --check ]; then
+  [ ${#need[@]} -eq 0 ]
+  exit
+fi
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
