@@ -72,7 +72,7 @@ def _answers(catalog: Catalog, index: SearchIndex) -> list[dict]:
 
 def _same_as_fresh(catalog: Catalog, index: SearchIndex) -> None:
     fresh = index_catalog(catalog)
-    assert index.names == fresh.names and index.headings == fresh.headings
+    assert index.names == fresh.names and tuple(index.headings) == fresh.headings
     assert dict(index.postings.items()) == fresh.postings  # every term, every posting, bit for bit
     assert _answers(catalog, index) == _answers(catalog, fresh)
 
@@ -152,11 +152,11 @@ def _damage(path: Path, how: str) -> None:
     header = json.loads(data[:HEADER_BYTES])
     if how == "header":
         data[5] ^= 0xFF
-    elif how in ("docs", "terms"):
+    elif how in ("names", "headings", "terms", "offsets", "digests"):
         offset, length, _ = header[how]
         data[offset + length // 2] ^= 0x01
     elif how == "truncated":
-        del data[header["docs"][0]:]
+        del data[header["names"][0]:]
     elif how == "other-version":
         text = data[:HEADER_BYTES].decode().replace(header["version"], "0.0.0-other")
         data[:HEADER_BYTES] = text.ljust(HEADER_BYTES - 1).encode() + b"\n"
@@ -169,7 +169,7 @@ def _damage(path: Path, how: str) -> None:
         path.symlink_to(moved)
 
 
-@pytest.mark.parametrize("how", ["header", "docs", "terms", "truncated", "other-version", "writable-by-others",
+@pytest.mark.parametrize("how", ["header", "names", "headings", "terms", "offsets", "digests", "truncated", "other-version", "writable-by-others",
                                  "symlink"])
 def test_a_damaged_or_foreign_index_file_is_rebuilt_never_served(tree: Path, tmp_path: Path, how: str) -> None:
     catalog, _ = _index(tree, tmp_path / "c")
@@ -184,7 +184,7 @@ def test_damaged_postings_raise_rather_than_answer(tree: Path, tmp_path: Path) -
     catalog, _ = _index(tree, tmp_path / "c")
     path = index_file(tmp_path / "c", catalog.roots)
     data = bytearray(path.read_bytes())
-    end = json.loads(data[:HEADER_BYTES])["docs"][0]
+    end = json.loads(data[:HEADER_BYTES])["names"][0]  # the postings come first
     data[HEADER_BYTES:end] = bytes(b ^ 0x01 for b in data[HEADER_BYTES:end])  # every term's postings
     path.write_bytes(bytes(data))
     catalog, index = _index(tree, tmp_path / "c")
@@ -217,7 +217,7 @@ async def test_the_server_persists_its_index_and_answers_right_after_damage(tmp_
         first = (await client.call_tool("skill_search", args)).structured_content
     assert path.is_file()
     data = bytearray(path.read_bytes())
-    end = json.loads(data[:HEADER_BYTES])["docs"][0]
+    end = json.loads(data[:HEADER_BYTES])["names"][0]  # the postings come first
     data[HEADER_BYTES:end] = bytes(b ^ 0x01 for b in data[HEADER_BYTES:end])
     path.write_bytes(bytes(data))
     async with Client(build_server(settings), mode="legacy") as client:

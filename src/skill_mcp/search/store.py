@@ -42,8 +42,9 @@ import tempfile
 import weakref
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from skill_mcp import __version__
 from skill_mcp.catalog.cache import code_fingerprint
@@ -56,7 +57,7 @@ log = logging.getLogger("skill_mcp.search")
 FORMAT = 1
 MAGIC = "skill-mcp-search-index"
 HEADER_BYTES = 1024
-_DIGEST_CHARS = 32  # of a SHA-256 in hex: plenty against accidental damage, half the table
+_DIGEST_BYTES = 16  # of a SHA-256: plenty against accidental damage
 # Bytes per posting: doc id ('I'), score ('f'), field mask (a byte), section ('H').
 _ITEMSIZES = {"I": 4, "f": 4, "H": 2}
 _PER_POSTING = 11
@@ -68,8 +69,8 @@ class StoredIndexError(Exception):
     """A persisted index turned out damaged after it was opened: rebuild it, then ask again."""
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:_DIGEST_CHARS]
+def _digest(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()[:_DIGEST_BYTES]
 
 
 def search_fingerprint() -> str:
@@ -97,7 +98,8 @@ class KeyHasher:
         self.count = 0
 
     def add(self, fields: Sequence[Any], stamp: Stamp | None) -> None:
-        self._hasher.update(json.dumps([fields, stamp], ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        # repr of str/int/tuple values is exact and stable, and cheaper than JSON per skill.
+        self._hasher.update(repr((fields, stamp)).encode("utf-8", "surrogatepass"))
         self._hasher.update(b"\n")
         self.count += 1
 
@@ -116,9 +118,10 @@ def stamp_now(path: str) -> Stamp | None:
 class _Stored(Mapping[str, _Postings]):
     """term -> postings, each read from the file and checked the first time it is asked for."""
 
-    def __init__(self, fd: int, table: dict[str, list[Any]], n_docs: int) -> None:
+    def __init__(self, fd: int, table: _Table, n_docs: int) -> None:
         self._fd = fd
-        self._table = table
+        self._table = table.at
+        self._rows = table
         self._n_docs = n_docs
         self._decoded: dict[str, _Postings] = {}
         # The descriptor lives as long as the index; a rename over the file does not affect it.
@@ -127,7 +130,10 @@ class _Stored(Mapping[str, _Postings]):
     def __getitem__(self, term: str) -> _Postings:
         post = self._decoded.get(term)
         if post is None:
-            post = self._decoded[term] = self._decode(term, *self._table[term])
+            i = self._table[term]
+            rows = self._rows
+            post = self._decoded[term] = self._decode(term, rows.offsets[i], rows.counts[i],
+                                                      rows.digests[i * _DIGEST_BYTES:(i + 1) * _DIGEST_BYTES])
         return post
 
     def __iter__(self) -> Iterator[str]:
@@ -139,7 +145,7 @@ class _Stored(Mapping[str, _Postings]):
     def __contains__(self, term: object) -> bool:
         return term in self._table
 
-    def _decode(self, term: str, offset: int, n: int, digest: str) -> _Postings:
+    def _decode(self, term: str, offset: int, n: int, digest: bytes) -> _Postings:
         size = _PER_POSTING * n
         try:
             raw = os.pread(self._fd, size, offset)
@@ -151,17 +157,74 @@ class _Stored(Mapping[str, _Postings]):
         docs.frombytes(raw[:4 * n])
         scores.frombytes(raw[4 * n:8 * n])
         sections.frombytes(raw[9 * n:])
-        if n == 0 or docs[-1] >= self._n_docs:
+        if n == 0 or docs[-1] >= self._n_docs or len(docs) != n:
             raise StoredIndexError(f"the postings of {term!r} name a skill the index does not hold")
         return make_postings(docs, scores, raw[8 * n:9 * n], sections, self._n_docs)
 
 
-def _block(fd: int, where: Any) -> Any:
+def _block(fd: int, where: Any) -> bytes:
     offset, length, digest = where
     raw = os.pread(fd, length, offset)
-    if len(raw) != length or _digest(raw) != digest:
+    if len(raw) != length or _digest(raw).hex() != digest:
         raise ValueError("a table does not match its checksum")
-    return json.loads(raw)
+    return raw
+
+
+def _array(code: str, raw: bytes) -> array[Any]:
+    out = array(code)
+    out.frombytes(raw)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """Where each term's postings are: term -> row, and per row its offset, count and digest."""
+
+    at: dict[str, int]
+    offsets: array[int]  # 'Q'
+    counts: array[int]  # 'I'
+    digests: bytes  # _DIGEST_BYTES per row
+
+
+class _Headings(Sequence[tuple[str, ...]]):
+    """doc id -> its headings, decoded when a hit needs them (one JSON line per doc)."""
+
+    def __init__(self, lines: bytes, starts: array[int]) -> None:
+        self._lines = lines
+        self._starts = starts
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    @overload
+    def __getitem__(self, doc: int) -> tuple[str, ...]: ...
+    @overload
+    def __getitem__(self, doc: slice) -> Sequence[tuple[str, ...]]: ...
+
+    def __getitem__(self, doc: int | slice) -> Any:
+        if isinstance(doc, slice):
+            return [self[i] for i in range(*doc.indices(len(self)))]
+        value = json.loads(self._lines[self._starts[doc]:self._starts[doc + 1]])
+        if not (isinstance(value, list) and all(isinstance(h, str) for h in value)):
+            raise StoredIndexError(f"the headings of skill {doc} have the wrong shape")
+        return tuple(value)
+
+
+def _open(fd: int, header: dict[str, Any]) -> SearchIndex:
+    names = json.loads(_block(fd, header["names"]))
+    starts = _array("I", _block(fd, header["starts"]))
+    terms = _block(fd, header["terms"]).decode("utf-8").split("\n")
+    offsets, counts = _array("Q", _block(fd, header["offsets"])), _array("I", _block(fd, header["counts"]))
+    digests = _block(fd, header["digests"])
+    lines = _block(fd, header["headings"])
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names) and len(starts) == len(names) + 1
+            and starts[-1] == len(lines) and len(terms) == len(offsets) == len(counts)
+            and len(digests) == _DIGEST_BYTES * len(terms)):
+        raise TypeError("the tables do not agree")
+    table = _Table(dict(zip(terms, range(len(terms)), strict=True)), offsets, counts, digests)
+    # The headings are a lazy sequence, not the tuple the dataclass names: a hit reads a few.
+    return SearchIndex(names=tuple(names), headings=_Headings(lines, starts),  # type: ignore[arg-type]
+                       postings=_Stored(fd, table, len(names)))
 
 
 def load(path: Path, key: str) -> SearchIndex | None:
@@ -179,23 +242,11 @@ def load(path: Path, key: str) -> SearchIndex | None:
         if header.get("key") != key:
             os.close(fd)
             return None  # built for another catalog or other files: not an error
-        docs = _block(fd, header["docs"])
-        names, headings = docs["names"], docs["headings"]
-        if not (isinstance(names, list) and isinstance(headings, list) and len(names) == len(headings)
-                and all(isinstance(n, str) for n in names)
-                and all(isinstance(h, list) and all(isinstance(s, str) for s in h) for h in headings)):
-            raise TypeError("the doc table has the wrong shape")
-        table = _block(fd, header["terms"])
-        if not isinstance(table, dict) or not all(
-                isinstance(t, str) and isinstance(row, list) and len(row) == 3 and type(row[0]) is int
-                and type(row[1]) is int and isinstance(row[2], str) for t, row in table.items()):
-            raise TypeError("the term table has the wrong shape")
+        return _open(fd, header)
     except (ValueError, TypeError, KeyError, OSError) as exc:
         os.close(fd)
         log.info("search index discarded", extra={"path": str(path), "why": str(exc)[:200]})
         return None
-    return SearchIndex(names=tuple(names), headings=tuple(map(tuple, headings)),
-                       postings=_Stored(fd, table, len(names)))
 
 
 def save(path: Path, key: str, index: SearchIndex) -> None:
@@ -211,8 +262,8 @@ def save(path: Path, key: str, index: SearchIndex) -> None:
         with os.fdopen(fd, "wb") as out:
             _write(out, key, index)
         os.replace(name, path)
-    except OSError as exc:
-        log.info("search index not written", extra={"path": str(path), "why": exc.strerror})
+    except (OSError, ValueError) as exc:
+        log.info("search index not written", extra={"path": str(path), "why": str(exc)[:200]})
         with contextlib.suppress(OSError):
             os.unlink(name)
 
@@ -220,23 +271,32 @@ def save(path: Path, key: str, index: SearchIndex) -> None:
 def _write(out: Any, key: str, index: SearchIndex) -> None:
     out.write(b" " * HEADER_BYTES)
     offset = HEADER_BYTES
-    table: dict[str, list[Any]] = {}
-    for term, post in index.postings.items():
+    offsets, counts, digests = array("Q"), array("I"), bytearray()
+    for post in index.postings.values():
         raw = b"".join((post.docs.tobytes(), post.scores.tobytes(), bytes(post.masks), post.sections.tobytes()))
         out.write(raw)
-        table[term] = [offset, len(post.docs), _digest(raw)]
+        offsets.append(offset)
+        counts.append(len(post.docs))
+        digests += _digest(raw)
         offset += len(raw)
+    terms = list(index.postings)
+    if any("\n" in t for t in terms):
+        raise ValueError("a term holds a line break")  # never: terms are runs of letters and digits
+    lines = [json.dumps(list(h)).encode("utf-8") for h in index.headings]
+    starts = array("I", [0])
+    for line in lines:
+        starts.append(starts[-1] + len(line))
     blocks = {}
-    for label, value in (("docs", {"names": list(index.names), "headings": [list(h) for h in index.headings]}),
-                         ("terms", table)):
-        raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    for label, raw in (("names", json.dumps(list(index.names)).encode("utf-8")), ("headings", b"".join(lines)),
+                       ("starts", starts.tobytes()), ("terms", "\n".join(terms).encode("utf-8")),
+                       ("offsets", offsets.tobytes()), ("counts", counts.tobytes()), ("digests", bytes(digests))):
         out.write(raw)
-        blocks[label] = [offset, len(raw), _digest(raw)]
+        blocks[label] = [offset, len(raw), _digest(raw).hex()]
         offset += len(raw)
     header = json.dumps({"magic": MAGIC, "format": FORMAT, "version": __version__, "order": sys.byteorder,
                          "sizes": [array(c).itemsize for c in _ITEMSIZES], "key": key, **blocks}).encode("utf-8")
     if len(header) >= HEADER_BYTES:
-        raise OSError(0, "the header does not fit")
+        raise ValueError("the header does not fit")
     out.seek(0)
     out.write(header.ljust(HEADER_BYTES - 1) + b"\n")
 
