@@ -246,3 +246,16 @@ def test_two_servers_at_once_share_one_cache_directory(tmp_path: Path) -> None:
     assert _stored(index)
     _same_as_fresh(catalog, index)
     assert not [p for p in (tmp_path / "c").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_new_release_removes_the_index_older_code_left_for_the_same_roots(tree: Path, tmp_path: Path) -> None:
+    catalog, _ = _index(tree, tmp_path / "c")
+    path = index_file(tmp_path / "c", catalog.roots)
+    older = path.with_name(path.name.rsplit("-", 1)[0] + "-000000000000000000000000.v1")
+    other_roots = tmp_path / "c" / "search-111111111111111111111111-000000000000000000000000.v1"
+    for stale in (older, other_roots):
+        stale.write_bytes(b"left by other code")
+    _change(tree, "body")
+    _index(tree, tmp_path / "c")  # rebuilt and written: the older file for these roots goes
+    assert path.is_file() and not older.exists()
+    assert other_roots.exists()  # another set of roots' file is not ours to judge

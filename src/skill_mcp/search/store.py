@@ -86,8 +86,22 @@ def search_fingerprint() -> str:
 
 
 def index_file(cache_dir: Path, roots: Sequence[Path]) -> Path:
-    key = json.dumps([FORMAT, search_fingerprint(), [str(r) for r in roots]]).encode("utf-8")
-    return cache_dir / f"search-{hashlib.sha256(key).hexdigest()[:32]}.v{FORMAT}"
+    """``search-<roots>-<code>.v<FORMAT>``: the roots and the code that built it, hashed apart so
+    that a new release can remove the files its predecessors left for the same roots."""
+    where = hashlib.sha256(json.dumps([str(r) for r in roots]).encode("utf-8")).hexdigest()[:24]
+    return cache_dir / f"search-{where}-{search_fingerprint()[:24]}.v{FORMAT}"
+
+
+def _remove_superseded(path: Path) -> None:
+    """Remove the files older code wrote for the same roots (an index is tens of MB): only our
+    own regular files; a server still reading one keeps its open descriptor."""
+    prefix = path.name.rsplit("-", 1)[0] + "-"
+    with contextlib.suppress(OSError), os.scandir(path.parent) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.name != path.name and not entry.name.endswith(".tmp") \
+                    and entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.geteuid():
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 class KeyHasher:
@@ -262,6 +276,7 @@ def save(path: Path, key: str, index: SearchIndex) -> None:
         with os.fdopen(fd, "wb") as out:
             _write(out, key, index)
         os.replace(name, path)
+        _remove_superseded(path)
     except (OSError, ValueError) as exc:
         log.info("search index not written", extra={"path": str(path), "why": str(exc)[:200]})
         with contextlib.suppress(OSError):
