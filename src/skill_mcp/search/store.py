@@ -236,8 +236,8 @@ def _open(fd: int, header: dict[str, Any]) -> SearchIndex:
             and len(digests) == _DIGEST_BYTES * len(terms)):
         raise TypeError("the tables do not agree")
     table = _Table(dict(zip(terms, range(len(terms)), strict=True)), offsets, counts, digests)
-    # The headings are a lazy sequence, not the tuple the dataclass names: a hit reads a few.
-    return SearchIndex(names=tuple(names), headings=_Headings(lines, starts),  # type: ignore[arg-type]
+    # The headings are read lazily: a hit reads a few.
+    return SearchIndex(names=tuple(names), headings=_Headings(lines, starts),
                        postings=_Stored(fd, table, len(names)))
 
 
