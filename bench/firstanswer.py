@@ -5,7 +5,8 @@ For each corpus, three servers are visited in turn per repetition, rotating who 
 - the **floor**: spawn → ``initialize`` → ``tools/list`` (its *ready*), then one trivial call
   for its peak RSS;
 - ours **cold**: a new, empty catalog cache directory (nothing cached; the server writes one);
-- ours **warm**: a cache directory an earlier start filled (the corpus is unchanged since).
+- ours **warm**: a cache directory earlier starts filled, the catalog cache and the persisted
+  search index (the corpus is unchanged since).
 
 For ours, two figures per start: *ready + walk* (spawn → ``initialize`` → ``tools/list`` →
 every page of ``skill_list`` at its largest page size, the complete listing a client walks)
@@ -116,6 +117,8 @@ async def measure(label: str, root: Path, runs: int, query: str | None, skills: 
     try:
         warm = cached_spec(label, root, warm_dir)
         await _ours_walk(FirstAnswer(label), Mode(), warm, skills)  # the earlier start that fills the cache
+        if query is not None:  # and the one that persists the search index beside it
+            await _ours_search(Mode(), warm, query, skills)
         for rep in range(runs):
             cold_dir = Path(tempfile.mkdtemp(prefix="skill-mcp-bench-cold-"))
             cold = cached_spec(label, root, cold_dir)

@@ -49,7 +49,7 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
     from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec  # H4: skill_search
 
     runner = DeferredRunner.boot(settings)
-    search = SearchState()
+    search = SearchState(settings.cache_dir)
     tools = (deferred_run_tool_spec(runner.get), search_tool_spec(search), *_compat_tools(settings, search))
     return Plugins(tools=tools, script_states=runner.states(catalog_provider), closers=(runner.stop_running,))
 

@@ -102,7 +102,7 @@ def stamps_hold(base: str, stamps: Iterable[Any]) -> bool:
     return True
 
 
-def _racy(ctime_ns: int, t0_ns: int) -> bool:
+def racy(ctime_ns: int, t0_ns: int) -> bool:
     margin = COARSE_MARGIN_NS if ctime_ns % _SECOND == 0 else RACY_MARGIN_NS
     return ctime_ns >= t0_ns - margin
 
@@ -182,7 +182,7 @@ class CatalogCache:
         if self.t0_ns is None or not loaded.stampable or not loaded.stamps:
             return
         t0 = self.t0_ns
-        if any(_racy(s[4], t0) for s in loaded.stamps):
+        if any(racy(s[4], t0) for s in loaded.stamps):
             return
         writer = self._open_writer()
         if writer is None:
@@ -230,7 +230,7 @@ class CatalogCache:
                 with contextlib.suppress(OSError):
                     st = os.lstat(path)
                     held = memo.known(skill, entry)
-                    if held is not None and held[1] == value and not _racy(st.st_ctime_ns, self.t0_ns):
+                    if held is not None and held[1] == value and not racy(st.st_ctime_ns, self.t0_ns):
                         self._new_digests[where] = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, value]
                         self._changed = True
             return value

@@ -173,13 +173,16 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    from skill_mcp.search import MAX_LIMIT, index_catalog, search_result
+    from skill_mcp.search import MAX_LIMIT, StoredIndexError, index_catalog, search_result
 
     if not 1 <= args.limit <= MAX_LIMIT:
         raise exits.CliError(exits.USAGE, f"--limit must be between 1 and {MAX_LIMIT}")
     query = " ".join(args.query)
-    _settings, catalog = load_catalog(args)
-    result = search_result(catalog, index_catalog(catalog), query, args.limit)
+    settings, catalog = load_catalog(args)
+    try:
+        result = search_result(catalog, index_catalog(catalog, settings.cache_dir), query, args.limit)
+    except StoredIndexError:  # a persisted index proved damaged: never an answer, build afresh
+        result = search_result(catalog, index_catalog(catalog, settings.cache_dir, reuse=False), query, args.limit)
     if args.json:
         emit_json(result)
     else:

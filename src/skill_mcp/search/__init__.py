@@ -7,6 +7,7 @@
     index    - a BM25F index (posting lists with precomputed contributions, no body text kept)
     build    - builds that index fast (per-word and per-posting work in C loops)
     source   - catalog records -> SearchDoc (the one place that reads SKILL.md bodies)
+    store    - the index persisted beside the catalog cache, used only for the very catalog it was built from
 
 Layering: search sits beside the surfaces, above the catalog; it imports ``catalog`` and
 ``models`` only.
@@ -15,10 +16,12 @@ Layering: search sits beside the surfaces, above the catalog; it imports ``catal
 from skill_mcp.search.build import build_index
 from skill_mcp.search.index import Hit, SearchDoc, SearchIndex
 from skill_mcp.search.source import MAX_LIMIT, index_catalog, search_result
+from skill_mcp.search.store import StoredIndexError
 
 # What an index built by this code holds: bump it whenever terms or scores change (the text
 # normalisation, the word tables, the weights), so an index persisted by older code is
 # rebuilt rather than read. 2: Snowball stems, related words, the body cap.
 INDEX_VERSION = 2
 
-__all__ = ["INDEX_VERSION", "MAX_LIMIT", "Hit", "SearchDoc", "SearchIndex", "build_index", "index_catalog", "search_result"]
+__all__ = ["INDEX_VERSION", "MAX_LIMIT", "Hit", "SearchDoc", "SearchIndex", "StoredIndexError", "build_index",
+           "index_catalog", "search_result"]

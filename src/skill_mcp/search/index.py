@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -93,7 +93,7 @@ class Hit:
 @dataclass(frozen=True, slots=True)
 class SearchIndex:
     names: tuple[str, ...]  # doc id -> skill name, sorted, so doc id order is name order
-    headings: tuple[tuple[str, ...], ...]
+    headings: Sequence[tuple[str, ...]]  # doc id -> its headings (a tuple, or read lazily from a file)
     postings: Mapping[str, _Postings]
 
     def __len__(self) -> int:

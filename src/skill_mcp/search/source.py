@@ -8,14 +8,18 @@ it does not fail.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
-from skill_mcp.catalog.files import SKILL_MD, read_body, read_skill_file, skill_uri
+from skill_mcp.catalog.cache import racy
+from skill_mcp.catalog.cachefile import marker_time
+from skill_mcp.catalog.files import SKILL_MD, locate, read_body, read_located, skill_uri
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Skill
 from skill_mcp.search.build import build_sorted
 from skill_mcp.search.index import SearchDoc, SearchIndex, _idf
+from skill_mcp.search.store import KeyHasher, NowFn, Stamp, index_file, load, save, stamp_now
 from skill_mcp.search.text import query_terms, stem
 
 BODY_MAX_BYTES = 256 * 1024  # past this, the body is ranked on its first 256 KiB only
@@ -42,48 +46,102 @@ def _tag_values(frontmatter: Mapping[str, Any], skill: Skill) -> tuple[str, ...]
     return tuple(out)
 
 
-def _body(skill: Skill) -> str:
-    """The body of SKILL.md, as ``read_body`` gives it, decoding only the body.
+def _body(skill: Skill) -> tuple[str, Stamp]:
+    """The body of SKILL.md, as ``read_body`` gives it, decoding only the body; and the stamp
+    of the file read (taken before reading it, as the persisted index's key needs).
 
     When the frontmatter still ends where the scan saw it end (parsing just the bytes before
     ``body_offset`` finds the closing line exactly there), the body is the rest of the file;
     otherwise the whole file is split again, as ``read_body`` does.
     """
-    raw = read_skill_file(skill, SKILL_MD, max_bytes=1024 * 1024)
+    with locate(skill, SKILL_MD) as found:
+        st = found.st
+        raw = read_located(found, max_bytes=1024 * 1024)
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     try:
         if split(raw[:skill.body_offset]).body_offset == skill.body_offset:
-            return raw[skill.body_offset:].decode("utf-8")
+            return raw[skill.body_offset:].decode("utf-8"), stamp
     except FrontmatterError:
         pass
-    return read_body(skill, max_bytes=1024 * 1024)
+    return read_body(skill, max_bytes=1024 * 1024), stamp
+
+
+def _fields(skill: Skill) -> tuple[str, str, str, tuple[str, ...]]:
+    """What the index takes from the catalog record: name, frontmatter name, description, tags."""
+    title = skill.frontmatter.get("name")
+    return skill.name, title if isinstance(title, str) else "", skill.description, _tag_values(skill.frontmatter, skill)
+
+
+def _doc(skill: Skill) -> tuple[SearchDoc, Stamp | None]:
+    name, title, description, tags = _fields(skill)
+    try:
+        body, stamp = _body(skill)
+    except (SkillMcpError, OSError, UnicodeDecodeError):
+        body, stamp = "", None
+    return SearchDoc(name=name, title=title, description=description, tags=tags,
+                     body=body[:BODY_MAX_BYTES]), stamp
 
 
 def doc_for(skill: Skill) -> SearchDoc:
-    fm = skill.frontmatter
-    title = fm.get("name")
-    try:
-        body = _body(skill)[:BODY_MAX_BYTES]
-    except (SkillMcpError, OSError, UnicodeDecodeError):
-        body = ""
-    return SearchDoc(
-        name=skill.name,
-        title=title if isinstance(title, str) else "",
-        description=skill.description,
-        tags=_tag_values(fm, skill),
-        body=body,
-    )
+    return _doc(skill)[0]
+
+
+def _in_order(catalog: Catalog) -> list[Skill]:
+    return sorted(catalog.skills.values(), key=lambda s: s.name)
 
 
 def docs_from_catalog(catalog: Catalog) -> Iterator[SearchDoc]:
     # In name order, one at a time: the builder numbers docs in the order they come, and only
     # one body is held at once.
-    for skill in sorted(catalog.skills.values(), key=lambda s: s.name):
+    for skill in _in_order(catalog):
         yield doc_for(skill)
 
 
-def index_catalog(catalog: Catalog) -> SearchIndex:
-    """Build the search index for one catalog generation."""
-    return build_sorted(docs_from_catalog(catalog))
+class _Keyed:
+    """The docs of a build, keyed as they stream past: whether every stamp may be written."""
+
+    def __init__(self, t0_ns: int | None) -> None:
+        self.key = KeyHasher()
+        self.writable = t0_ns is not None
+        self._t0 = t0_ns or 0
+
+    def docs(self, skills: list[Skill]) -> Iterator[SearchDoc]:
+        for skill in skills:
+            doc, stamp = _doc(skill)
+            self.key.add((*_fields(skill), skill.body_offset), stamp)
+            if stamp is None or racy(stamp[3], self._t0):
+                self.writable = False
+            yield doc
+
+
+def current_key(skills: list[Skill]) -> str:
+    """The key the index of ``skills`` has if their SKILL.md files are what they are now."""
+    key = KeyHasher()
+    for skill in skills:
+        key.add((*_fields(skill), skill.body_offset), stamp_now(skill.prefix + SKILL_MD))
+    return key.hexdigest()
+
+
+def index_catalog(catalog: Catalog, cache_dir: Path | None = None, *, reuse: bool = True,
+                  now_ns: NowFn | None = None) -> SearchIndex:
+    """The search index for one catalog generation.
+
+    With ``cache_dir``, the index persisted there is used when it was built from exactly this
+    catalog and these SKILL.md files (``search.store``); otherwise (or with ``reuse`` off, after
+    a persisted one proved damaged) it is built and persisted for the next start. ``now_ns``
+    is the filesystem clock (tests inject one).
+    """
+    if cache_dir is None or not catalog.roots:
+        return build_sorted(docs_from_catalog(catalog))
+    skills = _in_order(catalog)
+    path = index_file(cache_dir, catalog.roots)
+    if reuse and (stored := load(path, current_key(skills))) is not None:
+        return stored
+    keyed = _Keyed((now_ns or marker_time)(cache_dir))
+    index = build_sorted(keyed.docs(skills))
+    if keyed.writable:
+        save(path, keyed.key.hexdigest(), index)
+    return index
 
 
 def _ideal(index: SearchIndex, qterms: Mapping[str, tuple[float, str]]) -> float:

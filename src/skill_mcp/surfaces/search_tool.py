@@ -10,7 +10,10 @@ requests meanwhile; a lock makes concurrent first searches share one build.
 from __future__ import annotations
 
 import json
+import logging
 import threading
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -21,6 +24,8 @@ from skill_mcp.surfaces.registry import ToolCall, ToolSpec
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog
     from skill_mcp.search import SearchIndex
+
+log = logging.getLogger("skill_mcp.search")
 
 NAME = "skill_search"
 DEFAULT_LIMIT = 10
@@ -79,9 +84,14 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 
 
 class SearchState:
-    """The index for the catalog generation last searched. One per server, never global."""
+    """The index for the catalog generation last searched. One per server, never global.
 
-    def __init__(self) -> None:
+    With a cache directory, the index a previous start persisted there is used when it was
+    built from exactly the catalog served (``search.store``), and a new one is persisted.
+    """
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self._cache_dir = cache_dir
         self._lock = threading.Lock()
         # One tuple, replaced whole: a reader without the lock sees a catalog with its own index.
         self._built: tuple[Catalog, SearchIndex] | None = None
@@ -91,15 +101,34 @@ class SearchState:
         built = self._built
         return built[1] if built is not None and built[0] is catalog else None
 
-    def index_for(self, catalog: Catalog) -> SearchIndex:
+    def index_for(self, catalog: Catalog, *, damaged: SearchIndex | None = None) -> SearchIndex:
+        """The index of ``catalog``; ``damaged``: the persisted index a search found damaged,
+        replaced by a fresh build (unless another caller replaced it already)."""
         with self._lock:
             index = self.built_for(catalog)
-            if index is None:
+            if index is None or index is damaged:
                 from skill_mcp.search import index_catalog
 
-                index = index_catalog(catalog)
+                index = index_catalog(catalog, self._cache_dir, reuse=damaged is None)
                 self._built = (catalog, index)
             return index
+
+    async def answer(self, catalog: Catalog, query: str, limit: int) -> dict[str, Any]:
+        """``search_result`` for ``catalog``: the index built (or opened) once per catalog, in a
+        worker thread so the event loop keeps answering; every later search reads it on the
+        loop (a query costs less than the thread hop)."""
+        index = self.built_for(catalog)
+        if index is None:
+            index = await anyio.to_thread.run_sync(self.index_for, catalog)
+        from skill_mcp.search import StoredIndexError, search_result  # loaded by the index build above
+
+        try:
+            return search_result(catalog, index, query, limit)
+        except StoredIndexError as exc:
+            # A persisted index whose postings proved damaged is never an answer: build afresh.
+            log.info("search index damaged; rebuilt", extra={"why": str(exc)[:200]})
+            fresh = await anyio.to_thread.run_sync(partial(self.index_for, catalog, damaged=index))
+            return search_result(catalog, fresh, query, limit)
 
 
 def render_hits(out: dict[str, Any]) -> list[Any]:
@@ -117,15 +146,7 @@ def search_tool_spec(state: SearchState | None = None) -> ToolSpec:
     state = state or SearchState()
 
     async def handler(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-        catalog = call.catalog
-        # Built once per catalog, in a worker thread so the event loop keeps answering; every
-        # later search reads it on the loop (a query costs less than the thread hop).
-        index = state.built_for(catalog)
-        if index is None:
-            index = await anyio.to_thread.run_sync(state.index_for, catalog)
-        from skill_mcp.search import search_result  # loaded by the index build above at the latest
-
-        return search_result(catalog, index, str(args["query"]), int(args.get("limit", DEFAULT_LIMIT)))
+        return await state.answer(call.catalog, str(args["query"]), int(args.get("limit", DEFAULT_LIMIT)))
 
     return ToolSpec(
         name=NAME,

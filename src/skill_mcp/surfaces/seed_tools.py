@@ -101,12 +101,7 @@ def seed_tool_specs(search: SearchState) -> tuple[ToolSpec, ...]:
     """The three tools, ``search_skills`` sharing ``search``'s index with ``skill_search``."""
 
     async def search_skills(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-        index = search.built_for(call.catalog)
-        if index is None:
-            index = await anyio.to_thread.run_sync(search.index_for, call.catalog)
-        from skill_mcp.search import search_result
-
-        found = search_result(call.catalog, index, str(args["query"]), int(args.get("limit", DEFAULT_LIMIT)))
+        found = await search.answer(call.catalog, str(args["query"]), int(args.get("limit", DEFAULT_LIMIT)))
         matches = [hit["name"] for hit in found["hits"]]
         return {"matches": matches, "total": len(matches)}
 
