@@ -24,6 +24,7 @@ class Level(StrEnum):
 
 class ProblemReason(StrEnum):
     ROOT_MISSING = "root-missing"
+    ROOT_EMPTY = "root-empty"
     NO_SKILL_MD = "no-skill-md"
     UNREADABLE = "unreadable"
     FRONTMATTER_PARSE = "frontmatter-parse"

@@ -119,7 +119,11 @@ def test_validate_of_a_root_with_no_skill_passes_but_says_nothing_was_found(tmp_
     write(tmp_path / "collection" / "skills" / ".curated" / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="w"))
     done = run("validate", str(tmp_path / "collection"))
     assert done.returncode == 0 and "0 skills served" in done.stdout
-    assert done.stderr.count("no skill found") == 1 and "hidden directories" in done.stderr
+    # Said once, among the problems (a warning: nothing is refused), and not again on stderr.
+    assert done.stdout.count("hidden directories are not searched") == 1 and done.stderr == ""
+    (problem,) = as_json(run("validate", "--json", str(tmp_path / "collection")))["problems"]
+    assert (problem["reason"], problem["level"], problem["path"]) == ("root-empty", "warning",
+                                                                      str(tmp_path / "collection"))
     named = run("validate", str(tmp_path / "collection" / "skills" / ".curated"))  # the way to reach them
     assert named.returncode == 0 and "1 skills served" in named.stdout and named.stderr == ""
 

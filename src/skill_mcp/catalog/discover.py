@@ -76,6 +76,10 @@ def _has_pack(path: str) -> bool:
     return os.path.isfile(f"{path}/{PACK_JSON}")
 
 
+ROOT_EMPTY_HINT = ("a skill is a directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); "
+                   "hidden directories are not searched, so name them as roots")
+
+
 class _Walk:
     """One root's discovery: candidates, pack directories and problems, with a search budget."""
 
@@ -181,7 +185,14 @@ def _discover(settings: Settings) -> _Found:
         root_real = os.path.realpath(root)
         found.roots_real.append(root_real)
         walk = _Walk(found.problems, found.pack_dirs)
+        said = len(found.problems)
         candidates = walk.candidates(str(root))
+        if not candidates and len(found.problems) == said:
+            # A collection kept in hidden folders, or a root one level too high, would otherwise
+            # look exactly like an empty directory to a client reading the problems. A root whose
+            # walk reported something (a directory without SKILL.md, say) has explained itself.
+            found.problems.append(Problem(str(root), ProblemReason.ROOT_EMPTY,
+                                          f"no skill found under this root: {ROOT_EMPTY_HINT}", Level.WARNING))
         found.reals.update(walk.reals)
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill.

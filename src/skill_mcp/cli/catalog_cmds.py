@@ -49,20 +49,21 @@ def report_missing_roots(catalog: Any, *, json_mode: bool, code: int) -> int:
 
 
 def nothing_found_text(catalog: Any) -> str | None:
-    """Why an existing root served nothing, or None when something was served or refused.
+    """Why nothing was served, from the catalog's ``root-empty`` problems; None when a skill was served.
 
     A collection kept in hidden folders (openai/skills' ``skills/.curated``) or a root one level
-    too high is otherwise indistinguishable from an empty directory: every catalog command says
-    so in these words. A refused skill or a missing root already explains itself.
+    too high is otherwise indistinguishable from an empty directory: the catalog reports each
+    such root (the server lists it among its problems), and every catalog command says so here.
+    A refused skill or a missing root already explains itself.
     """
-    if catalog.skills or any(p.reason in SKILL_REFUSALS for p in catalog.problems):
+    if catalog.skills:
         return None
-    missing = set(missing_roots(catalog))
-    roots = [str(r) for r in catalog.roots if str(r) not in missing]
-    if not roots:
+    from skill_mcp.catalog.discover import ROOT_EMPTY_HINT
+
+    empty = [p.path for p in catalog.problems if p.reason == ProblemReason.ROOT_EMPTY]
+    if not empty:
         return None
-    return (f"no skill found under {', '.join(roots)}: a skill is a directory holding SKILL.md (ROOT, "
-            "ROOT/<name> or ROOT/skills/<name>); hidden directories are not searched, so name them as roots")
+    return f"no skill found under {', '.join(empty)}: {ROOT_EMPTY_HINT}"
 
 
 def report_nothing_found(catalog: Any) -> None:

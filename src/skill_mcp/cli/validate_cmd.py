@@ -7,7 +7,6 @@ import os
 from collections import Counter
 
 from skill_mcp.cli import exits
-from skill_mcp.cli.catalog_cmds import report_nothing_found
 from skill_mcp.cli.output import emit, emit_json
 
 
@@ -36,8 +35,6 @@ def run(args: argparse.Namespace) -> int:
         width = max((len(reason) for reason in by_reason), default=0)
         for reason, count in by_reason.items():
             emit(f"  {reason.ljust(width)}  {count}")
-    if not args.json:
-        # An existing root with nothing in it passes vacuously; say so, or a CI gate pointed
-        # at the wrong directory (or at a collection kept in hidden folders) looks green.
-        report_nothing_found(catalog)
+    # An existing root with nothing in it would pass vacuously: its ``root-empty`` warning is
+    # among the problems above, so a CI gate pointed at the wrong directory does not look green.
     return exits.PROBLEM if errors else exits.OK
