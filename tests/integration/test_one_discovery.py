@@ -117,6 +117,23 @@ def test_the_seed_example_serves_the_pack_found_in_the_repository() -> None:
     assert len(listed["skills"]) == index["packs"][0]["skills"] == 50
 
 
+def test_a_build_output_copy_of_a_pack_is_not_served_beside_its_original(tmp_path: Path) -> None:
+    # `pip wheel .` in a checkout leaves build/lib/<package>/<pack>: a copy of the pack under
+    # src/. Served together, every skill of both would be refused as a duplicate name.
+    root = tmp_path / "checkout"
+    shutil.copytree(BUNDLED_ROOT, root / "src" / "pkg" / "bundled")
+    shutil.copytree(BUNDLED_ROOT, root / "build" / "lib" / "pkg" / "bundled")
+    index = _cli("index", "--json", "--packs-root", str(root))
+    listed = _cli("list", "--json", "--packs-root", str(root))
+    assert [Path(p["path"]) for p in index["packs"]] == [root / "src" / "pkg" / "bundled"]
+    assert len(listed["skills"]) == 50
+    assert not [p for p in index["problems"] if p["reason"] == "duplicate-name"]
+    # Positive control: the same copy under a plain grouping directory is a pack like any other.
+    shutil.move(str(root / "build"), str(root / "other"))
+    again = _cli("index", "--json", "--packs-root", str(root))
+    assert len(again["packs"]) == 2
+
+
 def test_a_group_without_a_pack_below_is_still_reported(tmp_path: Path) -> None:
     (tmp_path / "root" / "group" / "deeper" / "skill").mkdir(parents=True)
     (tmp_path / "root" / "group" / "deeper" / "skill" / "SKILL.md").write_text(

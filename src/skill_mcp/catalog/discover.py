@@ -39,6 +39,10 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 log = logging.getLogger("skill_mcp.catalog")
 
 CONTAINER_NAMES = frozenset({"skills"})
+# Directories the search for packs below a grouping directory never enters: they hold copies of
+# packs that live elsewhere (a wheel build's build/lib, an installed package, a dependency), and
+# serving a copy beside its original would refuse both as duplicate names.
+BUILD_OUTPUTS = frozenset({"build", "dist", "node_modules", "site-packages", "__pycache__"})
 # How far below a root a layout reaches: ``skills/`` containers and packs nest at most this
 # deep, and a directory that is neither a skill nor a pack is searched for packs down to it.
 MAX_DEPTH = 4
@@ -122,7 +126,7 @@ class _Walk:
             elif depth < MAX_DEPTH - 1 and (entry.name in CONTAINER_NAMES or _has_pack(child)):
                 found.extend(self.candidates(child, depth + 1))
             else:
-                packs = self.packs_below(child, depth + 1)
+                packs = [] if entry.name in BUILD_OUTPUTS else self.packs_below(child, depth + 1)
                 if packs:
                     for pack in packs:
                         found.extend(self.candidates(pack, pack.count("/") - child.count("/") + depth + 1))
@@ -148,6 +152,8 @@ class _Walk:
                 if not entry.is_dir():
                     continue
             except OSError:
+                continue
+            if entry.name in BUILD_OUTPUTS:
                 continue
             path = _join(directory, entry.name)
             if _has_pack(path):
