@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from skill_mcp import brokerwire as protocol
 from skill_mcp.config import load_settings
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.fence import Runner, broker_refusal
-from skill_mcp_launcher import protocol
 
 
 class FakeBroker:
