@@ -44,11 +44,12 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
     Engineers owning those tools add their factory call here; nothing else in ``surfaces``
     changes when a tool is added.
     """
-    # H2: the boot hardening (environ wipe, non-dumpable) happens here, before anything is
-    # served; the fence itself (interpreters, script user, spawner) is built on first need.
+    # The boot hardening (environ wipe, non-dumpable) happens here, before anything is served
+    # and before any thread or child could copy the environment block; the fence itself
+    # (interpreters, script user, spawner) is built on first need.
     from skill_mcp.runner.deferred import DeferredRunner
     from skill_mcp.surfaces.run_tool import deferred_run_tool_spec
-    from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec  # H4: skill_search
+    from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec
 
     runner = DeferredRunner.boot(settings)
     search = SearchState(settings.cache_dir)
