@@ -1,8 +1,10 @@
-"""The server entry points: ``build_server`` (any transport) and ``serve_stdio`` (the CLI's).
+"""The composition root: ``build_server`` (any transport), ``serve_stdio`` and ``serve_http``.
 
-This module wires the layers together and is the only place that does: it builds the catalog
-from the settings, asks the layers above ``surfaces`` for their tools (``plugins``), and hands
-everything to ``surfaces.app.assemble``. It does not import ``mcp`` itself.
+This module wires the layers together and is the only place that does (docs/architecture.md
+draws it above ``surfaces``): it builds the catalog provider from the settings, the runner and
+the search state with their tools (``plugins``), hands them to ``surfaces.app.assemble``, and
+gives the result to a transport in ``surfaces`` (stdio, or Streamable HTTP with the runner's
+closers as its stop hooks). It does not import ``mcp`` itself.
 
     python -m skill_mcp.server [--skills-dir DIR ...]   # same as `skill-mcp serve`
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +31,7 @@ log = logging.getLogger("skill_mcp.server")
 
 @dataclass(frozen=True, slots=True)
 class Plugins:
-    """What the layers above ``surfaces`` add to a server: tools and the script-state view."""
+    """What the runner and search add to a server: tools, the script-state view, stop hooks."""
 
     tools: tuple[ToolSpec, ...] = ()
     script_states: ScriptStates | None = None
@@ -42,11 +44,12 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
     Engineers owning those tools add their factory call here; nothing else in ``surfaces``
     changes when a tool is added.
     """
-    # H2: the boot hardening (environ wipe, non-dumpable) happens here, before anything is
-    # served; the fence itself (interpreters, script user, spawner) is built on first need.
+    # The boot hardening (environ wipe, non-dumpable) happens here, before anything is served
+    # and before any thread or child could copy the environment block; the fence itself
+    # (interpreters, script user, spawner) is built on first need.
     from skill_mcp.runner.deferred import DeferredRunner
     from skill_mcp.surfaces.run_tool import deferred_run_tool_spec
-    from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec  # H4: skill_search
+    from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec
 
     runner = DeferredRunner.boot(settings)
     search = SearchState(settings.cache_dir)
@@ -161,6 +164,56 @@ async def _stop_on_signal(scope: Any) -> None:
             return
 
 
+@dataclass(frozen=True, slots=True)
+class _Composed:
+    """One server and its parts, built the same way for every transport."""
+
+    provider: Callable[[], Catalog]
+    server: Any
+    closers: tuple[Callable[[], Any], ...]
+
+
+def _compose(settings: Settings, catalog_provider: Callable[[], Catalog] | None) -> _Composed:
+    provider = catalog_provider or catalog_source(settings)
+    extra = plugins(settings, provider)
+    server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
+    return _Composed(provider, server, tuple(extra.closers))
+
+
+def serve_http(
+    settings: Settings,
+    host: str,
+    port: int,
+    token: str | None,
+    no_auth: bool,
+    *,
+    allowed_hosts: Iterable[str] = (),
+    catalog_provider: Callable[[], Catalog] | None = None,
+    server_factory: Callable[[Settings], Any] | None = None,
+    **bounds: float,
+) -> int:
+    """Serve over Streamable HTTP (``surfaces.http``) until SIGTERM/SIGINT; returns an exit code.
+
+    The server is the one stdio serves; the runner's closers become the drain's stop hooks and
+    the catalog watcher runs beside it. ``server_factory(settings)`` serves another
+    ``mcp.server.lowlevel.Server`` with neither. ``bounds`` are ``drain_seconds`` /
+    ``cancel_seconds``. Raises ``SkillMcpError`` (``http-*``) before binding on unsafe exposure.
+    """
+    from skill_mcp.surfaces.http import Served
+    from skill_mcp.surfaces.http import serve_http as run_http
+
+    if server_factory is not None:
+        served = Served(server_factory(settings))
+    else:
+        parts = _compose(settings, catalog_provider)
+
+        async def watch() -> None:
+            await watch_catalog(parts.provider, parts.server)
+
+        served = Served(parts.server, parts.closers, (watch,))
+    return run_http(settings, host, port, token, no_auth, served=served, allowed_hosts=allowed_hosts, **bounds)
+
+
 async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None) -> int:
     """Serve over this process's stdin/stdout until stdin closes; returns an exit code."""
     import anyio
@@ -168,9 +221,8 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
     from skill_mcp.surfaces.stdio import run_stdio
 
     configure_logging(settings.log_level)
-    provider = catalog_provider or catalog_source(settings)
-    extra = plugins(settings, provider)
-    server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
+    parts = _compose(settings, catalog_provider)
+    provider, server = parts.provider, parts.server
     if sys.stdin.isatty():
         # A person at a terminal gets the counts now; a client's handshake never waits for the scan.
         sys.stderr.write(_banner(settings, provider()))
@@ -185,7 +237,7 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
             tg.cancel_scope.cancel()
     finally:
         # stdin closed (or we were cancelled): stop whatever still runs, e.g. a script.
-        for close in extra.closers:
+        for close in parts.closers:
             try:
                 close()
             except Exception:

@@ -51,7 +51,7 @@ class LiveCatalog:
 
     Calling it returns the catalog (scanned on first use, like ``catalog.lazy.LazyCatalog``, so
     start-up does not wait for the scan); ``swap`` replaces it whole. This is the provider
-    ``server.serve_stdio`` and ``surfaces.http.serve_http`` take for ``--watch``: they run
+    ``server.serve_stdio`` and ``server.serve_http`` take for ``--watch``: they run
     ``await provider.run(on_change)`` beside the server, with ``on_change`` announcing
     ``list_changed`` to the connected clients.
     """

@@ -29,8 +29,9 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 
+from skill_mcp import brokerwire
 from skill_mcp.limits import FIXED_PATH, find_interpreters
-from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, protocol, selftest
+from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
 KEEP = (caps.CAP_SETUID, caps.CAP_SETGID, caps.CAP_KILL)
@@ -216,17 +217,17 @@ def serve(broker: Broker, sock: socket.socket, server_pid: int) -> int:
 
 def _serve_one(broker: Broker, sock: socket.socket) -> bool:
     try:
-        message = protocol.recv(sock, first_byte_timeout=1.0, frame_timeout=10.0)
-    except protocol.ProtocolError as exc:
+        message = brokerwire.recv(sock, first_byte_timeout=1.0, frame_timeout=10.0)
+    except brokerwire.ProtocolError as exc:
         log("protocol-error", detail=str(exc))
         return False
     if message is None:
         return False
     reply = broker.handle(message)
-    reply.update(v=protocol.VERSION, id=message.get("id"))
+    reply.update(v=brokerwire.VERSION, id=message.get("id"))
     try:
-        protocol.send(sock, reply)
-    except (OSError, protocol.ProtocolError) as exc:
+        brokerwire.send(sock, reply)
+    except (OSError, brokerwire.ProtocolError) as exc:
         log("reply-failed", detail=str(exc))
         return False
     return True

@@ -1,6 +1,6 @@
 """The broker protocol and the server's broker client, over a real socketpair. No Docker.
 
-The peer is a thread speaking the launcher's framing (``skill_mcp_launcher.protocol``) the
+The peer is a thread speaking the launcher's framing (``skill_mcp.brokerwire``) the
 way the launcher does; what is under test is the server side's handling of each answer.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 import anyio
 import pytest
 
+from skill_mcp import brokerwire as protocol
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.runner.spawn_broker import BrokerSpawner
 from skill_mcp.runner.types import RunPlan
-from skill_mcp_launcher import protocol
 
 PLAN = RunPlan(skill="s", script="scripts/a.py", interpreter="python", interpreter_path="/usr/bin/python3.11",
                argv=("/usr/bin/python3.11", "/skills/s/scripts/a.py", "--flag"), cwd="/skills/s",

@@ -16,6 +16,7 @@ import anyio
 
 from skill_mcp.config import load_settings
 from skill_mcp.models import ScriptDecl
+from skill_mcp.runner.deferred import DeferredRunner
 from skill_mcp.runner.fence import Runner
 from tests.fence.helpers import one_script_catalog
 
@@ -24,7 +25,8 @@ def main() -> None:
     mode, root = sys.argv[1], Path(sys.argv[2])
     settings = load_settings((), dict(os.environ))
     quiet = {"audit": lambda record: None}
-    runner = Runner.boot(settings, **quiet) if mode == "hardened" else Runner.create(settings, harden=None, **quiet)
+    runner = (DeferredRunner.boot(settings, **quiet).get() if mode == "hardened"
+              else Runner.create(settings, harden=None, **quiet))
     catalog = one_script_catalog(root, "probe", ScriptDecl("probe.py", "python"))
     prepared = runner.prepare(catalog, "probe", "probe.py", [str(os.getpid())])
     result = anyio.run(lambda: runner.execute(prepared, confirmed=True))

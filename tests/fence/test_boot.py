@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from skill_mcp import brokerwire as protocol
 from skill_mcp.config import load_settings
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.fence import Runner, broker_refusal
-from skill_mcp_launcher import protocol
 
 
 class FakeBroker:
@@ -62,8 +62,8 @@ def test_boot_with_a_broker_fd_uses_the_broker_and_reports_its_fence(broker_pair
     ours, seen = broker_pair
     fd = ours.detach()
     settings = load_settings((), {"SKILL_MCP_BROKER_FD": str(fd), "PATH": "/usr/bin:/bin"})
-    # Runner.boot also hardens this (test) process: harmless, and what a server does once at start.
-    booted = Runner.boot(settings, audit=lambda record: None)
+    # The one constructor picks the broker from the settings; hardening is the server boot's job.
+    booted = Runner.create(settings, harden=None, audit=lambda record: None)
     assert booted.spawner.name == "broker" and booted.fenced and booted.runs_as is None
     assert booted.boot_refusal is not None and booted.boot_refusal.reason == Refusal.FENCE_UNAVAILABLE
     assert seen and seen[0]["op"] == "hello"

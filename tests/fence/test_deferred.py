@@ -1,7 +1,7 @@
 """The server's runner: the process hardened at boot, the fence built once, on first need.
 
 ``DeferredRunner.boot`` is what ``server.plugins`` calls before anything is served. These tests
-hold it to the boot guarantees ``Runner.boot`` gave: the environ block is wiped and the process
+hold it to its boot guarantees: the environ block is wiped and the process
 non-dumpable when ``boot`` returns (before any request), a failed wipe is announced then and
 only then, and every answer comes from one runner built once.
 """

@@ -192,14 +192,15 @@ def test_hosted_and_unscrubbed_refuses_unless_the_owner_accepts(root: Path) -> N
     make_runner(env).prepare(catalog, "s", "x.py", [])  # scrubbed: runs
 
 
-def test_standalone_and_unscrubbed_only_warns(root: Path) -> None:
+def test_standalone_and_unscrubbed_still_runs_and_says_so(root: Path) -> None:
+    # The warning line is written once, by the boot (tests/fence/test_deferred.py); the runner
+    # built from that boot fact prepares the run and reports the unwiped block in skill_list.
     catalog = _declared(root, "x.py", {"x.py": "1\n"})
-    records: list[dict[str, object]] = []
     from skill_mcp.runner.environ import HardenReport
 
-    runner = make_runner(harden=HardenReport(False, True, "test"), audit=records.append)
+    runner = make_runner(harden=HardenReport(False, True, "test"))
     runner.prepare(catalog, "s", "x.py", [])
-    assert records and records[0]["reason"] == "environ-unscrubbed"
+    assert "environ-unscrubbed" in [p.reason for p in runner.report(catalog).problems]
 
 
 def test_interpreters_object_refuses_unknown_names() -> None:

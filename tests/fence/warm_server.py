@@ -19,7 +19,7 @@ import anyio
 
 from skill_mcp.config import load_settings
 from skill_mcp.models import ScriptDecl
-from skill_mcp.runner.fence import Runner
+from skill_mcp.runner.deferred import DeferredRunner
 from tests.fence.helpers import one_script_catalog
 
 
@@ -29,7 +29,7 @@ def _say(value: object) -> None:
 
 
 async def serve(mode: str, root: Path) -> None:
-    runner = Runner.boot(load_settings((), dict(os.environ)), audit=lambda record: None)
+    runner = DeferredRunner.boot(load_settings((), dict(os.environ)), audit=lambda record: None).get()
     catalog = one_script_catalog(root, "probe", ScriptDecl("probe.py", "python", timeout=60))
     prepared = runner.prepare(catalog, "probe", "probe.py", [])
     _say({"server": os.getpid(), "warm": getattr(runner.spawner, "warm_pid", None)})

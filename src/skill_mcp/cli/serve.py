@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.http:
             # Imported here: the SDK and the server are heavy and --help must stay fast.
-            from skill_mcp.surfaces.http import parse_host_port, serve_http
+            from skill_mcp.server import serve_http
+            from skill_mcp.surfaces.http import parse_host_port
 
             host, port = parse_host_port(args.http)
             return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,

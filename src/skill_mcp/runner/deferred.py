@@ -8,10 +8,11 @@ identity a root server drops scripts to, the local spawner, the token book - is 
 first time something needs it: the first ``skill_run``, or the first answer that reports
 script states (``skill_list``, ``skill_load``). It is decided once and kept, so every answer
 and every run of one server sees the same facts, as if they had been decided at boot; only
-the handshake no longer waits for them, nor for the imports behind them (issue 8).
+the handshake no longer waits for them, nor for the imports behind them (a client's first
+answer is the cost start-up is judged by).
 
-In the appliance (``SKILL_MCP_BROKER_FD``) the runner is built at boot, as ``Runner.boot``
-always did: the broker is asked whether its fence is in force before anything is served.
+In the appliance (``SKILL_MCP_BROKER_FD``) the runner is built at boot: the broker is asked
+whether its fence is in force before anything is served.
 
 This module imports only the hardening; ``runner.fence`` and what it pulls in are imported by
 the first build.
@@ -42,14 +43,9 @@ class DeferredRunner:
 
     @classmethod
     def boot(cls, settings: Settings, *, audit: AuditSink = stderr_sink) -> DeferredRunner:
-        """Harden this process now; build the runner from ``settings`` when it is first needed."""
-        if settings.broker_fd is not None:
-            from skill_mcp.runner.fence import Runner
-
-            booted = Runner.boot(settings, audit=audit)  # hardens, then asks the broker
-            eager = cls(lambda: booted)
-            eager.get()
-            return eager
+        """The one way a server builds its runner: harden this process now, once, and report a
+        failed wipe (standalone) now, once; build the runner from ``settings`` when first needed,
+        or at once in the appliance, where the broker is asked before anything is served."""
         harden = harden_process()
         warning = unscrubbed_warning(harden)
         if warning is not None and not settings.hosted:
@@ -58,9 +54,12 @@ class DeferredRunner:
         def build() -> Runner:
             from skill_mcp.runner.fence import Runner
 
-            return Runner.create(settings, harden=harden, audit=audit, warned=True)
+            return Runner.create(settings, harden=harden, audit=audit)
 
-        return cls(build)
+        runner = cls(build)
+        if settings.broker_fd is not None:
+            runner.get()
+        return runner
 
     @property
     def built(self) -> bool:

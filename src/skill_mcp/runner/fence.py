@@ -27,11 +27,11 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.audit import FENCED_NOTE, AuditSink, audit_record, looks_fenced, stderr_sink
-from skill_mcp.runner.environ import HardenReport, harden_process, unscrubbed_warning
+from skill_mcp.runner.environ import HardenReport
 from skill_mcp.runner.grants import GrantSet, build_grants
 from skill_mcp.runner.interpreters import Interpreters, resolve_interpreters
 from skill_mcp.runner.plan import Prepared, prepare
-from skill_mcp.runner.report import FenceReport, fence_report
+from skill_mcp.runner.report import Blocked, FenceReport, fence_report
 from skill_mcp.runner.spawn_local import LocalSpawner, UserDrop
 from skill_mcp.runner.tokens import TokenBook
 from skill_mcp.runner.types import Spawner
@@ -85,24 +85,28 @@ class Runner:
     @classmethod
     def create(cls, settings: Settings, *, harden: HardenReport | None, clock: Callable[[], float] = time.time,
                spawner: Spawner | None = None, interpreters: Interpreters | None = None,
-               audit: AuditSink = stderr_sink, euid: int | None = None, fenced: bool | None = None,
-               warned: bool = False) -> Runner:
-        """Boot-time facts, decided once. ``spawner`` given (the appliance broker) skips the local drop.
+               audit: AuditSink = stderr_sink, euid: int | None = None, fenced: bool | None = None) -> Runner:
+        """The one constructor: boot facts decided once, from ``settings`` and the boot's ``harden``.
 
-        ``warned``: the caller already wrote the ``environ-unscrubbed`` warning for ``harden``
-        (``DeferredRunner.boot`` writes it at boot and builds the runner later).
+        The spawner is the appliance's broker when ``settings.broker_fd`` is set (asked at once
+        whether its fence is in force), else the local one with the root drop; a given
+        ``spawner`` (a test's) replaces either. A server reaches this through
+        ``DeferredRunner.boot``, which hardens the process and reports a failed wipe first.
         """
         boot_refusal: SkillMcpError | None = None
         runs_as = None
-        if spawner is None:
+        if spawner is None and settings.broker_fd is not None:
+            # The appliance: the launcher's broker runs scripts as their own uid behind the egress fence.
+            from skill_mcp.runner.spawn_broker import BrokerSpawner
+
+            broker = BrokerSpawner.from_fd(settings.broker_fd)
+            spawner, fenced, boot_refusal = broker, True, broker_refusal(broker)
+        elif spawner is None:
             drop = resolve_drop(settings.script_user, os.geteuid() if euid is None else euid)
             if isinstance(drop, SkillMcpError):
                 boot_refusal, drop = drop, None
             runs_as = drop.describe() if drop else None
             spawner = LocalSpawner(drop=drop)
-        warning = unscrubbed_warning(harden) if harden is not None else None
-        if warning is not None and not settings.hosted and not warned:
-            audit(warning)
         return cls(settings=settings, interpreters=interpreters or resolve_interpreters(), spawner=spawner,
                    tokens=TokenBook(clock=clock), harden=harden, boot_refusal=boot_refusal, runs_as=runs_as,
                    fenced=fenced, audit=audit)
@@ -128,25 +132,6 @@ class Runner:
         if self._grants is None or self._grants[0] is not catalog:
             self._grants = (catalog, build_grants(catalog, self.settings.skill_run, hosted=self.settings.hosted))
         return self._grants[1]
-
-    @classmethod
-    def boot(cls, settings: Settings, **kwargs: Any) -> Runner:
-        """What a server calls once at start: harden this process, then build the runner.
-
-        Call it before any thread or child exists, so nothing else has copied the environment
-        block yet. Keyword arguments go to ``create`` (a broker ``spawner``, an ``audit`` sink).
-        """
-        refusal = None
-        if settings.broker_fd is not None and "spawner" not in kwargs:
-            # The appliance: the launcher's broker runs scripts as their own uid behind the egress fence.
-            from skill_mcp.runner.spawn_broker import BrokerSpawner
-
-            broker = BrokerSpawner.from_fd(settings.broker_fd)
-            kwargs.update(spawner=broker, fenced=True)
-            refusal = broker_refusal(broker)
-        runner = cls.create(settings, harden=harden_process(), **kwargs)
-        runner.boot_refusal = runner.boot_refusal or refusal
-        return runner
 
     def stop_running(self) -> None:
         """Server shutdown: end the script in progress so its call returns (``Plugins.closers``)."""
@@ -174,9 +159,9 @@ class Runner:
         return prepared
 
     def preview(self, prepared: Prepared) -> dict[str, Any]:
+        """What the user must approve, and the token bound to it; the surface words the next step."""
         return {"status": "confirmation-required", "preview": {"willRun": dict(prepared.will_run)},
-                "confirmToken": self.tokens.mint(prepared.canonical()),
-                "howToConfirm": "call skill_run again with the same skill, script and args plus this confirmToken"}
+                "confirmToken": self.tokens.mint(prepared.canonical())}
 
     async def execute(self, prepared: Prepared, *, token: str | None = None, confirmed: bool = False
                       ) -> dict[str, Any]:
@@ -213,22 +198,16 @@ class Runner:
                           + (f": {self.harden.detail}" if self.harden and self.harden.detail else "")
                           + "; a same-uid script may read this server's environment")
         if self.unscrubbed_blocks:
-            blocked = "environ-unscrubbed: this hosted server runs no script (MCP_SKILL_ALLOW_UNSCRUBBED=1 allows it)"
+            blocked = Blocked(Refusal.ENVIRON_UNSCRUBBED,
+                              "this hosted server runs no script (MCP_SKILL_ALLOW_UNSCRUBBED=1 allows it)")
         elif self.boot_refusal is not None:
-            blocked = f"{self.boot_refusal.reason}: {self.boot_refusal.detail}"
+            blocked = Blocked(self.boot_refusal.reason, self.boot_refusal.detail)
         return fence_report(catalog, self.grants(catalog), self.interpreters, blocked=blocked,
                             unscrubbed=unscrubbed)
 
     def states(self, catalog_provider: Callable[[], Catalog]) -> FenceStates:
         """The ``surfaces.registry.ScriptStates`` view ``skill_list`` and ``skill_load`` use."""
         return FenceStates(self, catalog_provider)
-
-
-_STATE_REASONS = {
-    "not-granted": str(Refusal.NOT_GRANTED),
-    "interpreter-unavailable": str(Refusal.INTERPRETER_UNAVAILABLE),
-    "missing": "declared-script-missing",
-}
 
 
 @dataclass(slots=True)
@@ -267,11 +246,8 @@ class FenceStates:
         out = []
         for state in report.scripts.get(skill.name, ()):
             entry = state.to_dict()
-            reason = _STATE_REASONS.get(state.state)
-            if state.state == "blocked":
-                reason = state.detail.split(":", 1)[0]
-            if reason:
-                entry["reason"] = reason
+            if state.reason:
+                entry["reason"] = state.reason
             if descriptions.get(state.script):
                 entry["description"] = descriptions[state.script]
             out.append(entry)

@@ -23,7 +23,7 @@ from typing import Any
 
 from skill_mcp.limits import KNOWN as INTERPRETER_NAMES
 from skill_mcp.models import Catalog, Problem, Skill
-from skill_mcp.reasons import Level, ProblemReason
+from skill_mcp.reasons import Level, ProblemReason, Refusal
 from skill_mcp.runner.grants import GrantSet, declared_forbidden
 from skill_mcp.runner.interpreters import Interpreters
 
@@ -36,6 +36,7 @@ class ScriptState:
     detail: str = ""
     env: tuple[str, ...] = ()  # granted variable names
     timeout: int = 60
+    reason: str = ""  # the stable reason a run of it would be refused with; "" when runnable
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"script": self.script, "interpreter": self.interpreter, "state": self.state,
@@ -43,6 +44,14 @@ class ScriptState:
         if self.detail:
             out["detail"] = self.detail
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """Why this server runs no script at all: a stable reason and the sentence for a person."""
+
+    reason: str
+    detail: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,20 +81,22 @@ class FenceReport:
 
 
 def _state(skill: Skill, script: str, interpreter: str, grants: GrantSet, interpreters: Interpreters,
-           blocked: str | None) -> tuple[str, str]:
+           blocked: Blocked | None) -> tuple[str, str, str]:
+    """(state, reason, detail) of one declared script."""
     if script in skill.missing_scripts:
-        return "missing", "declared but not in the bundle"
+        return "missing", ProblemReason.DECLARED_SCRIPT_MISSING, "declared but not in the bundle"
     if interpreter not in interpreters.paths:
-        return "interpreter-unavailable", interpreters.unavailable_detail(interpreter)
+        return ("interpreter-unavailable", Refusal.INTERPRETER_UNAVAILABLE,
+                interpreters.unavailable_detail(interpreter))
     if grants.get(skill.name, script) is None:
-        return "not-granted", grants.note or "no MCP_SKILL_RUN row grants this script"
+        return "not-granted", Refusal.NOT_GRANTED, grants.note or "no MCP_SKILL_RUN row grants this script"
     if blocked:
-        return "blocked", blocked
-    return "runnable", ""
+        return "blocked", blocked.reason, f"{blocked.reason}: {blocked.detail}"
+    return "runnable", "", ""
 
 
 def fence_report(catalog: Catalog, grants: GrantSet, interpreters: Interpreters, *,
-                 blocked: str | None = None, unscrubbed: str | None = None) -> FenceReport:
+                 blocked: Blocked | None = None, unscrubbed: str | None = None) -> FenceReport:
     """Pure: the same inputs always give the same report. ``unscrubbed`` adds that problem."""
     scripts: dict[str, tuple[ScriptState, ...]] = {}
     problems: list[Problem] = list(grants.problems)
@@ -94,10 +105,10 @@ def fence_report(catalog: Catalog, grants: GrantSet, interpreters: Interpreters,
             continue
         rows = []
         for decl in skill.declaration.run:
-            state, detail = _state(skill, decl.script, decl.interpreter, grants, interpreters, blocked)
+            state, reason, detail = _state(skill, decl.script, decl.interpreter, grants, interpreters, blocked)
             grant = grants.get(skill.name, decl.script)
             rows.append(ScriptState(decl.script, decl.interpreter, state, detail,
-                                    grant.env if grant else (), decl.timeout))
+                                    grant.env if grant else (), decl.timeout, str(reason)))
             if state == "interpreter-unavailable" and decl.interpreter in INTERPRETER_NAMES:
                 problems.append(Problem(f"{skill.found_at}/{decl.script}", ProblemReason.INTERPRETER_UNAVAILABLE,
                                         f"{decl.script}: {detail}", Level.ERROR, skill.name))

@@ -8,7 +8,7 @@ granted values (which this process never holds), runs the script as a separate u
 uid behind its egress proxy, and sweeps every process of that uid after the run; see
 ``skill_mcp_launcher`` and docs/deploy.md.
 
-Framing is ``skill_mcp_launcher.protocol`` (stdlib only, shared with the launcher). One
+Framing is ``skill_mcp.brokerwire`` (stdlib only, shared with the launcher). One
 request is in flight at a time. A reply that does not arrive within the plan's timeout plus
 a margin marks the spawner broken: later runs are refused with ``spawn-failed`` rather than
 risk reading a stale reply as a new one.
@@ -23,10 +23,10 @@ from typing import Any
 
 import anyio.to_thread
 
+from skill_mcp import brokerwire
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.types import RunPlan, RunResult
-from skill_mcp_launcher import protocol
 
 # Beyond the plan's own timeout: the broker's TERM grace, drain, sweep and proxy stop.
 REPLY_MARGIN_S = 15.0
@@ -84,11 +84,11 @@ class BrokerSpawner:
             if self._broken is not None:
                 raise SkillMcpError(Refusal.SPAWN_FAILED, f"the spawn-broker is unusable: {self._broken}")
             self._next_id += 1
-            message = {"v": protocol.VERSION, "id": self._next_id, **message}
+            message = {"v": brokerwire.VERSION, "id": self._next_id, **message}
             try:
-                protocol.send(self.sock, message)
-                reply = protocol.recv(self.sock, first_byte_timeout=timeout, frame_timeout=timeout)
-            except (OSError, protocol.ProtocolError) as exc:
+                brokerwire.send(self.sock, message)
+                reply = brokerwire.recv(self.sock, first_byte_timeout=timeout, frame_timeout=timeout)
+            except (OSError, brokerwire.ProtocolError) as exc:
                 self._broken = str(exc)
                 raise SkillMcpError(Refusal.SPAWN_FAILED, f"the spawn-broker did not answer: {exc}") from None
             if reply is None or reply.get("id") != message["id"]:

@@ -235,6 +235,16 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
     return _DrainingServer(config, app, drain_seconds, cancel_seconds)
 
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What the composition root hands a transport: the MCP server, the hooks that stop its
+    running work (the drain's step 3), and the tasks that run beside it (the ``--watch`` reloader)."""
+
+    server: Any
+    stop_hooks: tuple[Callable[[], Any], ...] = ()
+    background: tuple[Callable[[], Coroutine[Any, Any, None]], ...] = ()
+
+
 def serve_http(
     settings: Settings,
     host: str,
@@ -242,19 +252,16 @@ def serve_http(
     token: str | None,
     no_auth: bool,
     *,
+    served: Served,
     allowed_hosts: Iterable[str] = (),
-    server_factory: Callable[[Settings], Any] | None = None,
-    catalog_provider: Callable[[], Any] | None = None,
     drain_seconds: float = DRAIN_SECONDS,
     cancel_seconds: float = CANCEL_SECONDS,
 ) -> int:
-    """Serve until SIGTERM/SIGINT. Raises ``SkillMcpError`` (``http-*`` reasons) before binding
-    when the exposure is unsafe; returns 0 after a clean shutdown.
+    """Serve ``served`` until SIGTERM/SIGINT. Raises ``SkillMcpError`` (``http-*`` reasons)
+    before binding when the exposure is unsafe; returns 0 after a clean shutdown.
 
-    By default the server is the one stdio serves (``skill_mcp.server.build_server`` with the
-    tools ``plugins`` collects, whose ``closers`` become the drain's stop hooks);
-    ``server_factory(settings)`` may return another ``mcp.server.lowlevel.Server``.
-    ``catalog_provider`` is passed through (a reloading catalog for ``--watch``).
+    The server and its parts are built by the composition root (``skill_mcp.server.serve_http``);
+    this module only exposes them.
     """
     from skill_mcp.logs import configure_logging
 
@@ -264,8 +271,7 @@ def serve_http(
         logger.warning(
             "SERVING WITHOUT AUTHENTICATION (--no-auth): any local process and any local user can call "
             "this server, including skill_run", extra={"event": "http-no-auth", **describe(policy)})
-    server, hooks, background = _resolve_server(settings, server_factory, catalog_provider)
-    app = build_http_app(server, policy, stop_hooks=hooks, background=background)
+    app = build_http_app(served.server, policy, stop_hooks=served.stop_hooks, background=served.background)
     sock = _bind(policy.host, policy.port)
     bound_port = sock.getsockname()[1]
     url = f"http://{_url_host(policy.host)}:{bound_port}{MCP_PATH}"
@@ -285,23 +291,3 @@ def serve_http(
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
-
-def _resolve_server(
-    settings: Settings, factory: Callable[[Settings], Any] | None, catalog_provider: Callable[[], Any] | None
-) -> tuple[Any, tuple[Callable[[], Any], ...], tuple[Callable[[], Coroutine[Any, Any, None]], ...]]:
-    """The server, its stop hooks, and what runs beside it (the ``--watch`` reloader)."""
-    if factory is not None:
-        return factory(settings), (), ()
-    # The server stdio runs, built from the same parts as serve_stdio does, so the closers the
-    # plugins register (the runner's) and the catalog watcher are known here. Imported late:
-    # it is heavy.
-    from skill_mcp.server import build_server, catalog_source, plugins, watch_catalog
-
-    provider = catalog_provider or catalog_source(settings)
-    extra = plugins(settings, provider)
-    server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
-
-    async def watch() -> None:
-        await watch_catalog(provider, server)
-
-    return server, tuple(extra.closers), (watch,)

@@ -99,6 +99,7 @@ def _form_elicitation(call: ToolCall) -> bool:
     return elicitation.form is not None or elicitation.url is None
 
 
+HOW_TO_CONFIRM = "call skill_run again with the same skill, script and args plus this confirmToken"
 RUN_STATUSES = frozenset({"ok", "error", "timeout", "killed"})
 
 
@@ -161,9 +162,9 @@ class SkillRun:
             return await self.runner.execute(prepared, token=token)
         params = call.params
         if params is not None and (params.input_responses or params.request_state):
-            return await self._modern_retry(call, args, params)
+            return await self._modern_retry(prepared, params)
         if not _form_elicitation(call):
-            return self.runner.preview(prepared)
+            return self._preview(prepared)
         if call.request.protocol_version == MODERN:
             return self._modern_ask(prepared)
         return await self._handshake(call, args, prepared)
@@ -174,15 +175,19 @@ class SkillRun:
         return types.InputRequiredResult(input_requests={CONFIRM_KEY: request},
                                          request_state=self.runner.tokens.mint(prepared.canonical()))
 
-    async def _modern_retry(self, call: ToolCall, args: dict[str, Any], params: Any) -> dict[str, Any]:
+    def _preview(self, prepared: Prepared) -> dict[str, Any]:
+        return {**self.runner.preview(prepared), "howToConfirm": HOW_TO_CONFIRM}
+
+    async def _modern_retry(self, prepared: Prepared, params: Any) -> dict[str, Any]:
         response = (params.input_responses or {}).get(CONFIRM_KEY)
         action = getattr(response, "action", None)
         if not _accepted(action, getattr(response, "content", None)):
             raise _declined(action)
         if not params.request_state:
             raise SkillMcpError(Refusal.TOKEN_INVALID, "the retry carries no requestState")
-        # The plan is rebuilt now; the token in requestState is bound to the one the user saw.
-        return await self.runner.execute(self._prepare(call, args), token=params.request_state)
+        # ``prepared`` was built by this retry; the token in requestState is bound to the plan
+        # the user saw, so a script edited since is refused as draft-changed.
+        return await self.runner.execute(prepared, token=params.request_state)
 
     async def _handshake(self, call: ToolCall, args: dict[str, Any], prepared: Prepared) -> ToolOutput:
         token = self.runner.tokens.mint(prepared.canonical())
@@ -190,7 +195,7 @@ class SkillRun:
             result = await call.request.session.elicit_form(
                 confirm_message(dict(prepared.will_run)), CONFIRM_SCHEMA, related_request_id=call.request.request_id)
         except NoBackChannelError:
-            return self.runner.preview(prepared)  # no way to ask mid-call: fall back to the token flow
+            return self._preview(prepared)  # no way to ask mid-call: fall back to the token flow
         except MCPError as exc:
             raise SkillMcpError(Refusal.DECLINED, f"the confirmation prompt failed ({exc.error.message}); "
                                 "nothing ran") from None

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from skill_mcp_launcher import protocol
+from skill_mcp import brokerwire as protocol
 
 
 def _self() -> dict:
