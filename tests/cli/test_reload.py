@@ -23,11 +23,6 @@ pytestmark = pytest.mark.anyio
 WAIT_S = 30
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _params(root: Path) -> StdioServerParameters:
     exe = Path(sys.executable).with_name("skill-mcp")
     return StdioServerParameters(command=str(exe), args=["serve", "--watch", "--skills-dir", str(root)],

@@ -25,12 +25,6 @@ pytestmark = pytest.mark.anyio
 ERAS = ("legacy", "2026-07-28")
 
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(params=ERAS)
 def era(request: pytest.FixtureRequest) -> str:
     return str(request.param)

@@ -27,11 +27,6 @@ TOKEN = "run-token-0123456789abcdef"
 ERAS = ("legacy", "2026-07-28")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(params=ERAS)
 def era(request: pytest.FixtureRequest) -> str:
     return str(request.param)

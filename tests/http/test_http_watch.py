@@ -24,11 +24,6 @@ ALL_THREE = {"notifications/tools/list_changed", "notifications/prompts/list_cha
              "notifications/resources/list_changed"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def _names(client: Any) -> set[str]:
     result = await client.call_tool("skill_list", {})
     assert result.structured_content is not None

@@ -13,11 +13,6 @@ from tests.integration.harness import ERAS, Connect, Wire, build_tree
 WIRES = [(transport, era) for transport in ("stdio", "http") for era in ERAS]
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _opener(transport: str) -> Connect:
     if transport == "stdio":
         return harness.connect

@@ -15,11 +15,6 @@ pytestmark = pytest.mark.anyio
 CORPUS = Path(__file__).parent / "corpus"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(params=["legacy", "2026-07-28"])
 def era(request: pytest.FixtureRequest) -> str:
     return str(request.param)

@@ -23,11 +23,6 @@ from skill_mcp.surfaces.stdio import FrameWriter
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _frames(count: int, size: int) -> list[str]:
     # Distinct, self-checking frames; multi-byte characters so a split inside one would show.
     return [f'{{"n":{i},"pad":"{("é" + chr(65 + i % 26)) * (size // 3)}"}}\n' for i in range(count)]

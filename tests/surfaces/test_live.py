@@ -21,11 +21,6 @@ CHANGED = {"notifications/tools/list_changed", "notifications/prompts/list_chang
            "notifications/resources/list_changed"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Swappable:
     """A catalog provider the test swaps by hand, as a watcher would."""
 
