@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import ERAS
+
 
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
@@ -13,3 +15,9 @@ def anyio_backend() -> str:
     module's tests) can use it too.
     """
     return "asyncio"
+
+
+@pytest.fixture(params=ERAS)
+def era(request: pytest.FixtureRequest) -> str:
+    """The handshake era a test's client speaks; the test runs once for each."""
+    return str(request.param)

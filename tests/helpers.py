@@ -11,6 +11,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+# The two handshake eras every surface serves: the pre-2026 initialize exchange and the
+# 2026-07-28 stateless one. A test that takes the ``era`` fixture runs under each.
+ERAS = ("legacy", "2026-07-28")
+
 
 def write_skill(root: Path, name: str, *, description: str | None = None, body: str | None = None,
                 extra: str = "", atomic: bool = False) -> Path:
