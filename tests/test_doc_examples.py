@@ -235,11 +235,6 @@ def test_the_readme_has_client_configurations() -> None:
     assert len([c for c in CONFIGS if c[0].startswith("README.md")]) >= 4
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def test_the_rules_hold_on_known_lines() -> None:
     assert classify(Example("x", "skill-mcp serve [--skills-dir DIR]... [--watch]")) == "synopsis"
     assert classify(Example("x", "skill-mcp serve --watch")) == "serve"

@@ -17,6 +17,7 @@ import uuid
 import pytest
 
 from tests.appliance.conftest import Appliance, probe_plan
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.appliance
 
@@ -135,7 +136,7 @@ def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
             assert first.proc.stdin is not None
             first.proc.stdin.write((json.dumps(probe_plan("plant", "3", "60")) + "\n").encode())
             first.proc.stdin.flush()
-            _wait_for_file(first.name, "/var/tmp/plant-3")  # positive control: it was there
+            wait_until(lambda: _exists_in(first.name, "/var/tmp/plant-3"), "the planted file", 30)  # positive control
             subprocess.run(["docker", "kill", first.name], capture_output=True, timeout=30, check=True)
         finally:
             first.close()
@@ -149,10 +150,6 @@ def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
         subprocess.run(["docker", "volume", "rm", "-f", volume], capture_output=True, timeout=60, check=False)
 
 
-def _wait_for_file(container: str, path: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if subprocess.run(["docker", "exec", container, "/usr/bin/test", "-e", path], capture_output=True,
-                          timeout=30, check=False).returncode == 0:
-            return
-    raise AssertionError(f"{path} never appeared in {container}")
+def _exists_in(container: str, path: str) -> bool:
+    return subprocess.run(["docker", "exec", container, "/usr/bin/test", "-e", path], capture_output=True,
+                          timeout=30, check=False).returncode == 0

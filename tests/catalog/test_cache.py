@@ -19,6 +19,7 @@ from skill_mcp.catalog.cache import CatalogCache, cache_file
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
+from tests.helpers import write_skill
 from tests.integration.harness import build_tree
 
 FAR_FUTURE_NS = 2**62  # an injected clock for which nothing on disk is recent
@@ -49,17 +50,11 @@ def same(a: Catalog, b: Catalog) -> None:
     assert a.packs == b.packs
 
 
-def _skill(root: Path, name: str, body: str = "Body.\n") -> None:
-    (root / name).mkdir(parents=True, exist_ok=True)
-    (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name} helps. Use when asked.\n---\n"
-                                          f"{body}", encoding="utf-8")
-
-
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     root = build_tree(tmp_path / "skills")
-    _skill(root, "parent")
-    _skill(root / "parent", "child")  # a nested skill, published flat
+    write_skill(root, "parent")
+    write_skill(root / "parent", "child")  # a nested skill, published flat
     return root
 
 
@@ -87,7 +82,7 @@ def test_every_change_to_the_tree_is_seen_and_the_rest_is_reused(tree: Path, tmp
     elif change == "rename-file":
         (tree / "alpha" / "references" / "guide.md").rename(tree / "alpha" / "references" / "guide2.md")
     elif change == "add-skill":
-        _skill(tree, "delta")
+        write_skill(tree, "delta")
     elif change == "remove-skill":
         shutil.rmtree(beta)
     elif change == "rename-skill":
@@ -95,7 +90,7 @@ def test_every_change_to_the_tree_is_seen_and_the_rest_is_reused(tree: Path, tmp
     elif change == "break-frontmatter":
         (beta / "SKILL.md").write_text("---\nname: beta\ndescription: [unclosed\n---\n", encoding="utf-8")
     elif change == "add-nested":
-        _skill(tree / "alpha" / "references", "inner")
+        write_skill(tree / "alpha" / "references", "inner")
     after, cache = cached(tree, tmp_path / "c")
     same(after, cold(tree))
     assert cache.reused >= 3  # gamma, bulk, broken, parent or child were untouched
@@ -124,7 +119,7 @@ def test_a_skill_changed_in_the_tick_its_scan_began_is_never_written(tmp_path: P
     """A rewrite in the same timestamp tick as the read would leave every stamp as it was, so a
     result whose files changed at or after the moment the scan began is not written at all."""
     root = tmp_path / "skills"
-    _skill(root, "fresh")
+    write_skill(root, "fresh")
     changed = (root / "fresh" / "SKILL.md").stat().st_ctime_ns
     cached(root, tmp_path / "c", clock=changed)  # the scan began in the tick of the last change
     _after, c2 = cached(root, tmp_path / "c")
@@ -137,7 +132,7 @@ def test_a_skill_changed_in_the_tick_its_scan_began_is_never_written(tmp_path: P
 
 def test_with_the_real_clock_a_just_written_tree_is_read_fresh(tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    _skill(root, "fresh")
+    write_skill(root, "fresh")
     cached(root, tmp_path / "c", clock=None)
     md = root / "fresh" / "SKILL.md"
     st = md.stat()
@@ -214,7 +209,7 @@ def test_a_forged_entry_with_a_good_checksum_still_fails_its_stamps(tree: Path, 
 
 def test_a_link_in_a_skill_keeps_it_out_of_the_cache(tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    _skill(root, "linked")
+    write_skill(root, "linked")
     (root / "linked" / "real.md").write_text("one\n", encoding="utf-8")
     (root / "linked" / "alias.md").symlink_to("real.md")
     cached(root, tmp_path / "c")

@@ -20,11 +20,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.parametrize("module", ["skillmcp", "skill_mcp"])
 async def test_python_dash_m_serves_with_the_seeds_packs_root_line(module: str, tmp_path: Path) -> None:
     root = build_tree(tmp_path / "packs")

@@ -17,22 +17,10 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.helpers import write_skill
+
 pytestmark = pytest.mark.anyio
 WAIT_S = 30
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def _skill(root: Path, name: str, description: str) -> None:
-    (root / name).mkdir(parents=True)
-    # Written under a temporary name and renamed, as an editor or a copy tool would finish.
-    tmp = root / name / ".SKILL.md.tmp"
-    tmp.write_text(f"---\nname: {name}\ndescription: {description}\n---\n# {name}\n\n1. Do it.\n",
-                   encoding="utf-8")
-    tmp.rename(root / name / "SKILL.md")
 
 
 def _params(root: Path) -> StdioServerParameters:
@@ -49,7 +37,7 @@ async def _names(client: Client) -> set[str]:
 
 async def test_handshake_era_client_is_notified_of_a_new_and_a_removed_skill(tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    _skill(root, "alpha", "Alpha does the first thing. Use when testing reload.")
+    write_skill(root, "alpha", description="Alpha does the first thing. Use when testing reload.", atomic=True)
     all_three = {"notifications/tools/list_changed", "notifications/prompts/list_changed",
                  "notifications/resources/list_changed"}
     seen: set[str] = set()
@@ -70,7 +58,7 @@ async def test_handshake_era_client_is_notified_of_a_new_and_a_removed_skill(tmp
         assert await _names(client) == {"alpha"}
         assert {p.name for p in (await client.list_prompts()).prompts} == {"alpha"}
 
-        _skill(root, "beta", "Beta does the second thing. Use when testing reload.")
+        write_skill(root, "beta", description="Beta does the second thing. Use when testing reload.", atomic=True)
         with anyio.fail_after(WAIT_S):
             await changed.wait()
         assert await _names(client) == {"alpha", "beta"}
@@ -87,12 +75,12 @@ async def test_handshake_era_client_is_notified_of_a_new_and_a_removed_skill(tmp
 
 async def test_2026_era_client_hears_changes_on_its_listen_stream(tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    _skill(root, "alpha", "Alpha does the first thing. Use when testing reload.")
+    write_skill(root, "alpha", description="Alpha does the first thing. Use when testing reload.", atomic=True)
     async with Client(_params(root), mode="2026-07-28") as client:
         assert await _names(client) == {"alpha"}
         async with client.listen(tools_list_changed=True, prompts_list_changed=True,
                                  resources_list_changed=True) as sub:
-            _skill(root, "beta", "Beta does the second thing. Use when testing reload.")
+            write_skill(root, "beta", description="Beta does the second thing. Use when testing reload.", atomic=True)
             with anyio.fail_after(WAIT_S):
                 event = await sub.__anext__()
             assert type(event).__name__ in {"ToolsListChanged", "PromptsListChanged", "ResourcesListChanged"}
@@ -105,7 +93,7 @@ async def test_2026_era_client_hears_changes_on_its_listen_stream(tmp_path: Path
 
 async def test_a_half_written_skill_md_keeps_the_last_good_version_served(tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    _skill(root, "alpha", "Alpha does the first thing. Use when testing reload.")
+    write_skill(root, "alpha", description="Alpha does the first thing. Use when testing reload.", atomic=True)
     changed = anyio.Event()
 
     async def on_message(message: Any) -> None:
@@ -117,7 +105,7 @@ async def test_a_half_written_skill_md_keeps_the_last_good_version_served(tmp_pa
         # A truncated SKILL.md (the frontmatter is not closed yet) plus a new neighbour, so the
         # test has a notification to wait for.
         (root / "alpha" / "SKILL.md").write_text("---\nname: alpha\ndescri", encoding="utf-8")
-        _skill(root, "beta", "Beta does the second thing. Use when testing reload.")
+        write_skill(root, "beta", description="Beta does the second thing. Use when testing reload.", atomic=True)
         with anyio.fail_after(WAIT_S):
             await changed.wait()
         result = await client.call_tool("skill_list", {})

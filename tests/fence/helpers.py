@@ -17,15 +17,14 @@ from skill_mcp.runner.audit import AuditSink
 from skill_mcp.runner.environ import HardenReport
 from skill_mcp.runner.fence import Runner
 from skill_mcp.runner.interpreters import resolve_interpreters
+from tests.helpers import write_skill
 
 SCRUBBED = HardenReport(scrubbed=True, nondumpable=True)
 
 
 def make_skill(root: Path, name: str, files: Mapping[str, str], run: Sequence[ScriptDecl] = (),
                egress: Sequence[str] = ()) -> Skill:
-    directory = root / name
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test\n---\nbody\n", encoding="utf-8")
+    directory = write_skill(root, name, description="test", body="body\n")
     for rel, text in files.items():
         path = directory / rel
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,18 +22,6 @@ from skill_mcp.reasons import Refusal
 from tests.fence.demo_skill import ECHO, SKILL_MD
 
 pytestmark = pytest.mark.anyio
-ERAS = ("legacy", "2026-07-28")
-
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=ERAS)
-def era(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture

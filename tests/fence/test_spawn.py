@@ -22,7 +22,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import ScriptDecl
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.interpreters import Interpreters
-from skill_mcp.runner.types import CAPTURE_LIMIT, TERM_GRACE_S
+from skill_mcp.runner.types import CAPTURE_LIMIT
 
 from .helpers import catalog_of, make_runner, make_skill
 
@@ -73,10 +73,15 @@ def test_output_under_the_cap_is_not_truncated(root: Path) -> None:  # positive 
     assert out["truncated"] == {"stdout": False, "stderr": False} and out["droppedBytes"] == 0
 
 
+# The scripts below would run 60 s or more; a call back well before that was not held by them.
+# A bound this loose cannot flake on a loaded machine; how fast the stop is belongs to bench/.
+WELL_UNDER_THE_SCRIPTS_OWN_S = 30
+
+
 def test_a_sleeper_past_its_timeout_is_stopped(root: Path) -> None:
     started = time.monotonic()
     out = run(root, "python", "import time\nprint('start', flush=True)\ntime.sleep(60)\n", timeout=1)
-    assert time.monotonic() - started < 1 + 2
+    assert time.monotonic() - started < WELL_UNDER_THE_SCRIPTS_OWN_S
     assert (out["status"], out["signal"], out["stdout"]) == ("timeout", "SIGTERM", "start\n")
 
 
@@ -84,7 +89,7 @@ def test_a_sigterm_ignorer_gets_sigkill_after_the_grace(root: Path) -> None:
     source = "trap '' TERM\necho ready\nwhile :; do sleep 0.05; done\n"
     started = time.monotonic()
     out = run(root, "bash", source, timeout=1)
-    assert time.monotonic() - started < 1 + TERM_GRACE_S + 2
+    assert time.monotonic() - started < WELL_UNDER_THE_SCRIPTS_OWN_S
     assert (out["status"], out["signal"]) == ("timeout", "SIGKILL")
 
 
@@ -110,7 +115,7 @@ def test_a_detached_grandchild_holding_stdout_cannot_hold_the_call(root: Path, p
     started = time.monotonic()
     out = run(root, "python", source, timeout=timeout)
     try:
-        assert time.monotonic() - started < timeout + 2
+        assert time.monotonic() - started < WELL_UNDER_THE_SCRIPTS_OWN_S
         assert any("may still be running" in note for note in out.get("notes", []))
         assert out["status"] == ("timeout" if parent_sleeps else "ok")
     finally:
@@ -213,10 +218,10 @@ def test_one_run_at_a_time_a_second_call_is_refused_at_once(root: Path) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(long_run)
             await gated.started.wait()
-            started = time.monotonic()
             with pytest.raises(SkillMcpError) as info:
                 await runner.execute(runner.prepare(catalog, "t", "b.sh", []), confirmed=True)
-            assert info.value.reason == Refusal.BUSY and time.monotonic() - started < 0.5
+            assert info.value.reason == Refusal.BUSY
+            assert not first  # refused while the first run still ran: it did not wait for the lock
         assert first["status"] == "ok"
         after = await runner.execute(runner.prepare(catalog, "t", "b.sh", []), confirmed=True)
         assert after["stdout"] == "b\n"  # the lock was released

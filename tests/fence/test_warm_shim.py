@@ -29,6 +29,7 @@ import pytest
 from skill_mcp.models import ScriptDecl
 from skill_mcp.runner.shim import EXEC_NEXT, SHIM, prctl_dir
 from skill_mcp.runner.spawn_local import LocalSpawner
+from tests.helpers import wait_until
 
 from .helpers import NOBODY, catalog_of, make_runner, make_skill, nobody_python
 
@@ -36,13 +37,6 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="reading another proces
 SECRET = "warm-shim-server-secret-5e1f"
 READ_SYSCALL = {"x86_64": 0, "aarch64": 63}.get(platform.machine())
 PID_SCRIPT = "import os\nprint(os.getpid())\n"
-
-
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.002)
 
 
 def cmdline(pid: int) -> list[str]:

@@ -49,11 +49,6 @@ mcp-host:
 """
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def root() -> Iterator[Path]:
     """Readable by every uid: a root server drops the script to ``nobody``."""

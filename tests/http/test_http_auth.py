@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
 
+from tests.helpers import wait_until
 from tests.http.harness import HttpServer, child_env, http_client, running_http_server, server_argv
 
 TOKEN = "conformance-token-0123456789abcdef"
@@ -71,7 +71,7 @@ def test_request_without_the_right_token_gets_401_and_no_session(server: HttpSer
     ok = _post(server.url, {"Authorization": f"Bearer {TOKEN}"})
     assert ok.status_code == 200
     assert ok.headers.get("mcp-session-id")
-    assert _wait_for(lambda: _sessions_created(server) == before + 1)
+    wait_until(lambda: _sessions_created(server) == before + 1, "the server to log the new session")
 
 
 def test_modern_era_request_without_token_gets_401(server: HttpServer) -> None:
@@ -157,16 +157,6 @@ def test_no_auth_on_loopback_serves_and_says_so_loudly() -> None:
         assert "SERVING WITHOUT AUTHENTICATION" in srv.stderr
 
 
-def _wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Poll a condition on the server's log (read by another thread), bounded."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def test_token_file_is_the_token(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(f"  {TOKEN}\n", encoding="utf-8")
@@ -197,7 +187,7 @@ def test_an_oversized_body_is_refused_without_a_session(server: HttpServer) -> N
     assert "mcp-session-id" not in response.headers
     # Positive control: the server still serves, and only that one session is new.
     assert _post(server.url, {"Authorization": f"Bearer {TOKEN}"}).status_code == 200
-    assert _wait_for(lambda: _sessions_created(server) == before + 1)
+    wait_until(lambda: _sessions_created(server) == before + 1, "the server to log the new session")
 
 
 def test_allowed_host_admits_the_proxy_name_and_nothing_else() -> None:
@@ -212,6 +202,6 @@ def test_allowed_host_admits_the_proxy_name_and_nothing_else() -> None:
 def test_neither_the_token_nor_a_presented_one_is_ever_logged(server: HttpServer) -> None:
     presented = "presented-but-wrong-0123456789"
     assert _post(server.url, {"Authorization": f"Bearer {presented}"}).status_code == 401
-    assert _wait_for(lambda: "http-refused" in server.stderr)  # positive control: the refusal is logged
+    wait_until(lambda: "http-refused" in server.stderr, "the refusal in the log")  # positive control
     assert TOKEN not in server.stderr
     assert presented not in server.stderr

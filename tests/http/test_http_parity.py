@@ -23,11 +23,6 @@ TOKEN = "parity-token-0123456789abcdef"
 CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "corpus"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _dump(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 

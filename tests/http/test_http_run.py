@@ -24,17 +24,6 @@ from tests.http.harness import HttpServer, http_client, running_http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 TOKEN = "run-token-0123456789abcdef"
-ERAS = ("legacy", "2026-07-28")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=ERAS)
-def era(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture(scope="module")

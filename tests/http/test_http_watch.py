@@ -14,6 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 
+from tests.helpers import write_skill
 from tests.http.harness import http_client, running_http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -21,19 +22,6 @@ TOKEN = "watch-token-0123456789abcdef"
 WAIT_S = 30
 ALL_THREE = {"notifications/tools/list_changed", "notifications/prompts/list_changed",
              "notifications/resources/list_changed"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def _skill(root: Path, name: str) -> None:
-    (root / name).mkdir(parents=True)
-    tmp = root / name / ".SKILL.md.tmp"
-    tmp.write_text(f"---\nname: {name}\ndescription: {name} does a thing. Use when testing reload.\n---\n# {name}\n",
-                   encoding="utf-8")
-    tmp.rename(root / name / "SKILL.md")
 
 
 async def _names(client: Any) -> set[str]:
@@ -58,13 +46,13 @@ class Heard:
 
 async def test_every_handshake_era_session_is_told_of_a_new_skill(tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    _skill(root, "alpha")
+    write_skill(root, "alpha", atomic=True)
     with running_http_server([root], token=TOKEN, watch=True) as server:
         first, second = Heard(), Heard()
         async with http_client(server.url, token=TOKEN, mode="legacy", message_handler=first) as one, \
                 http_client(server.url, token=TOKEN, mode="legacy", message_handler=second) as two:
             assert await _names(one) == {"alpha"} and await _names(two) == {"alpha"}
-            _skill(root, "beta")
+            write_skill(root, "beta", atomic=True)
             with anyio.fail_after(WAIT_S):
                 await first.all.wait()
                 await second.all.wait()
@@ -74,13 +62,13 @@ async def test_every_handshake_era_session_is_told_of_a_new_skill(tmp_path: Path
 
 async def test_a_2026_era_client_hears_it_on_its_listen_stream(tmp_path: Path) -> None:
     root = tmp_path / "skills"
-    _skill(root, "alpha")
+    write_skill(root, "alpha", atomic=True)
     with running_http_server([root], token=TOKEN, watch=True) as server:
         async with http_client(server.url, token=TOKEN, mode="2026-07-28") as client:
             assert await _names(client) == {"alpha"}
             async with client.listen(tools_list_changed=True, prompts_list_changed=True,
                                      resources_list_changed=True) as sub:
-                _skill(root, "beta")
+                write_skill(root, "beta", atomic=True)
                 with anyio.fail_after(WAIT_S):
                     event = await sub.__anext__()
                 assert type(event).__name__ in {"ToolsListChanged", "PromptsListChanged", "ResourcesListChanged"}
@@ -92,7 +80,7 @@ async def test_an_open_listen_stream_does_not_hold_the_drain(tmp_path: Path) -> 
     import json
 
     root = tmp_path / "skills"
-    _skill(root, "alpha")
+    write_skill(root, "alpha", atomic=True)
     with running_http_server([root], token=TOKEN, watch=True) as server:
         async with http_client(server.url, token=TOKEN, mode="2026-07-28") as client:
             async with client.listen(tools_list_changed=True) as sub:

@@ -7,15 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ERAS
 from tests.integration import harness
-from tests.integration.harness import ERAS, Connect, Wire, build_tree
+from tests.integration.harness import Connect, Wire, build_tree
 
 WIRES = [(transport, era) for transport in ("stdio", "http") for era in ERAS]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _opener(transport: str) -> Connect:
@@ -37,11 +33,6 @@ async def wire(request: pytest.FixtureRequest, shared_root: Path) -> AsyncIterat
     transport, era = request.param
     async with _opener(transport)(shared_root, era) as client:
         yield Wire(client, era, transport, shared_root)
-
-
-@pytest.fixture(params=ERAS)
-def era(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture(params=("stdio", "http"))

@@ -24,7 +24,6 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from pydantic import TypeAdapter
 
-ERAS = ("legacy", "2026-07-28")
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 BIG = 1024 * 1024 + 10
 BULK_FILE = 900 * 1024

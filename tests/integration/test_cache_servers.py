@@ -20,11 +20,6 @@ from skill_mcp.catalog.cache import COARSE_MARGIN_NS, RACY_MARGIN_NS, CatalogCac
 from tests.integration.harness import build_tree, connect
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def _listing(root: Path, env: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with connect(root, "legacy", env) as client:

@@ -22,11 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 REALWORLD = REPO / "tests" / "fixtures" / "realworld"
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _lock(root: Path) -> None:
     done = run("pack", "lock", str(root))
     assert done.returncode == 0, done.stderr

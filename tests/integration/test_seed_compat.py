@@ -18,8 +18,9 @@ import httpx2
 import pytest
 
 from skill_mcp.config import BUNDLED_ROOT
+from tests.helpers import ERAS
 from tests.http.harness import running_http_server
-from tests.integration.harness import ERAS, connect
+from tests.integration.harness import connect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 SEED_TOOLS = {"list_packs", "search_skills", "get_skill"}

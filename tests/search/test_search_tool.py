@@ -15,16 +15,6 @@ pytestmark = pytest.mark.anyio
 CORPUS = Path(__file__).parent / "corpus"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=["legacy", "2026-07-28"])
-def era(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 async def test_skill_search_is_advertised_read_only_with_schemas(era: str) -> None:
     async with Client(build_server(load_settings([str(CORPUS)], {})), mode=era) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -193,11 +193,6 @@ def test_damaged_postings_raise_rather_than_answer(tree: Path, tmp_path: Path) -
         search_result(catalog, index, "rotate a pdf page", 3)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _fresh_tree(tmp_path: Path) -> Path:
     root = tmp_path / "skills"
     for name, (description, body) in SKILLS.items():

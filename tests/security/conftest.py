@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from tests.appliance import conftest as appliance_conftest
-from tests.security.harness import Session, open_session, procs_of_uid, script_account, server_params, wait_for
+from tests.helpers import wait_until
+from tests.security.harness import Session, open_session, procs_of_uid, script_account, server_params
 
 HERE = Path(__file__).resolve().parent
 PROBE = HERE / "skills" / "sec" / "scripts" / "probe.py"
@@ -136,7 +137,7 @@ def script_uid() -> int | None:
 def no_script_processes(uid: int | None, timeout: float = 5.0) -> None:
     """Zero processes of the script uid remain (bounded wait: a SIGKILLed process takes a moment to go)."""
     if uid is not None:
-        wait_for(lambda: not procs_of_uid(uid), timeout, f"every process of uid {uid} to end: {procs_of_uid(uid)}")
+        wait_until(lambda: not procs_of_uid(uid), f"every process of uid {uid} to end: {procs_of_uid(uid)}", timeout)
 
 
 @pytest.fixture(autouse=True)
@@ -151,7 +152,7 @@ def after_each(request: pytest.FixtureRequest, script_uid: int | None) -> Iterat
 
         app_ = request.getfixturevalue("app")
         assert app_.session.answers(), "the appliance server stopped answering after this case"
-        wait_for(lambda: not app_.of_uid(SCRIPT_UID), 5, "zero processes of the script uid in the appliance")
+        wait_until(lambda: not app_.of_uid(SCRIPT_UID), "zero processes of the script uid in the appliance", 5)
 
 
 # --- the appliance half: H3's image and peers, reused (tests/appliance/conftest.py) -------------

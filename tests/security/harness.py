@@ -18,7 +18,6 @@ import os
 import pwd
 import signal
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -63,15 +62,6 @@ def kill_uid(uid: int) -> None:
             os.kill(proc["pid"], signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-def wait_for(predicate: Any, timeout: float, what: str) -> None:
-    """Poll a condition under a deadline (a condition, never a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def last_json(text: str) -> Any:

@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
+from tests.helpers import wait_until
 from tests.security.appliance import SCRIPT_UID, SECRET, SERVER_UID, AppServer, host_status, open_appliance
-from tests.security.harness import wait_for
 
 pytestmark = pytest.mark.appliance
 ZERO = "0000000000000000"
@@ -144,14 +144,14 @@ def _kill_server_mid_run(image: str, peers: dict, rebind_dns: dict, script: str,
         token = app.session.preview("sec", script, args)[1]["confirmToken"]
         app.session.portal.start_task_soon(app.session.client.call_tool, "skill_run",
                                            {"skill": "sec", "script": script, "args": args, "confirmToken": token})
-        wait_for(lambda: app.of_uid(SCRIPT_UID), 30, "the script to start")
+        wait_until(lambda: app.of_uid(SCRIPT_UID), "the script to start", 30)
         script_pids = [p["pid"] for p in app.of_uid(SCRIPT_UID)]  # host pids: positive control, it runs
         os.kill(app.server_pid(), signal.SIGKILL)
-        wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in script_pids), within_s,
-                 "every script process to end after the server died")
+        wait_until(lambda: not any(os.path.exists(f"/proc/{p}") for p in script_pids),
+                   "every script process to end after the server died", within_s)
         # The launcher exits with the server; the container is gone as well.
-        wait_for(lambda: subprocess.run(["docker", "inspect", name], capture_output=True, timeout=30,
-                                        check=False).returncode != 0, 30, "the container to end")
+        wait_until(lambda: subprocess.run(["docker", "inspect", name], capture_output=True, timeout=30,
+                                          check=False).returncode != 0, "the container to end", 30)
 
 
 def test_appliance_server_killed_mid_run_leaves_no_orphan(image: str, peers: dict, rebind_dns: dict) -> None:

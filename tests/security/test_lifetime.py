@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from skill_mcp.reasons import Refusal
+from tests.helpers import eventually, wait_until
 from tests.security.conftest import no_script_processes, server_env
-from tests.security.harness import Session, kill_uid, last_json, open_session, procs_of_uid, server_params, wait_for
+from tests.security.harness import Session, kill_uid, last_json, open_session, procs_of_uid, server_params
 
 SHORT = "scripts/short.py"
 BOUND_S = 2 + 2 + 5 + 3  # timeout + TERM grace + KILL wait + slack: the call always returns by then
@@ -70,7 +71,7 @@ def test_cpu_spin_is_stopped_by_the_timeout(server: Session) -> None:
 
 def test_background_child_in_the_group_is_killed(server: Session) -> None:
     child = server.probe("background")["out"]["child"]
-    wait_for(lambda: not _alive(child), 5, f"background child {child} to be killed")
+    wait_until(lambda: not _alive(child), f"background child {child} to be killed", 5)
     _control(server)
 
 
@@ -171,7 +172,7 @@ def test_second_concurrent_run_is_refused_busy(server: Session, sec_root: Path) 
     long_run = server.portal.start_task_soon(server.client.call_tool, "skill_run",
                                              {"skill": "sec", "script": "scripts/probe.py", "args": args,
                                               "confirmToken": first["confirmToken"]})
-    wait_for(pidfile.exists, 20, "the first run to start")
+    wait_until(pidfile.exists, "the first run to start", 20)
     err, out = server.run("sec", "scripts/probe.py", ["echo", "second"])
     assert err and out["reason"] == Refusal.BUSY
     result = long_run.result(timeout=30)
@@ -190,16 +191,16 @@ def test_server_killed_mid_run_leaves_no_orphan(how: str, sec_root: Path, script
         pending = session.portal.start_task_soon(session.client.call_tool, "skill_run",
                                                  {"skill": "sec", "script": "scripts/probe.py", "args": args,
                                                   "confirmToken": token})
-        wait_for(pidfile.exists, 20, "the script to start")
+        wait_until(pidfile.exists, "the script to start", 20)
         info = json.loads(pidfile.read_text())
         assert _alive(info["pid"])  # positive control: the script is running when the server goes
         if how == "stdin-EOF":
             pending.cancel()
         else:
             os.kill(info["ppid"], getattr(signal, how))
-            wait_for(lambda: not _alive(info["ppid"]), 15, "the server to exit")
+            wait_until(lambda: not _alive(info["ppid"]), "the server to exit", 15)
         try:
-            orphan_dead = _eventually(lambda: not _alive(info["pid"]), 10)
+            orphan_dead = eventually(lambda: not _alive(info["pid"]), 10)
         finally:
             if script_uid is not None and not orphan_dead:
                 kill_uid(script_uid)
@@ -229,22 +230,14 @@ def _shims_of(server_pid: int) -> list[int]:
 def test_server_stopped_leaves_no_waiting_shim(how: str, sec_root: Path) -> None:
     with open_session(server_params([sec_root], server_env()), read_timeout=60) as session:
         server_pid = int(session.probe("id")["out"]["ppid"])
-        wait_for(lambda: _shims_of(server_pid), 10, "the shim for the next run")
+        wait_until(lambda: _shims_of(server_pid), "the shim for the next run", 10)
         shims = _shims_of(server_pid)
         assert len(shims) == 1 and _alive(shims[0])  # positive control: one waits, never more
         if how != "stdin-EOF":
             os.kill(server_pid, getattr(signal, how))
-            wait_for(lambda: not _alive(server_pid), 15, "the server to exit")
+            wait_until(lambda: not _alive(server_pid), "the server to exit", 15)
     # SIGKILL: the parent-death signal ends it; SIGTERM and stdin EOF: the closers kill and reap it.
-    assert _eventually(lambda: not _alive(shims[0]), 10), f"the waiting shim (pid {shims[0]}) outlived the server"
-
-
-def _eventually(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    try:
-        wait_for(predicate, timeout, "condition")
-    except AssertionError:
-        return False
-    return True
+    assert eventually(lambda: not _alive(shims[0]), 10), f"the waiting shim (pid {shims[0]}) outlived the server"
 
 
 _ = last_json  # re-exported helper, used by the appliance half

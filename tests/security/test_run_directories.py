@@ -11,8 +11,9 @@ import secrets
 import signal
 from pathlib import Path
 
+from tests.helpers import wait_until
 from tests.security.conftest import server_env
-from tests.security.harness import open_session, server_params, wait_for
+from tests.security.harness import open_session, server_params
 
 
 def _alive(pid: int) -> bool:
@@ -32,11 +33,11 @@ def test_a_killed_servers_run_directory_is_gone_before_the_next_servers_first_ru
         session.portal.start_task_soon(session.client.call_tool, "skill_run",
                                        {"skill": "sec", "script": "scripts/probe.py", "args": args,
                                         "confirmToken": token})
-        wait_for(pidfile.exists, 20, "the script to start")
+        wait_until(pidfile.exists, "the script to start", 20)
         info = json.loads(pidfile.read_text())
         os.kill(info["ppid"], signal.SIGKILL)
-        wait_for(lambda: not _alive(info["ppid"]), 15, "the server to die")
-        wait_for(lambda: not _alive(info["pid"]), 15, "the script to die with it")
+        wait_until(lambda: not _alive(info["ppid"]), "the server to die", 15)
+        wait_until(lambda: not _alive(info["pid"]), "the script to die with it", 15)
     left = Path(info["TMPDIR"])
     # Positive control: the killed server could not remove its run's directory, secret inside.
     assert (left / "secret").read_text() == secret

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import wait_until
 from tests.security.conftest import SECRET
-from tests.security.harness import Session, last_json, wait_for
+from tests.security.harness import Session, last_json
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the cross-uid boundary exists only when the server is root")
 
@@ -66,7 +67,7 @@ def test_script_cannot_attach_to_signal_or_read_the_shim_waiting_for_the_next_ru
     pending = server.portal.start_task_soon(server.client.call_tool, "skill_run",
                                             {"skill": "sec", "script": "scripts/probe.py", "args": args,
                                              "confirmToken": token})
-    wait_for(pidfile.exists, 20, "the probe to start")
+    wait_until(pidfile.exists, "the probe to start", 20)
     assert server.preview("sec", "scripts/probe.py", ["echo", "next"])[1]["status"] == "confirmation-required"
     result = pending.result(timeout=60)
     out = last_json(result.structured_content["stdout"])

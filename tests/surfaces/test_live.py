@@ -13,22 +13,12 @@ from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
 from skill_mcp.server import build_server
+from tests.helpers import write_skill
 
 pytestmark = pytest.mark.anyio
 
 CHANGED = {"notifications/tools/list_changed", "notifications/prompts/list_changed",
            "notifications/resources/list_changed"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def _skill(root: Path, name: str) -> None:
-    (root / name).mkdir(parents=True)
-    (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name} does it.\n---\nBody.\n",
-                                          encoding="utf-8")
 
 
 class Swappable:
@@ -47,7 +37,7 @@ class Swappable:
 
 def _setup(tmp_path: Path, *, watch: bool) -> tuple[Path, Swappable, Any]:
     root = tmp_path / "skills"
-    _skill(root, "first")
+    write_skill(root, "first")
     settings = load_settings([str(root)], {}, watch=watch)
     provider = Swappable(settings)
     return root, provider, build_server(settings, provider, tools=())
@@ -69,7 +59,7 @@ async def test_a_handshake_era_client_hears_list_changed_and_sees_the_new_skill(
         caps = client.server_capabilities
         assert caps.tools.list_changed and caps.prompts.list_changed and caps.resources.list_changed
         assert [p.name for p in (await client.list_prompts()).prompts] == ["first"]
-        _skill(root, "second")
+        write_skill(root, "second")
         provider.rebuild()
         await server.announcer.announce()
         with anyio.fail_after(10):
@@ -82,7 +72,7 @@ async def test_a_2026_client_listening_gets_the_change_events(tmp_path: Path) ->
     async with Client(server, mode="2026-07-28") as client, client.listen(
         tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
     ) as sub:
-        _skill(root, "second")
+        write_skill(root, "second")
         provider.rebuild()
         await server.announcer.announce()
         with anyio.fail_after(10):

@@ -46,11 +46,6 @@ Body.
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tree = build_tree(tmp_path_factory.mktemp("contract") / "skills")
     (tree / "ruby-tool").mkdir()

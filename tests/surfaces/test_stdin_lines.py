@@ -12,11 +12,6 @@ from skill_mcp.surfaces.stdio import TOO_LONG, StdinLines
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def _read_all(data: bytes, max_line: int = 64) -> list[str]:
     read_fd, write_fd = os.pipe()
     try:
