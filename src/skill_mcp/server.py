@@ -71,7 +71,7 @@ def _compat_tools(settings: Settings, search: Any) -> tuple[ToolSpec, ...]:
 
 
 def static_catalog(settings: Settings) -> Callable[[], Catalog]:
-    """The catalog, scanned on the first request that needs it (issue 8).
+    """The catalog, scanned on the first request that needs it: start-up reads no directory.
 
     Nothing in ``initialize`` or ``tools/list`` depends on the skills found, so the scan
     (O(N) in skills) is kept off start-up; ``LazyCatalog`` logs its size (debug) once built.

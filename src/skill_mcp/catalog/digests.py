@@ -1,7 +1,8 @@
 """``DigestMemo``: the digests a server already computed, valid while their file is unchanged.
 
 Kept apart from ``catalog.files`` (which re-exports it) because a server builds one when it
-starts, and nothing else of the file readers is needed before the first request (issue 8).
+starts, and nothing else of the file readers is needed before the first request,
+so start-up stays independent of the number of skills.
 """
 
 from __future__ import annotations

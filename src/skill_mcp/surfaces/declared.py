@@ -1,7 +1,7 @@
 """``DeclaredScripts``: the ``ScriptStates`` of a server that has no runner plugged in.
 
 Kept out of ``surfaces.state`` because a server that serves (``server.plugins`` always plugs
-the runner in) never needs it, and its record class costs start-up time (issue 8):
+the runner in) never needs it, and its record class costs start-up time before the first answer:
 ``surfaces.app.assemble`` imports it only when no ``script_states`` is given.
 """
 

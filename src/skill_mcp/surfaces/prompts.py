@@ -12,7 +12,8 @@ from skill_mcp.surfaces.errors import invalid_params
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
-# functions that read: building a server imports this module, and must not import those (issue 8).
+# functions that read: building a server imports this module, and must not import those
+# before the first request that reads (start-up stays independent of the number of skills).
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog
 

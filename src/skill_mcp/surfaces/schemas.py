@@ -165,7 +165,7 @@ SKILL_FILE_OUT: dict[str, Any] = {
 # on every call, at several microseconds per (schema node, value) pair it visits: the fully
 # typed item schemas made the client spend 2.4 ms checking one 50-skill ``skill_list`` page,
 # more than the whole rest of the call, and even an item schema of ``{"type": "object",
-# "required": [...]}`` cost 0.2 ms per 25-skill page (issue 8). So the advertised form keeps
+# "required": [...]}`` cost 0.2 ms per 25-skill page (bench/README.md). So the advertised form keeps
 # every top-level field typed, and an array of objects is advertised as an array whose
 # ``description`` lists the item fields and their types; the strict schema travels beside it
 # in the tool's ``_meta`` (``STRICT_SCHEMA_META``) for clients that want it for code

@@ -21,7 +21,8 @@ from skill_mcp.surfaces.resources import parse_skill_uri
 from skill_mcp.surfaces.state import SKILL_MD, listed_in_skills_ext
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
-# functions that read: building a server imports this module, and must not import those (issue 8).
+# functions that read: building a server imports this module, and must not import those
+# before the first request that reads (start-up stays independent of the number of skills).
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.catalog import files as catfiles
     from skill_mcp.models import Catalog, Skill

@@ -13,7 +13,8 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.registry import ScriptStates
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
-# functions that read: building a server imports this module, and must not import those (issue 8).
+# functions that read: building a server imports this module, and must not import those
+# before the first request that reads (start-up stays independent of the number of skills).
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.catalog import files as catfiles
     from skill_mcp.models import Catalog, Skill, SkillFile
