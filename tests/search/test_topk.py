@@ -1,4 +1,4 @@
-"""The impact-ordered query gives exactly the hits the plain query gives (``reference_search``).
+"""The impact-ordered query gives exactly the hits of the brute-force query (``reference_search``).
 
 Same names, same order, same scores, same matched words, fields and sections: ``Hit`` values
 compare equal. Corpora here are built big enough, and from few enough words, that query terms
