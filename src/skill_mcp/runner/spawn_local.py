@@ -41,6 +41,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import STANDALONE, Capture, remove_tree, run_status
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
+from skill_mcp.runner.script_env import run_env
 from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult
 
@@ -133,12 +134,10 @@ class LocalSpawner:
             self._waiting.cancel()
 
     def _config(self, plan: RunPlan, tmp: str) -> bytes:
-        env = dict(plan.env)
-        env["TMPDIR"] = tmp
+        env = run_env(plan.env, tmp, own_uid=self.drop is not None)
         limits: dict[str, tuple[int, int]] = {"core": (0, 0), "nofile": (NOFILE, NOFILE), "fsize": (FSIZE, FSIZE)}
         cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits}
         if self.drop is not None:
-            env["HOME"] = tmp  # the server's HOME is not the dropped user's to write
             limits["nproc"] = (NPROC, NPROC)
             cfg.update(uid=self.drop.uid, gid=self.drop.gid)
         # marshal, not JSON: the shim then needs neither json nor re (tens of ms per run); the pipe is

@@ -27,8 +27,8 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.audit import FENCED_NOTE, AuditSink, audit_record, looks_fenced, stderr_sink
-from skill_mcp.runner.environ import HardenReport
 from skill_mcp.runner.grants import GrantSet, build_grants
+from skill_mcp.runner.harden import HardenReport
 from skill_mcp.runner.interpreters import Interpreters, resolve_interpreters
 from skill_mcp.runner.plan import Prepared, prepare
 from skill_mcp.runner.report import Blocked, FenceReport, fence_report
