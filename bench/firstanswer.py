@@ -37,7 +37,7 @@ from bench.measure import floor_call, structured
 from bench.servers import CALL_TIMEOUT_S, ServerSpec, floor_spec, ours_spec, peak_rss_kib, session
 from bench.stats import Summary, ms, ratio, times
 
-PAGE = 200  # skill_list's largest page (surfaces.schemas.MAX_LIST_LIMIT)
+PAGE = 200  # skill_list's largest page (surfaces.paging.MAX_LIST_LIMIT)
 
 
 @dataclass(slots=True)

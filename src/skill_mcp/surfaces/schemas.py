@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from skill_mcp.surfaces.paging import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
+
 _STR = {"type": "string"}
 _INT = {"type": "integer", "minimum": 0}
 
@@ -39,10 +41,6 @@ REFUSAL: dict[str, Any] = {
     "properties": {"reason": _STR, "detail": _STR},
 }
 
-# The default page is the same size as a skills/list page. 25 entries cost a model about
-# 1,500-3,000 tokens; a caller that wants more at once asks for up to MAX_LIST_LIMIT.
-DEFAULT_LIST_LIMIT = 25
-MAX_LIST_LIMIT = 200
 
 SKILL_LIST_IN: dict[str, Any] = {
     "type": "object",
