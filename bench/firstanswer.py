@@ -1,4 +1,4 @@
-"""The first answer (issue 19): what a user of a freshly started server waits for.
+"""The first answer: what a user of a freshly started server waits for.
 
 For each corpus, three servers are visited in turn per repetition, rotating who goes first:
 

@@ -126,8 +126,9 @@ class Runner:
     def grants(self, catalog: Catalog) -> GrantSet:
         """The grants for ``catalog``, built once per catalog object (a reload swaps the object).
 
-        Building them walks every skill: 4 ms at 10,000 skills, on the preview and again on the
-        confirmed run. One entry, held by this runner, like ``FenceStates``' report.
+        Building them walks every skill, which a large catalog would pay on the preview and again
+        on the confirmed run (figures in bench/README.md, "Figures behind design choices"). One
+        entry, held by this runner, like ``FenceStates``' report.
         """
         if self._grants is None or self._grants[0] is not catalog:
             self._grants = (catalog, build_grants(catalog, self.settings.skill_run, hosted=self.settings.hosted))

@@ -140,8 +140,9 @@ class LocalSpawner:
         if self.drop is not None:
             limits["nproc"] = (NPROC, NPROC)
             cfg.update(uid=self.drop.uid, gid=self.drop.gid)
-        # marshal, not JSON: the shim then needs neither json nor re (tens of ms per run); the pipe is
-        # a private channel from this process, so the format is never read from anyone else.
+        # marshal, not JSON: the shim then imports neither json nor re, whose import is a large part
+        # of a cold start (bench/README.md, "Figures behind design choices"); the pipe is a private
+        # channel from this process, so the format is never read from anyone else.
         return marshal.dumps(cfg)
 
     async def run(self, plan: RunPlan) -> RunResult:
@@ -161,7 +162,7 @@ class LocalSpawner:
         finally:
             remove_tree(tmp)
             # The next run's shim starts now, not while this script runs: its start-up would compete
-            # with the script and this call for the CPU (measured: a few ms on 2 cores).
+            # with the script and this call for the CPU, which was measured to cost the run more.
             self.warm()
 
     async def _launch(self, plan: RunPlan, cfg: bytes, started: float) -> Shim:
