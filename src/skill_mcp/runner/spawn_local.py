@@ -3,7 +3,8 @@
 - argv array, no shell; cwd the skill directory; stdin ``/dev/null``; a new session (so the
   script leads its own process group); the environment is exactly ``plan.env`` with ``TMPDIR``
   set to a private directory made for this run (``skill-mcp-run-<server pid>-<random>``, mode
-  0700, the script user's when the server is root) and removed after it. A server killed before
+  0700, the script user's when the server is root; ``runner.script_env.run_env``) and removed
+  after it. A server killed before
   it could remove one leaves it behind: the next spawner removes such directories when it is
   built, before its first run (``runner.rundirs``).
 - Limits and the uid drop are applied by ``_exec_shim`` (a stdlib re-exec shim), never by a
