@@ -21,7 +21,7 @@ from skill_mcp.runner.harden import env_block, harden_process
 from .helpers import NOBODY, nobody_python
 
 SECRET = "PROBE-hunter2-9f8e7d"
-HARNESS = Path(__file__).with_name("environ_server.py")
+HARNESS = Path(__file__).with_name("harden_server.py")
 
 PROBE = r'''
 import json, os, sys
