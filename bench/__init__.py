@@ -1,1 +1,1 @@
-"""The skill-mcp benchmark (issue 8): ``python -m bench`` / ``make bench``. See bench/README.md."""
+"""The skill-mcp benchmark: ``python -m bench`` / ``make bench``. See bench/README.md."""

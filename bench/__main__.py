@@ -58,7 +58,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _appliance(enabled: bool) -> tuple[str, float]:
-    """The appliance figures from H3's ``container/measure.py`` when the image exists.
+    """The appliance figures from ``container/measure.py`` (run inside the image) when the image exists.
 
     Returns the report text and skill_run's overhead over ``docker exec`` in ms (NaN if none).
     """

@@ -1,4 +1,4 @@
-"""The first answer (issue 19): what a user of a freshly started server waits for.
+"""The first answer: what a user of a freshly started server waits for.
 
 For each corpus, three servers are visited in turn per repetition, rotating who goes first:
 
@@ -37,7 +37,7 @@ from bench.measure import floor_call, structured
 from bench.servers import CALL_TIMEOUT_S, ServerSpec, floor_spec, ours_spec, peak_rss_kib, session
 from bench.stats import Summary, ms, ratio, times
 
-PAGE = 200  # skill_list's largest page (surfaces.schemas.MAX_LIST_LIMIT)
+PAGE = 200  # skill_list's largest page (surfaces.paging.MAX_LIST_LIMIT)
 
 
 @dataclass(slots=True)

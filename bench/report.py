@@ -157,12 +157,12 @@ def _targets(run: Run) -> list[str]:
             continue
         for label, lat in t.calls.items():
             if label.startswith("skills/list"):
-                continue  # issue 19 replaced this one with the same-size target below
+                continue  # a whole page against a trivial call compares unlike work: judged below against the same-size floor
             _verdict(run, f"{label} median / floor's trivial tool at 10000 (against the same trivial tool on "
                           f"skill-mcp's stdio transport: {_transport_ratio(lat):.2f}x)",
                      ratio(Summary.of(lat.ours).median, Summary.of(lat.floor).median), 1.5, "x")
         for label, lat in t.calls.items():
-            _verdict(run, f"{label} / the same-size floor at 10000, median of paired ratios (issue 19; ratio of "
+            _verdict(run, f"{label} / the same-size floor at 10000, median of paired ratios (ratio of "
                           f"medians {same_size_ratio(lat):.2f}x; against it on skill-mcp's stdio transport "
                           f"{same_size_ratio(lat, True):.2f}x)", same_size_paired(lat), 1.3, "x")
     if "10000" in run.inproc:
@@ -178,7 +178,7 @@ def _targets(run: Run) -> list[str]:
 
 
 def _first_answer_targets(run: Run) -> None:
-    """Issue 19's first-answer targets, each for a cold and a warm start."""
+    """The first-answer targets (what a user of a freshly started server waits for), each for a cold and a warm start."""
     limits = {"1000": (1.1, 0.1), "10000": (1.4, 0.5)}
     for r in run.first_answer:
         if r.label not in limits:
@@ -232,7 +232,7 @@ def render(run: Run) -> str:
             out.append(f"| {label} | {ms(ip.scan_s)} | {ms(ip.index_build_s)} | {ms(s.median)} | {ms(s.p95)} |")
         out.append("")
     if run.first_answer:
-        out += ["## The first answer, cold and warm (issue 19)", "",
+        out += ["## The first answer, cold and warm", "",
                 "Per repetition: the floor (spawn → tools/list), ours cold (an empty catalog cache directory) and "
                 "ours warm (a cache an earlier start filled), rotating who goes first. *ready + walk*: spawn → "
                 "initialize → tools/list → every skill_list page at its largest page size. *first search*: a "

@@ -1,8 +1,8 @@
 """Frozen records passed between layers. Nothing here does I/O.
 
 A ``Catalog`` is immutable once built; a reload builds a new one and swaps it. The one
-exception is the digest memo (``catalog.files.DigestMemo``), a cache of pure results keyed by
-file identity, held beside the catalog rather than in it.
+exception is the digest memo (``catalog.digest_memo.DigestMemo``), a cache of pure results keyed
+by file identity, held beside the catalog rather than in it.
 """
 
 from __future__ import annotations

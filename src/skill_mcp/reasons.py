@@ -8,6 +8,12 @@ Two enums, two planes:
 * ``Refusal`` - why one call was refused. Surfaces map each refusal to a tool error the model
   can act on, or to a JSON-RPC error (see ``surfaces.errors``).
 
+Spelling: every value is kebab-case (``not-granted``) except the four confirmation-token
+refusals, which are UPPER_SNAKE_CASE (``TOKEN_INVALID``) because the user's specification names
+them so and clients written against it match those exact strings. The comment above them in
+``Refusal`` says the same; ``docs/reasons.md`` opens with it; ``tests/test_architecture_docs.py``
+fails on any other upper-case value.
+
 Tests assert on these values, never on message text; ``docs/reasons.md`` lists each one and a
 test fails when one is missing there.
 """
@@ -108,7 +114,10 @@ class Refusal(StrEnum):
     EGRESS_NOT_GRANTED = "egress-not-granted"  # a host outside declared and granted
     TIMEOUT_NOT_ALLOWED = "timeout-not-allowed"  # a timeout above the declared one (or the ceiling)
     INTERPRETER_MISMATCH = "interpreter-mismatch"  # an interpreter other than the declared one
-    # Confirmation tokens (spelled as the seed spells them)
+    # Confirmation tokens. The one exception to kebab-case: these four wire strings are spelled
+    # as the user's specification spells them (UPPER_SNAKE_CASE), so that a client written
+    # against that text matches them exactly. Keep them; any new reason is kebab-case, and
+    # tests/test_architecture_docs.py pins this set as the only upper-case one.
     DRAFT_CHANGED = "DRAFT_CHANGED"
     TOKEN_REUSED = "TOKEN_REUSED"
     TOKEN_EXPIRED = "TOKEN_EXPIRED"

@@ -82,7 +82,7 @@ def static_catalog(settings: Settings) -> Callable[[], Catalog]:
 def catalog_source(settings: Settings) -> Callable[[], Catalog]:
     """The catalog provider a transport serves from.
 
-    With ``settings.watch`` a reloading provider belongs here (H4, live reload): a zero-arg
+    With ``settings.watch`` a reloading provider belongs here (``serve --watch``): a zero-arg
     callable returning the current catalog that also has ``async def run(on_change)``, a
     watcher loop that swaps the catalog and then awaits ``on_change()``. ``watch_catalog``
     runs that loop beside the server and ``on_change`` tells connected clients.

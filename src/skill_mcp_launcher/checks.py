@@ -105,7 +105,10 @@ def parse_request(raw: Any) -> Request:
 
 
 def run_env(env: Mapping[str, str], scratch: str, proxy_port: int) -> dict[str, str]:
-    """The environment the script gets: the policy's values, with the broker-owned names fixed."""
+    """The environment the script gets: the policy's values, with the broker-owned names fixed.
+
+    The appliance's copy of ``skill_mcp.runner.script_env`` (the standalone rules): the launcher
+    runs as root and imports only the shared leaves of ``skill_mcp``, never ``runner``."""
     out = {k: v for k, v in env.items() if k not in BROKER_ENV}
     url = f"http://127.0.0.1:{proxy_port}"
     out.update(PATH=FIXED_PATH, HOME=scratch, TMPDIR=scratch, HTTP_PROXY=url, HTTPS_PROXY=url,

@@ -14,8 +14,8 @@ from typing import Any
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog, Declaration, ScriptDecl, Skill, SkillFile
 from skill_mcp.runner.audit import AuditSink
-from skill_mcp.runner.environ import HardenReport
-from skill_mcp.runner.fence import Runner
+from skill_mcp.runner.core import Runner
+from skill_mcp.runner.harden import HardenReport
 from skill_mcp.runner.interpreters import resolve_interpreters
 from tests.helpers import write_skill
 

@@ -13,8 +13,8 @@ import anyio
 
 from skill_mcp.config import load_settings
 from skill_mcp.models import ScriptDecl
-from skill_mcp.runner.environ import HardenReport
-from skill_mcp.runner.fence import Runner
+from skill_mcp.runner.core import Runner
+from skill_mcp.runner.harden import HardenReport
 from tests.fence.helpers import one_script_catalog
 
 

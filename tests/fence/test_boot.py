@@ -13,7 +13,7 @@ from skill_mcp import brokerwire as protocol
 from skill_mcp.config import load_settings
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.runner.fence import Runner, broker_refusal
+from skill_mcp.runner.core import Runner, broker_refusal
 
 
 class FakeBroker:

@@ -22,7 +22,7 @@ from skill_mcp.config import load_settings
 from skill_mcp.models import ScriptDecl
 from skill_mcp.runner import deferred
 from skill_mcp.runner.deferred import DeferredRunner
-from skill_mcp.runner.environ import HardenReport
+from skill_mcp.runner.harden import HardenReport
 
 from .helpers import catalog_of, make_skill
 
@@ -36,7 +36,7 @@ runner = DeferredRunner.boot(load_settings((), dict(os.environ)), audit=lambda r
 block = open("/proc/self/environ", "rb").read()
 dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
 print(json.dumps({"secret_in_block": b"PROBE" in block, "dumpable": dumpable, "built": runner.built,
-                  "fence_imported": "skill_mcp.runner.fence" in sys.modules,
+                  "fence_imported": "skill_mcp.runner.core" in sys.modules,
                   "environ_kept": os.environ.get("PROBE_SECRET")}))
 """
 

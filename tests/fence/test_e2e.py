@@ -171,8 +171,8 @@ class Clock:
 async def test_an_expired_token_is_refused_through_the_sdk(skills: Path, era: str) -> None:
     # In-process server so the clock can be injected: tests never sleep past an expiry.
     from skill_mcp.catalog import build_catalog
-    from skill_mcp.runner.environ import HardenReport
-    from skill_mcp.runner.fence import Runner
+    from skill_mcp.runner.core import Runner
+    from skill_mcp.runner.harden import HardenReport
     from skill_mcp.server import build_server
     from skill_mcp.surfaces.run_tool import run_tool_spec
 

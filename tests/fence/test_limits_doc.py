@@ -1,18 +1,23 @@
-"""docs/fence.md's limits table says what ``skill_mcp.limits`` holds, row by row, for both modes."""
+"""docs/fence.md's limits table says what the code holds, row by row, for both modes: the
+numbers from ``skill_mcp.limits``, the appliance's script identity from the launcher."""
 
 from __future__ import annotations
 
+import re
 import resource
 from pathlib import Path
 
 from skill_mcp import limits
+from skill_mcp_launcher import procs
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "fence.md"
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "fence.md"
+HEADING = "## Limits at a glance: standalone and appliance"
 
 
-def documented_table() -> dict[str, tuple[str, str]]:
-    text = DOC.read_text(encoding="utf-8")
-    section = text[text.index("## Limits: one table, two modes"):]
+def documented_table(text: str | None = None) -> dict[str, tuple[str, str]]:
+    text = DOC.read_text(encoding="utf-8") if text is None else text
+    section = text[text.index(HEADING):]
     section = section[:section.index("\n## ", 1)]
     rows = {}
     for line in section.splitlines():
@@ -22,13 +27,44 @@ def documented_table() -> dict[str, tuple[str, str]]:
     return rows
 
 
-def test_docs_limits_table_matches_the_shared_module() -> None:
-    assert documented_table() == limits.limits_table()
+def expected_rows() -> dict[str, tuple[str, str]]:
+    """Every row whose values come from code, spelled as the table spells them."""
+    kib = 1024
+    args = f"{limits.MAX_ARGS}, each {limits.MAX_ARG_CHARS // kib} KiB, {limits.MAX_ARGS_TOTAL_CHARS // kib} KiB in all"
+    interpreters = f"{', '.join(limits.KNOWN)} on {limits.FIXED_PATH}"
+    return {**limits.limits_table(), "arguments": (args, args), "interpreters": (interpreters, interpreters)}
+
+
+def test_docs_limits_table_matches_the_code() -> None:
+    documented = documented_table()
+    assert {k: documented.get(k) for k in expected_rows()} == expected_rows()
+
+
+def test_the_appliance_script_identity_is_the_launchers() -> None:
+    name, uid = procs.SCRIPT_USER
+    assert documented_table()["script uid"][1].startswith(f"{name} ({uid})")
+
+
+def test_every_module_the_table_names_exists() -> None:
+    named = set()
+    for standalone, appliance in documented_table().values():
+        named |= set(re.findall(r"`([\w/]+\.py)`", standalone + appliance))
+    assert named  # positive control: the table does point at code
+    missing = [n for n in sorted(named) if not (REPO / "src" / n).exists() and not (REPO / "src/skill_mcp" / n).exists()]
+    assert missing == []
+
+
+def test_a_changed_number_in_the_table_is_caught() -> None:
+    # Positive control for the comparison: the same check on a table with one edited cell fails.
+    text = DOC.read_text(encoding="utf-8").replace("| RLIMIT_NPROC | 256 (only when dropped from root) | 64 |",
+                                                   "| RLIMIT_NPROC | 256 (only when dropped from root) | 65 |")
+    edited = documented_table(text)
+    assert edited["RLIMIT_NPROC"] != expected_rows()["RLIMIT_NPROC"]
 
 
 def test_the_table_reads_the_values_both_sides_apply() -> None:
-    # Positive control for the comparison above: the module's table is built from the very
-    # Limits objects the spawners use, so a changed limit changes a row.
+    # The module's table is built from the very Limits objects the spawners use, so a changed
+    # limit changes a row.
     appliance = dict(limits.APPLIANCE.pairs())
     assert appliance[resource.RLIMIT_NPROC] == 64 and limits.limits_table()["RLIMIT_NPROC"][1] == "64"
     changed = limits.Limits(nproc=65, nofile=256, fsize=1, address_space=None)

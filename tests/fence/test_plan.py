@@ -196,7 +196,7 @@ def test_standalone_and_unscrubbed_still_runs_and_says_so(root: Path) -> None:
     # The warning line is written once, by the boot (tests/fence/test_deferred.py); the runner
     # built from that boot fact prepares the run and reports the unwiped block in skill_list.
     catalog = _declared(root, "x.py", {"x.py": "1\n"})
-    from skill_mcp.runner.environ import HardenReport
+    from skill_mcp.runner.harden import HardenReport
 
     runner = make_runner(harden=HardenReport(False, True, "test"))
     runner.prepare(catalog, "s", "x.py", [])

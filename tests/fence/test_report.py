@@ -11,7 +11,7 @@ import pytest
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import ScriptDecl
 from skill_mcp.reasons import Level, ProblemReason
-from skill_mcp.runner.environ import HardenReport
+from skill_mcp.runner.harden import HardenReport
 from skill_mcp.runner.interpreters import resolve_interpreters
 
 from .helpers import catalog_of, make_runner, make_skill

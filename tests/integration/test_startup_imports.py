@@ -42,7 +42,7 @@ HEAVY_AT_START = (
     "skill_mcp.catalog.frontmatter",
     "skill_mcp.catalog.yaml12",
     "skill_mcp.search",
-    "skill_mcp.runner.fence",
+    "skill_mcp.runner.core",
     "skill_mcp.runner.interpreters",
     "skill_mcp.runner.spawn_local",
     "skill_mcp.surfaces.content",
@@ -50,7 +50,7 @@ HEAVY_AT_START = (
     "skill_mcp.watch",
 )
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
-NEEDED_AT_START = ("skill_mcp.runner.environ", "ctypes", "prctl", "skill_mcp.surfaces.stdio")
+NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "prctl", "skill_mcp.surfaces.stdio")
 
 
 class Server:
@@ -157,7 +157,7 @@ def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(serve
     listed = server.request("tools/call", {"name": "skill_list", "arguments": {}})
     assert listed["result"]["structuredContent"]["total"] >= 1
     seen |= server.imported_so_far()
-    scanned = ("yaml", "skill_mcp.models", "skill_mcp.catalog.files", "skill_mcp.runner.fence",
+    scanned = ("yaml", "skill_mcp.models", "skill_mcp.catalog.files", "skill_mcp.runner.core",
                "skill_mcp.runner.interpreters")
     assert _loaded(seen, scanned) == list(scanned)
     assert _loaded(seen, ("skill_mcp.search",)) == []

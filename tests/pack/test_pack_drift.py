@@ -34,7 +34,7 @@ TOOLS = {"skill_list", "skill_load", "skill_file", "skill_search", "skill_run"}
 # Backticked hyphenated words that are neither reasons nor skill names, each with the file
 # that defines it, so the allowlist itself cannot rot. None = defined outside this repository.
 OTHER_TERMS: dict[str, str | None] = {
-    "confirmation-required": "src/skill_mcp/runner/fence.py",  # skill_run status
+    "confirmation-required": "src/skill_mcp/runner/core.py",  # skill_run status
     "hosted-default": "src/skill_mcp/runner/grants.py",  # a grantFrom value
     "claude-code": "src/skill_mcp/bundled/print-client-config/scripts/print_config.js",
     "claude-desktop": "src/skill_mcp/bundled/print-client-config/scripts/print_config.js",

@@ -17,8 +17,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skill_mcp.surfaces import stdio
-from skill_mcp.surfaces.stdio import FrameWriter
+from skill_mcp.surfaces import frame_writer
+from skill_mcp.surfaces.frame_writer import FrameWriter
 
 pytestmark = pytest.mark.anyio
 
@@ -161,7 +161,7 @@ async def test_a_reader_that_went_away_is_an_error_not_a_hang(reopen: bool) -> N
 @pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
 async def test_a_client_that_never_reads_cannot_hold_up_shutdown(reopen: bool, monkeypatch: pytest.MonkeyPatch,
                                                                  caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(stdio, "FINISH_FRAME_S", 0.5)
+    monkeypatch.setattr(frame_writer, "FINISH_FRAME_S", 0.5)
     with _piped(reopen) as (read_fd, _write_fd, writer):
         started = time.monotonic()
         with anyio.move_on_after(0.3) as scope:
@@ -274,7 +274,7 @@ async def test_the_thread_mode_waits_when_someone_made_the_wire_non_blocking() -
     try:
         reader = threading.Thread(target=lambda: result.append(_drain(read_fd, len(frame), pause=0.0005)))
         reader.start()
-        await anyio.to_thread.run_sync(stdio._write_all, write_fd, memoryview(frame))
+        await anyio.to_thread.run_sync(frame_writer._write_all, write_fd, memoryview(frame))
         await anyio.to_thread.run_sync(reader.join, 30)
     finally:
         os.close(write_fd)

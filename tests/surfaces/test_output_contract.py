@@ -20,8 +20,8 @@ from mcp import Client
 
 from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
-from skill_mcp.runner.environ import HardenReport
-from skill_mcp.runner.fence import Runner
+from skill_mcp.runner.core import Runner
+from skill_mcp.runner.harden import HardenReport
 from skill_mcp.server import build_server
 from skill_mcp.surfaces import schemas
 from skill_mcp.surfaces.read_tools import read_tools

@@ -17,9 +17,9 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.logs import JsonLineFormatter, configure_logging
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.content import encode, guess_mime
-from skill_mcp.surfaces.paging import decode_cursor, encode_cursor, page
+from skill_mcp.surfaces.paging import decode_cursor, encode_cursor, page, stream_window, window
 from skill_mcp.surfaces.resources import parse_skill_uri
-from skill_mcp.surfaces.stdio import reply_for
+from skill_mcp.surfaces.unparseable import reply_for
 
 
 @given(st.sampled_from(["skills", "resources", "skill_list"]), st.integers(min_value=0, max_value=10**9))
@@ -44,6 +44,15 @@ def test_no_cursor_means_the_first_page() -> None:
 ])
 def test_page_bounds(total: int, offset: int, limit: int, expected: tuple[int, int, int | None]) -> None:
     assert page(total, offset, limit) == expected
+
+
+@given(st.integers(min_value=0, max_value=30), st.integers(min_value=0, max_value=40), st.integers(min_value=1, max_value=12))
+def test_a_streamed_page_is_the_page_of_the_whole_list(total: int, offset: int, limit: int) -> None:
+    # resources/list pages a generator; the other pagers slice a list: both cut the same page.
+    items = list(range(total))
+    shown, nxt = window(items, offset, limit)
+    assert stream_window(iter(items), offset, limit) == (list(shown), nxt)
+    assert nxt is None or (nxt == offset + limit < total)
 
 
 @given(st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True),

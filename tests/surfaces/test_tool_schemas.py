@@ -13,7 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from skill_mcp.config import load_settings
-from skill_mcp.runner.fence import Runner
+from skill_mcp.runner.core import Runner
 from skill_mcp.surfaces.read_tools import read_tools
 from skill_mcp.surfaces.run_tool import run_tool_spec
 from skill_mcp.surfaces.search_tool import search_tool_spec

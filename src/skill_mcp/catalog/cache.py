@@ -53,7 +53,7 @@ from typing import Any
 from skill_mcp import __version__
 from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned
 from skill_mcp.catalog.codec import decode_loaded, encode_loaded
-from skill_mcp.catalog.digests import DigestMemo, identity
+from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import file_digest
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Skill, SkillFile

@@ -22,8 +22,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_mcp.catalog.digests import DigestMemo as DigestMemo  # re-exported: readers take one
-from skill_mcp.catalog.digests import identity
+from skill_mcp.catalog.digest_memo import DigestMemo as DigestMemo  # re-exported: readers take one
+from skill_mcp.catalog.digest_memo import identity
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Problem, Skill, SkillFile, uri_path

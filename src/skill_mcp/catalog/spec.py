@@ -3,7 +3,8 @@
 A violation here is served with a ``spec-warning`` problem, not refused: real skill
 repositories hold skills with a 1,068-character description or an extra top-level key, and
 users expect them served. The checks that *do* refuse (a missing description, a directory
-name that cannot be a skill name) live in ``discover``.
+name that cannot be a skill name) live in ``catalog.skill``, which calls ``is_valid_name`` here
+for the directory name and ``spec_warnings`` for the rest.
 """
 
 from __future__ import annotations

@@ -35,8 +35,9 @@ import sys
 
 # typing, json and the ``signal`` wrapper (which imports enum) are not imported at run time:
 # together they cost about as much as the interpreter's own start-up, on every cold start and
-# before a warm shim is ready. ``_signal`` is the C module the wrapper wraps. python-prctl costs
-# about 1.3 ms here (measured with -X importtime), before a warm shim waits.
+# before a warm shim is ready. ``_signal`` is the C module the wrapper wraps. python-prctl is
+# imported while a warm shim waits, so a run does not pay for it (figures in bench/README.md,
+# "Figures behind design choices").
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal as _signal

@@ -28,7 +28,7 @@ from typing import Any
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
-from skill_mcp.runner.environ import set_nondumpable
+from skill_mcp.runner.harden import set_nondumpable
 
 
 def skill_md_key(directory: str) -> list[int]:

@@ -14,7 +14,7 @@ answer is the cost start-up is judged by).
 In the appliance (``SKILL_MCP_BROKER_FD``) the runner is built at boot: the broker is asked
 whether its fence is in force before anything is served.
 
-This module imports only the hardening; ``runner.fence`` and what it pulls in are imported by
+This module imports only the hardening; ``runner.core`` and what it pulls in are imported by
 the first build.
 """
 
@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skill_mcp.runner.audit import AuditSink, stderr_sink
-from skill_mcp.runner.environ import harden_process, unscrubbed_warning
+from skill_mcp.runner.harden import harden_process, unscrubbed_warning
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
     from skill_mcp.models import Catalog, Problem, Skill
-    from skill_mcp.runner.fence import FenceStates, Runner
+    from skill_mcp.runner.core import FenceStates, Runner
 
 
 class DeferredRunner:
@@ -52,7 +52,7 @@ class DeferredRunner:
             audit(warning)
 
         def build() -> Runner:
-            from skill_mcp.runner.fence import Runner
+            from skill_mcp.runner.core import Runner
 
             return Runner.create(settings, harden=harden, audit=audit)
 

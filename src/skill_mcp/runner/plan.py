@@ -26,8 +26,9 @@ from skill_mcp.models import Skill
 from skill_mcp.paths import open_regular, resolve_inside
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.grants import GrantSet, ScriptGrant
-from skill_mcp.runner.interpreters import FIXED_PATH, Interpreters
-from skill_mcp.runner.types import TMPDIR_PLACEHOLDER, RunPlan
+from skill_mcp.runner.interpreters import Interpreters
+from skill_mcp.runner.script_env import plan_env
+from skill_mcp.runner.types import RunPlan
 
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a skill's whole size limit; a script is never bigger
 
@@ -97,33 +98,6 @@ def _grant_for(skill: Skill, script: str, grants: GrantSet) -> ScriptGrant:
     return grant
 
 
-def _env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | None, held: frozenset[str] = frozenset()
-         ) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    env: dict[str, str] = {"PATH": environ.get("PATH") or FIXED_PATH}
-    fields: list[dict[str, Any]] = [{"name": "PATH", "from": "fixed"}]
-    for name in ("HOME", "LANG", "TZ"):
-        if environ.get(name):
-            env[name] = environ[name]
-            fields.append({"name": name, "from": "fixed"})
-    env["TMPDIR"] = TMPDIR_PLACEHOLDER
-    fields.append({"name": "TMPDIR", "from": "fixed", "note": "a private directory per run, removed after"})
-    if data_dir:
-        env["MCP_DATA_DIR"] = data_dir
-        fields.append({"name": "MCP_DATA_DIR", "from": "host"})
-    accepted = "MCP_SKILL_RUN" if grant.source == "MCP_SKILL_RUN" else "standalone default (the declaration stands)"
-    for name in grant.env:
-        present = name in environ or name in held
-        if name in environ:
-            env[name] = environ[name]
-        elif present:
-            # The appliance's launcher holds this value and hands it to the script itself; the
-            # plan carries the name only (the broker is sent names, never values).
-            env[name] = ""
-        fields.append({"name": name, "from": "declared by the script", "grantedBy": accepted,
-                       "present": present})
-    return env, fields
-
-
 def _will_run(plan: RunPlan, grant: ScriptGrant, fields: list[dict[str, Any]], *, spawner: str,
               runs_as: str | None) -> dict[str, Any]:
     """The preview: names only, never a value. It is what the confirm token is bound to."""
@@ -170,7 +144,7 @@ def prepare(skill: Skill | None, skill_name: str, script: str, args: Sequence[An
     real, st = resolve_inside(base, script)
     digest = script_digest(real, st, script)
     argv = (interpreter_path, str(real), *check_args(args))
-    env, fields = _env(grant, environ, data_dir, held)
+    env, fields = plan_env(grant, environ, data_dir, held)
     plan = RunPlan(skill=skill.name, script=script, interpreter=decl.interpreter,
                    interpreter_path=interpreter_path, argv=argv, cwd=str(base), env=env,
                    timeout_s=clamp_timeout(decl.timeout), egress=grant.egress, script_digest=digest)

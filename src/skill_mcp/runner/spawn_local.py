@@ -3,7 +3,8 @@
 - argv array, no shell; cwd the skill directory; stdin ``/dev/null``; a new session (so the
   script leads its own process group); the environment is exactly ``plan.env`` with ``TMPDIR``
   set to a private directory made for this run (``skill-mcp-run-<server pid>-<random>``, mode
-  0700, the script user's when the server is root) and removed after it. A server killed before
+  0700, the script user's when the server is root; ``runner.script_env.run_env``) and removed
+  after it. A server killed before
   it could remove one leaves it behind: the next spawner removes such directories when it is
   built, before its first run (``runner.rundirs``).
 - Limits and the uid drop are applied by ``_exec_shim`` (a stdlib re-exec shim), never by a
@@ -41,6 +42,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import STANDALONE, Capture, remove_tree, run_status
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
+from skill_mcp.runner.script_env import run_env
 from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult
 
@@ -133,16 +135,15 @@ class LocalSpawner:
             self._waiting.cancel()
 
     def _config(self, plan: RunPlan, tmp: str) -> bytes:
-        env = dict(plan.env)
-        env["TMPDIR"] = tmp
+        env = run_env(plan.env, tmp, own_uid=self.drop is not None)
         limits: dict[str, tuple[int, int]] = {"core": (0, 0), "nofile": (NOFILE, NOFILE), "fsize": (FSIZE, FSIZE)}
         cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits}
         if self.drop is not None:
-            env["HOME"] = tmp  # the server's HOME is not the dropped user's to write
             limits["nproc"] = (NPROC, NPROC)
             cfg.update(uid=self.drop.uid, gid=self.drop.gid)
-        # marshal, not JSON: the shim then needs neither json nor re (tens of ms per run); the pipe is
-        # a private channel from this process, so the format is never read from anyone else.
+        # marshal, not JSON: the shim then imports neither json nor re, whose import is a large part
+        # of a cold start (bench/README.md, "Figures behind design choices"); the pipe is a private
+        # channel from this process, so the format is never read from anyone else.
         return marshal.dumps(cfg)
 
     async def run(self, plan: RunPlan) -> RunResult:
@@ -162,7 +163,7 @@ class LocalSpawner:
         finally:
             remove_tree(tmp)
             # The next run's shim starts now, not while this script runs: its start-up would compete
-            # with the script and this call for the CPU (measured: a few ms on 2 cores).
+            # with the script and this call for the CPU, which was measured to cost the run more.
             self.warm()
 
     async def _launch(self, plan: RunPlan, cfg: bytes, started: float) -> Shim:

@@ -1,6 +1,7 @@
 """Search: rank skills for the words a person would type. Pure ranking; never imports ``mcp``.
 
     text     - normalisation: words, stop words, light stemming, format aliases
+    related  - word tables: irregular forms, derivations stemming misses, related words
     markdown - a body's headings and the text under each
     postings - one term's posting list, and the impact-ordered head kept beside it
     topk     - query evaluation: the best ``limit`` from the heads, or from whole lists
@@ -9,8 +10,9 @@
     source   - catalog records -> SearchDoc (the one place that reads SKILL.md bodies)
     store    - the index persisted beside the catalog cache, used only for the very catalog it was built from
 
-Layering: search sits beside the surfaces, above the catalog; it imports ``catalog`` and
-``models`` only.
+Layering (docs/architecture.md): search sits beside the runner, below the surfaces and above
+the catalog; it imports ``catalog`` and the leaves (``models``, ``errors``) only, and
+``surfaces.search_tool`` adapts it.
 """
 
 from skill_mcp.search.build import build_index

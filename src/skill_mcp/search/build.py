@@ -319,7 +319,8 @@ def build_sorted(docs: Iterable[SearchDoc]) -> SearchIndex:
     """Build the index from docs already in name order (streamed: each body is dropped after use)."""
     builder = _Builder()
     # The build allocates millions of objects that live until it ends; the cyclic collector
-    # would rescan them over and over (about 15% of the build) and they hold no cycles.
+    # would rescan them over and over (a measurable share of the build: bench/README.md, "Figures
+    # behind design choices") and they hold no cycles.
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -3,8 +3,8 @@
 Why a table and not a model: people ask in everyday words ("my test keeps failing", "work on
 a second branch", "bill a client") and skills are written in their own terms ("debugging",
 "worktree", "invoice"). A static word-embedding model bridges some of that, but the one
-measured (wordllama) needs numpy and tokenizers, about 190 MB, in an appliance meant to stay
-under 300 MB; this table costs nothing at run time (docs/search.md has the figures).
+measured (wordllama) needs numpy and tokenizers, which would more than double an appliance
+meant to stay small; this table costs nothing at run time (docs/search.md has the figures).
 
 Every entry is a claim about how people commonly phrase software, writing and office work,
 not about one collection of skills: a product for its format, a symptom for the activity that

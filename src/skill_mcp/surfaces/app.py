@@ -20,7 +20,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skill_mcp import __version__
-from skill_mcp.catalog.digests import DigestMemo
+from skill_mcp.catalog.digest_memo import DigestMemo
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal

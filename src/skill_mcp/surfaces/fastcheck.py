@@ -1,9 +1,9 @@
 """A fast accept for the tools' input schemas; ``jsonschema`` still words every refusal.
 
 ``ToolTable`` checks a call's arguments against the tool's input schema before the handler
-runs. ``jsonschema`` does that at several microseconds per (schema node, value) pair, about
-50 us for an eight-path ``skill_file`` call, which is a tenth of what the whole call may cost
-(bench/README.md). ``compile_accept`` turns an input schema into a predicate built from plain Python
+runs. ``jsonschema`` does that per (schema node, value) pair, a cost that is a noticeable share
+of a whole read call (figures in bench/README.md, "Figures behind design choices").
+``compile_accept`` turns an input schema into a predicate built from plain Python
 checks, for the small keyword set our input schemas use. It only ever *accepts*: when it says
 True the arguments are valid; when it says False (or a schema uses a keyword it does not
 know, so no predicate is built), ``jsonschema`` runs as before and decides, with its own

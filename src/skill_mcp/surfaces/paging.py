@@ -1,4 +1,10 @@
-"""Opaque cursors for every paginated surface.
+"""Every paginated answer's page size, cursor and window, in one place.
+
+Five lists page: the ``skill_list`` tool, ``skills/list`` (the Skills extension),
+``resources/list``, ``prompts/list`` and a directory resource's listing. Each takes its page
+size from here and cuts its page with ``window`` (a list in hand) or ``stream_window`` (a
+generator not worth materialising). ``skill_search`` is not paged: its ``limit`` caps the
+hits of one ranking (``surfaces.search_tool``).
 
 A cursor is ``base64url("<kind>:<offset>")``. The kind keeps a cursor from one list from being
 replayed against another. Offsets index the catalog's sorted order; a catalog swapped between
@@ -9,11 +15,27 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable, Sequence
+from itertools import islice
+from typing import TypeVar
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 
+T = TypeVar("T")
+
 MAX_CURSOR_CHARS = 128
+
+# skill_list: the default page is the size of a skills/list page; 25 compact entries cost a
+# model about 1,500-3,000 tokens. A caller that wants more at once asks for up to the maximum.
+DEFAULT_LIST_LIMIT = 25
+MAX_LIST_LIMIT = 200
+# skills/list: every entry carries each of its files' digests, so a page bounds the hashing
+# one call may do.
+SKILLS_PAGE = 25
+RESOURCES_PAGE = 100  # resources/list: one entry per file, small
+PROMPTS_PAGE = 100  # prompts/list: a name and a description per skill
+DIRECTORY_PAGE = 200  # a directory resource's children: names and URIs only
 
 
 def encode_cursor(kind: str, offset: int) -> str:
@@ -44,3 +66,15 @@ def page(total: int, offset: int, limit: int) -> tuple[int, int, int | None]:
     start = min(offset, total)
     stop = min(start + limit, total)
     return start, stop, (stop if stop < total else None)
+
+
+def window(items: Sequence[T], offset: int, limit: int) -> tuple[Sequence[T], int | None]:
+    """One page of ``items`` from ``offset`` and the offset of the next page (None on the last)."""
+    start, stop, nxt = page(len(items), offset, limit)
+    return items[start:stop], nxt
+
+
+def stream_window(items: Iterable[T], offset: int, limit: int) -> tuple[list[T], int | None]:
+    """``window`` over an iterable whose length is unknown: reads at most ``offset + limit + 1`` items."""
+    got = list(islice(items, offset, offset + limit + 1))
+    return got[:limit], (offset + limit if len(got) > limit else None)

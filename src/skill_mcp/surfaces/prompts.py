@@ -9,15 +9,13 @@ import mcp_types as types
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.errors import invalid_params
-from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
+from skill_mcp.surfaces.paging import PROMPTS_PAGE, decode_cursor, encode_cursor, window
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
 # functions that read: building a server imports this module, and must not import those
 # before the first request that reads (start-up stays independent of the number of skills).
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog
-
-PROMPTS_PAGE = 100
 
 
 def list_prompts(catalog: Catalog, cursor: str | None) -> types.ListPromptsResult:
@@ -26,11 +24,10 @@ def list_prompts(catalog: Catalog, cursor: str | None) -> types.ListPromptsResul
     except SkillMcpError as err:
         raise invalid_params(err) from None
     names = catalog.names()
-    window = names[offset:offset + PROMPTS_PAGE]
-    prompts = [types.Prompt(name=n, description=catalog.skills[n].description) for n in window]
-    more = offset + PROMPTS_PAGE < len(names)
+    shown, nxt = window(names, offset, PROMPTS_PAGE)
+    prompts = [types.Prompt(name=n, description=catalog.skills[n].description) for n in shown]
     return types.ListPromptsResult(prompts=prompts,
-                                   next_cursor=encode_cursor("prompts", offset + PROMPTS_PAGE) if more else None)
+                                   next_cursor=encode_cursor("prompts", nxt) if nxt is not None else None)
 
 
 def get_prompt(catalog: Catalog, name: str) -> types.GetPromptResult:

@@ -15,7 +15,7 @@ import anyio
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import schemas
-from skill_mcp.surfaces.paging import decode_cursor, encode_cursor, page
+from skill_mcp.surfaces.paging import DEFAULT_LIST_LIMIT, decode_cursor, encode_cursor, page
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
 from skill_mcp.surfaces.render import skill_file_blocks, skill_list_blocks, skill_load_blocks
 from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, file_record, find_skill
@@ -30,8 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 MAX_PATHS = 8
 MAX_FILE_BYTES = 1024 * 1024
 MAX_BATCH_BYTES = 4 * 1024 * 1024
-DEFAULT_LIST_LIMIT = schemas.DEFAULT_LIST_LIMIT
-MAX_LIST_LIMIT = schemas.MAX_LIST_LIMIT
 
 
 def compact_entry(call: ToolCall, skill: Skill) -> dict[str, Any]:

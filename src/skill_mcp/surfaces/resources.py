@@ -10,7 +10,6 @@ taken from ``skill_list`` always reads. Anything else is ``-32602``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import islice
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -19,7 +18,14 @@ import mcp_types as types
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
-from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
+from skill_mcp.surfaces.paging import (
+    DIRECTORY_PAGE,
+    RESOURCES_PAGE,
+    decode_cursor,
+    encode_cursor,
+    stream_window,
+    window,
+)
 from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, listed_in_skills_ext
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
@@ -29,8 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog, Skill, SkillFile
 
 SCHEME = "skill://"
-RESOURCES_PAGE = 100
-DIRECTORY_PAGE = 200
 # A resource read returns one whole file; the extension's per-skill total bounds it.
 MAX_READ_BYTES = 16 * 1024 * 1024
 
@@ -85,12 +89,10 @@ def list_resources(catalog: Catalog, cursor: str | None) -> types.ListResourcesR
         offset = decode_cursor("resources", cursor)
     except SkillMcpError as err:
         raise invalid_params(err) from None
-    window = list(islice(_listed_files(catalog), offset, offset + RESOURCES_PAGE + 1))
-    more = len(window) > RESOURCES_PAGE
-    resources = [file_resource(s, f) for s, f in window[:RESOURCES_PAGE]]
+    shown, nxt = stream_window(_listed_files(catalog), offset, RESOURCES_PAGE)
     return types.ListResourcesResult(
-        resources=resources,
-        next_cursor=encode_cursor("resources", offset + RESOURCES_PAGE) if more else None,
+        resources=[file_resource(s, f) for s, f in shown],
+        next_cursor=encode_cursor("resources", nxt) if nxt is not None else None,
     )
 
 
@@ -157,11 +159,11 @@ def read_directory(catalog: Catalog, uri: str, cursor: str | None) -> dict[str, 
     except SkillMcpError as err:
         raise invalid_params(err) from None
     children = _children(skill, rel)
-    window = children[offset:offset + DIRECTORY_PAGE]
+    shown, nxt = window(children, offset, DIRECTORY_PAGE)
     out: dict[str, Any] = {
         "resultType": "complete",
-        "resources": [r.model_dump(by_alias=True, mode="json", exclude_none=True) for r in window],
+        "resources": [r.model_dump(by_alias=True, mode="json", exclude_none=True) for r in shown],
     }
-    if offset + DIRECTORY_PAGE < len(children):
-        out["nextCursor"] = encode_cursor("directory", offset + DIRECTORY_PAGE)
+    if nxt is not None:
+        out["nextCursor"] = encode_cursor("directory", nxt)
     return out

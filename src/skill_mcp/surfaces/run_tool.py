@@ -31,7 +31,7 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.registry import ToolCall, ToolHandler, ToolOutput, ToolSpec
 
 if TYPE_CHECKING:  # pragma: no cover - typing only: the runner is imported when it is built
-    from skill_mcp.runner.fence import Runner
+    from skill_mcp.runner.core import Runner
     from skill_mcp.runner.plan import Prepared
 
 MODERN = "2026-07-28"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from skill_mcp.surfaces.paging import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
+
 _STR = {"type": "string"}
 _INT = {"type": "integer", "minimum": 0}
 
@@ -39,10 +41,6 @@ REFUSAL: dict[str, Any] = {
     "properties": {"reason": _STR, "detail": _STR},
 }
 
-# The default page is the same size as a skills/list page. 25 entries cost a model about
-# 1,500-3,000 tokens; a caller that wants more at once asks for up to MAX_LIST_LIMIT.
-DEFAULT_LIST_LIMIT = 25
-MAX_LIST_LIMIT = 200
 
 SKILL_LIST_IN: dict[str, Any] = {
     "type": "object",
@@ -162,10 +160,10 @@ SKILL_FILE_OUT: dict[str, Any] = {
 
 # What a client is shown. The SDK's own client (and any client using the pure-Python
 # ``jsonschema``) validates every ``structuredContent`` against the advertised ``outputSchema``
-# on every call, at several microseconds per (schema node, value) pair it visits: the fully
-# typed item schemas made the client spend 2.4 ms checking one 50-skill ``skill_list`` page,
-# more than the whole rest of the call, and even an item schema of ``{"type": "object",
-# "required": [...]}`` cost 0.2 ms per 25-skill page (bench/README.md). So the advertised form keeps
+# on every call, per (schema node, value) pair it visits: fully typed item schemas made the
+# client spend more checking one ``skill_list`` page than the whole rest of the call took, and
+# even an item schema of ``{"type": "object", "required": [...]}`` cost a measurable share
+# (figures in bench/README.md, "Figures behind design choices"). So the advertised form keeps
 # every top-level field typed, and an array of objects is advertised as an array whose
 # ``description`` lists the item fields and their types; the strict schema travels beside it
 # in the tool's ``_meta`` (``STRICT_SCHEMA_META``) for clients that want it for code

@@ -16,7 +16,7 @@ import mcp_types as types
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import ProblemReason
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
-from skill_mcp.surfaces.paging import decode_cursor, encode_cursor
+from skill_mcp.surfaces.paging import SKILLS_PAGE, decode_cursor, encode_cursor, window
 from skill_mcp.surfaces.resources import parse_skill_uri
 from skill_mcp.surfaces.state import SKILL_MD, listed_in_skills_ext
 
@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
 CAPABILITY = {"directoryRead": True}
-SKILLS_PAGE = 25  # entries carry every file's digest; a page bounds the hashing one call may do
 TTL_MS = 60_000
 CACHE_SCOPE = "public"
 
@@ -74,9 +73,9 @@ def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None,
         offset = decode_cursor("skills", cursor)
     except SkillMcpError as err:
         raise invalid_params(err) from None
-    listed = catalog.extension_listed
+    shown, nxt = window(catalog.extension_listed, offset, SKILLS_PAGE)
     entries = []
-    for skill in listed[offset:offset + SKILLS_PAGE]:
+    for skill in shown:
         try:
             entry = skill_entry(memo, skill, known_only=known_only)
         except SkillMcpError as err:
@@ -88,8 +87,8 @@ def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None,
             return None
         entries.append(entry)
     body: dict[str, Any] = {"skills": entries}
-    if offset + SKILLS_PAGE < len(listed):
-        body["nextCursor"] = encode_cursor("skills", offset + SKILLS_PAGE)
+    if nxt is not None:
+        body["nextCursor"] = encode_cursor("skills", nxt)
     return _cacheable(body)
 
 

@@ -78,6 +78,7 @@ def file_record(memo: catfiles.DigestMemo, skill: Skill, f: SkillFile, *,
     return {"path": f.rel, "uri": skill.uri_prefix + f.uri_path, "size": info.size, "digest": info.digest}
 
 
-# A thread hop costs ~0.1-0.2 ms here; reading this much from the page cache costs less, so a
-# read this small is done on the event loop and anything larger (or any hashing) in a worker.
+# Reading this much from the page cache costs less than a hop to a worker thread and back
+# (figures in bench/README.md, "Figures behind design choices"), so a read this small is done on
+# the event loop and anything larger (or any hashing) in a worker.
 INLINE_READ_BYTES = 256 * 1024

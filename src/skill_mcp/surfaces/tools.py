@@ -38,8 +38,8 @@ class ToolTable:
             self._specs[spec.name] = spec
         # Arguments are first offered to a fast accept built from plain checks (``fastcheck``);
         # only what it does not accept goes to jsonschema, compiled on a tool's first such call:
-        # a large import the handshake does not need, and ~50 us per call it need not pay
-        # on every call. Every spec's schema is checked by tests/surfaces/test_tool_schemas.py.
+        # a large import the handshake does not need, and a per-call cost it need not pay on every
+        # call (bench/README.md, "Figures behind design choices"). Every spec's schema is checked by tests/surfaces/test_tool_schemas.py.
         self._accept = {spec.name: compile_accept(spec.input_schema) for spec in specs}
         self._validators: dict[str, Any] = {}
         self._state = state

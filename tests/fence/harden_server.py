@@ -1,6 +1,6 @@
 """A minimal "server" for the same-uid test: boots a Runner and runs one probe script.
 
-Run as an unprivileged user by ``test_environ.py`` (a root reader passes every /proc check,
+Run as an unprivileged user by ``test_harden.py`` (a root reader passes every /proc check,
 so the protection can only be observed between two processes of one ordinary uid). Argv:
 ``hardened|plain SKILL_ROOT``. Prints the run's result as one JSON line on stdout.
 """
@@ -16,8 +16,8 @@ import anyio
 
 from skill_mcp.config import load_settings
 from skill_mcp.models import ScriptDecl
+from skill_mcp.runner.core import Runner
 from skill_mcp.runner.deferred import DeferredRunner
-from skill_mcp.runner.fence import Runner
 from tests.fence.helpers import one_script_catalog
 
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from skill_mcp.runner.environ import env_block, harden_process
+from skill_mcp.runner.harden import env_block, harden_process
 
 from .helpers import NOBODY, nobody_python
 
 SECRET = "PROBE-hunter2-9f8e7d"
-HARNESS = Path(__file__).with_name("environ_server.py")
+HARNESS = Path(__file__).with_name("harden_server.py")
 
 PROBE = r'''
 import json, os, sys
@@ -79,7 +79,7 @@ def test_env_block_parses_a_command_name_with_spaces_and_parens() -> None:
 
 
 def test_harden_keeps_os_environ_and_blanks_the_block_in_a_child() -> None:
-    code = ("import os\nfrom skill_mcp.runner.environ import harden_process\nr = harden_process()\n"
+    code = ("import os\nfrom skill_mcp.runner.harden import harden_process\nr = harden_process()\n"
             "blk = open('/proc/self/environ', 'rb').read()\n"
             "print(r.ok, os.environ['PROBE_SECRET'], b'PROBE' in blk, len(blk) > 0)\n")
     env = {**os.environ, "PROBE_SECRET": SECRET}

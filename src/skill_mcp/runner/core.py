@@ -27,8 +27,8 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.audit import FENCED_NOTE, AuditSink, audit_record, looks_fenced, stderr_sink
-from skill_mcp.runner.environ import HardenReport
 from skill_mcp.runner.grants import GrantSet, build_grants
+from skill_mcp.runner.harden import HardenReport
 from skill_mcp.runner.interpreters import Interpreters, resolve_interpreters
 from skill_mcp.runner.plan import Prepared, prepare
 from skill_mcp.runner.report import Blocked, FenceReport, fence_report
@@ -126,8 +126,9 @@ class Runner:
     def grants(self, catalog: Catalog) -> GrantSet:
         """The grants for ``catalog``, built once per catalog object (a reload swaps the object).
 
-        Building them walks every skill: 4 ms at 10,000 skills, on the preview and again on the
-        confirmed run. One entry, held by this runner, like ``FenceStates``' report.
+        Building them walks every skill, which a large catalog would pay on the preview and again
+        on the confirmed run (figures in bench/README.md, "Figures behind design choices"). One
+        entry, held by this runner, like ``FenceStates``' report.
         """
         if self._grants is None or self._grants[0] is not catalog:
             self._grants = (catalog, build_grants(catalog, self.settings.skill_run, hosted=self.settings.hosted))

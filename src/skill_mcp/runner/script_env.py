@@ -1,0 +1,79 @@
+"""The environment a script gets in standalone mode: every name and value, built in one place.
+
+A script never inherits the server's environment. It gets, in this order:
+
+- ``PATH``: the server's own ``PATH`` or, when unset, ``limits.FIXED_PATH`` (the interpreters
+  were resolved on the fixed path at boot, so a script's ``PATH`` never decides which
+  interpreter runs);
+- ``HOME``, ``LANG`` and ``TZ`` from the owner's environment when set (``HOME`` is replaced by
+  the run's private directory when the script runs under a uid of its own: the server's home
+  is not the dropped user's to write);
+- ``TMPDIR``: a private directory the spawner makes for each run and removes after it;
+- ``MCP_DATA_DIR`` when the host set it;
+- the variables the script declares and the owner grants (``runner.grants``), and nothing else.
+
+Two steps, because the preview is built before any run exists: ``plan_env`` at prepare time
+(values plus the names-only description the user approves), ``run_env`` when the spawner has
+the run's directory. Which names a declaration may never name (loader and interpreter start-up
+variables, the fixed ones) is ``skill_mcp.grantrules``.
+
+The appliance's broker builds the same environment itself (``skill_mcp_launcher.policy`` and
+``skill_mcp_launcher.checks.run_env``, with ``HOME`` always the run's directory and the proxy
+variables added): it runs as root and imports only the shared leaves of ``skill_mcp``, never
+``runner``, so it keeps its own copy of these rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from skill_mcp.limits import FIXED_PATH
+from skill_mcp.runner.types import TMPDIR_PLACEHOLDER
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.runner.grants import ScriptGrant
+
+# Passed from the owner's environment when set; PATH and TMPDIR are set here whatever it holds.
+FROM_OWNER = ("HOME", "LANG", "TZ")
+
+
+def plan_env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | None,
+             held: frozenset[str] = frozenset()) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The script's environment for one plan, and the preview's description of it (names only).
+
+    ``TMPDIR`` holds ``TMPDIR_PLACEHOLDER`` until ``run_env`` fills it. ``held`` names the
+    values the appliance's launcher holds and hands to the script itself: the plan carries
+    such a name with an empty value (the broker is sent names, never values).
+    """
+    env: dict[str, str] = {"PATH": environ.get("PATH") or FIXED_PATH}
+    fields: list[dict[str, Any]] = [{"name": "PATH", "from": "fixed"}]
+    for name in FROM_OWNER:
+        if environ.get(name):
+            env[name] = environ[name]
+            fields.append({"name": name, "from": "fixed"})
+    env["TMPDIR"] = TMPDIR_PLACEHOLDER
+    fields.append({"name": "TMPDIR", "from": "fixed", "note": "a private directory per run, removed after"})
+    if data_dir:
+        env["MCP_DATA_DIR"] = data_dir
+        fields.append({"name": "MCP_DATA_DIR", "from": "host"})
+    accepted = "MCP_SKILL_RUN" if grant.source == "MCP_SKILL_RUN" else "standalone default (the declaration stands)"
+    for name in grant.env:
+        present = name in environ or name in held
+        if name in environ:
+            env[name] = environ[name]
+        elif present:
+            env[name] = ""
+        fields.append({"name": name, "from": "declared by the script", "grantedBy": accepted,
+                       "present": present})
+    return env, fields
+
+
+def run_env(plan_env: Mapping[str, str], run_dir: str, *, own_uid: bool) -> dict[str, str]:
+    """The environment the local spawner execs the script with: the plan's, with ``TMPDIR`` the
+    run's private directory, and ``HOME`` too when the script runs under a uid of its own."""
+    env = dict(plan_env)
+    env["TMPDIR"] = run_dir
+    if own_uid:
+        env["HOME"] = run_dir
+    return env
