@@ -1,16 +1,20 @@
-"""The grant rules both sides apply: the environment allowlist, the forbidden list, the row syntax.
+"""The grant rules both sides apply: the environment allowlist, the forbidden list, the row
+syntax and the intersection of rows with a declaration.
 
 ``runner.grants`` (the server's view, with problems for ``skill_list``) and the appliance's
-broker (``skill_mcp_launcher.policy``, which decides for itself) read ``MCP_SKILL_RUN`` and
-judge variable names through this one module, so there is one forbidden list and one row
-syntax. A leaf: the standard library only, admitted by the launcher's import allowlist.
+broker (``skill_mcp_launcher.policy``, which decides for itself) read ``MCP_SKILL_RUN``, judge
+variable names and intersect rows with what a script declares through this one module, so
+there is one forbidden list, one row syntax and one answer to "what does this script get".
+A leaf: the standard library only, admitted by the launcher's import allowlist.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 # Their presence marks a hosted process: without MCP_SKILL_RUN nothing is granted.
 HOSTED_MARKERS = ("MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL")
@@ -108,3 +112,61 @@ def granted_names(raw: str | None) -> tuple[str, ...]:
     rows, _errors, _invalid = parse_rows(raw)
     names = {n for row in rows for n in row.env if forbidden_variable(n) is None}
     return tuple(sorted(names))
+
+
+RefusedKind = Literal["unasked", "forbidden", "undeclared-host"]
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """One name a row grants that the script does not get: the server reports it, the broker ignores it."""
+
+    row: int  # the row's index in MCP_SKILL_RUN
+    kind: RefusedKind
+    name: str
+    why: str = ""  # for "forbidden": why the variable is never handed
+
+
+@dataclass(frozen=True, slots=True)
+class Granted:
+    """What one declared script gets: variable names and hosts, in the declaration's order."""
+
+    env: tuple[str, ...]
+    egress: tuple[str, ...]
+    refused: tuple[Refused, ...] = ()
+
+
+def by_declaration(declared_env: Iterable[str], declared_hosts: Iterable[str]) -> Granted:
+    """The standalone default (no ``MCP_SKILL_RUN``, not hosted): the declaration stands, loader
+    variables removed."""
+    env = tuple(dict.fromkeys(n for n in declared_env if forbidden_variable(n) is None))
+    return Granted(env, tuple(dict.fromkeys(declared_hosts)))
+
+
+def intersect(rows: Iterable[GrantRow], declared_env: Iterable[str], declared_hosts: Iterable[str]) -> Granted:
+    """Declared ∩ granted for one script, over every row that names it (their union).
+
+    A variable is handed only if the script declares it, a row grants it and it is not forbidden;
+    a host only if the skill declares it and a row grants it. Everything a row grants beyond that
+    comes back in ``refused``, in row order. The caller picks the rows (those naming this skill
+    and script); with none, nothing is granted.
+    """
+    declared, hosts = tuple(declared_env), tuple(declared_hosts)
+    granted_env: set[str] = set()
+    granted_hosts: set[str] = set()
+    refused: list[Refused] = []
+    for row in rows:
+        for name in row.env:
+            if name not in declared:
+                refused.append(Refused(row.index, "unasked", name))
+            elif (why := forbidden_variable(name)) is not None:
+                refused.append(Refused(row.index, "forbidden", name, why))
+            else:
+                granted_env.add(name)
+        for host in row.egress:
+            if host in hosts:
+                granted_hosts.add(host)
+            else:
+                refused.append(Refused(row.index, "undeclared-host", host))
+    return Granted(tuple(dict.fromkeys(n for n in declared if n in granted_env)),
+                   tuple(dict.fromkeys(h for h in hosts if h in granted_hosts)), tuple(refused))

@@ -28,8 +28,11 @@ from skill_mcp.grantrules import (
     FIXED_ENV,
     HOST_ENV,
     HOSTED_MARKERS,
+    Granted,
     GrantRow,
+    by_declaration,
     forbidden_variable,
+    intersect,
     is_loader_variable,
     parse_rows,
 )
@@ -43,14 +46,6 @@ from skill_mcp_launcher.sandbox import Job
 
 # Names the broker hands from its own environment when set; PATH, HOME and TMPDIR it sets itself.
 PASSED_FIXED = ("LANG", "TZ", *HOST_ENV)
-
-
-@dataclass(frozen=True, slots=True)
-class Allowed:
-    """What one declared script may get: variable names and hosts."""
-
-    env: tuple[str, ...]
-    egress: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +64,15 @@ class Grants:
         hosted = any(marker in environ for marker in HOSTED_MARKERS)
         return cls("hosted-default" if hosted else "declaration")
 
-    def allowed(self, skill: DeclaredSkill, decl: DeclaredScript) -> Allowed | None:
-        """Declared ∩ granted, loader variables removed; ``None`` when nothing grants the script."""
-        usable = tuple(n for n in decl.env if forbidden_variable(n) is None)
+    def allowed(self, skill: DeclaredSkill, decl: DeclaredScript) -> Granted | None:
+        """Declared ∩ granted (``grantrules``, the server's rule), loader variables removed; ``None``
+        when nothing grants the script."""
         if self.source == "declaration":
-            return Allowed(usable, skill.egress)
+            return by_declaration(decl.env, skill.egress)
         rows = [r for r in self.rows if r.skill == skill.name and r.script == decl.script]
         if not rows:
             return None
-        env = tuple(n for n in usable if any(n in r.env for r in rows))
-        egress = tuple(h for h in skill.egress if any(h in r.egress for r in rows))
-        return Allowed(env, egress)
+        return intersect(rows, decl.env, skill.egress)
 
     def held_names(self, skills: Mapping[str, DeclaredSkill]) -> tuple[str, ...]:
         """The variables whose values the launcher keeps for scripts and never gives the server."""
@@ -126,7 +119,7 @@ def _script_path(req: Request, skill: DeclaredSkill, roots: tuple[str, ...]) -> 
     return base, str(real)
 
 
-def _env(req: Request, allowed: Allowed, environ: Mapping[str, str]) -> dict[str, str]:
+def _env(req: Request, allowed: Granted, environ: Mapping[str, str]) -> dict[str, str]:
     allow = {*FIXED_ENV, *HOST_ENV, *allowed.env}
     for name in req.env or ():
         if is_loader_variable(name):
@@ -139,7 +132,7 @@ def _env(req: Request, allowed: Allowed, environ: Mapping[str, str]) -> dict[str
     return {n: environ[n] for n in (*PASSED_FIXED, *allowed.env) if n in names and n in environ}
 
 
-def _egress(req: Request, allowed: Allowed) -> tuple[str, ...]:
+def _egress(req: Request, allowed: Granted) -> tuple[str, ...]:
     usable = tuple(h for h in allowed.egress if proxy.valid_host(h))
     if req.egress is None:
         return usable

@@ -68,7 +68,28 @@ def _wait_answer(port: int, host: str, cid: str) -> tuple[int, str]:
                 break  # it exited: no use waiting for it to listen
             time.sleep(0.25)
     logs = subprocess.run(["docker", "logs", cid], capture_output=True, text=True, timeout=30, check=False)
-    raise AssertionError(f"the fly.toml example never answered: {last!r}; logs: {logs.stderr[-3000:]}")
+    raise AssertionError(f"the example never answered: {last!r}; logs: {logs.stderr[-3000:]}")
+
+
+def _assert_serves_only(public: str, image: str, flags: list[str], argv: list[str], port: int) -> None:
+    """Start the image detached as an example does (``port`` published on loopback): requests
+    for its public name with the token are answered, another Host name or no token refused."""
+    cid = subprocess.run(["docker", "run", "-d", *flags, "-p", f"127.0.0.1::{port}", image, *argv],
+                         capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    try:
+        mapped = subprocess.run(["docker", "port", cid, str(port)], capture_output=True, text=True, timeout=30,
+                                check=False).stdout
+        assert mapped, subprocess.run(["docker", "logs", cid], capture_output=True, text=True, timeout=30,
+                                      check=False).stderr[-3000:]
+        local = int(mapped.split("\n")[0].rsplit(":", 1)[1])
+        # Positive control: the public name with the token gets the initialize result.
+        status, body = _wait_answer(local, public, cid)
+        assert status == 200 and '"serverInfo"' in body, (status, body)
+        # The denials: another Host name, and the right name without the token.
+        assert _post(local, "rebound.attacker.example", TOKEN)[0] == 421
+        assert _post(local, public, None)[0] == 401
+    finally:
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60, check=False)
 
 
 def test_fly_toml_example_boots_and_refuses_other_host_names(image: str) -> None:
@@ -78,24 +99,8 @@ def test_fly_toml_example_boots_and_refuses_other_host_names(image: str) -> None
     public = f"{conf['app']}.fly.dev"
     assert conf["mounts"]["destination"] == conf["env"]["MCP_SKILLS_PATH"] == "/skills"  # where SKILLS_MOUNT puts them
     env = [f"--env={k}={v}" for k, v in conf["env"].items()]
-    flags = [*run_flags(), *SKILLS_MOUNT, *env, "-e", f"MCP_HTTP_TOKEN={TOKEN}",
-             "-p", f"127.0.0.1::{service['internal_port']}"]
-    cid = subprocess.run(["docker", "run", "-d", *flags, image, *command], capture_output=True, text=True,
-                         check=True, timeout=60).stdout.strip()
-    try:
-        mapped = subprocess.run(["docker", "port", cid, str(service["internal_port"])], capture_output=True,
-                                text=True, timeout=30, check=False).stdout
-        assert mapped, subprocess.run(["docker", "logs", cid], capture_output=True, text=True, timeout=30,
-                                      check=False).stderr[-3000:]
-        port = int(mapped.split("\n")[0].rsplit(":", 1)[1])
-        # Positive control: the app's public name with the token gets the initialize result.
-        status, body = _wait_answer(port, public, cid)
-        assert status == 200 and '"serverInfo"' in body, (status, body)
-        # The denials: another Host name, and the right name without the token.
-        assert _post(port, "rebound.attacker.example", TOKEN)[0] == 421
-        assert _post(port, public, None)[0] == 401
-    finally:
-        subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60, check=False)
+    flags = [*run_flags(), *SKILLS_MOUNT, *env, "-e", f"MCP_HTTP_TOKEN={TOKEN}"]
+    _assert_serves_only(public, image, flags, command, service["internal_port"])
 
 
 def kubernetes_objects() -> dict[str, dict[str, Any]]:
@@ -187,18 +192,5 @@ def test_kubernetes_deployment_container_boots_and_refuses_other_host_names(imag
     public = args[args.index("--allowed-host") + 1]
     secrets = {"MCP_HTTP_TOKEN": TOKEN, "MCP_SKILL_RUN": "[]"}
     env = [f"--env={e['name']}={secrets[e['name']]}" for e in container["env"]]
-    flags = [*_docker_flags(container, spec["volumes"]), *env, "-p", f"127.0.0.1::{port['containerPort']}"]
-    cid = subprocess.run(["docker", "run", "-d", *flags, image, *args], capture_output=True, text=True,
-                         check=True, timeout=60).stdout.strip()
-    try:
-        mapped = subprocess.run(["docker", "port", cid, str(port["containerPort"])], capture_output=True,
-                                text=True, timeout=30, check=False).stdout
-        assert mapped, subprocess.run(["docker", "logs", cid], capture_output=True, text=True, timeout=30,
-                                      check=False).stderr[-3000:]
-        local = int(mapped.split("\n")[0].rsplit(":", 1)[1])
-        status, body = _wait_answer(local, public, cid)  # positive control
-        assert status == 200 and '"serverInfo"' in body, (status, body)
-        assert _post(local, "rebound.attacker.example", TOKEN)[0] == 421
-        assert _post(local, public, None)[0] == 401
-    finally:
-        subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60, check=False)
+    _assert_serves_only(public, image, _docker_flags(container, spec["volumes"]) + env, args,
+                        port["containerPort"])

@@ -74,8 +74,8 @@ def test_refused_name_is_never_resolved(appliance: Appliance, peers: dict[str, A
 def test_allowed_name_resolving_to_loopback_does_not_reach_inside(appliance: Appliance,
                                                                    peers: dict[str, Any]) -> None:
     name = "loopback.rebind.example"
-    out = appliance.run("rebind", name, "6", egress=(name,))["out"]
-    assert out["listener_reached"] is False
+    out = appliance.run("rebind", name, "0", "6", egress=(name,))["out"]
+    assert out["listener_hits"] == 0
     assert out["fetch"].get("status") != 200
     # Positive control: the proxy did resolve the accepted name (so it tried, and the
     # ruleset stopped the connection), and a name resolving to a peer is fetched.

@@ -20,7 +20,7 @@ def _zombies(appliance: Appliance) -> list[dict]:
 
 
 def test_fork_bomb_is_stopped_by_nproc_and_server_keeps_answering(appliance: Appliance) -> None:
-    reply = appliance.run("bomb", "3", timeout_s=20)
+    reply = appliance.run("forkbomb", "3", timeout_s=20)
     assert reply["ok"], reply
     # Positive control: the bomb really ran into the limit (fork returned EAGAIN), so it was
     # NPROC that stopped it, not a probe that never forked.
@@ -31,7 +31,7 @@ def test_fork_bomb_is_stopped_by_nproc_and_server_keeps_answering(appliance: App
 
 
 def test_detached_grandchild_is_dead_after_the_call(appliance: Appliance) -> None:
-    first = appliance.run("detach")
+    first = appliance.run("doublefork", "hold")
     out = first["out"]
     # Positive control: the grandchild was alive, in a session of its own, when the script ended.
     assert out["alive"] is True and out["sid"] != out["own_sid"]
@@ -71,7 +71,7 @@ def _flood(size: int) -> dict:
 
 
 def test_timeout_kills_the_script_and_the_call_returns(appliance: Appliance) -> None:
-    reply = appliance.run("bomb", "60", timeout_s=2)
+    reply = appliance.run("forkbomb", "60", timeout_s=2)
     assert reply["ok"] and reply["result"]["status"] == "timeout"
     assert reply["result"]["duration_ms"] < 20_000
     assert _script_procs(appliance) == []

@@ -19,19 +19,14 @@ from mcp import Client, StdioServerParameters
 
 from skill_mcp.config import load_settings
 from skill_mcp.reasons import Refusal
-from tests.fence.demo_skill import ECHO, SKILL_MD
+from tests.demo_skill import ECHO, Prompts, write_demo
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
 def skills(root: Path) -> Path:
-    (root / "demo" / "scripts").mkdir(parents=True)
-    (root / "demo" / "SKILL.md").write_text(SKILL_MD, encoding="utf-8")
-    (root / "demo" / "scripts" / "echo.py").write_text(ECHO, encoding="utf-8")
-    (root / "out").mkdir(mode=0o777)
-    (root / "out").chmod(0o777)  # the script may run as nobody: it writes its marker here
-    return root
+    return write_demo(root)
 
 
 def server_params(roots: list[Path], env: Mapping[str, str] | None = None) -> StdioServerParameters:
@@ -39,18 +34,6 @@ def server_params(roots: list[Path], env: Mapping[str, str] | None = None) -> St
     for r in roots:
         args += ["--skills-dir", str(r)]
     return StdioServerParameters(command=sys.executable, args=args, env={"SKILL_MCP_LOG": "warning", **(env or {})})
-
-
-class Prompts:
-    """An elicitation callback that answers with ``action`` and records what it was shown."""
-
-    def __init__(self, action: str) -> None:
-        self.action = action
-        self.messages: list[str] = []
-
-    async def __call__(self, ctx: Any, params: Any) -> types.ElicitResult:
-        self.messages.append(params.message)
-        return types.ElicitResult(action=self.action, content={"confirm": True} if self.action == "accept" else None)
 
 
 @asynccontextmanager

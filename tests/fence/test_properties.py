@@ -13,10 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.models import Catalog, ScriptDecl
+from skill_mcp.models import Catalog, Declaration, ScriptDecl, Skill
 from skill_mcp.runner.grants import build_grants, forbidden_variable
 from skill_mcp.runner.plan import check_args
 from skill_mcp.runner.tokens import TokenBook
+from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
+from skill_mcp_launcher.policy import Grants
 
 from .helpers import catalog_of, make_skill
 
@@ -24,7 +26,6 @@ SKILLS = ["weather", "other", "ghost"]
 SCRIPTS = ["f.js", "x.py", "evil.sh", "../f.js"]
 VARS = ["WEATHER_KEY", "OTHER_KEY", "GITHUB_TOKEN", "LD_PRELOAD", "PYTHONPATH", "PATH"]
 HOSTS = ["api.weather.example", "evil.example"]
-
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +96,44 @@ def test_a_token_checks_only_against_its_own_plan(a: bytes, b: bytes) -> None:
             assert exc.reason == "DRAFT_CHANGED"
         else:
             raise AssertionError("a token checked against another plan")
+
+
+declaration = st.fixed_dictionaries({
+    "scripts": st.lists(st.sampled_from(SCRIPTS[:3]), unique=True, min_size=1, max_size=3),
+    "env": st.lists(st.sampled_from(VARS), unique=True, max_size=4),
+    "egress": st.lists(st.sampled_from(HOSTS), unique=True, max_size=2),
+})
+
+
+def _server_skill(name: str, decl: dict[str, list[str]]) -> Skill:
+    run = tuple(ScriptDecl(s, "python", env=tuple(decl["env"])) for s in decl["scripts"])
+    return Skill(name=name, directory=Path("/nonexistent") / name, found_at=f"/nonexistent/{name}",
+                 root=Path("/nonexistent"), frontmatter={"name": name}, description="test", files=(),
+                 body_offset=0, declaration=Declaration(version=1, run=run, egress=tuple(decl["egress"])))
+
+
+def _broker_skill(name: str, decl: dict[str, list[str]]) -> DeclaredSkill:
+    scripts = tuple(DeclaredScript(s, "python", tuple(decl["env"]), 30) for s in decl["scripts"])
+    return DeclaredSkill(name, f"/nonexistent/{name}", (0, 0, 0, 0, 0), tuple(decl["egress"]), scripts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(decls=st.dictionaries(st.sampled_from(SKILLS[:2]), declaration, min_size=1),
+       rows=st.one_of(st.none(), st.lists(row, max_size=6)), hosted=st.booleans())
+def test_the_server_and_the_broker_grant_the_same(decls: dict[str, dict[str, list[str]]],
+                                                  rows: list[dict[str, object]] | None, hosted: bool) -> None:
+    # The server (runner.grants, what skill_list shows) and the appliance's broker (policy.Grants,
+    # what it runs) read MCP_SKILL_RUN on their own; on any declarations and rows they must agree.
+    raw = None if rows is None else json.dumps(rows)
+    server = build_grants(catalog_of(*(_server_skill(n, d) for n, d in decls.items())), raw, hosted=hosted)
+    environ = {**({"MCP_SKILL_RUN": raw} if raw is not None else {}), **({"MCP_DATA_DIR": "/data"} if hosted else {})}
+    broker = Grants.from_environ(environ)
+    for name, decl in decls.items():
+        skill = _broker_skill(name, decl)
+        for script in decl["scripts"]:
+            declared = skill.script(script)
+            assert declared is not None
+            ours, theirs = server.get(name, script), broker.allowed(skill, declared)
+            assert (ours is None) == (theirs is None)
+            if ours is not None and theirs is not None:
+                assert (ours.env, ours.egress) == (theirs.env, theirs.egress)

@@ -10,16 +10,13 @@ marker file, so "ran exactly once" and "ran not at all" are facts on disk.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import mcp_types as types
 import pytest
 
-from tests.fence.demo_skill import ECHO, SKILL_MD
+from tests.demo_skill import Prompts, demo_root
 from tests.http.harness import HttpServer, http_client, running_http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -28,18 +25,8 @@ TOKEN = "run-token-0123456789abcdef"
 
 @pytest.fixture(scope="module")
 def skills() -> Iterator[Path]:
-    """World-readable (a root server drops scripts to nobody); ``out/`` is where they write."""
-    root = Path(tempfile.mkdtemp(prefix="skill-mcp-http-run-"))
-    root.chmod(0o755)
-    (root / "demo" / "scripts").mkdir(parents=True)
-    (root / "demo" / "SKILL.md").write_text(SKILL_MD, encoding="utf-8")
-    (root / "demo" / "scripts" / "echo.py").write_text(ECHO, encoding="utf-8")
-    (root / "out").mkdir()
-    (root / "out").chmod(0o777)
-    try:
+    with demo_root("skill-mcp-http-run-") as root:
         yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +41,6 @@ def mark(skills: Path, request: pytest.FixtureRequest) -> Path:
     if path.exists():
         path.unlink()
     return path
-
-
-class Prompts:
-    def __init__(self, action: str) -> None:
-        self.action = action
-        self.messages: list[str] = []
-
-    async def __call__(self, ctx: Any, params: Any) -> types.ElicitResult:
-        self.messages.append(params.message)
-        return types.ElicitResult(action=self.action, content={"confirm": True} if self.action == "accept" else None)
 
 
 async def _run(client: Any, **arguments: Any) -> tuple[bool, dict[str, Any]]:

@@ -56,6 +56,11 @@ def _write(path: Path, data: bytes | str) -> None:
         path.write_bytes(data)
 
 
+# Every file ``build_tree`` writes under alpha/, in path order: what a listing of alpha must hold.
+ALPHA_FILES = ("SKILL.md", "assets/logo.png", "references/big.txt", "references/deep/notes.txt",
+               "references/guide.md", "scripts/hello.py")
+
+
 def build_tree(root: Path) -> Path:
     _write(root / "alpha" / "SKILL.md", ALPHA_MD)
     _write(root / "alpha" / "references" / "guide.md", "# Guide\n\nStep one.\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.integration.harness import PNG, Connect, Wire, directory_read, sha256, skills_get, skills_list
+from tests.integration.harness import ALPHA_FILES, PNG, Connect, Wire, directory_read, sha256, skills_get, skills_list
 
 pytestmark = pytest.mark.anyio
 
@@ -45,17 +45,7 @@ async def test_resources_list_every_file_of_the_published_skills_across_pages(wi
             cursor = page.next_cursor
             if not cursor:
                 break
-        expected = {
-            f"skill://alpha/{p}"
-            for p in (
-                "SKILL.md",
-                "assets/logo.png",
-                "references/big.txt",
-                "references/deep/notes.txt",
-                "references/guide.md",
-                "scripts/hello.py",
-            )
-        }
+        expected = {f"skill://alpha/{p}" for p in ALPHA_FILES}
         expected |= {"skill://beta/SKILL.md", "skill://bulk/SKILL.md"}
         expected |= {f"skill://bulk/data/part{i}.txt" for i in range(5)}
         assert len(uris) == len(set(uris))

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from tests.integration.harness import BIG, PNG, Wire, handshake, sha256
+from tests.integration.harness import ALPHA_FILES, BIG, PNG, Wire, handshake, sha256
 
 pytestmark = pytest.mark.anyio
 
@@ -80,14 +80,7 @@ async def test_skill_load_returns_instructions_frontmatter_and_a_manifest_with_t
         assert out["instructions"].startswith("# Alpha")
         assert out["frontmatter"]["metadata"] == {"author": "tests", "version": "1.0"}
         by_path = {f["path"]: f for f in out["files"]}
-        assert set(by_path) == {
-            "SKILL.md",
-            "assets/logo.png",
-            "references/big.txt",
-            "references/deep/notes.txt",
-            "references/guide.md",
-            "scripts/hello.py",
-        }
+        assert set(by_path) == set(ALPHA_FILES)
         for rel, entry in by_path.items():
             assert entry["digest"] == sha256(skills_root / "alpha" / rel)
             assert entry["size"] == (skills_root / "alpha" / rel).stat().st_size

@@ -13,18 +13,13 @@ import pytest
 from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.search import index_catalog
-from tests.search.quality import measure
+from tests.search.quality import labelled, measure
 
 HERE = Path(__file__).parent
 
 
 def _queries(name: str = "queries.tsv") -> list[tuple[str, str]]:
-    rows = []
-    for line in (HERE / name).read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            query, expected = line.split("\t")
-            rows.append((query, expected))
-    return rows
+    return labelled(HERE / name)
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -17,6 +18,16 @@ class Quality:
 
     def line(self) -> str:
         return f"n={self.n} hit@1={self.hit1:.3f} hit@3={self.hit3:.3f} MRR={self.mrr:.3f}"
+
+
+def labelled(path: Path) -> list[tuple[str, str]]:
+    """The (query, expected skill) rows of a labelled set: tab-separated, ``#`` comments and blank lines skipped."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            query, expected = line.split("\t")
+            rows.append((query, expected))
+    return rows
 
 
 def measure(index: Any, rows: Sequence[tuple[str, str]], depth: int = 10) -> Quality:

@@ -1,22 +1,18 @@
-"""The query as first written: plain term-at-a-time scoring with MaxScore-style pruning.
+"""The query by brute force: every skill scored from its postings, no pruning, no heads, no heap.
 
-Kept here, out of the package, as the specification the impact-ordered query in
-``skill_mcp.search.topk`` must match exactly (``test_topk.py``): same hits, same order, same
-scores, same matched words, fields and sections, for every query. It reads only the posting
-arrays (doc ids, scores, masks, sections), never the impact heads.
+The specification ``skill_mcp.search.topk`` (through ``SearchIndex.search``) must match exactly
+(``test_topk.py``): same hits, same order, same scores, same matched words, fields and sections.
+It shares none of the query's machinery: it reads each query term's posting arrays into a
+dict once, scores every skill any term names by the definition (the sum, over the query's terms
+in the fixed order, of weight times the skill's score in that term's list) and sorts them all.
 """
 
 from __future__ import annotations
 
-import heapq
-from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping
 
 from skill_mcp.search.index import FIELD_LABELS, NO_SECTION, Field, Hit, SearchIndex
 from skill_mcp.search.text import query_terms
-
-_EPSILON = 1e-6
 
 
 def search(index: SearchIndex, query: str, limit: int = 10) -> list[Hit]:
@@ -24,65 +20,38 @@ def search(index: SearchIndex, query: str, limit: int = 10) -> list[Hit]:
     if limit <= 0:
         return []
     qterms = query_terms(query)
-    acc = _accumulate(index, qterms, limit)
-    best = heapq.nsmallest(limit, acc.items(), key=lambda kv: (-round(kv[1], 9), kv[0]))
-    return [_hit(index, doc, score, qterms) for doc, score in best]
+    # term -> {doc: (score, field mask, section)}, for the query's terms the index holds
+    rows = {t: {d: (s, m, sec) for d, s, m, sec in zip(p.docs, p.scores, p.masks, p.sections, strict=True)}
+            for t in qterms if (p := index.postings.get(t)) is not None}
+    # The order scores are summed in (floats add in a fixed order, so sums repeat exactly): the
+    # term's best possible contribution first, then the term.
+    order = sorted(rows, key=lambda t: (-qterms[t][0] * max(s for s, _, _ in rows[t].values()), t))
+    scores = {}
+    for doc in {d for row in rows.values() for d in row}:
+        total = 0.0
+        for t in order:
+            if doc in rows[t]:
+                total += qterms[t][0] * rows[t][doc][0]
+        scores[doc] = total
+    # Scores equal to 9 decimals tie; the earlier name (the lower doc id) wins.
+    best = sorted(scores, key=lambda d: (-round(scores[d], 9), d))[:limit]
+    return [_hit(index, doc, scores[doc], qterms, rows) for doc in best]
 
 
-def _accumulate(index: SearchIndex, qterms: Mapping[str, tuple[float, str]], limit: int) -> dict[int, float]:
-    present = [(t, qterms[t][0], p) for t in sorted(qterms) if (p := index.postings.get(t)) is not None]
-    present.sort(key=lambda x: (-x[1] * x[2].top, x[0]))
-    rest = sum(w * p.top for _, w, p in present)
-    acc: dict[int, float] = {}
-    pruned = False
-    for _term, weight, post in present:
-        rest -= weight * post.top
-        if not pruned:
-            get = acc.get
-            for doc, score in zip(post.docs, post.scores, strict=True):
-                acc[doc] = get(doc, 0.0) + weight * score
-        elif len(acc) * 8 < len(post.docs):
-            docs, n = post.docs, len(post.docs)
-            for doc in acc:
-                i = bisect_left(docs, doc)
-                if i < n and docs[i] == doc:
-                    acc[doc] += weight * post.scores[i]
-        else:
-            for doc, score in zip(post.docs, post.scores, strict=True):
-                if doc in acc:
-                    acc[doc] += weight * score
-        if len(acc) >= limit:
-            theta = heapq.nlargest(limit, acc.values())[-1]
-            if rest + _EPSILON < theta:
-                pruned = True
-                acc = {d: s for d, s in acc.items() if s + rest + _EPSILON >= theta}
-    return acc
-
-
-def _hit(index: SearchIndex, doc: int, score: float, qterms: Mapping[str, tuple[float, str]]) -> Hit:
-    mask = 0
-    matched: list[str] = []
-    votes: Counter[int] = Counter()
-    for term in sorted(qterms):
-        post = index.postings.get(term)
-        if post is None:
+def _hit(index: SearchIndex, doc: int, score: float, qterms: dict[str, tuple[float, str]],
+         rows: dict[str, dict[int, tuple[float, int, int]]]) -> Hit:
+    """Which words matched (in term order), in which fields, and the section most of them point at."""
+    mask, matched, votes = 0, [], Counter[int]()
+    for term in sorted(rows):
+        if doc not in rows[term]:
             continue
-        i = bisect_left(post.docs, doc)
-        if i == len(post.docs) or post.docs[i] != doc:
-            continue
-        mask |= post.masks[i]
-        typed = qterms[term][1]
-        if typed not in matched:
-            matched.append(typed)
-        if post.sections[i] != NO_SECTION:
-            votes[post.sections[i]] += 1
-    labels = tuple(FIELD_LABELS[f] for f in Field if mask & (1 << f))
+        _, field_mask, section = rows[term][doc]
+        mask |= field_mask
+        if qterms[term][1] not in matched:
+            matched.append(qterms[term][1])
+        if section != NO_SECTION:
+            votes[section] += 1
     heads = index.headings[doc]
     section = min(votes, key=lambda s: (-votes[s], s)) if votes else NO_SECTION
-    return Hit(
-        name=index.names[doc],
-        score=round(score, 6),
-        fields=labels,
-        matched=tuple(matched),
-        section=heads[section] if section < len(heads) else None,
-    )
+    return Hit(name=index.names[doc], score=round(score, 6), fields=tuple(FIELD_LABELS[f] for f in Field if mask & (1 << f)),
+               matched=tuple(matched), section=heads[section] if section < len(heads) else None)

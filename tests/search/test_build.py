@@ -1,4 +1,4 @@
-"""The fast index build equals the plain one (``reference_build``) bit for bit.
+"""The fast index build equals the brute-force one (``reference_build``) bit for bit.
 
 Rankings depend only on the postings (terms, doc ids, float32 scores) and the reasons on the
 masks, sections and headings, so equal indexes mean equal search results for every query.

@@ -130,24 +130,3 @@ def test_every_related_word_is_a_term_and_no_entry_relates_a_word_to_itself() ->
 def test_terms_are_total_nonempty_and_lowercase(text: str) -> None:
     for t in terms(text):
         assert t and t == t.casefold() and len(t) <= 40
-
-
-@given(st.text(max_size=300))
-def test_the_fast_counter_agrees_with_the_reference_term_stream(text: str) -> None:
-    from collections import Counter
-
-    from .reference_build import TermCounter
-
-    assert TermCounter().count(text) == Counter(terms(text))
-
-
-@given(st.lists(st.text(max_size=80), max_size=5))
-def test_section_counts_equal_the_counts_of_the_joined_text(texts: list[str]) -> None:
-    from collections import Counter
-
-    from .reference_build import TermCounter
-
-    counts, first = TermCounter().count_sections(texts)
-    assert counts == Counter(t for text in texts for t in terms(text))
-    for term, i in first.items():
-        assert term in set(terms(texts[i])) and all(term not in set(terms(x)) for x in texts[:i])

@@ -1,4 +1,4 @@
-"""The impact-ordered query gives exactly the hits the plain query gives (``reference_search``).
+"""The impact-ordered query gives exactly the hits of the brute-force query (``reference_search``).
 
 Same names, same order, same scores, same matched words, fields and sections: ``Hit`` values
 compare equal. Corpora here are built big enough, and from few enough words, that query terms
@@ -23,7 +23,7 @@ from skill_mcp.search.postings import DENSE_SHARE, FIRST_DEPTH, HEAD, impact_of
 from skill_mcp.search.text import query_terms
 from skill_mcp.search.topk import threshold
 
-from .quality import measure
+from .quality import labelled, measure
 from .reference_search import search as reference_search
 
 # Aliases (excel -> xlsx, spreadsheet; deck -> pptx, presentation, slide) put half-weight terms
@@ -154,12 +154,6 @@ def test_a_head_is_a_prefix_of_the_score_order_and_rest_bounds_the_others(values
 _TESTS = Path(__file__).parent.parent
 
 
-def _labelled(path: Path) -> list[tuple[str, str]]:
-    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith("#")]
-    return [(query, expected) for query, expected in rows]
-
-
 @pytest.mark.parametrize(("roots", "sets"), [
     ([str(_TESTS / "search" / "corpus")], ["search/queries.tsv"]),
     ([], ["pack/queries.tsv", "pack/queries-heldout.tsv"]),  # the bundled pack
@@ -167,7 +161,7 @@ def _labelled(path: Path) -> list[tuple[str, str]]:
 def test_the_labelled_query_sets_rank_exactly_as_the_plain_query_does(roots: list[str], sets: list[str]) -> None:
     index = index_catalog(build_catalog(load_settings(roots, {})))
     for name in sets:
-        rows = _labelled(_TESTS / name)
+        rows = labelled(_TESTS / name)
         for query, _ in rows:
             for limit in (1, 3, 10):
                 assert index.search(query, limit) == reference_search(index, query, limit), query

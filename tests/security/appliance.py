@@ -20,21 +20,21 @@ import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mcp import StdioServerParameters
 
-from tests.appliance.conftest import run_flags
+from tests.appliance.conftest import SKILLS, run_flags
 from tests.security.harness import Session, open_session
 
-HERE = Path(__file__).resolve().parent
-SKILLS = HERE / "skills"
+# The one probe skill both suites share (tests/appliance/skills/probe), mounted alone.
+PROBE_SKILL = "probe"
+PROBE_MOUNT = ["-v", f"{SKILLS / PROBE_SKILL}:/skills/{PROBE_SKILL}:ro"]
 SERVER_UID, SCRIPT_UID, PROXY_UID = 10001, 10002, 10003
 SECRET = "appliance-canary-4f1c2a9e"
 GRANT = json.dumps([
-    {"skill": "sec", "script": "scripts/probe.py", "egress": ["allowed.test", "rebind.example", "ext-allowed.example"]},
-    {"skill": "sec", "script": "scripts/short.py"},  # granted to run, but no host accepted for it
+    {"skill": PROBE_SKILL, "script": "scripts/probe.py", "egress": ["allowed.test", "rebind.example", "ext-allowed.example"]},
+    {"skill": PROBE_SKILL, "script": "scripts/short.py"},  # granted to run, but no host accepted for it
 ])
 
 
@@ -94,7 +94,7 @@ def appliance_params(image: str, name: str, *, network: str, dns: str,
     settings = {"MCP_SKILL_RUN": GRANT, "MCP_CONFIRM_ELICITATION": "off", "SEC_SERVER_SECRET": SECRET,
                 "SKILL_MCP_LOG": "warning", **(env or {})}
     args = ["run", "-i", "--rm", "--name", name, *run_flags(), "--network", network, "--dns", dns,
-            "-v", f"{SKILLS}:/skills:ro"]
+            *PROBE_MOUNT]
     for key, value in settings.items():
         args += ["-e", f"{key}={value}"]
     return StdioServerParameters(command="docker", args=[*args, image], env={"PATH": os.environ["PATH"]})
@@ -103,7 +103,7 @@ def appliance_params(image: str, name: str, *, network: str, dns: str,
 @contextmanager
 def open_appliance(image: str, name: str, **kw: Any) -> Iterator[AppServer]:
     try:
-        with open_session(appliance_params(image, name, **kw), read_timeout=180) as session:
+        with open_session(appliance_params(image, name, **kw), read_timeout=180, skill=PROBE_SKILL) as session:
             yield AppServer(session=session, name=name)
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60, check=False)

@@ -26,7 +26,7 @@ from tests.helpers import wait_until
 from tests.security.harness import Session, open_session, procs_of_uid, script_account, server_params
 
 HERE = Path(__file__).resolve().parent
-PROBE = HERE / "skills" / "sec" / "scripts" / "probe.py"
+PROBE = appliance_conftest.SKILLS / "probe" / "scripts" / "probe.py"  # the one probe both suites run
 SECRET = "sec-canary-" + secrets.token_hex(8)
 GRANTED = "granted-" + secrets.token_hex(4)
 LOADERS = ("LD_PRELOAD", "PYTHONPATH", "NODE_OPTIONS", "BASH_ENV")

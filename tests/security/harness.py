@@ -74,6 +74,7 @@ class Session:
     portal: BlockingPortal
     client: Client
     calls: int = 0
+    skill: str = "sec"  # the skill ``probe`` runs: the standalone trap tree's, or the appliance's shared probe
     tool_names: list[str] = field(default_factory=list)
 
     def call(self, tool: str, arguments: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
@@ -95,9 +96,9 @@ class Session:
         return self.call("skill_run", {"skill": skill, "script": script, "args": list(args),
                                        "confirmToken": first["confirmToken"]})
 
-    def probe(self, mode: str, *args: str, skill: str = "sec", script: str = "scripts/probe.py") -> dict[str, Any]:
+    def probe(self, mode: str, *args: str, skill: str | None = None, script: str = "scripts/probe.py") -> dict[str, Any]:
         """Run the probe and return its result with the probe's JSON parsed in as ``out``."""
-        err, result = self.run(skill, script, [mode, *args])
+        err, result = self.run(skill or self.skill, script, [mode, *args])
         assert not err, result
         result["out"] = last_json(result.get("stdout", ""))
         return result
@@ -117,9 +118,10 @@ def server_params(roots: Sequence[Path], env: Mapping[str, str]) -> StdioServerP
 
 
 @contextmanager
-def open_session(params: StdioServerParameters, mode: str = "legacy", read_timeout: float = 120) -> Iterator[Session]:
+def open_session(params: StdioServerParameters, mode: str = "legacy", read_timeout: float = 120,
+                 skill: str = "sec") -> Iterator[Session]:
     with ExitStack() as stack:
         portal = stack.enter_context(start_blocking_portal("asyncio"))
         client = portal.call(lambda: Client(params, mode=mode, read_timeout_seconds=read_timeout))
         stack.enter_context(portal.wrap_async_context_manager(client))
-        yield Session(portal=portal, client=client)
+        yield Session(portal=portal, client=client, skill=skill)

@@ -15,7 +15,15 @@ import subprocess
 import pytest
 
 from tests.helpers import wait_until
-from tests.security.appliance import SCRIPT_UID, SECRET, SERVER_UID, AppServer, host_status, open_appliance
+from tests.security.appliance import (
+    PROBE_SKILL,
+    SCRIPT_UID,
+    SECRET,
+    SERVER_UID,
+    AppServer,
+    host_status,
+    open_appliance,
+)
 
 pytestmark = pytest.mark.appliance
 ZERO = "0000000000000000"
@@ -108,7 +116,7 @@ def test_session_escapee_is_dead_after_the_call(mode: str, app: AppServer) -> No
 
 
 def test_escapee_holding_stdout_is_dead_and_the_call_returns(app: AppServer) -> None:
-    err, out = app.session.run("sec", "scripts/short.py", ["doublefork", "hold"])
+    err, out = app.session.run(PROBE_SKILL, "scripts/short.py", ["doublefork", "hold"])
     assert not err and out["status"] in ("ok", "error", "killed", "timeout")
     assert app.of_uid(SCRIPT_UID) == []
 
@@ -126,13 +134,13 @@ def test_memory_balloon_is_stopped_by_the_address_space_limit(app: AppServer) ->
 
 
 def test_appliance_timeout_ends_a_sleeper(app: AppServer) -> None:
-    err, out = app.session.run("sec", "scripts/short.py", ["sleep", "60"])
+    err, out = app.session.run(PROBE_SKILL, "scripts/short.py", ["sleep", "60"])
     assert not err and out["status"] == "timeout"
     _control(app)
 
 
 def test_appliance_output_flood_is_capped(app: AppServer) -> None:
-    err, out = app.session.run("sec", "scripts/probe.py", ["flood", str(20 * 1024 * 1024)])
+    err, out = app.session.run(PROBE_SKILL, "scripts/probe.py", ["flood", str(20 * 1024 * 1024)])
     assert not err and len(out["stdout"]) == len(out["stderr"]) == 1024 * 1024
     assert out["truncated"] == {"stdout": True, "stderr": True}
 
@@ -141,9 +149,9 @@ def _kill_server_mid_run(image: str, peers: dict, rebind_dns: dict, script: str,
     name = f"skill-mcp-sec-kill-{os.getpid()}-{script.rsplit('/', 1)[-1][:5]}"
     with open_appliance(image, name, network=peers["network"], dns=rebind_dns["ip"]) as app:
         args = ["sleep", "60"]
-        token = app.session.preview("sec", script, args)[1]["confirmToken"]
+        token = app.session.preview(PROBE_SKILL, script, args)[1]["confirmToken"]
         app.session.portal.start_task_soon(app.session.client.call_tool, "skill_run",
-                                           {"skill": "sec", "script": script, "args": args, "confirmToken": token})
+                                           {"skill": PROBE_SKILL, "script": script, "args": args, "confirmToken": token})
         wait_until(lambda: app.of_uid(SCRIPT_UID), "the script to start", 30)
         script_pids = [p["pid"] for p in app.of_uid(SCRIPT_UID)]  # host pids: positive control, it runs
         os.kill(app.server_pid(), signal.SIGKILL)

@@ -111,7 +111,7 @@ def test_refused_name_is_never_resolved(app: AppServer, rebind_dns: dict) -> Non
 
 def test_dns_rebinding_to_loopback_is_refused(app: AppServer, rebind_dns: dict) -> None:
     """Was finding F3 (fixed in nftables/ by H3): the proxy uid may not connect to loopback."""
-    out = app.session.probe("rebind", "18080", "http://rebind.example:18080/")["out"]
+    out = app.session.probe("rebind", "rebind.example", "18080")["out"]
     assert out["listener_hits"] == 0, out
     assert out["fetch"].get("status") != 200, out
     assert "rebind.example" in rebind_queries(rebind_dns)  # positive control: the name was resolved (to 127.0.0.1)

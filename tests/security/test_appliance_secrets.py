@@ -1,6 +1,6 @@
 """The owner's secret values never enter the appliance's server process; the granted script gets them.
 
-A fresh canary is granted to the sec probe (``SEC_CANARY`` in the container's environment and in
+A fresh canary is granted to the probe (``SEC_CANARY`` in the container's environment and in
 ``MCP_SKILL_RUN``). The launcher keeps the value and hands it only to the script it spawns; the
 server, which parses everything untrusted, is started without it and knows the name only. The
 canary is looked for everywhere the server uid can see: its environment, its memory (every
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.security.appliance import GRANT, SECRET, AppServer, host_status, open_appliance
+from tests.security.appliance import GRANT, PROBE_SKILL, SECRET, AppServer, host_status, open_appliance
 from tests.security.harness import last_json
 
 pytestmark = pytest.mark.appliance
@@ -83,14 +83,14 @@ def _answers_of_a_session(app: AppServer) -> tuple[list[str], dict[str, Any], di
     """Every tool's answer over one session, as the client received it, plus the preview and the run."""
     session = app.session
     answers = [json.dumps([t.model_dump(mode="json") for t in session.portal.call(session.client.list_tools).tools])]
-    for tool, args in (("skill_list", {}), ("skill_load", {"name": "sec"}),
-                       ("skill_file", {"name": "sec", "paths": ["SKILL.md", "scripts/probe.py"]}),
+    for tool, args in (("skill_list", {}), ("skill_load", {"name": PROBE_SKILL}),
+                       ("skill_file", {"name": PROBE_SKILL, "paths": ["SKILL.md", "scripts/probe.py"]}),
                        ("skill_search", {"query": "security probe"})):
         answers.append(json.dumps(session.call(tool, args)))
-    err, preview = session.preview("sec", "scripts/probe.py", ["envhash", "SEC_CANARY"])
+    err, preview = session.preview(PROBE_SKILL, "scripts/probe.py", ["envhash", "SEC_CANARY"])
     assert not err, preview
     answers.append(json.dumps(preview))
-    err, result = session.call("skill_run", {"skill": "sec", "script": "scripts/probe.py",
+    err, result = session.call("skill_run", {"skill": PROBE_SKILL, "script": "scripts/probe.py",
                                              "args": ["envhash", "SEC_CANARY"], "confirmToken": preview["confirmToken"]})
     assert not err, result
     answers.append(json.dumps(result))

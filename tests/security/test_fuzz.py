@@ -208,27 +208,26 @@ METHODS = st.sampled_from(["ping", "tools/list", "tools/call", "resources/list",
                            "prompts/get", "initialize", "notifications/initialized", "completion/complete",
                            "logging/setLevel", "nonexistent/method", "", "$/cancel", "notifications/cancelled"])
 IDS = st.one_of(st.none(), st.integers(-2**63, 2**63), st.text(max_size=10), st.booleans(), st.floats(), st.lists(st.integers(), max_size=2))
+# A JSON-RPC request or notification of any method, and a tools/call of any tool, with any params.
+REQUESTS = st.builds(lambda m, i, p, has_id: json.dumps({"jsonrpc": "2.0", "method": m,
+                                                         **({"id": i} if has_id else {}), "params": p}),
+                     METHODS, IDS, JSONISH, st.booleans())
+TOOL_CALLS = st.builds(lambda name, args: json.dumps({"jsonrpc": "2.0", "id": "t", "method": "tools/call",
+                                                      "params": {"name": name, "arguments": args}}),
+                       st.sampled_from(["skill_list", "skill_load", "skill_file", "skill_run", "skill_search",
+                                        "nope"]),
+                       JSONISH)
 MESSAGES = st.one_of(
     st.text(max_size=120).filter(lambda s: "\n" not in s and "\r" not in s),
-    st.builds(lambda m, i, p, has_id: json.dumps({"jsonrpc": "2.0", "method": m, **({"id": i} if has_id else {}),
-                                                  "params": p}),
-              METHODS, IDS, JSONISH, st.booleans()),
-    st.builds(lambda name, args: json.dumps({"jsonrpc": "2.0", "id": "t", "method": "tools/call",
-                                             "params": {"name": name, "arguments": args}}),
-              st.sampled_from(["skill_list", "skill_load", "skill_file", "skill_run", "skill_search", "nope"]),
-              JSONISH),
+    REQUESTS,
+    TOOL_CALLS,
     st.builds(json.dumps, JSONISH),
 )
 
 
 OBJECT_MESSAGES = st.one_of(
-    st.builds(lambda m, i, p, has_id: json.dumps({"jsonrpc": "2.0", "method": m, **({"id": i} if has_id else {}),
-                                                  "params": p}),
-              METHODS, IDS, JSONISH, st.booleans()),
-    st.builds(lambda name, args: json.dumps({"jsonrpc": "2.0", "id": "t", "method": "tools/call",
-                                             "params": {"name": name, "arguments": args}}),
-              st.sampled_from(["skill_list", "skill_load", "skill_file", "skill_run", "skill_search", "nope"]),
-              JSONISH),
+    REQUESTS,
+    TOOL_CALLS,
     st.builds(json.dumps, st.dictionaries(st.text(max_size=8), JSONISH, max_size=4)),
 )
 

@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.security.appliance import SCRIPT_UID, AppServer
+from tests.security.appliance import PROBE_SKILL, SCRIPT_UID, AppServer
 
 pytestmark = [pytest.mark.appliance, pytest.mark.slow]
 CALLS, RUNS = 2000, 200
@@ -36,13 +36,13 @@ def _mixed_call(app: AppServer, i: int, tools: list[str]) -> None:
         err, out = app.session.call("skill_list", {})
         assert not err and out["skills"]
     elif kind == 2:
-        err, out = app.session.call("skill_load", {"name": "sec"})
+        err, out = app.session.call("skill_load", {"name": PROBE_SKILL})
         assert not err
     elif kind == 3:
-        err, out = app.session.call("skill_file", {"name": "sec", "paths": ["SKILL.md", "scripts/probe.py"]})
+        err, out = app.session.call("skill_file", {"name": PROBE_SKILL, "paths": ["SKILL.md", "scripts/probe.py"]})
         assert not err
     elif kind == 4:  # refusals are calls too: they must not leak either
-        err, out = app.session.preview("sec", "../other/x.py" if i % 2 else "SKILL.md")
+        err, out = app.session.preview(PROBE_SKILL, "../other/x.py" if i % 2 else "SKILL.md")
         assert err and out["reason"] == "undeclared-script"
     elif "skill_search" in tools:
         err, out = app.session.call("skill_search", {"query": "probe hostile script"})
@@ -70,7 +70,7 @@ def test_soak_two_thousand_calls_and_two_hundred_runs(app: AppServer) -> None:
                 _mixed_call(app, calls, tools)
                 calls += 1
         if runs < RUNS:
-            err, out = app.session.run("sec", "scripts/probe.py", RUN_MODES[runs % len(RUN_MODES)])
+            err, out = app.session.run(PROBE_SKILL, "scripts/probe.py", RUN_MODES[runs % len(RUN_MODES)])
             assert not err and out["status"] == "ok", out
             runs += 1
             assert app.of_uid(SCRIPT_UID) == []  # after every run, not only at the end

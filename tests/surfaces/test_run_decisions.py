@@ -10,8 +10,6 @@ is another. The handshake era asks mid-call and rebuilds the plan after the user
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,14 +25,9 @@ from skill_mcp.runner.harden import HardenReport
 from skill_mcp.runner.plan import Prepared
 from skill_mcp.server import build_server
 from skill_mcp.surfaces.run_tool import run_tool_spec
-from tests.fence.demo_skill import ECHO, SKILL_MD
+from tests.demo_skill import demo_root
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class CountingRunner(Runner):
@@ -47,18 +40,8 @@ class CountingRunner(Runner):
 
 @pytest.fixture(scope="module")
 def skills() -> Iterator[Path]:
-    """World-readable (a root server drops scripts to nobody); ``out/`` is where they write."""
-    root = Path(tempfile.mkdtemp(prefix="skill-mcp-decisions-"))
-    root.chmod(0o755)
-    (root / "demo" / "scripts").mkdir(parents=True)
-    (root / "demo" / "SKILL.md").write_text(SKILL_MD, encoding="utf-8")
-    (root / "demo" / "scripts" / "echo.py").write_text(ECHO, encoding="utf-8")
-    (root / "out").mkdir()
-    (root / "out").chmod(0o777)
-    try:
+    with demo_root("skill-mcp-decisions-") as root:
         yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _server(root: Path) -> tuple[Any, CountingRunner]:

@@ -28,7 +28,7 @@ from typing import Literal
 
 from skill_mcp import grantrules
 from skill_mcp.grantrules import FIXED_ENV, HOST_ENV, GrantRow, forbidden_variable
-from skill_mcp.models import Catalog, Problem, Skill
+from skill_mcp.models import Catalog, Problem, ScriptDecl, Skill
 from skill_mcp.reasons import Level, ProblemReason
 
 GrantFrom = Literal["MCP_SKILL_RUN", "declaration", "hosted-default"]
@@ -74,42 +74,49 @@ def parse_rows(raw: str) -> tuple[tuple[GrantRow, ...], tuple[Problem, ...]]:
     return rows, tuple(_problem(ProblemReason.GRANT_INVALID, e) for e in errors)
 
 
-def _intersect_row(row: GrantRow, skill: Skill | None, acc: dict[tuple[str, str], ScriptGrant],
-                   problems: list[Problem]) -> None:
+def _row_problems(row: GrantRow, skill: Skill | None, refused: tuple[grantrules.Refused, ...] | None) -> list[Problem]:
+    """The problems of one row: no such skill, an undeclared script (``refused`` is None), or each refused name."""
     where = f"row {row.index} ({row.skill} / {row.script})"
     if skill is None:
-        problems.append(_problem(ProblemReason.GRANT_UNMATCHED, f"{where}: no such skill is served"))
-        return
-    decl = skill.declaration.script(row.script) if skill.declaration else None
-    if decl is None:
-        problems.append(_problem(ProblemReason.GRANT_UNMATCHED,
-                                 f"{where}: the skill does not declare this script; it grants nothing",
-                                 skill.name))
-        return
-    env = []
-    for name in row.env:
-        if name not in decl.env:
-            problems.append(_problem(ProblemReason.GRANT_UNMATCHED,
-                                     f"{where}: the script does not ask for {name}; not granted", skill.name))
-        elif (why := forbidden_variable(name)) is not None:
-            problems.append(_problem(ProblemReason.ENV_FORBIDDEN, f"{where}: {name} is {why}; never handed",
-                                     skill.name))
+        return [_problem(ProblemReason.GRANT_UNMATCHED, f"{where}: no such skill is served")]
+    if refused is None:
+        return [_problem(ProblemReason.GRANT_UNMATCHED,
+                         f"{where}: the skill does not declare this script; it grants nothing", skill.name)]
+    out = []
+    for r in refused:
+        if r.kind == "unasked":
+            out.append(_problem(ProblemReason.GRANT_UNMATCHED,
+                                f"{where}: the script does not ask for {r.name}; not granted", skill.name))
+        elif r.kind == "forbidden":
+            out.append(_problem(ProblemReason.ENV_FORBIDDEN, f"{where}: {r.name} is {r.why}; never handed",
+                                skill.name))
         else:
-            env.append(name)
-    declared_hosts = skill.declaration.egress if skill.declaration else ()
-    egress = []
-    for host in row.egress:
-        if host in declared_hosts:
-            egress.append(host)
-        else:
-            problems.append(_problem(ProblemReason.GRANT_UNMATCHED,
-                                     f"{where}: the skill does not declare host {host}; not granted", skill.name))
-    key = (skill.name, row.script)
-    prev = acc.get(key)
-    if prev is not None:  # several rows for one script: the union of what each grants
-        env = [*prev.env, *(n for n in env if n not in prev.env)]
-        egress = [*prev.egress, *(h for h in egress if h not in prev.egress)]
-    acc[key] = ScriptGrant(skill.name, row.script, tuple(env), tuple(egress), "MCP_SKILL_RUN")
+            out.append(_problem(ProblemReason.GRANT_UNMATCHED,
+                                f"{where}: the skill does not declare host {r.name}; not granted", skill.name))
+    return out
+
+
+def _row_grants(rows: Iterable[GrantRow], skills: Mapping[str, Skill]) -> tuple[dict[tuple[str, str], ScriptGrant],
+                                                                                 list[Problem]]:
+    """Each row checked against the declarations (problems in row order); each script granted the
+    union of its rows, intersected with its declaration by ``grantrules.intersect``."""
+    matched: dict[tuple[str, str], tuple[Skill, ScriptDecl, list[GrantRow]]] = {}
+    problems: list[Problem] = []
+    for row in rows:
+        skill = skills.get(row.skill)
+        decl = skill.declaration.script(row.script) if skill is not None and skill.declaration else None
+        if skill is None or decl is None:
+            problems += _row_problems(row, skill, None)
+            continue
+        hosts = skill.declaration.egress if skill.declaration else ()
+        problems += _row_problems(row, skill, grantrules.intersect([row], decl.env, hosts).refused)
+        matched.setdefault((skill.name, row.script), (skill, decl, []))[2].append(row)
+    out: dict[tuple[str, str], ScriptGrant] = {}
+    for (name, script), (skill, decl, script_rows) in matched.items():
+        hosts = skill.declaration.egress if skill.declaration else ()
+        granted = grantrules.intersect(script_rows, decl.env, hosts)
+        out[(name, script)] = ScriptGrant(name, script, granted.env, granted.egress, "MCP_SKILL_RUN")
+    return out, problems
 
 
 def _declaration_grants(skills: Iterable[Skill]) -> dict[tuple[str, str], ScriptGrant]:
@@ -118,9 +125,9 @@ def _declaration_grants(skills: Iterable[Skill]) -> dict[tuple[str, str], Script
         if skill.declaration is None:
             continue
         for decl in skill.declaration.run:
-            env = tuple(n for n in decl.env if forbidden_variable(n) is None)
-            out[(skill.name, decl.script)] = ScriptGrant(skill.name, decl.script, env,
-                                                         tuple(skill.declaration.egress), "declaration")
+            granted = grantrules.by_declaration(decl.env, skill.declaration.egress)
+            out[(skill.name, decl.script)] = ScriptGrant(skill.name, decl.script, granted.env, granted.egress,
+                                                         "declaration")
     return out
 
 
@@ -128,13 +135,10 @@ def build_grants(catalog: Catalog, raw: str | None, *, hosted: bool) -> GrantSet
     """Intersect ``MCP_SKILL_RUN`` (or the default for this mode) with the catalog's declarations."""
     if raw is not None:
         rows, problems = parse_rows(raw)
-        acc: dict[tuple[str, str], ScriptGrant] = {}
-        found = list(problems)
-        for row in rows:
-            _intersect_row(row, catalog.skills.get(row.skill), acc, found)
+        acc, found = _row_grants(rows, catalog.skills)
         note = ("grants come from MCP_SKILL_RUN only; a declared script without a row does not run"
                 if hosted else None)
-        return GrantSet("MCP_SKILL_RUN", hosted, acc, tuple(found), note)
+        return GrantSet("MCP_SKILL_RUN", hosted, acc, (*problems, *found), note)
     if hosted:
         return GrantSet("hosted-default", True, {}, (), (
             "hosted (a host marker such as MCP_DATA_DIR is set) and MCP_SKILL_RUN is absent: nothing is "

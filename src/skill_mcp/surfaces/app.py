@@ -226,6 +226,14 @@ def _legacy_extensions_middleware(server: SkillServer) -> Any:
     return middleware
 
 
+async def _known_or_hashed(answer: Callable[..., dict[str, Any] | None], *args: Any) -> dict[str, Any]:
+    """``answer(*args)`` on the event loop when every digest it needs is known, else in a worker thread."""
+    out = answer(*args, known_only=True)
+    if out is not None:
+        return out
+    return await anyio.to_thread.run_sync(_full, answer, *args)
+
+
 def _full(answer: Callable[..., dict[str, Any] | None], *args: Any) -> dict[str, Any]:
     out = answer(*args)
     if out is None:  # cannot happen: without known_only every file is hashed, never skipped
@@ -239,18 +247,10 @@ def _add_skills_extension(server: SkillServer, state: SurfaceState) -> None:
     # hashed, the whole answer is computed in a worker thread (a thread hop costs more than
     # the lstats, so it is paid only when there is real work).
     async def on_skills_list(ctx: Any, params: skills_ext.SkillsListParams) -> dict[str, Any]:
-        catalog = state.catalog()
-        page = skills_ext.list_skills(state.memo, catalog, params.cursor, known_only=True)
-        if page is not None:
-            return page
-        return await anyio.to_thread.run_sync(_full, skills_ext.list_skills, state.memo, catalog, params.cursor)
+        return await _known_or_hashed(skills_ext.list_skills, state.memo, state.catalog(), params.cursor)
 
     async def on_skills_get(ctx: Any, params: skills_ext.SkillsGetParams) -> dict[str, Any]:
-        catalog = state.catalog()
-        entry = skills_ext.get_skill(state.memo, catalog, params.uri, known_only=True)
-        if entry is not None:
-            return entry
-        return await anyio.to_thread.run_sync(_full, skills_ext.get_skill, state.memo, catalog, params.uri)
+        return await _known_or_hashed(skills_ext.get_skill, state.memo, state.catalog(), params.uri)
 
     async def on_directory_read(ctx: Any, params: skills_ext.DirectoryReadParams) -> dict[str, Any]:
         return resources.read_directory(state.catalog(), params.uri, params.cursor)

@@ -1,12 +1,26 @@
-"""Appliance test probe: ``probe.py MODE ARGS...`` prints one JSON object on stdout."""
+"""The test probe of the appliance and security suites: ``probe.py MODE ARGS...`` prints one JSON
+object as its last stdout line.
 
+Each mode is one hostile (or ordinary) thing a script might do; the tests read the JSON and
+assert what the fence let it see or do. The security suite runs it under the standalone server
+(``tests/security/conftest.py`` copies it into a tree of traps) and in the appliance; the
+appliance suite runs it under the broker. Standard library only: it runs on the image's Python.
+
+It is the tests' own eye, so it shares no code with what it checks (the launcher's cleanup,
+the self-test's probe): where the two look alike, the probe walks and asks in its own way.
+"""
+
+import contextlib
 import ctypes
 import errno
 import json
 import os
+import resource
 import signal
 import socket
+import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -30,51 +44,50 @@ def ident(_):
     return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
             "CapEff": st["CapEff"], "CapPrm": st["CapPrm"], "CapInh": st["CapInh"], "CapAmb": st["CapAmb"],
             "CapBnd": st["CapBnd"], "NoNewPrivs": st["NoNewPrivs"], "cwd": os.getcwd(),
-            "TMPDIR": os.environ.get("TMPDIR"), "env": sorted(os.environ),
-            "launcher": {k: status(1)[k] for k in ("CapEff", "CapPrm", "CapBnd", "Uid")}}
+            "pid": os.getpid(), "ppid": os.getppid(), "fds": open_fds(),
+            "core": resource.getrlimit(resource.RLIMIT_CORE), "TMPDIR": os.environ.get("TMPDIR"),
+            "env": sorted(os.environ), "launcher": _pid1()}
+
+
+def _pid1():
+    """PID 1's capabilities and uid: in the appliance, the launcher's."""
+    try:
+        st = status(1)
+    except OSError as exc:
+        return {"error": err(exc)}
+    return {k: st[k] for k in ("CapEff", "CapPrm", "CapBnd", "Uid")}
+
+
+def open_fds():
+    """Each open descriptor and what it points at (the listing's own descriptor left out)."""
+    out = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the descriptor of this very listing, already closed
+        out[int(fd)] = target
+    return out
+
+
+def env(_):
+    return {"env": dict(os.environ)}
 
 
 def read(args):
     try:
         with open(args[0], "rb") as fh:
-            data = fh.read(64)
-        return {"read": "ok", "bytes": len(data)}
+            data = fh.read(4096)
+        return {"read": "ok", "bytes": len(data), "text": data.decode(errors="replace")}
     except OSError as exc:
         return {"read": err(exc)}
 
 
-def _ptrace(pid):
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-    rc = libc.ptrace(16, pid, None, None)  # PTRACE_ATTACH
-    return "ok" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "?")
-
-
-def _child():
-    pid = os.fork()
-    if pid == 0:
-        time.sleep(30)
-        os._exit(0)
-    return pid
-
-
-def ptrace(args):
-    own = _child()
-    out = {"target": _ptrace(int(args[0])), "own_child": _ptrace(own)}
-    os.kill(own, signal.SIGKILL)
-    return out
-
-
-def kill(args):
-    own = _child()
-    out = {}
-    for name, pid in (("target", int(args[0])), ("own_child", own)):
-        try:
-            os.kill(pid, signal.SIGTERM if name == "target" else signal.SIGKILL)
-            out[name] = "ok"
-        except OSError as exc:
-            out[name] = err(exc)
-    return out
+def listdir(args):
+    try:
+        return {"list": "ok", "entries": sorted(os.listdir(args[0]))}
+    except OSError as exc:
+        return {"list": err(exc)}
 
 
 def write(args):
@@ -86,6 +99,10 @@ def write(args):
         return {"write": err(exc)}
 
 
+def exists(args):
+    return {p: os.path.lexists(p) for p in args}
+
+
 def scratch(_):
     tmp = os.environ["TMPDIR"]
     left = {}
@@ -94,66 +111,58 @@ def scratch(_):
     return {"TMPDIR": tmp, "wrote": left}
 
 
-def exists(args):
-    return {p: os.path.lexists(p) for p in args}
+def _ptrace(pid):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    rc = libc.ptrace(16, pid, None, None)  # PTRACE_ATTACH
+    return "ok" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "?")
 
 
-def flood(args):
-    block = b"x" * 65536
-    total = int(args[0])
-    for stream in (sys.stdout.buffer, sys.stderr.buffer):
-        sent = 0
-        while sent < total:
-            stream.write(block[: total - sent])
-            sent += min(len(block), total - sent)
-        stream.flush()
-    return {"flooded": total}
-
-
-def bomb(args):
-    deadline = time.monotonic() + float(args[0])
-    refused = 0
-    started = 0
-    while time.monotonic() < deadline:
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            if exc.errno == errno.EAGAIN:
-                refused += 1
-                time.sleep(0.01)
-                continue
-            raise
-        if pid == 0:
-            # Every child keeps forking too: a real bomb, bounded only by NPROC.
-            while True:
-                try:
-                    os.fork()
-                except OSError:
-                    time.sleep(0.05)
-        started += 1
-    return {"started": started, "eagain": refused}
-
-
-def detach(_):
-    r, w = os.pipe()
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            os.write(w, str(os.getpid()).encode())
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
-            time.sleep(600)
-            os._exit(0)
+def _sleeper():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(30)
         os._exit(0)
-    os.close(w)
-    gpid = int(os.read(r, 32))
-    os.kill(gpid, 0)
-    return {"grandchild": gpid, "alive": os.path.exists(f"/proc/{gpid}"), "sid": os.getsid(gpid),
-            "own_sid": os.getsid(0)}
+    return pid
 
 
-def linger(_):
-    pid = _child()
-    return {"child": pid}
+def ptrace(args):
+    own = _sleeper()
+    out = {"target": _ptrace(int(args[0])), "own_child": _ptrace(own)}
+    os.kill(own, signal.SIGKILL)
+    os.waitpid(own, 0)
+    return out
+
+
+def kill(args):
+    own = _sleeper()
+    out = {}
+    for name, pid, sig in (("target", int(args[0]), signal.SIGTERM), ("target0", int(args[0]), 0),
+                           ("own_child", own, signal.SIGKILL)):
+        try:
+            os.kill(pid, sig)
+            out[name] = "ok"
+        except OSError as exc:
+            out[name] = err(exc)
+    os.waitpid(own, 0)
+    return out
+
+
+def cmdlines(args):
+    """Every process's command line we can read; does the (hex-given) secret appear in any?"""
+    seen, hits = 0, []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        seen += 1
+        if bytes.fromhex(args[0]) in data:
+            hits.append(int(p))
+    return {"seen": seen, "hits": hits}
 
 
 def procs(_):
@@ -196,28 +205,20 @@ def ipc(args):
     return {"mine": mine}
 
 
-def rebind(args):
-    """Listen on loopback, then ask the proxy for a name that resolves to 127.0.0.1."""
-    import threading
+def setuid_exec(args):
+    proc = subprocess.run([args[0], "-u"], capture_output=True, timeout=10, check=False)
+    return {"euid_after_exec": proc.stdout.decode().strip(), "rc": proc.returncode}
 
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(1)
-    srv.settimeout(float(args[1]))
-    port = srv.getsockname()[1]
-    accepted = []
 
-    def accept():
-        try:
-            accepted.append(srv.accept()[0])
-        except OSError:
-            pass
-
-    t = threading.Thread(target=accept)
-    t.start()
-    out = net(["proxy", f"http://{args[0]}:{port}/", args[1]])
-    t.join()
-    return {"fetch": out, "listener_reached": bool(accepted)}
+def abort(_):
+    """A child that dumps core if it can: where would a core go, and did one appear?"""
+    pid = os.fork()
+    if pid == 0:
+        os.abort()
+    _, st = os.waitpid(pid, 0)
+    return {"signal": os.WTERMSIG(st), "core_dumped": os.WCOREDUMP(st),
+            "core_files": [f for f in os.listdir(".") + os.listdir(os.environ.get("TMPDIR", "/tmp"))
+                           if f.startswith("core")]}
 
 
 def sleep(args):
@@ -232,6 +233,213 @@ def silent(args):
     return {"slept": float(args[0])}
 
 
+def pidfile(args):
+    """Write our pid to args[0], then sleep args[1] seconds (the test kills the server meanwhile)."""
+    with open(args[0] + ".tmp", "w") as fh:
+        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid()}))
+    os.rename(args[0] + ".tmp", args[0])
+    time.sleep(float(args[1]))
+    return {"slept": True}
+
+
+def leave(args):
+    """Leave a secret in this run's TMPDIR, then like ``pidfile`` (the test kills the server meanwhile)."""
+    with open(os.path.join(os.environ["TMPDIR"], "secret"), "w") as fh:
+        fh.write(args[2])
+    with open(args[0] + ".tmp", "w") as fh:
+        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "TMPDIR": os.environ["TMPDIR"]}))
+    os.rename(args[0] + ".tmp", args[0])
+    time.sleep(float(args[1]))
+    return {"slept": True}
+
+
+def rundirs(_):
+    """The run directories beside this run's own, and whether an earlier run's secret is readable."""
+    tmp = os.environ["TMPDIR"]
+    parent = os.path.dirname(tmp)
+    seen = sorted(os.path.join(parent, n) for n in os.listdir(parent) if n.startswith("skill-mcp-run-"))
+    secrets_read = []
+    for path in seen:
+        try:
+            with open(os.path.join(path, "secret")) as fh:
+                secrets_read.append(fh.read())
+        except OSError:
+            pass
+    return {"TMPDIR": tmp, "seen": seen, "secrets": secrets_read}
+
+
+def linger(_):
+    """A child left running in our own process group, holding the run's pipes."""
+    return {"child": _sleeper()}
+
+
+def background(_):
+    """A child left running in our own process group, holding no pipe."""
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        time.sleep(120)
+        os._exit(0)
+    return {"child": pid}
+
+
+def doublefork(args):
+    """The classic daemon escape: fork, setsid, fork; the grandchild keeps stdout open if asked."""
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(w, str(os.getpid()).encode())
+            if not args or args[0] != "hold":
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(120)
+            os._exit(0)
+        os._exit(0)
+    os.close(w)
+    gpid = int(os.read(r, 32))
+    return {"grandchild": gpid, "alive": os.path.exists(f"/proc/{gpid}"), "sid": os.getsid(gpid),
+            "own_sid": os.getsid(0)}
+
+
+def setsid_daemon(_):
+    """A single fork into a new session (no double fork), stdio to /dev/null."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        os.write(w, str(os.getpid()).encode())
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        time.sleep(120)
+        os._exit(0)
+    os.close(w)
+    return {"daemon": int(os.read(r, 32))}
+
+
+def forkbomb(args):
+    deadline = time.monotonic() + float(args[0])
+    started = eagain = 0
+    while time.monotonic() < deadline:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            if exc.errno != errno.EAGAIN:
+                raise
+            eagain += 1
+            time.sleep(0.01)
+            continue
+        if pid == 0:
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    time.sleep(0.05)
+        started += 1
+    return {"started": started, "eagain": eagain}
+
+
+def threadbomb(args):
+    stop = threading.Event()
+    started, error = 0, None
+    for _ in range(int(args[0])):
+        try:
+            threading.Thread(target=stop.wait, daemon=True).start()
+            started += 1
+        except RuntimeError as exc:
+            error = str(exc)[:200]
+            break
+    stop.set()
+    return {"started": started, "error": error}
+
+
+def zombie(_):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    return {"zombie": pid}  # never reaped by us
+
+
+def flood(args):
+    block = b"x" * 65536
+    total = int(args[0])
+    for stream in (sys.stdout.buffer, sys.stderr.buffer):
+        sent = 0
+        while sent < total:
+            stream.write(block[: total - sent])
+            sent += min(len(block), total - sent)
+        stream.flush()
+    return {"flooded": total}
+
+
+def weird(_):
+    out = sys.stdout.buffer
+    out.write(b"\x1b[31mred\x1b[0m\x00nul\xff\xfeinvalid\r\x07")
+    out.write(b'\n{"weird": true}\nno-newline-at-end')
+    out.flush()
+    os._exit(0)
+
+
+def ignore_term(_):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("ignoring", flush=True)
+    time.sleep(120)
+    return {}
+
+
+def selfstop(_):
+    print("stopping", flush=True)
+    os.kill(os.getpid(), signal.SIGSTOP)
+    return {"resumed": True}
+
+
+def spin(_):
+    while True:
+        pass
+
+
+def balloon(args):
+    chunks = []
+    try:
+        for _ in range(int(args[0])):
+            chunks.append(bytearray(16 * 1024 * 1024))
+        return {"balloon": "allocated", "mib": 16 * len(chunks)}
+    except MemoryError:
+        return {"balloon": "MemoryError", "mib": 16 * len(chunks)}
+
+
+def diskfill(args):
+    path = os.path.join(os.environ["TMPDIR"], "fill")
+    block = b"\0" * (1 << 20)
+    written = 0
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # see EFBIG instead of dying silently
+    try:
+        with open(path, "wb") as fh:
+            for _ in range(int(args[0])):
+                fh.write(block)
+                fh.flush()
+                written += 1
+        return {"fill": "ok", "mib": written, "tmp": os.environ["TMPDIR"]}
+    except OSError as exc:
+        return {"fill": err(exc), "mib": written, "tmp": os.environ["TMPDIR"]}
+
+
+def fds(_):
+    held = []
+    try:
+        while len(held) < 100000:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        return {"fds": "unbounded", "opened": len(held)}
+    except OSError as exc:
+        return {"fds": err(exc), "opened": len(held), "limit": resource.getrlimit(resource.RLIMIT_NOFILE)}
+
+
 def net(args):
     mode, target = args[0], args[1]
     try:
@@ -241,22 +449,126 @@ def net(args):
                     return {"status": resp.status}
             except urllib.error.HTTPError as exc:
                 return {"status": exc.code}
+        if mode == "noproxy":  # a script that ignores the proxy variables
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            with opener.open(target, timeout=3) as resp:
+                return {"status": resp.status}
         if mode == "direct":
             host, port = target.rsplit(":", 1)
-            socket.create_connection((host, int(port)), timeout=3).close()
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.settimeout(3)
+                s.connect((host.strip("[]"), int(port)))
             return {"direct": "connected"}
         if mode == "dns":
             socket.getaddrinfo(target, 80)
             return {"dns": "resolved"}
         if mode == "udp":
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.settimeout(2)
-            s.sendto(b"\x00", (target, 53))
-            s.recv(512)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.settimeout(2)
+                s.sendto(b"\x00", (target, 53))
+                s.recv(512)
             return {"udp": "answered"}
+        if mode == "raw":
+            socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).close()
+            return {"raw": "opened"}
+        if mode == "connect":  # a raw CONNECT through the proxy to host:port
+            host, port = target.rsplit(":", 1)
+            proxy = os.environ["HTTP_PROXY"].rsplit(":", 1)
+            with socket.create_connection((proxy[0].split("//")[1], int(proxy[1])), timeout=10) as s:
+                s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+                line = s.recv(200).split(b"\r\n", 1)[0].decode(errors="replace")
+            return {"connect": line}
     except (OSError, ValueError) as exc:
         return {"error": type(exc).__name__, "errno": err(exc), "detail": str(exc)[:300]}
     return {"error": "unknown mode"}
+
+
+def rebind(args):
+    """``rebind NAME PORT [TIMEOUT]``: listen on 127.0.0.1:PORT (0: any free port), then fetch
+    http://NAME:PORT/ through the proxy, NAME resolving to loopback: did the proxy reach our listener?"""
+    name, timeout = args[0], float(args[2]) if len(args) > 2 else 15
+    hits = []
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", int(args[1])))
+    srv.listen(4)
+    srv.settimeout(timeout + 5)
+    port = srv.getsockname()[1]
+
+    def serve():
+        try:
+            conn, _ = srv.accept()
+            hits.append(conn.recv(200).decode(errors="replace"))
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nloopbak")
+            conn.close()
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    out = net(["proxy", f"http://{name}:{port}/", str(timeout)])
+    srv.close()
+    thread.join(1)
+    return {"fetch": out, "listener_hits": len(hits)}
+
+
+def cmd(args):
+    """Run a program (no shell) and report how it ended."""
+    try:
+        proc = subprocess.run(args, capture_output=True, timeout=20, check=False)
+    except OSError as exc:
+        return {"rc": None, "error": err(exc)}
+    return {"rc": proc.returncode, "stdout": proc.stdout.decode(errors="replace")[-2000:],
+            "stderr": proc.stderr.decode(errors="replace")[-2000:]}
+
+
+def echo(args):
+    return {"argv": args}
+
+
+def _sibling_shim(deadline):
+    """A process of our server (our parent) running the exec shim: the one waiting for the next run."""
+    while time.monotonic() < deadline:
+        for p in os.listdir("/proc"):
+            if not p.isdigit() or int(p) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{p}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{p}/cmdline", "rb") as fh:
+                    argv = fh.read()
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == os.getppid() and b"_exec_shim.py" in argv:
+                return int(p)
+        time.sleep(0.02)
+    return None
+
+
+def shim(args):
+    """Reach for the shim the server keeps waiting for its next run: attach, signal, read it.
+
+    Writes our pid to args[0] first: the test then makes the server start that shim (a preview).
+    """
+    with open(args[0] + ".tmp", "w") as fh:
+        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid()}))
+    os.rename(args[0] + ".tmp", args[0])
+    pid = _sibling_shim(time.monotonic() + 20)
+    if pid is None:
+        return {"found": None}
+    out = {"found": pid, "ptrace": _ptrace(pid), **read([f"/proc/{pid}/environ"])}
+    for name, sig in (("kill", signal.SIGKILL), ("kill0", 0)):
+        try:
+            os.kill(pid, sig)
+            out[name] = "ok"
+        except OSError as exc:
+            out[name] = err(exc)
+    own = _sleeper()
+    out["own_child"] = _ptrace(own)
+    os.kill(own, signal.SIGKILL)
+    os.waitpid(own, 0)
+    return out
 
 
 # --- runs share nothing: ``plant`` leaves something everywhere it can, ``seek`` looks for it ---
@@ -326,23 +638,15 @@ def plant(args):
 
 
 def _owned_below(top, uid, skip):
-    found, stack = [], [top]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.path == skip:
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if st.st_uid == uid:
-                found.append(entry.path)
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
+    """Every path below ``top`` that ``uid`` owns (links not followed), ``skip`` and its contents left out."""
+    found = []
+    for root, dirs, files in os.walk(top, onerror=lambda _exc: None):
+        dirs[:] = [d for d in dirs if os.path.join(root, d) != skip]
+        for name in (*dirs, *files):
+            path = os.path.join(root, name)
+            with contextlib.suppress(OSError):
+                if os.lstat(path).st_uid == uid:
+                    found.append(path)
     return found
 
 
@@ -420,7 +724,7 @@ def writable(_):
 
 
 def envhash(args):
-    """The SHA-256 of a variable's value: proves the value arrived without printing it."""
+    """The SHA-256 of one variable's value: proves it arrived without the value passing the server."""
     import hashlib
 
     value = os.environ.get(args[0])
@@ -428,12 +732,17 @@ def envhash(args):
             "sha256": hashlib.sha256(value.encode()).hexdigest() if value is not None else None}
 
 
-MODES = {"id": ident, "envhash": envhash, "read": read, "ptrace": ptrace, "kill": kill, "write": write, "scratch": scratch,
-         "exists": exists, "flood": flood, "bomb": bomb, "detach": detach, "linger": linger, "net": net,
-         "procs": procs, "server": server, "ipc": ipc, "rebind": rebind,
-         "sleep": sleep, "silent": silent, "plant": plant, "seek": seek, "fill": fill, "writable": writable,
-         "keyring": keyring}
+MODES = {"id": ident, "env": env, "envhash": envhash, "read": read, "list": listdir, "write": write,
+         "exists": exists, "scratch": scratch, "ptrace": ptrace, "kill": kill, "cmdlines": cmdlines,
+         "procs": procs, "server": server, "ipc": ipc, "setuid": setuid_exec, "abort": abort, "sleep": sleep,
+         "silent": silent, "pidfile": pidfile, "leave": leave, "rundirs": rundirs, "linger": linger,
+         "background": background, "doublefork": doublefork, "setsid": setsid_daemon, "forkbomb": forkbomb,
+         "threadbomb": threadbomb, "zombie": zombie, "flood": flood, "weird": weird, "ignore_term": ignore_term,
+         "selfstop": selfstop, "spin": spin, "balloon": balloon, "diskfill": diskfill, "fds": fds, "net": net,
+         "echo": echo, "rebind": rebind, "cmd": cmd, "shim": shim, "plant": plant, "seek": seek, "fill": fill,
+         "writable": writable, "keyring": keyring}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
     sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
