@@ -168,7 +168,7 @@ class CatalogCache:
             entry = json.loads(self._body(span))
             if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"]):
                 return None
-            loaded = decode_loaded(entry, real, self._root(root_real))
+            loaded = decode_loaded(entry, real, self._root(root_real), root_real)
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:
             log.info("catalog cache entry discarded", extra={"skill": real, "why": str(exc)[:200]})
             return None

@@ -90,7 +90,12 @@ def index(fd: int, size: int) -> tuple[dict[str, Span], dict[tuple[str, str], li
 def _index_line(line: bytes, start: int, skills: dict[str, Span], digests: dict[tuple[str, str], list[Any]]) -> None:
     kind, key, body = line.split(b"\t", 2)
     if kind == b"S":
-        skills[json.loads(key)] = (start + len(kind) + len(key) + 2, len(body))
+        # A key without escapes (almost every path) is its own text between the quotes.
+        name = key[1:-1].decode("utf-8") if b"\\" not in key and key.count(b'"') == 2 and key[:1] == key[-1:] == b'"' \
+            else json.loads(key)
+        if type(name) is not str:
+            raise ValueError("a skill key is not a string")
+        skills[name] = (start + len(kind) + len(key) + 2, len(body))
     elif kind == b"D":
         row = json.loads(body)
         if not (isinstance(row, list) and len(row) == 5 and all(type(v) is int for v in row[:4])
