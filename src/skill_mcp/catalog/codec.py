@@ -17,9 +17,14 @@ from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill, 
 from skill_mcp.reasons import Level, ProblemReason
 
 
-def _is_file_row(row: Any) -> bool:
-    return (type(row) is list and len(row) == 4 and type(row[0]) is str and type(row[1]) is int
-            and type(row[2]) is int and type(row[3]) is int)
+def _file_row(row: Any) -> bool:
+    """Whether ``row`` is ``[rel, size, mtime_ns, ino]``; its path is interned on the way (the
+    same few names, ``SKILL.md`` first, recur in every skill)."""
+    if (type(row) is list and len(row) == 4 and type(row[0]) is str and type(row[1]) is int
+            and type(row[2]) is int and type(row[3]) is int):
+        row[0] = sys.intern(row[0])
+        return True
+    return False
 
 
 class CachedFiles(Sequence[SkillFile]):
@@ -36,7 +41,7 @@ class CachedFiles(Sequence[SkillFile]):
     __slots__ = ("_files", "_rows")
 
     def __init__(self, rows: list[Any]) -> None:
-        if type(rows) is not list or not all(_is_file_row(r) for r in rows):
+        if type(rows) is not list or not all(_file_row(r) for r in rows):
             raise TypeError("a file row has the wrong shape")
         self._rows = rows
         self._files: tuple[SkillFile, ...] | None = None
@@ -44,7 +49,7 @@ class CachedFiles(Sequence[SkillFile]):
     def _records(self) -> tuple[SkillFile, ...]:
         files = self._files
         if files is None:
-            files = self._files = tuple(SkillFile(sys.intern(rel), size, mtime, ino)
+            files = self._files = tuple(SkillFile(rel, size, mtime, ino)
                                         for rel, size, mtime, ino in self._rows)
         return files
 
@@ -123,19 +128,20 @@ def _strs(values: Any) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _interned_keys(value: Any) -> Any:
-    """The frontmatter as parsed, with its keys shared across skills (as the YAML loader does:
-    ``name``, ``description``, ``metadata``... repeat in every one). JSON keys are strings."""
+def _interned(value: Any) -> Any:
+    """The frontmatter as parsed, with keys and short strings shared across skills (as the YAML
+    loader does: ``name``, ``license: MIT``, ``version: "1.0"`` repeat in thousands of them).
+    JSON keys are strings."""
     kind = type(value)
     if kind is dict:
-        return {sys.intern(key): _interned_keys(item) if type(item) in _NESTED else item
-                for key, item in value.items()}
+        return {sys.intern(key): _interned(item) if type(item) in _SHARED else item for key, item in value.items()}
     if kind is list:
-        return [_interned_keys(item) if type(item) in _NESTED else item for item in value]
-    return value
+        return [_interned(item) if type(item) in _SHARED else item for item in value]
+    return sys.intern(value) if len(value) <= _INTERN_MAX else value
 
 
-_NESTED = (dict, list)
+_SHARED = (dict, list, str)
+_INTERN_MAX = 40  # as catalog.yaml12: short strings repeat across thousands of skills
 
 
 def _decode_declaration(raw: Any) -> Declaration | None:
@@ -154,7 +160,7 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str
     if not isinstance(frontmatter, dict):
         raise TypeError("the frontmatter is not a mapping")
     excluded = raw["excluded"]
-    frontmatter = _interned_keys(frontmatter)
+    frontmatter = _interned(frontmatter)
     # A skill directly under its root (the common layout) is joined onto the root's Path,
     # which skips parsing the whole path again.
     name = real[len(root_real) + 1:] if real.startswith(root_real) and real[len(root_real):len(root_real) + 1] == "/" \
