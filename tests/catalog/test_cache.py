@@ -289,3 +289,23 @@ def test_a_file_row_of_the_wrong_shape_is_a_miss_when_read_not_an_error_later(tr
     after, cache = cached(tree, tmp_path / "c")
     same(after, cold(tree))
     assert cache.loaded == 1 and cache.reused >= 3
+
+
+def test_a_new_release_removes_what_older_rules_left_for_the_same_roots(
+        tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache file is megabytes at thousands of skills: an upgrade must not leave one behind per
+    release. Another set of roots' file, and another user's, are left alone (the controls)."""
+    import skill_mcp.catalog.cache as cache_module
+
+    cache_dir = tmp_path / "c"
+    _first, c1 = cached(tree, cache_dir)
+    old = c1.path
+    assert old.exists()
+    other_roots = cache_file(cache_dir, ["/elsewhere"])
+    other_roots.write_bytes(b"another set of roots")
+    monkeypatch.setattr(cache_module, "code_fingerprint", lambda: "the next release's rules")
+    after, c2 = cached(tree, cache_dir)
+    same(after, cold(tree))
+    assert c2.path != old and c2.path.exists() and c2.reused == 0  # other rules: nothing reused
+    assert not old.exists()
+    assert other_roots.exists()

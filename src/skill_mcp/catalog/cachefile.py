@@ -107,6 +107,22 @@ def _index_line(line: bytes, start: int, skills: dict[str, Span], digests: dict[
         raise ValueError("an unknown line kind")
 
 
+def remove_superseded(path: Path) -> None:
+    """Remove the files older code wrote for the same roots: ``path`` is named
+    ``<kind>-<roots>-<code>.v<format>``, and a sibling with the same ``<kind>-<roots>-`` but other
+    code is one no release of this code will read again (a catalog cache or a search index is
+    megabytes at thousands of skills). Only our own regular files; a server still reading one
+    keeps its open descriptor, and one still writing renames a new file later (last writer wins,
+    as ever)."""
+    prefix = path.name.rsplit("-", 1)[0] + "-"
+    with contextlib.suppress(OSError), os.scandir(path.parent) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.name != path.name and not entry.name.endswith(".tmp") \
+                    and entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.geteuid():
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
 def marker_time(directory: Path) -> int | None:
     """The filesystem clock now: the mtime of a file made (and removed) in ``directory``."""
     try:
