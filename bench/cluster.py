@@ -48,7 +48,8 @@ def documented_haproxy_cfg() -> str:
 
 
 def server_names(cfg: str) -> list[str]:
-    return _SERVER_LINE.findall(cfg)
+    """The replicas ``cfg`` balances, in order, each once (several backends list the same ones)."""
+    return list(dict.fromkeys(_SERVER_LINE.findall(cfg)))
 
 
 def with_servers(cfg: str, count: int) -> str:
@@ -66,6 +67,11 @@ def without_stickiness(cfg: str) -> str:
     return "".join(line for line in cfg.splitlines(keepends=True) if not line.strip().startswith("stick"))
 
 
+def without_run_routing(cfg: str) -> str:
+    """``cfg`` with its ``use_backend`` rules removed (every request round-robin): a control."""
+    return "".join(line for line in cfg.splitlines(keepends=True) if not line.strip().startswith("use_backend"))
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterSpec:
     image: str
@@ -74,6 +80,7 @@ class ClusterSpec:
     haproxy_cfg: str
     lb_image: str = LB_IMAGE
     posture: tuple[str, ...] = POSTURE
+    env: tuple[tuple[str, str], ...] = ()  # more environment for every replica (an owner's grant)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +155,7 @@ def running(spec: ClusterSpec) -> Iterator[Cluster]:
                 started.append(container)
                 _docker("run", "-d", "--name", container, "--network", network, "--network-alias", name,
                         *spec.posture, "-v", f"{skills}:/skills:ro", "-e", f"MCP_HTTP_TOKEN={spec.token}",
+                        *(arg for key, value in spec.env for arg in ("-e", f"{key}={value}")),
                         spec.image, *SERVE)
             deadline = time.monotonic() + BOOT_TIMEOUT_S
             for container in started:

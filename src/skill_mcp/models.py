@@ -8,7 +8,7 @@ by file identity, held beside the catalog rather than in it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,7 +113,10 @@ class Skill:
     root: Path  # real path of the root it was found under
     frontmatter: Mapping[str, Any]  # the YAML as JSON, every field the author wrote
     description: str
-    files: tuple[SkillFile, ...]  # sorted by rel; SKILL.md included
+    # Sorted by rel; SKILL.md included. A tuple when scanned; a skill taken from the catalog
+    # cache holds ``catalog.codec.CachedFiles``, which makes the records on first use (a
+    # listing needs only how many there are).
+    files: Sequence[SkillFile]
     body_offset: int  # byte offset of the Markdown body inside SKILL.md
     declaration: Declaration | None = None
     missing_scripts: tuple[str, ...] = ()  # declared but not servable

@@ -9,7 +9,10 @@ name the handshake sessions each one created. Driven by the SDK's client in both
 - every request of a handshake-era session reaches the replica that created the session, and
   different sessions are created on different replicas;
 - control: the same configuration without its ``stick`` rules breaks a handshake session
-  (another replica answers 404), so the stickiness is what keeps sessions whole.
+  (another replica answers 404), so the stickiness is what keeps sessions whole;
+- a 2026-07-28 ``skill_run`` and its confirmation meet on one replica (the ``Mcp-Name`` rule),
+  a handshake-era run stays in its session; control: without the rule, round-robin sends the
+  confirmation to the replica that did not mint its token (``TOKEN_INVALID``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from bench.cluster import (
     running,
     server_names,
     url,
+    without_run_routing,
     without_stickiness,
 )
 from tests.appliance.conftest import REPO, run_flags
@@ -51,15 +55,22 @@ SESSIONS = 4
 LEGACY_VERSION = "2025-06-18"
 
 
+RUN = {"skill": "replica", "script": "scripts/where.py"}
+RUNS = 4
+
+
 def _replica_skills(root: Path, name: str) -> Path:
     skill = root / "replica"
-    skill.mkdir(parents=True)
+    (skill / "scripts").mkdir(parents=True)
     (skill / "SKILL.md").write_text(
-        f"---\nname: replica\ndescription: This answer was served by replica {name}.\n---\n\n"
+        f"---\nname: replica\ndescription: This answer was served by replica {name}.\n"
+        "mcp-host:\n  version: 1\n  run:\n    - script: scripts/where.py\n      interpreter: python\n---\n\n"
         "Says which replica of a scaled-out deployment answered.\n", encoding="utf-8")
-    for path in (root, skill):
+    (skill / "scripts" / "where.py").write_text(f"print('run served by replica {name}')\n", encoding="utf-8")
+    for path in (root, skill, skill / "scripts"):
         path.chmod(0o755)  # the server reads the mount as its own unprivileged uid
-    (skill / "SKILL.md").chmod(0o644)
+    for path in (skill / "SKILL.md", skill / "scripts" / "where.py"):
+        path.chmod(0o644)
     return root
 
 
@@ -79,7 +90,9 @@ def cluster(image: str, lb_image: str, tmp_path_factory: pytest.TempPathFactory)
     base = tmp_path_factory.mktemp("replicas")
     skills = tuple(_replica_skills(base / name, name) for name in names)
     flags = tuple(run_flags())  # the suite's copy of the documented posture
-    with running(ClusterSpec(image, skills, TOKEN, cfg, lb_image=lb_image, posture=flags)) as running_cluster:
+    # The owner grants the replica skill's script; confirmations use the token round trip.
+    env = (("MCP_SKILL_RUN", json.dumps([RUN])), ("MCP_CONFIRM_ELICITATION", "off"))
+    with running(ClusterSpec(image, skills, TOKEN, cfg, lb_image=lb_image, posture=flags, env=env)) as running_cluster:
         yield running_cluster
 
 
@@ -183,3 +196,34 @@ def test_without_the_stick_rules_a_handshake_session_breaks(cluster: Cluster) ->
     with another_balancer(cluster, without_stickiness(documented_haproxy_cfg())) as port:
         statuses = _raw_session(port)
     assert 404 in statuses[1:], statuses
+
+
+async def run_confirmed(mcp: Any) -> dict[str, Any]:
+    """A preview, then its confirmation with the token it gave; the final answer."""
+    first = await mcp.call_tool("skill_run", RUN)
+    body = dict(first.structured_content or {})
+    assert body.get("status") == "confirmation-required" and body.get("confirmToken"), body
+    done = await mcp.call_tool("skill_run", {**RUN, "confirmToken": body["confirmToken"]})
+    return dict(done.structured_content or {})
+
+
+def _ran_on(answers: list[dict[str, Any]]) -> set[str]:
+    assert all(a.get("status") == "ok" for a in answers), answers
+    return {m.group(1) for a in answers for m in [re.search(r"run served by replica (skill-mcp-\d+)", a["stdout"])] if m}
+
+
+def test_a_2026_run_is_confirmed_on_the_replica_that_previewed_it(cluster: Cluster) -> None:
+    async def runs(endpoint: str, mode: str) -> list[dict[str, Any]]:
+        async with client(endpoint, mode) as mcp:
+            return [await run_confirmed(mcp) for _ in range(RUNS)]
+
+    # Every 2026-07-28 run goes to one replica, the first of the runs backend, and runs there.
+    first = server_names(documented_haproxy_cfg())[0]
+    assert _ran_on(anyio.run(runs, cluster.url, "2026-07-28")) == {first}
+    # A handshake-era session keeps its run on its own replica (the rule leaves sessions alone).
+    assert len(_ran_on(anyio.run(runs, cluster.url, "legacy"))) == 1
+    # The denial, without the rule: round-robin takes each confirmation to the other replica,
+    # which never minted its token.
+    with another_balancer(cluster, without_run_routing(documented_haproxy_cfg())) as port:
+        refused = anyio.run(runs, url(port), "2026-07-28")
+    assert any(r.get("reason") == "TOKEN_INVALID" for r in refused), refused

@@ -250,3 +250,62 @@ def test_other_rules_mean_another_cache_file(tmp_path: Path, monkeypatch: pytest
     assert here == cache_file(tmp_path, ["/r"]) and here != cache_file(tmp_path, ["/other"])
     monkeypatch.setattr(cache_module, "code_fingerprint", lambda: "changed rules")
     assert cache_file(tmp_path, ["/r"]) != here
+
+
+def _rechecksummed(data: bytes) -> bytes:
+    """``data`` with its header's checksum made right again: a forgery the checksum cannot see."""
+    import hashlib
+
+    head, _, rest = data.partition(b"\n")
+    header = json.loads(head)
+    header["sha256"] = hashlib.sha256(rest).hexdigest()
+    return json.dumps(header).encode().ljust(len(head)) + b"\n" + rest
+
+
+def test_a_warm_skill_makes_its_file_records_on_first_use_and_equals_a_cold_one(tree: Path, tmp_path: Path) -> None:
+    from skill_mcp.catalog.codec import CachedFiles
+
+    cached(tree, tmp_path / "c")
+    warm, _ = cached(tree, tmp_path / "c")
+    files = warm.skills["alpha"].files
+    assert isinstance(files, CachedFiles)
+    fresh = cold(tree).skills["alpha"].files
+    assert len(files) == len(fresh) > 2  # a listing's count, before any record is made
+    assert files == fresh and tuple(files) == fresh and files[0] == fresh[0] and hash(files) == hash(fresh)
+    assert warm.skills["alpha"].file("SKILL.md") == cold(tree).skills["alpha"].file("SKILL.md")
+
+
+def test_a_file_row_of_the_wrong_shape_is_a_miss_when_read_not_an_error_later(tree: Path, tmp_path: Path) -> None:
+    """Records are made late, but their rows are checked as the entry is decoded: a row this code
+    never writes (forged under a good checksum) reloads that skill; the others are reused."""
+    cached(tree, tmp_path / "c")
+    path = _cache(tree, tmp_path / "c").path
+    data = path.read_bytes()
+    line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
+    entry = json.loads(line.split(b"\t", 2)[2])
+    entry["skill"]["files"][0] = [entry["skill"]["files"][0][0], "not-a-size"]
+    forged = line.split(b"\t", 2)[0] + b"\t" + line.split(b"\t", 2)[1] + b"\t" + json.dumps(entry).encode()
+    path.write_bytes(_rechecksummed(data.replace(line, forged)))
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.loaded == 1 and cache.reused >= 3
+
+
+def test_a_new_release_removes_what_older_rules_left_for_the_same_roots(
+        tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache file is megabytes at thousands of skills: an upgrade must not leave one behind per
+    release. Another set of roots' file, and another user's, are left alone (the controls)."""
+    import skill_mcp.catalog.cache as cache_module
+
+    cache_dir = tmp_path / "c"
+    _first, c1 = cached(tree, cache_dir)
+    old = c1.path
+    assert old.exists()
+    other_roots = cache_file(cache_dir, ["/elsewhere"])
+    other_roots.write_bytes(b"another set of roots")
+    monkeypatch.setattr(cache_module, "code_fingerprint", lambda: "the next release's rules")
+    after, c2 = cached(tree, cache_dir)
+    same(after, cold(tree))
+    assert c2.path != old and c2.path.exists() and c2.reused == 0  # other rules: nothing reused
+    assert not old.exists()
+    assert other_roots.exists()

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp import __version__
-from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned
+from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned, remove_superseded
 from skill_mcp.catalog.codec import decode_loaded, encode_loaded
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import file_digest
@@ -84,10 +84,11 @@ def code_fingerprint() -> str:
 
 
 def cache_file(cache_dir: Path, roots_real: Iterable[str]) -> Path:
-    """The cache file for this set of roots (order matters: it decides duplicate reports)
-    under this code's rules."""
-    key = json.dumps([FORMAT, code_fingerprint(), list(roots_real)]).encode("utf-8")
-    return cache_dir / f"catalog-{hashlib.sha256(key).hexdigest()[:32]}.v{FORMAT}"
+    """``catalog-<roots>-<rules>.v<FORMAT>``: the cache file for this set of roots (order matters:
+    it decides duplicate reports) under this code's rules, hashed apart so that a new release
+    removes what its predecessors left for the same roots (``cachefile.remove_superseded``)."""
+    where = hashlib.sha256(json.dumps(list(roots_real)).encode("utf-8")).hexdigest()[:24]
+    return cache_dir / f"catalog-{where}-{code_fingerprint()[:24]}.v{FORMAT}"
 
 
 def stamps_hold(base: str, stamps: Iterable[Any]) -> bool:
@@ -168,7 +169,7 @@ class CatalogCache:
             entry = json.loads(self._body(span))
             if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"]):
                 return None
-            loaded = decode_loaded(entry, real, self._root(root_real))
+            loaded = decode_loaded(entry, real, self._root(root_real), root_real)
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:
             log.info("catalog cache entry discarded", extra={"skill": real, "why": str(exc)[:200]})
             return None
@@ -270,6 +271,7 @@ class CatalogCache:
             for where, row in self._new_digests.items():
                 writer.add(b"D", list(where), json.dumps(row).encode("utf-8"))
             writer.commit(len(self._new_skills.keys() | self._written))
+            remove_superseded(self.path)
         except (OSError, ValueError) as exc:
             self._give_up(exc if isinstance(exc, OSError) else OSError(str(exc)))
         self._writer = None

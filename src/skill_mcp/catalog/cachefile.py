@@ -90,7 +90,12 @@ def index(fd: int, size: int) -> tuple[dict[str, Span], dict[tuple[str, str], li
 def _index_line(line: bytes, start: int, skills: dict[str, Span], digests: dict[tuple[str, str], list[Any]]) -> None:
     kind, key, body = line.split(b"\t", 2)
     if kind == b"S":
-        skills[json.loads(key)] = (start + len(kind) + len(key) + 2, len(body))
+        # A key without escapes (almost every path) is its own text between the quotes.
+        name = key[1:-1].decode("utf-8") if b"\\" not in key and key.count(b'"') == 2 and key[:1] == key[-1:] == b'"' \
+            else json.loads(key)
+        if type(name) is not str:
+            raise ValueError("a skill key is not a string")
+        skills[name] = (start + len(kind) + len(key) + 2, len(body))
     elif kind == b"D":
         row = json.loads(body)
         if not (isinstance(row, list) and len(row) == 5 and all(type(v) is int for v in row[:4])
@@ -100,6 +105,22 @@ def _index_line(line: bytes, start: int, skills: dict[str, Span], digests: dict[
         digests[(prefix, rel)] = row
     else:
         raise ValueError("an unknown line kind")
+
+
+def remove_superseded(path: Path) -> None:
+    """Remove the files older code wrote for the same roots: ``path`` is named
+    ``<kind>-<roots>-<code>.v<format>``, and a sibling with the same ``<kind>-<roots>-`` but other
+    code is one no release of this code will read again (a catalog cache or a search index is
+    megabytes at thousands of skills). Only our own regular files; a server still reading one
+    keeps its open descriptor, and one still writing renames a new file later (last writer wins,
+    as ever)."""
+    prefix = path.name.rsplit("-", 1)[0] + "-"
+    with contextlib.suppress(OSError), os.scandir(path.parent) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.name != path.name and not entry.name.endswith(".tmp") \
+                    and entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.geteuid():
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def marker_time(directory: Path) -> int | None:

@@ -8,14 +8,74 @@ shape it did not write; the cache then discards the entry and loads the skill fr
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill, SkillFile
 from skill_mcp.reasons import Level, ProblemReason
 
-_INTERN_MAX = 40  # as catalog.yaml12: short strings repeat across thousands of skills
+
+def _file_row(row: Any) -> bool:
+    """Whether ``row`` is ``[rel, size, mtime_ns, ino]``; its path is interned on the way (the
+    same few names, ``SKILL.md`` first, recur in every skill)."""
+    if (type(row) is list and len(row) == 4 and type(row[0]) is str and type(row[1]) is int
+            and type(row[2]) is int and type(row[3]) is int):
+        row[0] = sys.intern(row[0])
+        return True
+    return False
+
+
+class CachedFiles(Sequence[SkillFile]):
+    """A skill's file records as the cache holds them (``[rel, size, mtime_ns, ino]`` rows),
+    made into ``SkillFile`` records the first time anything reads one.
+
+    A warm start decodes every skill's entry, but most answers never look at most skills'
+    files: a listing needs only how many there are. The rows' shape is checked when the entry
+    is decoded, so a bad row is a cache miss then, never an error later. Thread-safe: two
+    first readers may both build the records; either result is the same, and the rows are
+    kept (they are what ``len`` and a second builder read).
+    """
+
+    __slots__ = ("_files", "_rows")
+
+    def __init__(self, rows: list[Any]) -> None:
+        if type(rows) is not list or not all(_file_row(r) for r in rows):
+            raise TypeError("a file row has the wrong shape")
+        self._rows = rows
+        self._files: tuple[SkillFile, ...] | None = None
+
+    def _records(self) -> tuple[SkillFile, ...]:
+        files = self._files
+        if files is None:
+            files = self._files = tuple(SkillFile(rel, size, mtime, ino)
+                                        for rel, size, mtime, ino in self._rows)
+        return files
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> SkillFile: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[SkillFile, ...]: ...
+    def __getitem__(self, index: int | slice) -> SkillFile | tuple[SkillFile, ...]:
+        return self._records()[index]
+
+    def __iter__(self) -> Iterator[SkillFile]:
+        return iter(self._records())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return self._records() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._records())
+
+    def __repr__(self) -> str:
+        return repr(self._records())
 
 
 def _declaration(d: Declaration | None) -> Any:
@@ -62,65 +122,70 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else _str(value)
 
 
-def _intern(value: Any) -> Any:
-    """The frontmatter as parsed, with keys and short strings shared (as the YAML loader does)."""
+def _strs(values: Any) -> tuple[str, ...]:
+    if type(values) is not list or not all(type(v) is str for v in values):
+        raise TypeError("expected a list of strings")
+    return tuple(values)
+
+
+def _interned(value: Any) -> Any:
+    """The frontmatter as parsed, with keys and short strings shared across skills (as the YAML
+    loader does: ``name``, ``license: MIT``, ``version: "1.0"`` repeat in thousands of them).
+    JSON keys are strings."""
     kind = type(value)
-    if kind is str:
-        return sys.intern(value) if len(value) <= _INTERN_MAX else value
     if kind is dict:
-        out = {}
-        for key, item in value.items():
-            kind = type(item)
-            if kind is str:
-                item = sys.intern(item) if len(item) <= _INTERN_MAX else item
-            elif kind is dict or kind is list:
-                item = _intern(item)
-            out[sys.intern(_str(key))] = item
-        return out
+        return {sys.intern(key): _interned(item) if type(item) in _SHARED else item for key, item in value.items()}
     if kind is list:
-        return [_intern(item) for item in value]
-    return value
+        return [_interned(item) if type(item) in _SHARED else item for item in value]
+    return sys.intern(value) if len(value) <= _INTERN_MAX else value
+
+
+_SHARED = (dict, list, str)
+_INTERN_MAX = 40  # as catalog.yaml12: short strings repeat across thousands of skills
 
 
 def _decode_declaration(raw: Any) -> Declaration | None:
     if raw is None:
         return None
-    run = tuple(ScriptDecl(_str(s), _str(i), tuple(_str(e) for e in env), _int(t), _opt_str(d))
+    run = tuple(ScriptDecl(_str(s), _str(i), _strs(env), _int(t), _opt_str(d))
                 for s, i, env, t, d in raw["run"])
     env = tuple(EnvField(_str(n), bool(secret)) for n, secret in raw["env"])
-    return Declaration(_int(raw["version"]), run, env, tuple(_str(h) for h in raw["egress"]))
+    return Declaration(_int(raw["version"]), run, env, _strs(raw["egress"]))
 
 
-def _decode_skill(raw: Any, real: str, found_at: str, root: Path) -> Skill | None:
+def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str) -> Skill | None:
     if raw is None:
         return None
     frontmatter = raw["fm"]
     if not isinstance(frontmatter, dict):
         raise TypeError("the frontmatter is not a mapping")
     excluded = raw["excluded"]
-    frontmatter = _intern(frontmatter)
+    frontmatter = _interned(frontmatter)
     # A skill directly under its root (the common layout) is joined onto the root's Path,
     # which skips parsing the whole path again.
-    name = real[len(str(root)) + 1:] if real.startswith(f"{root}/") else ""
+    name = real[len(root_real) + 1:] if real.startswith(root_real) and real[len(root_real):len(root_real) + 1] == "/" \
+        else ""
     directory = root / name if name and "/" not in name else Path(real)
     return Skill(
         name=directory.name, directory=directory, found_at=found_at, root=root,
         frontmatter=frontmatter, description=_str(frontmatter["description"]),
-        # The file is checksummed and written by this code, so rows are taken as written; a
-        # wrong shape still raises (unpacking, or SkillFile's own work on ``rel``).
-        files=tuple(SkillFile(sys.intern(rel), size, mtime, ino) for rel, size, mtime, ino in raw["files"]),
+        files=CachedFiles(raw["files"]),
         body_offset=_int(raw["off"]), declaration=_decode_declaration(raw["decl"]),
-        missing_scripts=tuple(_str(m) for m in raw["missing"]),
+        missing_scripts=_strs(raw["missing"]),
         skills_list_excluded=None if excluded is None else ProblemReason(excluded),
-        tags=tuple(_str(t) for t in raw["tags"]), phase=_opt_str(raw["phase"]), pack=_opt_str(raw["pack"]),
+        tags=_strs(raw["tags"]), phase=_opt_str(raw["phase"]), pack=_opt_str(raw["pack"]),
     )
 
 
-def decode_loaded(entry: dict[str, Any], real: str, root: Path) -> Loaded:
-    """The ``Loaded`` of ``real`` found under ``root`` (the caller checked the entry is for both)."""
+def decode_loaded(entry: dict[str, Any], real: str, root: Path, root_real: str) -> Loaded:
+    """The ``Loaded`` of ``real`` found under ``root`` (``root_real`` as text; the caller
+    checked the entry is for both)."""
     found_at = _str(entry["at"])
+    rows = entry["problems"]
     problems = tuple(Problem(_str(path), ProblemReason(reason), _str(detail), Level(level), _opt_str(skill))
-                     for path, reason, detail, level, skill in entry["problems"])
-    stamps = tuple(tuple(row) for row in entry["stamps"])
-    return Loaded(_decode_skill(entry["skill"], real, found_at, root), problems,
-                  tuple(Path(_str(n)) for n in entry["nested"]), stamps, True)
+                     for path, reason, detail, level, skill in rows) if rows else ()
+    # No stamps: a reused entry is written back as the bytes it was read from (``catalog.cache``),
+    # so nothing asks for them again.
+    nested = entry["nested"]
+    return Loaded(_decode_skill(entry["skill"], real, found_at, root, root_real), problems,
+                  tuple(Path(_str(n)) for n in nested) if nested else (), (), True)

@@ -201,8 +201,9 @@ def _discover(settings: Settings) -> _Found:
                                           f"no skill found under this root: {ROOT_EMPTY_HINT}", Level.WARNING))
         found.reals.update(walk.reals)
         # Directories listed directly come before links to them, so a skill reached both
-        # ways is reported under its own path and the link is simply the same skill.
-        candidates.sort(key=os.path.islink)
+        # ways is reported under its own path and the link is simply the same skill. The walk
+        # knows the real path of every candidate that is not a link (no lstat needed here).
+        candidates.sort(key=lambda path: path not in walk.reals)
         found.queue.extend((path, root_real) for path in candidates)
     return found
 

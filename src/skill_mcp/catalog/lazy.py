@@ -8,9 +8,12 @@ first callers share one build.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -43,8 +46,38 @@ class LazyCatalog:
                 from skill_mcp.catalog.discover import build_catalog
 
                 start = time.perf_counter()
-                self._catalog = build_catalog(self._settings, generation=self._generation)
+                self._catalog = kept_for_life(lambda: build_catalog(self._settings, generation=self._generation))
                 log.debug("catalog built", extra={"skills": len(self._catalog.skills),
                                                  "problems": len(self._catalog.problems),
                                                  "ms": round((time.perf_counter() - start) * 1000, 1)})
             return self._catalog
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def kept_for_life(build: Callable[[], Catalog]) -> Catalog:
+    """``build()``, with the cyclic collector kept off the records it makes.
+
+    A catalog is about a hundred container objects per skill, made at once and kept until the
+    process ends; none is ever cyclic garbage (the records are immutable and point only down).
+    Left alone, the collector would walk all of them several times while they are made, and
+    again in full passes during the first requests after (the new objects count towards the
+    next full collection); at 10,000 skills that was a few hundred milliseconds of the first
+    listing (bench/README.md, "Figures behind design choices"). So the collector pauses for the
+    build, and then ``gc.freeze`` moves everything alive into the permanent generation, which
+    collections skip. Only a catalog built once per process is frozen (``LazyCatalog``); a
+    reloading one (``watch.LiveCatalog``) is replaced and freed, so its builds are not.
+    """
+    with _collector_paused():
+        catalog = build()
+    gc.freeze()
+    return catalog

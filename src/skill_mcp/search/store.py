@@ -48,7 +48,7 @@ from typing import Any, overload
 
 from skill_mcp import __version__
 from skill_mcp.catalog.cache import code_fingerprint
-from skill_mcp.catalog.cachefile import open_owned
+from skill_mcp.catalog.cachefile import open_owned, remove_superseded
 from skill_mcp.search.index import SearchIndex
 from skill_mcp.search.postings import _Postings, make_postings
 
@@ -90,18 +90,6 @@ def index_file(cache_dir: Path, roots: Sequence[Path]) -> Path:
     that a new release can remove the files its predecessors left for the same roots."""
     where = hashlib.sha256(json.dumps([str(r) for r in roots]).encode("utf-8")).hexdigest()[:24]
     return cache_dir / f"search-{where}-{search_fingerprint()[:24]}.v{FORMAT}"
-
-
-def _remove_superseded(path: Path) -> None:
-    """Remove the files older code wrote for the same roots (an index is tens of MB): only our
-    own regular files; a server still reading one keeps its open descriptor."""
-    prefix = path.name.rsplit("-", 1)[0] + "-"
-    with contextlib.suppress(OSError), os.scandir(path.parent) as entries:
-        for entry in entries:
-            if entry.name.startswith(prefix) and entry.name != path.name and not entry.name.endswith(".tmp") \
-                    and entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.geteuid():
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
 
 
 class KeyHasher:
@@ -276,7 +264,7 @@ def save(path: Path, key: str, index: SearchIndex) -> None:
         with os.fdopen(fd, "wb") as out:
             _write(out, key, index)
         os.replace(name, path)
-        _remove_superseded(path)
+        remove_superseded(path)
     except (OSError, ValueError) as exc:
         log.info("search index not written", extra={"path": str(path), "why": str(exc)[:200]})
         with contextlib.suppress(OSError):
