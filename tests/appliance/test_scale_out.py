@@ -56,6 +56,7 @@ LEGACY_VERSION = "2025-06-18"
 
 
 RUN = {"skill": "replica", "script": "scripts/where.py"}
+RAN = re.compile(r"run served by replica (skill-mcp-\d+)")
 RUNS = 4
 
 
@@ -208,8 +209,9 @@ async def run_confirmed(mcp: Any) -> dict[str, Any]:
 
 
 def _ran_on(answers: list[dict[str, Any]]) -> set[str]:
+    """The replicas whose script printed each answer's stdout (every run must have succeeded)."""
     assert all(a.get("status") == "ok" for a in answers), answers
-    return {m.group(1) for a in answers for m in [re.search(r"run served by replica (skill-mcp-\d+)", a["stdout"])] if m}
+    return {name for a in answers for name in RAN.findall(a["stdout"])}
 
 
 def test_a_2026_run_is_confirmed_on_the_replica_that_previewed_it(cluster: Cluster) -> None:

@@ -303,9 +303,16 @@ def test_a_new_release_removes_what_older_rules_left_for_the_same_roots(
     assert old.exists()
     other_roots = cache_file(cache_dir, ["/elsewhere"])
     other_roots.write_bytes(b"another set of roots")
+    # Another user's file under the same roots' name (a shared cache directory): not ours to remove.
+    theirs = old.with_name(old.name.rsplit("-", 1)[0] + "-theirs.v1")
+    theirs.write_bytes(b"another user's cache")
+    owner_changed = os.geteuid() == 0
+    if owner_changed:
+        os.chown(theirs, 65534, 65534)
     monkeypatch.setattr(cache_module, "code_fingerprint", lambda: "the next release's rules")
     after, c2 = cached(tree, cache_dir)
     same(after, cold(tree))
     assert c2.path != old and c2.path.exists() and c2.reused == 0  # other rules: nothing reused
     assert not old.exists()
     assert other_roots.exists()
+    assert theirs.exists() is owner_changed  # kept when it is someone else's; ours is superseded

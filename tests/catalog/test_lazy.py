@@ -18,13 +18,14 @@ import gc, json, sys, threading
 from skill_mcp.catalog.lazy import LazyCatalog, kept_for_life
 from skill_mcp.config import load_settings
 
-lazy = LazyCatalog(load_settings([sys.argv[1]], {"SKILL_MCP_CACHE": "off"}))
+settings = load_settings([sys.argv[1]], {"SKILL_MCP_CACHE": "off"})
+lazy = LazyCatalog(settings)
 seen = {}
 
 def build_and_look():
     from skill_mcp.catalog.discover import build_catalog
     seen["enabled_during_build"] = gc.isenabled()
-    return build_catalog(lazy._settings)
+    return build_catalog(settings)
 
 if sys.argv[2] == "disabled-before":
     gc.disable()

@@ -54,7 +54,10 @@ class LazyCatalog:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
+    """The cyclic collector off while a large, acyclic, long-lived structure is built (a catalog
+    here, the search index in ``search.build``), then back as it was: a collector someone else
+    turned off stays off."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -77,7 +80,7 @@ def kept_for_life(build: Callable[[], Catalog]) -> Catalog:
     collections skip. Only a catalog built once per process is frozen (``LazyCatalog``); a
     reloading one (``watch.LiveCatalog``) is replaced and freed, so its builds are not.
     """
-    with _collector_paused():
+    with collector_paused():
         catalog = build()
     gc.freeze()
     return catalog

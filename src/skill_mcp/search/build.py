@@ -24,7 +24,6 @@ Each doc's body is consumed as it streams past and never retained.
 
 from __future__ import annotations
 
-import gc
 import sys
 from array import array
 from collections import Counter, deque
@@ -32,6 +31,7 @@ from collections.abc import Iterable
 from itertools import chain, pairwise, repeat
 from operator import mul, or_
 
+from skill_mcp.catalog.lazy import collector_paused
 from skill_mcp.search.index import (
     BODY_CAP,
     K1,
@@ -321,15 +321,10 @@ def build_sorted(docs: Iterable[SearchDoc]) -> SearchIndex:
     # The build allocates millions of objects that live until it ends; the cyclic collector
     # would rescan them over and over (a measurable share of the build: bench/README.md, "Figures
     # behind design choices") and they hold no cycles.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         for doc in docs:
             builder.add(doc)
         return builder.finish()
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def build_index(docs: Iterable[SearchDoc]) -> SearchIndex:
