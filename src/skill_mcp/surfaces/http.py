@@ -3,7 +3,9 @@
 The MCP server object is the same one stdio serves; this module only puts the SDK's
 Streamable HTTP app (both protocol eras: the handshake era with ``Mcp-Session-Id`` and the
 2026-07-28 per-request era) behind ``GuardMiddleware`` and ``EventSizing`` (answers as JSON
-when they can be, never an event a client refuses) and runs it with uvicorn.
+when they can be, never an event a client refuses) and runs it with uvicorn, whose connections
+go through ``surfaces.http_protocol`` (a request-head deadline, connection caps that evict the
+oldest waiting connection, and an in-flight limit; the bounds are in ``surfaces.http_conn``).
 
 Shutdown (SIGTERM or SIGINT), in order:
 
