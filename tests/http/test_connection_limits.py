@@ -241,3 +241,38 @@ def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(
     stamps = [datetime.fromisoformat(line["ts"].replace("Z", "+00:00")) for line in shed]
     assert len(shed) <= 3
     assert all((b - a).total_seconds() >= LOG_EVERY_S - 1 for a, b in itertools.pairwise(stamps))
+
+
+def test_requests_in_flight_beyond_the_limit_get_503_busy_and_idle_sockets_never_count(server: HttpServer) -> None:
+    # An authenticated POST whose body never comes holds its request in flight (the guard waits
+    # for the body); idle sockets beside them hold nothing.
+    hold = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode() +
+            b"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            b"Content-Length: 100\r\n\r\n")
+    with flood(server.port) as attack:
+        holders = [connect(server.port) for _ in range(LIMITS.max_in_flight)]
+        try:
+            for sock in holders:
+                sock.send(hold)
+            attack.open_idle(LIMITS.max_per_peer - LIMITS.max_in_flight + 20)  # past the cap: evictions
+            answers: list[Any] = []
+
+            def refused_busy() -> bool:  # once the server has read every holder's head
+                answers.append(modern_tools_list(server.url, TOKEN))
+                return bool(answers[-1].status_code == 503)
+
+            assert eventually(refused_busy, timeout=MARGIN_S), [a.status_code for a in answers]
+            busy = answers[-1]
+            assert busy.json()["error"]["data"]["reason"] == "http-busy"
+            assert busy.headers["retry-after"] == "1"
+            # Positive controls: every request in flight survived the evictions, and one fewer
+            # in flight lets the next request through.
+            assert all(not is_closed(s) for s in holders)
+            assert attack.open_count(attack.idle) < len(attack.idle)
+            holders.pop().close()
+            assert eventually(lambda: modern_tools_list(server.url, TOKEN).status_code == 200, timeout=MARGIN_S)
+        finally:
+            for sock in holders:
+                sock.close()
+    assert eventually(lambda: any(line["causes"].get("busy") for line in _shed_lines(server)),
+                      timeout=LOG_EVERY_S + MARGIN_S)
