@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["LOG_EVERY_S", "ConnectionGate", "ConnectionLimits", "ShedTally", "Tracked", "peer_key"]
+__all__ = ["DEFAULT_LIMITS", "LOG_EVERY_S", "ConnectionGate", "ConnectionLimits", "ShedTally", "Tracked", "peer_key"]
 
 # At most one summary line of evictions and cut connections per this many seconds.
 LOG_EVERY_S = 10.0
