@@ -23,8 +23,9 @@ PARTIAL_HEAD = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 TRICKLE_EVERY_S = 2.0
 
 
-def connect(port: int) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+def connect(port: int, source: str = "127.0.0.1") -> socket.socket:
+    """A connection to the server on 127.0.0.1 from ``source`` (any 127/8 address is loopback)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
     sock.setblocking(False)
     return sock
 
@@ -50,9 +51,10 @@ class Flood:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def open_idle(self, count: int) -> None:
-        for _ in range(count):
-            self.idle.append(connect(self.port))
+    def open_idle(self, count: int, source: str = "127.0.0.1") -> list[socket.socket]:
+        opened = [connect(self.port, source) for _ in range(count)]
+        self.idle.extend(opened)
+        return opened
 
     def open_slow(self, count: int) -> None:
         for _ in range(count):

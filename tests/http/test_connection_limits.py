@@ -276,3 +276,19 @@ def test_requests_in_flight_beyond_the_limit_get_503_busy_and_idle_sockets_never
                 sock.close()
     assert eventually(lambda: any(line["causes"].get("busy") for line in _shed_lines(server)),
                       timeout=LOG_EVERY_S + MARGIN_S)
+
+
+def test_the_global_cap_evicts_from_the_heaviest_address_and_admits_a_new_one(server: HttpServer) -> None:
+    with flood(server.port) as attack:
+        light = attack.open_idle(LIMITS.max_connections - LIMITS.max_per_peer - 56, source="127.0.0.2")
+        heavy = attack.open_idle(LIMITS.max_per_peer, source="127.0.0.3")
+        other = attack.open_idle(56, source="127.0.0.4")  # the global cap is now reached
+        response = modern_tools_list(server.url, TOKEN)
+        assert response.status_code == 200, response.text
+        # The newcomer from a fourth address took the place of the heaviest address's oldest
+        # connection; the lighter addresses lost nothing.
+        assert eventually(lambda: is_closed(heavy[0]), timeout=MARGIN_S)
+        assert attack.open_count(light) == len(light) and attack.open_count(other) == len(other)
+        assert attack.open_count(heavy[-(LIMITS.max_per_peer - 5):]) == LIMITS.max_per_peer - 5
+    assert eventually(lambda: any(line["causes"].get("global-cap") for line in _shed_lines(server)),
+                      timeout=LOG_EVERY_S + MARGIN_S)
