@@ -9,8 +9,8 @@ Two enums, two planes:
   can act on, or to a JSON-RPC error (see ``surfaces.errors``).
 
 Spelling: every value is kebab-case (``not-granted``) except the four confirmation-token
-refusals, which are UPPER_SNAKE_CASE (``TOKEN_INVALID``) because the user's specification names
-them so and clients written against it match those exact strings. The comment above them in
+refusals, which are UPPER_SNAKE_CASE (``TOKEN_INVALID``) because clients
+written against the original tool's confirmation protocol match those exact strings. The comment above them in
 ``Refusal`` says the same; ``docs/reasons.md`` opens with it; ``tests/test_architecture_docs.py``
 fails on any other upper-case value.
 
@@ -115,8 +115,8 @@ class Refusal(StrEnum):
     TIMEOUT_NOT_ALLOWED = "timeout-not-allowed"  # a timeout above the declared one (or the ceiling)
     INTERPRETER_MISMATCH = "interpreter-mismatch"  # an interpreter other than the declared one
     # Confirmation tokens. The one exception to kebab-case: these four wire strings are spelled
-    # as the user's specification spells them (UPPER_SNAKE_CASE), so that a client written
-    # against that text matches them exactly. Keep them; any new reason is kebab-case, and
+    # UPPER_SNAKE_CASE, as the original tool's confirmation protocol spells them, so that a
+    # client written against that protocol matches them exactly. Keep them; any new reason is kebab-case, and
     # tests/test_architecture_docs.py pins this set as the only upper-case one.
     DRAFT_CHANGED = "DRAFT_CHANGED"
     TOKEN_REUSED = "TOKEN_REUSED"

@@ -1,5 +1,5 @@
 """The launcher's imports are an allowlist: the standard library, ``python-prctl`` and ``psutil``
-(the two libraries the design card names for capabilities and processes), and the stdlib-only
+(the two libraries chosen for capabilities and for processes), and the stdlib-only
 leaves of ``skill_mcp`` it shares with the server. Importing every module of it loads nothing else.
 
 Runs without Docker. It never imports the catalog: SKILL.md is parsed by the unprivileged
