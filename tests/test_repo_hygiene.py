@@ -56,7 +56,7 @@ def test_no_file_names_a_machine_path_or_a_document_a_reader_cannot_open() -> No
 @pytest.mark.parametrize("line", [
     "DEFAULT = Path('/" "work/corpora')",
     "as the " "seed promises",
-    "(" "issue 8)",
+    "(iss" "ue 8)",
     "Finding " "F4: the broker",
 ])
 def test_the_check_sees_each_kind_of_pointer(line: str) -> None:  # negative control
