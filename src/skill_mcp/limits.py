@@ -10,11 +10,9 @@ else from ``skill_mcp``, because the launcher's import allowlist admits it
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 import shutil
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -143,32 +141,3 @@ class Capture:
 
     def text(self) -> str:
         return self.data.decode("utf-8", errors="replace")
-
-
-def remove_tree(path: str) -> None:
-    """Remove a run's file or directory tree even where the script took its own permissions away.
-
-    ``rmtree`` never follows a link. Root reads every directory anyway; any other caller (the
-    standalone server under its own uid, the launcher's clean-up child as the script uid) first
-    gives each directory below its owner's permissions back - what the script could have done
-    itself - nested ones included, which a retry on error would not reach. That pass goes by
-    path, so a process that is still alive could point it elsewhere, but only at what the
-    caller's own uid owns. Never raises.
-    """
-    try:
-        if not stat.S_ISDIR(os.lstat(path).st_mode):
-            os.unlink(path)
-            return
-    except OSError:
-        return
-    stack = [path] if os.geteuid() != 0 else []
-    while stack:
-        directory = stack.pop()
-        with contextlib.suppress(OSError):
-            os.chmod(directory, stat.S_IRWXU)
-        try:
-            with os.scandir(directory) as entries:
-                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
-        except OSError:
-            continue
-    shutil.rmtree(path, ignore_errors=True)

@@ -82,7 +82,8 @@ def _as_nobody(tmp_path: Path, fn: Callable[[], None]) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
-def test_a_tree_1100_levels_deep_is_removed_with_few_descriptors(tmp_path: Path) -> None:
+def test_a_tree_1100_levels_deep_is_removed_with_few_descriptors(base: Path) -> None:
+    tmp_path = base
     deep = tmp_path / "deep"
     deep.mkdir()
     _chain(deep, 1100)
@@ -179,7 +180,8 @@ def test_what_cannot_be_removed_is_reported_not_passed_over(base: Path) -> None:
     assert (run / "theirs" / "f").exists() and not (run / "mine").exists()  # the rest still went
 
 
-def test_many_files_and_a_deep_tree_together(tmp_path: Path) -> None:
+def test_many_files_and_a_deep_tree_together(base: Path) -> None:
+    tmp_path = base
     run = tmp_path / "run"
     run.mkdir()
     for i in range(20_000):
