@@ -151,8 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     reaper = procs.Reaper()
     # Leftovers of an earlier life of this container (a restart keeps a writable layer, /dev/shm
     # and any volume): processes, files and IPC objects of the script uid, old run directories.
-    procs.sweep(users.script, reaper, scratch=_prepare_dirs(), timeout=2.0)
-    log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective),
+    cleanup = procs.Cleanup(users.script)
+    cleanup.start(reaper, _prepare_dirs(), kill_timeout=2.0)
+    cleanup.settle(reaper, 2.0)  # not done yet: the first run waits for it (Broker._ensure_clean)
+    log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective), cleanup=cleanup.state,
         bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
         **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
     environ = dict(os.environ)
@@ -162,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fatal(f"users: {exc}")
     broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
                     interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
-                    grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user)
+                    grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user,
+                    cleanup=cleanup)
     # With a grant (or hosted), the names to hold back are the grant's: the server starts at
     # once and the declarations are read while it boots (its first request waits on the socket).
     # Without either, the names come from the declarations, which must be read first.
@@ -210,7 +213,9 @@ def serve(broker: Broker, sock: socket.socket, server_pid: int) -> int:
         broker.reaper.reap()
         status = broker.reaper.pop(server_pid)
         if status is not None:
-            procs.sweep(broker.users.script, broker.reaper, timeout=2.0)
+            # A clean-up still running is given its moment; then nothing of the uid outlives us.
+            broker.script_cleanup.settle(broker.reaper, 2.0)
+            procs.kill_all(broker.users.script, broker.reaper, 2.0)
             log("server-exited", status=status)
             return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 

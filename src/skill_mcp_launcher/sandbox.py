@@ -77,15 +77,17 @@ class Outcome:
     err: Capture = field(default_factory=Capture)
     remaining: int = 0
     scratch_left: bool = False
+    cleanup: procs.CleanupState = "done"
     duration_ms: int = 0
 
 
 def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
         scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None,
-        wake_fd: int | None = None) -> Outcome:
+        wake_fd: int | None = None, cleanup: procs.Cleanup | None = None) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
 
-    ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep.
+    ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep,
+    through ``cleanup`` (the broker's, which outlives this run when the removal is not done in time).
 
     ``server_fd`` is the server's pidfd: when it turns readable the server has died, nobody
     will read this run's result, and the run ends at once (SIGKILL, then the sweep) instead of
@@ -108,7 +110,9 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     finally:
         # The sweep kills whatever still holds the pipes (a detached grandchild), so the
         # final read below meets end-of-file instead of waiting on a process we do not own.
-        result.remaining = procs.sweep(account, reaper, scratch=(scratch,))
+        cleanup = cleanup if cleanup is not None else procs.Cleanup(account)
+        result.cleanup = cleanup.after_run(reaper, scratch)
+        result.remaining = cleanup.remaining
         for fd, cap in ((out_r, result.out), (err_r, result.err)):
             _read_rest(fd, cap)
         os.close(rep_r)
