@@ -71,6 +71,32 @@ STANDALONE = Limits(nproc=256, nofile=256, fsize=64 * MIB, address_space=None)
 APPLIANCE = Limits(nproc=64, nofile=256, fsize=64 * MIB, address_space=4096 * MIB)
 
 
+# The kernel's OOM killer picks the process with the highest badness (its memory, plus
+# ``oom_score_adj`` thousandths of the memory it may use): a script at 1000 goes before the
+# server and the launcher whatever their size. Raising one's own score needs no privilege; lowering
+# it below what the container started with needs CAP_SYS_RESOURCE, which the documented flags do
+# not grant, so the launcher and server get their low scores only where the platform allows them.
+SCRIPT_OOM_SCORE_ADJ = 1000
+SERVER_OOM_SCORE_ADJ = -900
+LAUNCHER_OOM_SCORE_ADJ = -1000
+OOM_SCORE_ADJ_PATH = "/proc/self/oom_score_adj"
+
+
+def set_oom_score_adj(value: int) -> int:
+    """Ask for ``value`` as this process's ``oom_score_adj``; return the value in force afterwards
+    (the old one when the kernel refused a lowering this process may not make)."""
+    try:
+        fd = os.open(OOM_SCORE_ADJ_PATH, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, str(value).encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    with open(OOM_SCORE_ADJ_PATH, encoding="ascii") as fh:
+        return int(fh.read().strip())
+
+
 def limits_table() -> dict[str, tuple[str, str]]:
     """Limit name -> (standalone, appliance), as docs/fence.md's table spells the values."""
 
@@ -83,6 +109,11 @@ def limits_table() -> dict[str, tuple[str, str]]:
         "RLIMIT_FSIZE": (show(STANDALONE.fsize, MIB, " MiB"), show(APPLIANCE.fsize, MIB, " MiB")),
         "RLIMIT_AS": (show(STANDALONE.address_space, MIB, " MiB"), show(APPLIANCE.address_space, MIB, " MiB")),
         "RLIMIT_CORE": (show(STANDALONE.core), show(APPLIANCE.core)),
+        "oom_score_adj of a script": (str(SCRIPT_OOM_SCORE_ADJ), str(SCRIPT_OOM_SCORE_ADJ)),
+        "oom_score_adj of the server and launcher": (
+            "not changed (the user's)",
+            f"{SERVER_OOM_SCORE_ADJ} and {LAUNCHER_OOM_SCORE_ADJ} where the container allows a lowering, "
+            "else the container's own"),
         "default timeout": (f"{DEFAULT_TIMEOUT_S} s", f"{DEFAULT_TIMEOUT_S} s"),
         "timeout ceiling": (f"{MAX_TIMEOUT_S} s", f"{MAX_TIMEOUT_S} s"),
         "capture per stream": (show(CAPTURE_LIMIT, MIB, " MiB"), show(CAPTURE_LIMIT, MIB, " MiB")),

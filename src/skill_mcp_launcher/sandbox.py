@@ -1,7 +1,8 @@
 """One script run, as the script uid, with bounded capture and a sweep afterwards.
 
 The order inside the forked child is the privilege-drop pipeline: new session, standard
-streams, descriptors closed, resource limits (while still allowed to set them), groups,
+streams, descriptors closed, resource limits (while still allowed to set them), the OOM score
+(1000: the first process the kernel kills when memory runs out), groups,
 gid, uid, no-new-privileges, then ``execve`` in the skill's directory. A failure at any step is
 reported through a close-on-exec pipe and the child exits; nothing runs half-dropped. The
 run's private scratch directory is made before the fork and removed after the sweep, both by
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from skill_mcp.limits import DRAIN_S, TERM_GRACE_S, Capture, Limits
+from skill_mcp.limits import DRAIN_S, SCRIPT_OOM_SCORE_ADJ, TERM_GRACE_S, Capture, Limits, set_oom_score_adj
 from skill_mcp_launcher import procs
 
 # The limits, the capture bound and the grace periods live in skill_mcp.limits (shared with
@@ -55,6 +56,11 @@ def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Lim
         step = "rlimits"
         for which, value in limits.pairs():
             resource.setrlimit(which, (value, value))
+        step = "oom_score_adj"
+        # Before the drop: the file belongs to root. The script, not the server, is what the OOM
+        # killer ends when a run's processes fill the container's memory.
+        if set_oom_score_adj(SCRIPT_OOM_SCORE_ADJ) != SCRIPT_OOM_SCORE_ADJ:
+            raise RuntimeError("oom_score_adj did not take")
         step = "drop"
         procs.drop_to(account)
         step = "chdir"

@@ -74,3 +74,11 @@ def test_a_run_directory_that_cannot_be_removed_refuses_the_next_run_by_name(
     failing["left"] = False
     third = run(root, "python", LOOK, runner=runner)
     assert third["status"] == "ok" and third["stdout"].split()[1] == "0" and not os.path.lexists(kept)
+
+
+def test_script_cannot_make_the_oom_killer_choose_the_server_first(root: Path) -> None:
+    out = run(root, "python", "import os\nprint(open('/proc/self/oom_score_adj').read().strip())\n")
+    assert out["status"] == "ok" and out["stdout"].strip() == "1000", out
+    # Positive control: the server (this process) keeps its own score; only the script is raised.
+    with open("/proc/self/oom_score_adj", encoding="ascii") as fh:
+        assert fh.read().strip() != "1000"

@@ -14,7 +14,7 @@ that the server is still its parent) and blocks reading ``CFG_FD``. A run costs 
 comes after that read. It serves at most one run: it execs or exits.
 
 Protocol: the parent writes one ``marshal``-encoded dict to ``CFG_FD`` (argv, env, cwd, rlimits,
-optional uid/gid) and closes it; the values travel through a pipe, never
+optional uid/gid, the script's ``oom_score_adj``) and closes it; the values travel through a pipe, never
 through this process's argv or environment, so they do not show up in ``/proc/<pid>/cmdline``
 or ``/proc/<pid>/environ``. EOF with no configuration means the server discarded this shim or
 died: it exits at once. ``STATUS_FD`` is close-on-exec. Just before ``execve`` the shim writes
@@ -82,7 +82,24 @@ def _drop(uid: int, gid: int) -> None:
         raise RuntimeError("the uid drop did not stick")
 
 
-def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int) -> None:
+def _open_oom_score() -> int | None:
+    # Opened while this process is still dumpable: once it is not, its /proc files belong to root
+    # and a shim under the server's own uid could not open this one any more.
+    try:
+        return os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _mark_for_oom(oom_fd: int | None, value: int) -> None:
+    # The script is the OOM killer's first choice, never the server: raising a score needs no
+    # privilege, and the value survives execve.
+    if oom_fd is None:
+        raise RuntimeError("cannot open /proc/self/oom_score_adj")
+    os.write(oom_fd, str(value).encode())
+
+
+def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int, oom_fd: int | None = None) -> None:
     os.chdir(cfg["cwd"])
     for name, (soft, hard) in cfg.get("rlimits", {}).items():
         resource.setrlimit(_LIMITS[name], (soft, hard))
@@ -94,6 +111,8 @@ def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int) -> Non
     # the script must get the default actions (a write to a closed pipe ends it).
     for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
         _signal.signal(sig, _signal.SIG_DFL)
+    if cfg.get("oom_score_adj") is not None:
+        _mark_for_oom(oom_fd, int(cfg["oom_score_adj"]))
     argv = cfg["argv"]
     os.write(status_fd, EXEC_NEXT)
     os.execve(argv[0], argv, cfg["env"])  # noqa: S606 - an argv array is the point: no shell
@@ -103,6 +122,7 @@ def main() -> None:
     cfg_fd, status_fd, server = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     os.set_inheritable(status_fd, False)  # closes on a successful execve: EOF means "running"
     try:
+        oom_fd = _open_oom_score()
         sys.path.append(sys.argv[4])
         import prctl
 
@@ -113,7 +133,7 @@ def main() -> None:
         cfg = _read_all(cfg_fd)  # a warm shim waits here
         if cfg is None:
             os._exit(0)  # discarded, or the server is gone: nothing to report, nobody to report to
-        _become(cfg, prctl, server, status_fd)
+        _become(cfg, prctl, server, status_fd, oom_fd)
     except BaseException as exc:  # every failure must reach the parent
         os.write(status_fd, f"{type(exc).__name__}: {exc}".encode(errors="replace")[:4000])
         os._exit(127)

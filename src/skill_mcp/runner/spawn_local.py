@@ -44,7 +44,7 @@ import anyio
 import anyio.to_thread
 
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import STANDALONE, Capture, run_status
+from skill_mcp.limits import SCRIPT_OOM_SCORE_ADJ, STANDALONE, Capture, run_status
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
 from skill_mcp.runner.script_env import run_env
@@ -147,7 +147,8 @@ class LocalSpawner:
     def _config(self, plan: RunPlan, tmp: str) -> bytes:
         env = run_env(plan.env, tmp, own_uid=self.drop is not None)
         limits: dict[str, tuple[int, int]] = {"core": (0, 0), "nofile": (NOFILE, NOFILE), "fsize": (FSIZE, FSIZE)}
-        cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits}
+        cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits,
+                                  "oom_score_adj": SCRIPT_OOM_SCORE_ADJ}
         if self.drop is not None:
             limits["nproc"] = (NPROC, NPROC)
             cfg.update(uid=self.drop.uid, gid=self.drop.gid)
