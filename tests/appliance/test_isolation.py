@@ -153,3 +153,91 @@ def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
 def _exists_in(container: str, path: str) -> bool:
     return subprocess.run(["docker", "exec", container, "/usr/bin/test", "-e", path], capture_output=True,
                           timeout=30, check=False).returncode == 0
+
+
+# --- clean-up that an adversary shapes: depth, volume, count; and memory ---------------------------
+
+KEY = "key-of-the-probe-skill-0123456789"
+CLEAN = {"remaining": 0, "scratchRemoved": True, "cleanup": "done"}
+
+
+def _truthful(sweep: dict) -> None:
+    """A sweep says ``done`` only when it is: no process left, the run directory gone."""
+    assert sweep["cleanup"] in ("done", "running", "failed"), sweep
+    if sweep["cleanup"] == "done":
+        assert sweep == CLEAN, sweep
+    else:
+        assert sweep["scratchRemoved"] is False or sweep["remaining"] > 0 or sweep["cleanup"] == "failed", sweep
+        assert sweep.get("cleanupDetail"), sweep
+
+
+def _admitted(app: Appliance, mode: str, *args: str, skill: str = "quiet", tries: int = 120) -> dict:
+    """Run, asking again (bounded) while the broker refuses with ``cleanup-pending``; every refusal
+    must report the pending clean-up truthfully."""
+    reply: dict = {}
+    for _ in range(tries):
+        reply = app.run(mode, *args, skill=skill)
+        if reply.get("ok") or reply.get("reason") != "cleanup-pending":
+            return reply
+        _truthful(reply["data"]["sweep"])
+        time.sleep(1)
+    return reply
+
+
+def test_script_cannot_stop_the_cleanup_with_a_deep_tree_and_the_next_run_finds_no_cached_key(image: str) -> None:
+    app = Appliance(image, env={"PROBE_TOKEN": KEY})
+    try:
+        first = app.run("deep")
+        assert first.get("ok"), first
+        out = first["out"]
+        tmp = out["TMPDIR"]
+        # Positive controls: the 1,100-level tree and the cached key really were made in the run's
+        # directory; /tmp and /dev/shm take them too unless a sandbox refuses the write.
+        assert out["deep"][tmp] == "ok" and out["cached"][tmp] == "ok", out
+        assert {out["deep"]["/tmp"], out["deep"]["/dev/shm"]} <= {"ok", "EACCES", "EPERM", "EROFS"}, out
+        _truthful(first["sweep"])
+        cached = [f"{top}/key-cache" for top in (tmp, "/tmp", "/dev/shm")]
+        seen = _admitted(app, "census", *cached)
+        assert seen.get("ok"), seen
+        assert seen["sweep"] == CLEAN
+        assert all(v in ("ENOENT", "EACCES") for v in seen["out"]["read"].values()), seen["out"]["read"]
+        assert KEY not in json.dumps(seen["out"])
+        # And the clean-up still works for every run after: a plant is gone before the next seek.
+        planted = _planted(app.run("plant", "5"), "5")
+        assert planted["TMPDIR"] != tmp
+        after = _admitted(app, "seek", "5")
+        assert after["ok"] and after["out"]["found"] == [], after
+        assert _server_view(app) == []
+    finally:
+        app.close()
+
+
+def test_script_cannot_take_the_next_runs_space_with_a_deep_tree_beside_40_mib(image: str) -> None:
+    app = Appliance(image)
+    try:
+        first = app.run("deepfill", "40")
+        assert first.get("ok") and first["out"]["mib"] == 40 and first["out"]["deep"] == "ok", first  # control
+        _truthful(first["sweep"])
+        seen = _admitted(app, "census", first["out"]["TMPDIR"])
+        assert seen.get("ok"), seen
+        # /run is a 64 MiB tmpfs: with the 40 MiB still there, fewer than 24 would be free.
+        assert seen["out"]["free_mib"] >= 56, seen["out"]
+        assert seen["out"]["entries"] == [] and seen["out"]["read"][first["out"]["TMPDIR"]] in ("ENOENT", "EACCES")
+    finally:
+        app.close()
+
+
+@pytest.mark.timeout(600)
+def test_script_cannot_outlast_the_cleanup_with_400000_files(image: str) -> None:
+    app = Appliance(image)
+    try:
+        first = app.run("manyfiles", "400000")
+        assert first.get("ok") and first["out"]["made"] == 400000, first  # positive control
+        _truthful(first["sweep"])
+        seen = _admitted(app, "census")
+        assert seen.get("ok"), seen
+        # Nothing of the earlier run: no entry, no process of the uid (its clean-up included).
+        assert seen["out"]["entries"] == [] and seen["out"]["others"] == [], seen["out"]
+        assert seen["sweep"] == CLEAN
+    finally:
+        app.close()
