@@ -228,11 +228,15 @@ def test_script_cannot_take_the_next_runs_space_with_a_deep_tree_beside_40_mib(i
 
 
 @pytest.mark.timeout(600)
-def test_script_cannot_outlast_the_cleanup_with_400000_files(image: str) -> None:
+@pytest.mark.parametrize(("files", "script"), [(400_000, "scripts/probe.py"), (1_100_000, "scripts/long.py")],
+                         ids=["400000", "1100000"])
+def test_script_cannot_outlast_the_cleanup_with_many_files(image: str, files: int, script: str) -> None:
+    """400,000 files; and 1,100,000, whose removal outlasts the broker's wait after the run (the
+    next requests are refused with cleanup-pending until it is done, here and not by chance)."""
     app = Appliance(image)
     try:
-        first = app.run("manyfiles", "400000")
-        assert first.get("ok") and first["out"]["made"] == 400000, first  # positive control
+        first = app.run("manyfiles", str(files), script=script)
+        assert first.get("ok") and first["out"]["made"] == files, first  # positive control
         _truthful(first["sweep"])
         seen = _admitted(app, "census")
         assert seen.get("ok"), seen
@@ -241,3 +245,26 @@ def test_script_cannot_outlast_the_cleanup_with_400000_files(image: str) -> None
         assert seen["sweep"] == CLEAN
     finally:
         app.close()
+
+
+@pytest.mark.timeout(600)
+def test_script_cannot_get_the_server_oom_killed_with_16_children_of_40_mb(image: str) -> None:
+    """Under the documented 512 MiB (no swap), 16 x 40 MB is more than the container has: the OOM
+    killer must pick the script's processes (oom_score_adj 1000), never the real server."""
+    import anyio
+
+    from tests.appliance.test_server import PROBE, _grant, run_confirmed, served
+
+    async def go() -> None:
+        async with served(image, _grant(PROBE), extra=("--memory", "512m", "--memory-swap", "512m")) as client:
+            hog = await run_confirmed(client, ["memhog", "16", "40", "5"])
+            assert hog.get("status") in ("ok", "error", "killed"), hog  # a result with a status
+            ends = json.loads(hog["stdout"])["ends"] if hog.get("status") == "ok" else None
+            # Positive control: memory really ran out, and it was the script's children that died.
+            assert ends is None or ends["killed"] > 0, hog
+            # The server keeps serving: an ordinary run afterwards succeeds.
+            after = await run_confirmed(client, ["id"])
+            assert after.get("status") == "ok", after
+            assert json.loads(after["stdout"])["uid"] == 10002
+
+    anyio.run(go)
