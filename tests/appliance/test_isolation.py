@@ -22,6 +22,8 @@ from tests.helpers import wait_until
 pytestmark = pytest.mark.appliance
 
 SCRATCH_ROOT = "/run/skill-mcp/scratch"
+# The broker's sweep after a run whose clean-up is complete.
+CLEAN = {"remaining": 0, "scratchRemoved": True, "cleanup": "done"}
 # Where the launcher removes the script uid's leftovers (skill_mcp_launcher.isolation.SHARED_WRITABLE).
 CLEANED = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run")
 # The server uid's independent view: every entry of uid 10002 it can see, and every IPC object.
@@ -71,7 +73,7 @@ def test_a_run_sees_nothing_an_earlier_run_of_another_skill_left_fifty_times(app
         assert out["list_scratch_root"] == "EACCES"
         assert set(out["squat"].values()) == {"EACCES"}, out["squat"]
         seen = appliance.run("seek", str(i), skill="quiet")
-        assert seen["ok"] and seen["sweep"] == {"remaining": 0, "scratchRemoved": True}, seen
+        assert seen["ok"] and seen["sweep"] == CLEAN, seen
         assert seen["out"]["found"] == [] and seen["out"]["scratch_empty"] is True, seen["out"]
         scratch_dirs |= {out["TMPDIR"], seen["out"]["TMPDIR"]}
     assert len(scratch_dirs) == 100  # every run had a directory of its own
@@ -158,7 +160,6 @@ def _exists_in(container: str, path: str) -> bool:
 # --- clean-up that an adversary shapes: depth, volume, count; and memory ---------------------------
 
 KEY = "key-of-the-probe-skill-0123456789"
-CLEAN = {"remaining": 0, "scratchRemoved": True, "cleanup": "done"}
 
 
 def _truthful(sweep: dict) -> None:
