@@ -82,3 +82,10 @@ def test_script_cannot_make_the_oom_killer_choose_the_server_first(root: Path) -
     # Positive control: the server (this process) keeps its own score; only the script is raised.
     with open("/proc/self/oom_score_adj", encoding="ascii") as fh:
         assert fh.read().strip() != "1000"
+
+
+def test_the_exec_shim_marks_the_value_the_limits_name() -> None:
+    from skill_mcp import limits
+    from skill_mcp.runner import _exec_shim
+
+    assert _exec_shim.OOM_SCORE_ADJ == limits.SCRIPT_OOM_SCORE_ADJ == 1000

@@ -82,24 +82,32 @@ def _drop(uid: int, gid: int) -> None:
         raise RuntimeError("the uid drop did not stick")
 
 
-def _open_oom_score() -> int | None:
-    # Opened while this process is still dumpable: once it is not, its /proc files belong to root
-    # and a shim under the server's own uid could not open this one any more.
+# The script is the OOM killer's first choice, never the server (skill_mcp.limits, which this
+# stdlib-only file cannot import, holds the value; the run's configuration repeats it and
+# ``_become`` checks the two agree).
+OOM_SCORE_ADJ = 1000
+_OOM_PATH = "/proc/self/oom_score_adj"
+
+
+def _mark_for_oom() -> None:
+    # At start, while this process is still dumpable: once it is not, its /proc files belong to
+    # root and a shim under the server's own uid could not open this one. Raising a score needs no
+    # privilege; it is inherited by the script (execve keeps it) and everything the script forks.
+    fd = os.open(_OOM_PATH, os.O_WRONLY | os.O_CLOEXEC)
     try:
-        return os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
+        os.write(fd, str(OOM_SCORE_ADJ).encode())
+    finally:
+        os.close(fd)
 
 
-def _mark_for_oom(oom_fd: int | None, value: int) -> None:
-    # The script is the OOM killer's first choice, never the server: raising a score needs no
-    # privilege, and the value survives execve.
-    if oom_fd is None:
-        raise RuntimeError("cannot open /proc/self/oom_score_adj")
-    os.write(oom_fd, str(value).encode())
+def _check_oom_score(wanted: int) -> None:
+    with open(_OOM_PATH, "rb") as fh:
+        got = int(fh.read().strip())
+    if got != wanted:
+        raise RuntimeError(f"oom_score_adj is {got}, the run asks for {wanted}")
 
 
-def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int, oom_fd: int | None = None) -> None:
+def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int) -> None:
     os.chdir(cfg["cwd"])
     for name, (soft, hard) in cfg.get("rlimits", {}).items():
         resource.setrlimit(_LIMITS[name], (soft, hard))
@@ -112,7 +120,7 @@ def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int, oom_fd
     for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
         _signal.signal(sig, _signal.SIG_DFL)
     if cfg.get("oom_score_adj") is not None:
-        _mark_for_oom(oom_fd, int(cfg["oom_score_adj"]))
+        _check_oom_score(int(cfg["oom_score_adj"]))
     argv = cfg["argv"]
     os.write(status_fd, EXEC_NEXT)
     os.execve(argv[0], argv, cfg["env"])  # noqa: S606 - an argv array is the point: no shell
@@ -122,7 +130,7 @@ def main() -> None:
     cfg_fd, status_fd, server = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     os.set_inheritable(status_fd, False)  # closes on a successful execve: EOF means "running"
     try:
-        oom_fd = _open_oom_score()
+        _mark_for_oom()
         sys.path.append(sys.argv[4])
         import prctl
 
@@ -133,7 +141,7 @@ def main() -> None:
         cfg = _read_all(cfg_fd)  # a warm shim waits here
         if cfg is None:
             os._exit(0)  # discarded, or the server is gone: nothing to report, nobody to report to
-        _become(cfg, prctl, server, status_fd, oom_fd)
+        _become(cfg, prctl, server, status_fd)
     except BaseException as exc:  # every failure must reach the parent
         os.write(status_fd, f"{type(exc).__name__}: {exc}".encode(errors="replace")[:4000])
         os._exit(127)
