@@ -9,14 +9,18 @@ isolation is by ownership and by removal, in this order, for every run:
    inside it but can neither remove, rename nor chmod it. ``SCRATCH_ROOT`` is ``root:root``
    mode 0711: the script uid can reach its own directory by name and can neither list the
    root nor create anything in it, so no name can be guessed, pre-created or squatted.
-2. **Sweep.** Every process of the script uid is killed (``procs.sweep``).
+2. **Sweep.** Every process of the script uid is killed (``procs.kill_all``).
 3. **Removal.** With nothing of the uid left alive, a child that has become the script uid
    (so no filesystem walk here ever runs with root's identity in a directory another uid can
    write) empties the scratch directory, removes every file, directory, socket, FIFO and POSIX
    message queue or shared-memory object the uid owns anywhere under ``SHARED_WRITABLE``, and
    every System V shared-memory segment, semaphore set and message queue it created or owns
    (``cuid`` as well as ``uid``: an owner can give an object away with ``IPC_SET``, never its
-   creator). Then root removes the empty scratch directory.
+   creator). Then root removes the empty scratch directory. Every removal is ``skill_mcp.trees``
+   (by descriptor, no recursion, no link followed, any depth) and fails closed: the child exits
+   non-zero when anything of the uid is left, and the broker (``procs.Cleanup``) then refuses
+   the next run (``cleanup-pending``) until a retry has removed it; a removal still running
+   holds the next run the same way.
 
 ``SHARED_WRITABLE`` is every place the script uid can write in the image under the documented
 flags (tests/appliance/test_isolation.py proves the list against a search of the whole file
