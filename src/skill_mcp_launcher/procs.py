@@ -268,10 +268,12 @@ class Cleanup:
         return state
 
     def after_run(self, reaper: Reaper, scratch: str, timeout: float = 5.0) -> CleanupState:
-        """After a run: kill the uid, start removing what it left, and wait for that up to the same
-        bound again; what is not done by then stays ``running`` for the next request to wait on."""
+        """After a run: kill the uid (up to ``timeout``), start removing what it left, and wait for
+        that until 2 s past the same bound; what is not done by then stays ``running`` for the next
+        request to wait on (the reply to this one must not wait on a million files)."""
+        deadline = time.monotonic() + timeout + 2.0
         self.start(reaper, (scratch,), kill_timeout=timeout)
-        return self.settle(reaper, timeout)
+        return self.settle(reaper, max(0.5, deadline - time.monotonic()))
 
     def report(self) -> dict[str, object]:
         """The sweep as the broker's reply carries it."""
