@@ -108,6 +108,7 @@ class Refusal(StrEnum):
     DECLINED = "declined"
     SPAWN_FAILED = "spawn-failed"
     TOO_MANY_ARGS = "too-many-args"  # skill_run argv over the count or size bound
+    CLEANUP_PENDING = "cleanup-pending"  # what the previous run left is not removed yet (or could not be)
     # The appliance's broker recomputes the policy and refuses a request that asks beyond it.
     ENV_FORBIDDEN = "env-forbidden"  # a loader or interpreter start-up variable was asked for
     ENV_NOT_GRANTED = "env-not-granted"  # a variable outside the fixed allowlist and the grant
