@@ -53,7 +53,7 @@ class ProblemReason(StrEnum):
     EXTENSION_EXCLUDED = "extension-excluded"
     SPEC_WARNING = "spec-warning"
     # A frontmatter value YAML 1.1 (PyYAML's default loader) reads otherwise than YAML 1.2.
-    YAML_AMBIGUOUS = "yaml-1.1-ambiguous"
+    YAML_AMBIGUOUS = "yaml-version-ambiguous"
     # Packs (pack.json) - see docs/packs.md.
     PACK_INVALID = "pack-invalid"
     PACK_VERSION = "pack-version"
@@ -106,7 +106,7 @@ class ExtensionRule(StrEnum):
     # The whole frontmatter, as a host parses it, is not the published one (an ``mcp-host:`` block
     # that the server could not parse is left out of the entry, but a host reads the file).
     FRONTMATTER_DIVERGES = "frontmatter-diverges"
-    YAML_AMBIGUOUS = "yaml-1.1-ambiguous"  # a YAML 1.1 host reads another frontmatter than the entry
+    YAML_AMBIGUOUS = "yaml-version-ambiguous"  # a YAML 1.1 host reads another frontmatter than the entry
     TOO_MANY_FILES = "too-many-files"  # over 512 files: ``resources`` would have to be cut
     TOO_LARGE = "too-large"  # over 16 MiB in total: ``resources`` would have to be cut
 

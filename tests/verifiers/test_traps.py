@@ -55,7 +55,7 @@ def test_validate_fails_on_a_skill_only_the_extension_refuses(tmp_path: Path) ->
 
 def test_validate_warns_for_each_value_yaml_1_1_reads_otherwise_and_says_how_to_quote_it(traps: Path) -> None:
     report = as_json(run("validate", "--json", str(traps)))
-    warned = [p for p in report["problems"] if p["reason"] == "yaml-1.1-ambiguous"]
+    warned = [p for p in report["problems"] if p["reason"] == "yaml-version-ambiguous"]
     assert {p["detail"].split()[2].rstrip(":") for p in warned} == AMBIGUOUS_FIELDS
     assert all(p["level"] == "warning" and p["skill"] == "yaml-ambiguous" for p in warned)
     enabled = next(p["detail"] for p in warned if "metadata.enabled" in p["detail"])

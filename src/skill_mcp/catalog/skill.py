@@ -211,7 +211,7 @@ def _yaml11(frontmatter: dict[str, Any], parts: Split, rules: list[tuple[Extensi
     if diffs:
         rules.append((ExtensionRule.YAML_AMBIGUOUS,
                       f"a host parsing with YAML 1.1 reads {', '.join(d.field for d in diffs)} otherwise than "
-                      "the entry (see yaml-1.1-ambiguous)"))
+                      "the entry (see yaml-version-ambiguous)"))
     return diffs
 
 
