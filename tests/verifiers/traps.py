@@ -68,7 +68,7 @@ def build_traps(root: Path) -> Path:
     (many / "data").mkdir()
     for i in range(600 - 1):
         (many / "data" / f"row{i:04}.txt").write_text(f"{i}\n", encoding="utf-8")
-    assert 600 > MAX_FILES
+    assert MAX_FILES < 600
     heavy = _skill(root / "heavy", "heavy", "Use when a skill bundles more than sixteen MiB of assets.")
     (heavy / "assets").mkdir()
     half = MAX_TOTAL_BYTES // 2 + 1024
