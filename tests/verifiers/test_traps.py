@@ -118,6 +118,38 @@ async def test_skills_list_publishes_exactly_the_conforming_entries(traps: Path,
 
 
 @pytest.mark.anyio
+async def test_resource_names_are_unambiguous_in_a_picker(traps: Path) -> None:
+    async with connect(traps, "2026-07-28") as client:
+        names: dict[str, str] = {}
+        cursor = None
+        while True:
+            res = await client.list_resources(cursor=cursor)
+            names.update({r.uri: r.name for r in res.resources})
+            cursor = res.next_cursor
+            if not cursor:
+                break
+    assert len(set(names.values())) == len(names), "two resources share a name"
+    assert names["skill://plain-notes/LICENSE.txt"] == "plain-notes/LICENSE.txt"
+    assert names["skill://report-writer/LICENSE.txt"] == "report-writer/LICENSE.txt"
+    assert names["skill://report-writer/SKILL.md"] == "report-writer"  # the frontmatter name, as SEP-2640 says
+
+
+def test_two_nested_skills_sharing_a_name_are_both_refused_never_chosen_by_scan_order(tmp_path: Path) -> None:
+    for parent in ("billing", "support"):
+        for where, name in ((tmp_path / parent, parent), (tmp_path / parent / "refunds", "refunds")):
+            where.mkdir(parents=True, exist_ok=True)
+            (where / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Use when testing.\n---\n1. Do.\n",
+                                            encoding="utf-8")
+    catalog = build_catalog(load_settings([str(tmp_path)], {}))
+    # A grant names a skill; two directories answering to one name would let a bundle claim the
+    # grants written for its neighbour. So neither is served, by the tools or the extension.
+    assert sorted(catalog.skills) == ["billing", "support"]
+    assert {s.skill_path for s in catalog.extension_listed} == {"billing", "support"}
+    refused = sorted(p.path for p in catalog.problems if p.reason == "duplicate-name")
+    assert refused == [str(tmp_path / "billing" / "refunds"), str(tmp_path / "support" / "refunds")]
+
+
+@pytest.mark.anyio
 async def test_a_nested_skill_answers_get_read_and_directory_read_by_its_own_path(traps: Path) -> None:
     async with connect(traps, "2026-07-28") as client:
         got = (await skills_get(client, "skill://parent/child/SKILL.md"))["skill"]

@@ -46,13 +46,16 @@ def _skill(directory: Path, name: str, description: str, body: str = "", extra: 
 
 def build_traps(root: Path) -> Path:
     """Write the corpus under ``root`` (created) and return it."""
-    _skill(root / "plain-notes", "plain-notes", "Use when taking plain notes during a meeting.")
+    plain = _skill(root / "plain-notes", "plain-notes", "Use when taking plain notes during a meeting.")
+    # One file name in two skills, as LICENSE.txt is in hundreds of public ones.
+    (plain / "LICENSE.txt").write_text("MIT\n", encoding="utf-8")
     report = _skill(root / "report-writer", "report-writer", "Use when writing a weekly report from notes.",
                     "1. Read references/style.md.\n2. Run scripts/count.py.", "license: MIT\n")
     (report / "references").mkdir()
     (report / "references" / "style.md").write_text("# Style\n\nShort sentences.\n", encoding="utf-8")
     (report / "scripts").mkdir()
     (report / "scripts" / "count.py").write_text("print(3)\n", encoding="utf-8")
+    (report / "LICENSE.txt").write_text("Apache-2.0\n", encoding="utf-8")
     (report / "assets").mkdir()
     (report / "assets" / "logo.bin").write_bytes(bytes(range(256)))
 
