@@ -1,10 +1,14 @@
 """Agent Skills format checks that carry no security meaning.
 
-A violation here is served with a ``spec-warning`` problem, not refused: real skill
-repositories hold skills with a 1,068-character description or an extra top-level key, and
-users expect them served. The checks that *do* refuse (a missing description, a directory
+A violation here is served *by the tools* with a ``spec-warning`` problem, not refused: real
+skill repositories hold skills with a 1,068-character description or an extra top-level key,
+and users expect them served. The checks that *do* refuse (a missing description, a directory
 name that cannot be a skill name) live in ``catalog.skill``, which calls ``is_valid_name`` here
 for the directory name and ``spec_warnings`` for the rest.
+
+The Skills extension is stricter: its hosts validate every entry, and one invalid entry can
+fail a whole listing, so ``extension_rules`` names each rule that keeps a served skill out of
+the extension (``extension-excluded``; docs/reasons.md lists them).
 """
 
 from __future__ import annotations

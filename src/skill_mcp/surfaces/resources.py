@@ -5,9 +5,9 @@ down to it (``skill://parent/child/SKILL.md``); a URI is answered by the deepest
 whose path it starts with, so a relative reference in a nested SKILL.md resolves against the
 nested skill's own directory.
 
-``resources/list`` covers the skills ``skills/list`` publishes (a skill left out of the
-extension because its frontmatter name disagrees with its directory, or because it is over the
-extension's limits, would otherwise appear under a URI that breaks SEP-2640's naming rule).
+``resources/list`` covers the skills ``skills/list`` publishes (a skill the catalog left out of
+the extension, for a frontmatter name that disagrees with its directory or any other rule a
+host checks, would otherwise appear under URIs a host cannot take for a skill's files).
 ``resources/read`` and ``resources/directory/read`` answer for every served skill, so a URI
 taken from ``skill_list`` always reads. Anything else is ``-32602``.
 """
