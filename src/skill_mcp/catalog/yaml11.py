@@ -36,7 +36,8 @@ class Difference:
         if self.key:
             return f"quote the key ({json.dumps(self.yaml12)}:) so every host reads the text"
         if isinstance(self.yaml12, str):
-            return f"quote it ({self.field.rsplit('.', 1)[-1]}: {json.dumps(self.yaml12)}) so every host reads the text"
+            quoted = json.dumps(self.yaml12, ensure_ascii=False)
+            return f"quote it ({self.field.rsplit('.', 1)[-1]}: {quoted}) so every host reads the text"
         if isinstance(self.yaml12, bool | int | float) or self.yaml12 is None:
             return f"write it as {json.dumps(self.yaml12)}, or quote it if you mean the text"
         return "quote the values inside it, or write them in a form both YAML versions read alike"
