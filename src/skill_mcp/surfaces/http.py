@@ -277,14 +277,14 @@ def serve_http(
     from skill_mcp.logs import configure_logging
 
     configure_logging(settings.log_level)
+    from skill_mcp.surfaces.http_metrics import decide_metrics
+
     policy = decide_exposure(host, port, token, no_auth, allowed_hosts)
+    plan = decide_metrics(metrics, policy, MCP_PATH)
     if not policy.authenticated:
         logger.warning(
             "SERVING WITHOUT AUTHENTICATION (--no-auth): any local process and any local user can call "
             "this server, including skill_run", extra={"event": "http-no-auth", **describe(policy)})
-    from skill_mcp.surfaces.http_metrics import decide_metrics
-
-    plan = decide_metrics(metrics, policy, MCP_PATH)
     telemetry = served.telemetry
     app = build_http_app(served.server, policy, stop_hooks=served.stop_hooks, background=served.background,
                          telemetry=telemetry, metrics_path=plan.path if plan else None)
