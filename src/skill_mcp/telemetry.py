@@ -60,6 +60,7 @@ class Outcome:
     """What the request's handler learnt, set on the span and the duration when the request ends."""
 
     attributes: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None  # a better span name learnt by answering (a prompt that exists)
     error_type: str | None = None
     error_message: str | None = None
     is_error: bool = False  # span status ERROR (a failed tool call, an internal error)
@@ -200,14 +201,15 @@ class Telemetry:
                         type(exc).__name__ != "CancelledError"
                 raise
             finally:
-                final = {**attributes, **outcome.attributes}
+                learnt = {**outcome.attributes}
                 if outcome.error_type is not None:
-                    final["error.type"] = outcome.error_type
-                span.set_attributes(clean(outcome.attributes))
-                if outcome.error_type is not None:
-                    span.set_attribute("error.type", outcome.error_type)
+                    learnt["error.type"] = outcome.error_type
+                span.set_attributes(clean(learnt))
+                if outcome.name is not None:
+                    span.update_name(outcome.name)
                 if outcome.is_error:
                     span.set_status(StatusCode.ERROR, outcome.error_message)
+                final = {**attributes, **learnt}
                 keys = (*metric_keys, "error.type", "rpc.response.status_code")
                 self.operation_duration.record(time.perf_counter() - start,
                                                clean({k: final[k] for k in keys if k in final}))

@@ -230,11 +230,20 @@ async def test_prometheus_scrapes_the_run_counter_and_answers_promql(skills: Pat
 
 async def test_metrics_on_the_mcp_port_need_the_token_and_an_allowed_host(skills: Path) -> None:
     with running_http_server([skills], token=TOKEN, env={"SKILL_MCP_METRICS": "/metrics"}) as srv:
+        async with http_client(srv.url, token=TOKEN, mode="legacy") as client:  # one session, ended by DELETE
+            await client.call_tool("skill_list", {})
         base = f"http://127.0.0.1:{srv.port}/metrics"
         assert _get(base)[0] == 401
         assert _get(base, {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"})[0] == 421
         status, body = _get(base, {"Authorization": f"Bearer {TOKEN}"})
     assert status == 200 and "# TYPE" in body  # positive control: the token and a loopback Host pass
+    values = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+              if line and not line.startswith("#")}
+    sessions = [v for k, v in values.items() if k.startswith("mcp_server_session_duration_seconds_count")]
+    assert sessions == [1.0], sorted(values)
+    assert any(k.startswith("skill_mcp_http_connections") for k in values)
+    assert any(k.startswith("http_server_active_requests") for k in values)
+    assert any(k.startswith('skill_mcp_catalog_skills') and v == 1.0 for k, v in values.items())
 
 
 def test_metrics_on_the_mcp_port_are_refused_without_a_token(skills: Path) -> None:

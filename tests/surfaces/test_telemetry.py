@@ -151,8 +151,10 @@ async def test_every_request_is_a_server_span_named_by_the_mcp_conventions(skill
         await client.list_tools()
         await client.call_tool("skill_list", {})
         await client.read_resource("skill://probe/SKILL.md")
+        await client.get_prompt("probe")
     spans = {s.name: s for s in recorded.finished()}
-    assert {"tools/list", "tools/call skill_list", "resources/read"} <= set(spans), sorted(spans)
+    assert {"tools/list", "tools/call skill_list", "resources/read", "prompts/get probe"} <= set(spans), sorted(spans)
+    assert spans["prompts/get probe"].attributes["gen_ai.prompt.name"] == "probe"
     call = spans["tools/call skill_list"]
     assert call.kind.name == "SERVER"
     assert call.attributes["mcp.method.name"] == "tools/call"

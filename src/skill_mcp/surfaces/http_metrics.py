@@ -17,10 +17,11 @@ from __future__ import annotations
 import http.server
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
@@ -107,24 +108,63 @@ class MetricsRoute:
         await _answer(send, 200, body if scope.get("method") == "GET" else b"", content_type)
 
 
+SESSION_HEADER = b"mcp-session-id"
+MAX_SESSIONS_TIMED = 10_000
+SESSION_ATTRS = {"network.transport": "tcp", "network.protocol.name": "http"}
+
+
 class ActiveRequests:
     """ASGI: ``http.server.active_requests`` up while a request is served (notification streams
-    included: they hold a connection)."""
+    included: they hold a connection), and ``mcp.server.session.duration`` of handshake-era
+    sessions: from the answer that hands out a new ``Mcp-Session-Id`` to the ``DELETE`` that
+    ends it, the 404 that says it is gone, or the server's stop. (2026-07-28 has no sessions.)
+    At most ``MAX_SESSIONS_TIMED`` are timed at once; more are served, not timed."""
 
     def __init__(self, app: ASGIApp, telemetry: Telemetry) -> None:
         self.app = app
         self.telemetry = telemetry
+        self._sessions: dict[bytes, float] = {}
+
+    def _ended(self, sid: bytes) -> None:
+        started = self._sessions.pop(sid, None)
+        if started is not None:
+            self.telemetry.session_ended(time.monotonic() - started, SESSION_ATTRS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, self._lifespan_send(send))
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        attrs = {"http.request.method": scope.get("method", "_OTHER")}
+        method = scope.get("method", "_OTHER")
+        asked = dict(scope.get("headers") or ()).get(SESSION_HEADER)
+
+        async def watched(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status = message.get("status", 0)
+                given = dict(message.get("headers") or ()).get(SESSION_HEADER)
+                if asked is None and given is not None and status < 300 and len(self._sessions) < MAX_SESSIONS_TIMED:
+                    self._sessions.setdefault(given, time.monotonic())
+                elif asked is not None and (status == 404 or (method == "DELETE" and status < 300)):
+                    self._ended(asked)
+            await send(message)
+
+        attrs = {"http.request.method": method}
         self.telemetry.active_requests.add(1, attrs)
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, watched)
         finally:
             self.telemetry.active_requests.add(-1, attrs)
+
+    def _lifespan_send(self, send: Send) -> Send:
+        async def lifespan_send(message: Message) -> None:
+            if message["type"] == "lifespan.shutdown.complete":
+                for sid in list(self._sessions):
+                    self._ended(sid)
+            await send(message)
+
+        return lifespan_send
 
 
 async def _answer(send: Send, status: int, body: bytes, content_type: str,

@@ -114,6 +114,7 @@ def observe_middleware(telemetry: Telemetry, tool_names: Iterable[str], *, trans
             elif method == "prompts/get" and isinstance(name, str):
                 # Answered, so the name is a prompt this server serves (a low-cardinality target).
                 outcome.attributes["gen_ai.prompt.name"] = name
+                outcome.name = f"{method} {name}"
             return result
 
     return middleware
