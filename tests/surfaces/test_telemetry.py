@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -203,6 +204,10 @@ async def test_no_exported_attribute_carries_an_argument_env_or_file_canary(skil
         assert CANARY in json.dumps(notes.structured_content)  # and the file's content the client
         refused = await client.call_tool("skill_load", {"name": f"no-{CANARY}"})
         assert refused.is_error
+        with pytest.raises(MCPError):
+            await client.read_resource(f"skill://{CANARY}/SKILL.md")
+        unknown_tool = await _call_unknown(client, f"tool-{CANARY}")
+        assert unknown_tool
     spans = recorded.finished()
     assert len(spans) >= 6
     exported: list[str] = []
@@ -216,6 +221,14 @@ async def test_no_exported_attribute_carries_an_argument_env_or_file_canary(skil
     found = [line for line in exported if CANARY in line]
     assert not found, found
     assert any("skill_mcp.run.status=ok" in line for line in exported)  # positive control: the run is there
+
+
+async def _call_unknown(client: Any, name: str) -> bool:
+    try:
+        result = await client.call_tool(name, {"x": CANARY})
+    except MCPError:
+        return True
+    return bool(result.is_error)
 
 
 async def test_a_failed_tool_call_is_an_error_span_with_its_reason(skills: Path, recorded: Recorded) -> None:

@@ -6,7 +6,8 @@ records neither metrics nor our refusal reasons) and follows the MCP semantic co
 * a SERVER span named ``{mcp.method.name} {target}``, the target being the tool or prompt
   name, and only a name this server serves (an unknown tool is client input, not a name);
 * attributes ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id``,
-  ``jsonrpc.request.id``, ``mcp.resource.uri``, ``gen_ai.tool.name`` and
+  ``jsonrpc.request.id``, ``mcp.resource.uri`` (once answered: a refused URI is client input),
+  ``gen_ai.tool.name`` and
   ``gen_ai.operation.name`` (``execute_tool``), ``gen_ai.prompt.name``, ``network.transport``;
 * the caller's trace continued from ``params._meta`` (``traceparent``/``tracestate``);
 * a JSON-RPC error sets ``rpc.response.status_code`` and ``error.type`` (the code), and the
@@ -80,8 +81,7 @@ def observe_middleware(telemetry: Telemetry, tool_names: Iterable[str], *, trans
         if sid is not None:
             attrs["mcp.session.id"] = sid
         uri = params.get("uri")
-        if method in URI_METHODS and isinstance(uri, str) and len(uri) <= 2048:
-            attrs["mcp.resource.uri"] = uri
+        served_uri = uri if method in URI_METHODS and isinstance(uri, str) and len(uri) <= 2048 else None
         meta = ctx.meta if isinstance(ctx.meta, Mapping) else params.get("_meta")
         span_name = f"{method} {target}" if target else method
         with telemetry.server_span(span_name, attrs, telemetry.parent_from(meta), METRIC_KEYS) as outcome:
@@ -111,7 +111,10 @@ def observe_middleware(telemetry: Telemetry, tool_names: Iterable[str], *, trans
                 if reason is not None:
                     outcome.attributes["skill_mcp.reason"] = reason
                     telemetry.count_refusal(reason, {"mcp.method.name": method, **_tool(attrs)})
-            elif method == "prompts/get" and isinstance(name, str):
+            if served_uri is not None:
+                # Answered, so the URI names something served (a refused one is client input).
+                outcome.attributes["mcp.resource.uri"] = served_uri
+            if method == "prompts/get" and isinstance(name, str):
                 # Answered, so the name is a prompt this server serves (a low-cardinality target).
                 outcome.attributes["gen_ai.prompt.name"] = name
                 outcome.name = f"{method} {name}"
