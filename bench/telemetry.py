@@ -7,14 +7,18 @@ Three servers (``skill-mcp serve`` on pipes, raw JSON lines, no SDK client on th
   loopback (it answers 200 and drops the body);
 * ``file``: spans and metrics written to ``SKILL_MCP_OTEL_FILE`` in a scratch directory.
 
+With ``--before-src DIR`` a fourth, ``before``: the server of another checkout's ``src/`` (one
+without telemetry, where the SDK's own span middleware still runs), for "zero cost when off".
+
 Ready: spawn to the ``initialize`` answer and to the ``tools/list`` answer, the variants visited
 alternately (rotating which goes first), medians. Per call: one process of each kind answers
-``tools/call skill_load`` of a small skill, in alternating blocks, medians of each block's
-mean; the ratio is the median of paired block ratios. Import cost: ``-X importtime`` of the
+``tools/call skill_load`` of a small skill, in alternating blocks; each block's mean wall time
+and the server's own CPU time per call (``/proc/<pid>/task/*/schedstat``, which a loaded
+machine disturbs far less), medians, and the medians of paired block ratios to ``off``. Import cost: ``-X importtime`` of the
 modules the handshake imports for OpenTelemetry (the SDK imports ``opentelemetry-api`` itself)
 and of what a configured server adds.
 
-    python -m bench.telemetry [--runs 15] [--calls 2000]
+    python -m bench.telemetry [--runs 15] [--calls 2000] [--before-src ../main/src]
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ import argparse
 import http.server
 import json
 import os
-import re
 import select
 import shutil
 import statistics
@@ -35,7 +38,10 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from bench.firstreply import cpu_seconds
+
 SKILL = "---\nname: tiny\ndescription: A tiny skill for the telemetry bench.\n---\nDo the tiny thing.\n"
+BEFORE_KEY = "__before_src__"  # not an environment variable: which source tree the variant runs
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}}}
 
@@ -51,17 +57,22 @@ class _Sink(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
 
-def _command() -> list[str]:
+def _command(source: str | None) -> list[str]:
+    if source is not None:  # another checkout's server, on this interpreter (the "before" figure)
+        return [sys.executable, "-m", "skill_mcp.server"]
     script = Path(sys.executable).with_name("skill-mcp")
     return [str(script), "serve"] if script.exists() else [sys.executable, "-m", "skill_mcp.server"]
 
 
 class Server:
     def __init__(self, root: Path, env: Mapping[str, str]) -> None:
+        source = env.get(BEFORE_KEY)
         full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "SKILL_MCP_LOG": "warning",
-                "SKILL_MCP_CACHE": "off", **env}
+                "SKILL_MCP_CACHE": "off", **{k: v for k, v in env.items() if k != BEFORE_KEY}}
+        if source is not None:
+            full["PYTHONPATH"] = source
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen([*_command(), "--skills-dir", str(root)], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*_command(source), "--skills-dir", str(root)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=full)
         self._buf = b""
         self._id = 1
@@ -110,16 +121,15 @@ class Server:
             self.proc.stdout.close()
 
 
-def _import_us(code: str) -> dict[str, int]:
-    """``-X importtime`` cumulative microseconds of each top-level module the code imports."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True)
-    out: dict[str, int] = {}
-    for row in done.stderr.splitlines():
-        match = re.match(r"import time:\s+\d+\s+\|\s+(\d+)\s+\|(\s*)(\S+)", row)
-        if match and len(match.group(2)) == 1:  # top level of the import tree
-            out[match.group(3)] = int(match.group(1))
-    return out
+def _import_ms(before: str, measured: str, runs: int = 7) -> float:
+    """Median wall time of ``import measured`` in a fresh interpreter that already imported ``before``."""
+    code = (f"import time\n{before}\nt = time.perf_counter()\n{measured}\n"
+            "print(time.perf_counter() - t)")
+    times = []
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+        times.append(float(done.stdout.strip()) * 1000)
+    return statistics.median(times)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--block", type=int, default=100)
+    parser.add_argument("--before-src", metavar="DIR",
+                        help="also run the server of another checkout's src/ (a tree without telemetry)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="skill-mcp-bench-otel-"))
     sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
@@ -140,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "otlp": {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.server_address[1]}"},
             "file": {"SKILL_MCP_OTEL_FILE": str(work / "otlp.jsonl")},
         }
+        if args.before_src:
+            variants = {"before": {BEFORE_KEY: args.before_src}, **variants}
         names = list(variants)
         ready: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
         for i in range(args.runs):
@@ -151,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     server.close()
         servers = {n: Server(root, variants[n]) for n in names}
         blocks: dict[str, list[float]] = {n: [] for n in names}
+        cpu: dict[str, list[float]] = {n: [] for n in names}
         try:
             for server in servers.values():
                 server.handshake()
@@ -159,10 +174,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 order = names[b % len(names):] + names[:b % len(names)]
                 for name in order:
                     server = servers[name]
-                    start = time.perf_counter()
+                    start, start_cpu = time.perf_counter(), cpu_seconds(server.proc.pid)
                     for _ in range(args.block):
                         server.request("tools/call", {"name": "skill_load", "arguments": {"name": "tiny"}})
                     blocks[name].append((time.perf_counter() - start) / args.block)
+                    cpu[name].append((cpu_seconds(server.proc.pid) - start_cpu) / args.block)
         finally:
             for server in servers.values():
                 server.close()
@@ -171,19 +187,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             init = statistics.median(r[0] for r in ready[name]) * 1000
             listed = statistics.median(r[1] for r in ready[name]) * 1000
             print(f"  {name:5s} {init:7.1f} / {listed:7.1f}")
-        print(f"per call, tools/call skill_load (median of {len(blocks['off'])} blocks of {args.block}), us")
+        print(f"per call, tools/call skill_load (median of {len(blocks['off'])} blocks of {args.block}): "
+              "wall us, server CPU us, paired ratios to off")
         for name in names:
             ratio = statistics.median(a / b for a, b in zip(blocks[name], blocks["off"], strict=True))
-            print(f"  {name:5s} {statistics.median(blocks[name]) * 1e6:7.1f}   ratio to off {ratio:.3f}")
-        api = _import_us("import opentelemetry.trace, opentelemetry.propagate, opentelemetry.context")
-        sdk = _import_us("import mcp.server.lowlevel; import skill_mcp.telemetry, opentelemetry.sdk.trace, "
-                         "opentelemetry.sdk.metrics, opentelemetry.exporter.otlp.proto.http.trace_exporter, "
+            cpu_ratio = statistics.median(a / b for a, b in zip(cpu[name], cpu["off"], strict=True))
+            print(f"  {name:6s} wall {statistics.median(blocks[name]) * 1e6:7.1f} ({ratio:.3f})   "
+                  f"cpu {statistics.median(cpu[name]) * 1e6:7.1f} ({cpu_ratio:.3f})")
+        api = _import_ms("", "import opentelemetry.trace, opentelemetry.propagate, opentelemetry.context")
+        sdk = _import_ms("import mcp.server.lowlevel",
+                         "import skill_mcp.telemetry, opentelemetry.sdk.trace, opentelemetry.sdk.metrics, "
+                         "opentelemetry.exporter.otlp.proto.http.trace_exporter, "
                          "opentelemetry.exporter.otlp.proto.http.metric_exporter")
-        print("import cost (-X importtime, cumulative, one run), ms")
-        print(f"  opentelemetry-api (imported by the SDK at every handshake): {sum(api.values()) / 1000:.1f}")
-        extra = {k: v for k, v in sdk.items() if k != "mcp"}
-        print(f"  what a configured server adds (skill_mcp.telemetry, SDK, OTLP exporters): "
-              f"{sum(extra.values()) / 1000:.1f}")
+        print("import cost (median of 7 fresh interpreters), ms")
+        print(f"  opentelemetry-api alone (the SDK imports it at every handshake, with or without us): {api:.1f}")
+        print(f"  what a configured server adds after the SDK (telemetry, OpenTelemetry SDK, OTLP exporters): "
+              f"{sdk:.1f}")
     finally:
         sink.shutdown()
         shutil.rmtree(work, ignore_errors=True)
