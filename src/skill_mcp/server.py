@@ -251,6 +251,13 @@ def serve_http(
 
     metrics = metrics if metrics is not None else settings.metrics
     telemetry = telemetry_for(settings, scrape=metrics is not None)
+    if metrics is not None and telemetry is None:
+        from skill_mcp.errors import SkillMcpError
+        from skill_mcp.reasons import Refusal
+
+        raise SkillMcpError(Refusal.HTTP_METRICS_UNAVAILABLE,
+                            "--metrics needs the OpenTelemetry SDK and its Prometheus exporter: "
+                            "pip install 'skillmcp[otel]'")
     if server_factory is not None:
         served = Served(server_factory(settings), telemetry=telemetry)
     else:
