@@ -57,22 +57,19 @@ class _Sink(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
 
-def _command(source: str | None) -> list[str]:
-    if source is not None:  # another checkout's server, on this interpreter (the "before" figure)
-        return [sys.executable, "-m", "skill_mcp.server"]
-    script = Path(sys.executable).with_name("skill-mcp")
-    return [str(script), "serve"] if script.exists() else [sys.executable, "-m", "skill_mcp.server"]
+OURS = str(Path(__file__).resolve().parents[1] / "src")
+# Every variant starts the same way (``python -m skill_mcp.server``, its tree first on the path),
+# so the figures differ only by the tree and the variables.
+COMMAND = [sys.executable, "-m", "skill_mcp.server"]
 
 
 class Server:
     def __init__(self, root: Path, env: Mapping[str, str]) -> None:
-        source = env.get(BEFORE_KEY)
         full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "SKILL_MCP_LOG": "warning",
-                "SKILL_MCP_CACHE": "off", **{k: v for k, v in env.items() if k != BEFORE_KEY}}
-        if source is not None:
-            full["PYTHONPATH"] = source
+                "SKILL_MCP_CACHE": "off", "PYTHONPATH": env.get(BEFORE_KEY, OURS),
+                **{k: v for k, v in env.items() if k != BEFORE_KEY}}
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen([*_command(source), "--skills-dir", str(root)], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*COMMAND, "--skills-dir", str(root)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=full)
         self._buf = b""
         self._id = 1
