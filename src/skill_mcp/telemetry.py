@@ -297,10 +297,11 @@ class Telemetry:
         self._meter_provider.force_flush(int(timeout_s * 1000))
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
-        """Export what is pending and stop the exporters; bounded, never raises."""
+        """Export what is pending and stop the exporters; never raises. Each provider's last
+        export is bounded by the exporter's timeout (``OTEL_EXPORTER_OTLP_TIMEOUT``), so a
+        collector that cannot be reached holds the exit for about twice that at most."""
         try:
-            self.flush(timeout_s)
-            self._tracer_provider.shutdown()
+            self._tracer_provider.shutdown()  # the batch processor exports what it holds first
             self._meter_provider.shutdown(timeout_millis=timeout_s * 1000)
         except Exception:
             log.exception("telemetry shutdown failed", extra={"event": "otel-shutdown-failed"})

@@ -178,7 +178,8 @@ def test_configured_telemetry_is_imported_before_the_first_answer(tmp_path: Path
     # The positive control of the telemetry entries: with an OTLP endpoint set (a closed loopback
     # port: nothing is sent before the batch delay), the same pin sees the SDK at the handshake.
     running = Server(build_tree(tmp_path / "skills"), {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
-                                                       "OTEL_METRICS_EXPORTER": "none"})
+                                                       "OTEL_METRICS_EXPORTER": "none",
+                                                       "OTEL_EXPORTER_OTLP_TIMEOUT": "500"})
     try:
         seen = _handshake(running)
     finally:
