@@ -113,10 +113,13 @@ def recorded() -> Iterator[Recorded]:
 
 
 @asynccontextmanager
-async def serving(skills: Path, recorded: Recorded, era: str = "legacy"):  # type: ignore[no-untyped-def]
+async def serving(skills: Path, recorded: Recorded, era: str = "legacy",  # type: ignore[no-untyped-def]
+                  **client_kwargs: Any):
     grant = json.dumps([{"skill": "probe", "script": "scripts/run.py", "env": ["PROBE_SECRET"]}])
     env = {"PATH": "/usr/bin:/bin", "MCP_SKILL_RUN": grant, "PROBE_SECRET": CANARY, "SKILL_MCP_CACHE": "off",
-           "MCP_CONFIRM_ELICITATION": "off", "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{CANARY}"}
+           "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{CANARY}"}
+    if "elicitation_callback" not in client_kwargs:
+        env["MCP_CONFIRM_ELICITATION"] = "off"
     settings = load_settings([str(skills)], env)
     from skill_mcp.runner import deferred
 
@@ -126,7 +129,7 @@ async def serving(skills: Path, recorded: Recorded, era: str = "legacy"):  # typ
     deferred.harden_process = lambda: HardenReport(True, True)  # type: ignore[assignment]
     try:
         parts = _compose(settings, None, recorded.telemetry, transport="pipe")
-        async with Client(parts.server, mode=era) as client:  # type: ignore[arg-type]
+        async with Client(parts.server, mode=era, **client_kwargs) as client:  # type: ignore[arg-type]
             yield client
     finally:
         deferred.harden_process = original
@@ -265,3 +268,25 @@ async def test_catalog_and_search_builds_are_timed_and_the_catalog_counted(skill
     assert [p.count for p in recorded.points("skill_mcp.catalog.build.duration")] == [1]
     assert [p.count for p in recorded.points("skill_mcp.search.index.build.duration")] == [1]
     assert [p.value for p in recorded.points("skill_mcp.catalog.skills")] == [1]
+
+
+async def _accept(ctx: Any, params: Any) -> Any:
+    import mcp_types as types
+
+    return types.ElicitResult(action="accept", content={"confirm": True})
+
+
+@pytest.mark.parametrize(("era", "via"), [("legacy", "elicitation"), ("2026-07-28", "input-response")])
+async def test_an_accepted_confirmation_is_a_span_beside_the_run(skills: Path, recorded: Recorded, era: str,
+                                                                 via: str) -> None:
+    async with serving(skills, recorded, era, elicitation_callback=_accept) as client:
+        done = await client.call_tool("skill_run", {"skill": "probe", "script": "scripts/run.py", "args": ["x"]},
+                                      meta=_meta())
+        assert dict(done.structured_content or {})["status"] == "ok", done
+    spans = recorded.finished()
+    (confirmation,) = [s for s in spans if s.name == "skill_run confirmation"]
+    (run,) = [s for s in spans if s.name == "skill_run run"]
+    assert confirmation.attributes["skill_mcp.confirmation"] == via
+    assert confirmation.attributes["skill_mcp.confirmation.action"] == "accept"
+    assert run.attributes["skill_mcp.confirmation"] == via and run.attributes["skill_mcp.run.status"] == "ok"
+    assert format(run.context.trace_id, "032x") == TRACE_ID
