@@ -163,6 +163,8 @@ class Refusal(StrEnum):
     HTTP_ORIGIN_REFUSED = "http-origin-refused"
     HTTP_DRAINING = "http-draining"
     HTTP_BUSY = "http-busy"  # more requests in flight than the transport serves at once
+    HTTP_METRICS_UNAUTHENTICATED = "http-metrics-unauthenticated"
+    HTTP_METRICS_UNAVAILABLE = "http-metrics-unavailable"
     # An answer that cannot reach a client in one server-sent event (surfaces.http_events).
     ANSWER_TOO_LARGE = "answer-too-large"
     # A handshake the SDK refuses (surfaces.handshake): data names the missing fields.
