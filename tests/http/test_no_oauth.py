@@ -106,7 +106,7 @@ def _inspector(url: str, token: str, home: Path) -> subprocess.CompletedProcess[
             pytest.fail(message)
         pytest.skip(message)
     env = {"PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(home),
-           "npm_config_cache": os.environ.get("npm_config_cache", str(Path.home() / ".npm")),
+           "npm_config_cache": str(Path.home() / ".npm"),  # the cache npx filled before, not the empty HOME
            "MCP_INSPECTOR_SECRET_STORE": "memory"}
     # --stored-auth-only is the Inspector's non-interactive mode: without a terminal it never
     # starts OAuth itself, so what it reports is what the server answered.
