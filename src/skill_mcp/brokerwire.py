@@ -11,7 +11,8 @@ A run request only asks; the broker decides the rest (``skill_mcp_launcher.check
 
 Stdlib only: both the launcher and the server's broker client import this module. A frame
 over ``MAX_FRAME`` is a protocol violation; the launcher closes the connection rather than
-allocate what a compromised server asks for.
+allocate what a compromised server asks for. So is a frame nested deeper than
+``jsonbound.MAX_DEPTH``: it is refused before the decoder sees it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import socket
 import struct
 import time
 from typing import Any
+
+from skill_mcp import jsonbound
 
 VERSION = 2  # 2: a run request names what to run; the broker no longer takes a plan
 MAX_FRAME = 32 * 1024 * 1024  # two 1 MiB captures, JSON-escaped at worst six bytes a byte
@@ -92,8 +95,10 @@ def recv(sock: socket.socket, *, first_byte_timeout: float | None, frame_timeout
         raise ProtocolError("connection closed inside a frame")
     sock.settimeout(None)
     try:
-        message = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        # Depth-bounded before decoding: a frame nested 200,000 deep must be a refusal, not a
+        # RecursionError in the root process that reads it.
+        message = jsonbound.loads(body)
+    except ValueError as exc:
         raise ProtocolError(f"frame is not JSON: {exc}") from None
     if not isinstance(message, dict):
         raise ProtocolError("frame is not a JSON object")

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from skill_mcp import jsonbound
+
 # Their presence marks a hosted process: without MCP_SKILL_RUN nothing is granted.
 HOSTED_MARKERS = ("MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL")
 
@@ -80,10 +82,12 @@ def parse_rows(raw: str) -> tuple[tuple[GrantRow, ...], tuple[str, ...], bool]:
     if len(raw) > MAX_RAW_CHARS:
         return (), (f"MCP_SKILL_RUN is over {MAX_RAW_CHARS} characters",), True
     try:
-        data = json.loads(raw)
+        data = jsonbound.loads(raw)
     except json.JSONDecodeError as exc:
         return (), (f"MCP_SKILL_RUN is not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}; "
                     "nothing is granted",), True
+    except ValueError as exc:  # nested deeper than any row needs (jsonbound.TooDeep), or a huge number
+        return (), (f"MCP_SKILL_RUN is not accepted: {exc}; nothing is granted",), True
     if not isinstance(data, list):
         return (), ("MCP_SKILL_RUN must be a JSON array of rows; nothing is granted",), True
     rows: list[GrantRow] = []

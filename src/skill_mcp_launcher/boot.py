@@ -38,6 +38,7 @@ from skill_mcp.limits import (
     find_interpreters,
     set_oom_score_adj,
 )
+from skill_mcp.reasons import Refusal
 from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
@@ -235,18 +236,29 @@ def serve(broker: Broker, sock: socket.socket, server_pid: int) -> int:
 
 
 def _serve_one(broker: Broker, sock: socket.socket) -> bool:
+    """Serve one frame; ``False`` ends the conversation (the server sees end-of-file).
+
+    PID 1 outlives anything a frame can cause: a framing error, a socket error, or any other
+    ``Exception`` from the decode, ``handle`` or the reply ends this conversation or this
+    request, never the launcher. ``KeyboardInterrupt`` and ``SystemExit`` are not caught: the
+    launcher stops through them.
+    """
     try:
         message = brokerwire.recv(sock, first_byte_timeout=1.0, frame_timeout=10.0)
-    except brokerwire.ProtocolError as exc:
-        log("protocol-error", detail=str(exc))
+    except Exception as exc:  # noqa: BLE001 - ProtocolError, OSError, and whatever else: the conversation ends
+        log("protocol-error", detail=str(exc), error=type(exc).__name__)
         return False
     if message is None:
         return False
-    reply = broker.handle(message)
+    try:
+        reply = broker.handle(message)
+    except Exception as exc:  # noqa: BLE001 - handle refuses what it knows; this is the last net
+        log("run-failed", error=repr(exc))
+        reply = {"ok": False, "reason": str(Refusal.SPAWN_FAILED), "detail": "the broker failed", "data": {}}
     reply.update(v=brokerwire.VERSION, id=message.get("id"))
     try:
         brokerwire.send(sock, reply)
-    except (OSError, brokerwire.ProtocolError) as exc:
+    except Exception as exc:  # noqa: BLE001 - OSError, ProtocolError, an unencodable reply
         log("reply-failed", detail=str(exc))
         return False
     return True

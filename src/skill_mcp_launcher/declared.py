@@ -7,7 +7,7 @@ to the parse user (a uid nothing else runs as: no capabilities, no-new-privilege
 egress, because the ruleset names no rule for it) and execs the server's own Python on
 ``skill_mcp.runner.declared``, which parses with the catalog's code and marks itself
 non-dumpable first. What comes back is a bounded JSON document (parsed here with ``json``,
-the standard library's, on bytes capped at ``MAX_OUTPUT``) whose every field is checked for
+the standard library's, on bytes capped at ``MAX_OUTPUT``, nesting bounded first) whose every field is checked for
 type and size before it becomes a ``DeclaredSkill``. A helper that fails, hangs past
 ``HELPER_TIMEOUT_S`` or answers out of shape yields no declarations: nothing runs.
 
@@ -20,7 +20,6 @@ does not know. See docs/deploy.md.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pwd
 import resource
@@ -32,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from skill_mcp import jsonbound
 from skill_mcp.grantrules import NAME_RE
 from skill_mcp_launcher import procs
 
@@ -144,8 +144,8 @@ def _skill(raw: Any) -> DeclaredSkill:
 def check_document(raw: bytes) -> tuple[dict[str, DeclaredSkill], int]:
     """The helper's output, checked for shape: every field typed and bounded, or ``DeclaredError``."""
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        doc = jsonbound.loads(raw)
+    except ValueError as exc:
         raise DeclaredError(f"the helper's output is not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("skills"), list) or len(doc["skills"]) > MAX_SKILLS:
         raise DeclaredError("the helper's output is not {uid, skills: [...]}")
