@@ -41,6 +41,38 @@ ROW_KEYS = frozenset({"skill", "script", "env", "egress"})
 MAX_RAW_CHARS = 256 * 1024
 
 
+@dataclass(frozen=True, slots=True)
+class DeclarationBounds:
+    """What one skill's ``mcp-host:`` declaration may hold, written once for both sides.
+
+    The catalog refuses a declaration past any of these (``declaration-invalid``: the skill's
+    scripts are not served, ``validate`` and ``skill_list`` say why), and the appliance's broker
+    drops a skill whose entry in the declarations document is past them, keeping every other
+    skill runnable. So what ``validate`` passes, the broker accepts.
+    """
+
+    scripts: int = 256  # entries of ``run``
+    hosts: int = 256  # entries of ``egress``
+    names: int = 256  # variables one script declares (its ``env``), and entries of the top-level ``env``
+    script_chars: int = 1024  # a script's relative path
+    interpreter_chars: int = 32
+    name_chars: int = 128  # a variable name (``NAME_RE``)
+    host_chars: int = 253  # a DNS name
+    skill_chars: int = 255  # a skill's name: one directory entry
+    directory_chars: int = 4096  # a skill directory's absolute path (PATH_MAX)
+    timeout_s: int = 24 * 3600  # the broker's ceiling on a declared timeout; the catalog clamps lower
+
+    def table(self) -> dict[str, str]:
+        """Bound name -> value, as docs/fence.md's limits table spells it."""
+        return {"declared scripts": f"{self.scripts} per declaration",
+                "declared hosts": f"{self.hosts} per declaration",
+                "declared variables": f"{self.names} per script",
+                "declared script path": f"{self.script_chars} characters"}
+
+
+DECLARATION_BOUNDS = DeclarationBounds()
+
+
 def forbidden_variable(name: str) -> str | None:
     """Why ``name`` can never be granted to a script, or ``None`` when it may be."""
     if not NAME_RE.fullmatch(name):

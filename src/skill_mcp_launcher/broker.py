@@ -93,18 +93,30 @@ class Broker:
         try:
             self.declarations = declared.read(self.parse_user, self.roots, self.reaper)
             self.declared_error = None
-            log("declarations", skills=len(self.declarations.skills), parsed_as_uid=self.declarations.parsed_as)
+            log("declarations", skills=len(self.declarations.skills), parsed_as_uid=self.declarations.parsed_as,
+                dropped={d.name: d.detail for d in self.declarations.dropped.values()})
         except declared.DeclaredError as exc:
             # Fail closed: without declarations the broker allows nothing (every skill is unknown).
             self.declarations, self.declared_error = None, str(exc)
             log("declarations-failed", detail=str(exc))
 
     def _skills(self, name: str) -> Mapping[str, declared.DeclaredSkill]:
+        """The declarations, read again when ``name`` is unknown or changed; a dropped ``name`` is refused.
+
+        A skill the helper reported past the bounds (or out of shape) is refused alone, the way
+        the server refuses a skill whose declaration is invalid: none of its scripts is declared.
+        """
         known = self.declarations
         skill = known.skills.get(name) if known else None
-        if skill is None or skill.changed():
+        gone = known.dropped.get(name) if known else None
+        if (skill is None and (gone is None or gone.changed())) or (skill is not None and skill.changed()):
             self.read_declarations()
             known = self.declarations
+            gone = known.dropped.get(name) if known else None
+        if gone is not None:
+            raise SkillMcpError(Refusal.UNDECLARED_SCRIPT,
+                                f"the declaration of {name!r} is out of the broker's bounds, so none of its "
+                                f"scripts is declared: {gone.detail}", {"skill": name, "declared": []})
         return known.skills if known else {}
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
