@@ -245,20 +245,20 @@ def _serve_one(broker: Broker, sock: socket.socket) -> bool:
     """
     try:
         message = brokerwire.recv(sock, first_byte_timeout=1.0, frame_timeout=10.0)
-    except Exception as exc:  # noqa: BLE001 - ProtocolError, OSError, and whatever else: the conversation ends
+    except Exception as exc:  # ProtocolError, OSError, and whatever else: the conversation ends
         log("protocol-error", detail=str(exc), error=type(exc).__name__)
         return False
     if message is None:
         return False
     try:
         reply = broker.handle(message)
-    except Exception as exc:  # noqa: BLE001 - handle refuses what it knows; this is the last net
+    except Exception as exc:  # handle refuses what it knows; this is the last net
         log("run-failed", error=repr(exc))
         reply = {"ok": False, "reason": str(Refusal.SPAWN_FAILED), "detail": "the broker failed", "data": {}}
     reply.update(v=brokerwire.VERSION, id=message.get("id"))
     try:
         brokerwire.send(sock, reply)
-    except Exception as exc:  # noqa: BLE001 - OSError, ProtocolError, an unencodable reply
+    except Exception as exc:  # OSError, ProtocolError, an unencodable reply
         log("reply-failed", detail=str(exc))
         return False
     return True
