@@ -3,7 +3,7 @@
 The standard library's decoder recurses per level; 200,000 levels raise ``RecursionError``,
 which no ``except ValueError`` catches, and in PID 1 that ends the appliance. ``jsonbound``
 measures the depth first, without recursion. In process, no Docker; the appliance's own test
-of the same frame is ``tests/appliance/test_broker_frames.py``.
+of the same frame is ``tests/appliance/test_broker_bounds.py``.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_broker_cannot_be_crashed_by_a_200000_deep_frame() -> None:
     ours, theirs = socket.socketpair()
     with ours, theirs:
         sender = _send_in_background(ours, _frame(b'{"v":2,"id":1,"op":' + _nested(DEEP).encode() + b"}"))
-        with pytest.raises(brokerwire.ProtocolError):
+        with pytest.raises(brokerwire.BadFrame):
             brokerwire.recv(theirs, first_byte_timeout=5, frame_timeout=30)
         sender.join(30)
 
@@ -128,18 +128,28 @@ def _broker() -> Broker:
                   grants=policy.Grants("declaration"), environ={}, parse_user=procs.Account("x", 65004, 65004))
 
 
-def test_broker_loop_step_closes_the_conversation_on_a_deep_frame_and_answers_a_normal_one() -> None:
+def test_broker_loop_step_refuses_a_deep_frame_and_answers_the_next_one() -> None:
     ours, theirs = socket.socketpair()
     with ours, theirs:
+        broker = _broker()
         sender = _send_in_background(ours, _frame(_nested(DEEP, '{"a":', "}", "1").encode()))
-        assert _serve_one(_broker(), theirs) is False  # returns, never raises
+        assert _serve_one(broker, theirs) is True  # returns, never raises; the frame was whole
         sender.join(30)
-    ours, theirs = socket.socketpair()
-    with ours, theirs:  # the positive control: a hello is answered
+        reply = brokerwire.recv(ours, first_byte_timeout=5, frame_timeout=5)
+        assert reply is not None and reply["ok"] is False and reply["reason"] == "invalid-arguments"
+        # The positive control: the same conversation goes on, and a hello is answered.
         brokerwire.send(ours, {"v": 2, "id": 7, "op": "hello"})
-        assert _serve_one(_broker(), theirs) is True
+        assert _serve_one(broker, theirs) is True
         reply = brokerwire.recv(ours, first_byte_timeout=5, frame_timeout=5)
         assert reply is not None and reply["ok"] is True and reply["id"] == 7
+
+
+def test_broker_loop_step_ends_the_conversation_on_a_broken_frame() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ours.sendall(struct.pack(">I", 100) + b"[[[")
+        ours.shutdown(socket.SHUT_WR)
+        assert _serve_one(_broker(), theirs) is False  # closed inside a frame: nothing to answer
 
 
 class _Exploding(Broker):
@@ -162,8 +172,8 @@ def test_broker_loop_step_refuses_when_handle_raises() -> None:
 def test_declarations_helper_cannot_crash_the_broker_with_a_deep_document() -> None:
     with pytest.raises(declared.DeclaredError):
         declared.check_document(('{"uid":1,"skills":' + _nested(DEEP) + "}").encode())
-    skills, uid = declared.check_document(b'{"uid":1,"skills":[]}')  # the positive control
-    assert (skills, uid) == ({}, 1)
+    found = declared.check_document(b'{"uid":1,"skills":[]}')  # the positive control
+    assert (dict(found.skills), found.parsed_as) == ({}, 1)
 
 
 def test_owner_grant_nested_deep_grants_nothing_and_does_not_crash() -> None:
