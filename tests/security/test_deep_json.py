@@ -48,7 +48,12 @@ def _nested(depth: int, open_: str = "[", close: str = "]", core: str = "0") -> 
     ("[" * 6 + "]" * 6, 5, False),
     ("[{[{[]}]}]", 5, True),
     ("[{[{[]}]}]", 4, False),
-    ("]]]]]][[[[[[", 3, False),  # unbalanced: the decoder refuses it anyway
+    ("]]]]]][[[[[[", 3, False),  # unbalanced: refused or not, the decoder stops at its first character
+    ("]]]]]]][[[[[[", 6, True),
+    ("[[[[]]]]]]][[[[", 3, False),  # what comes before the point the decoder stops at counts
+    ('["unterminated [[[[[[', 1, True),  # the decoder stops at the string
+    ('[[["\\', 2, False),
+    ('"\\"\\"\\"' * 1000, 1, True),  # quotes and escapes cannot make the scan quadratic
     ("[[[[[[", 3, False),
 ])
 def test_depth_within_table(text: str, limit: int, within: bool) -> None:
@@ -64,9 +69,10 @@ def test_depth_limit_holds_for_text_the_decoder_would_crash_on() -> None:
         json.loads(_nested(DEEP))
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
-                                                                                   max_size=4),
+# Strings full of brackets, quotes and backslashes: what a string holds must never count.
+TRICKY = st.text(alphabet='[]{}"\\/ab\n\u00e9', max_size=8) | st.text(max_size=8)
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TRICKY,
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TRICKY, inner, max_size=4),
                     max_leaves=40)
 
 
@@ -79,9 +85,12 @@ def _depth(value: Any) -> int:
 
 
 @settings(max_examples=500, deadline=None, derandomize=True)
-@given(value=JSON, wrap=st.integers(0, 80))
-def test_json_within_the_bound_decodes_the_same_and_deeper_is_refused(value: Any, wrap: int) -> None:
-    text = "[" * wrap + json.dumps(value) + "]" * wrap
+@given(value=JSON, wrap=st.integers(0, 80), ascii_only=st.booleans())
+def test_json_within_the_bound_decodes_the_same_and_deeper_is_refused(value: Any, wrap: int,
+                                                                      ascii_only: bool) -> None:
+    text = "[" * wrap + json.dumps(value, ensure_ascii=ascii_only) + "]" * wrap
+    assert jsonbound.depth_within(text, _depth(value) + wrap)  # measured exactly ...
+    assert not jsonbound.depth_within(text, _depth(value) + wrap - 1) or _depth(value) + wrap == 0  # ... both ways
     if _depth(value) + wrap <= jsonbound.MAX_DEPTH:
         assert jsonbound.loads(text) == json.loads(text)
     else:
