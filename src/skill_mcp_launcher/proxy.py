@@ -12,6 +12,13 @@ dot, a wildcard or anything outside the DNS name syntax is dropped, so the filte
 ever name whole DNS host names. A run whose allowlist is empty still gets a proxy, which
 answers 403 to everything: a refused host is "403 or timeout" from inside a script, never a
 connection refusal that would tell a refused name from a dropped address.
+
+Tinyproxy takes no listening socket from its parent, so the launcher cannot hold the port for
+it; ``judge`` instead proves, before a run, that every listener on the port (any address,
+IPv4 and IPv6, from ``/proc/net/tcp*``) is a socket of the tinyproxy just started (its uid
+and its inode), and the ruleset drops loopback packets from the port that a proxy-uid socket
+did not send. Which ports the proxy may fetch from (80 and 443) is the ruleset's rule too, so
+it does not depend on tinyproxy's parsing of a request line. See docs/deploy.md.
 """
 
 from __future__ import annotations
@@ -80,7 +87,8 @@ def write_config(run_dir: str, hosts: tuple[str, ...], *, port: int = PROXY_PORT
         "FilterType ere",
         "FilterURLs No",
         "FilterDefaultDeny Yes",
-        # HTTPS only through CONNECT to 443; plain HTTP requests are filtered the same way.
+        # HTTPS only through CONNECT to 443; plain HTTP requests are filtered by host the same
+        # way, and the ruleset lets the proxy uid reach only TCP 80 and 443 (and DNS).
         "ConnectPort 443",
         "",
     ]))
