@@ -19,7 +19,8 @@ import pytest
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.grantrules import FORBIDDEN_EXACT
-from skill_mcp_launcher import checks, declared, policy
+from skill_mcp_launcher import checks, declared, policy, procs
+from skill_mcp_launcher.broker import Broker
 from skill_mcp_launcher.sandbox import Job
 
 PY = "/usr/bin/python3.11"
@@ -205,6 +206,29 @@ def test_one_skill_out_of_shape_cannot_stop_the_other_skills(entry: bytes) -> No
     found = declared.check_document(b'{"uid": 0, "skills": [' + entry + b", " + GOOD_ENTRY + b"]}")
     assert set(found.skills) == {"g"}  # the positive control: the neighbour stays runnable
     assert set(found.dropped) == {"s"} and found.dropped["s"].detail
+
+
+def test_broker_refuses_only_the_dropped_skill_and_asks_the_helper_nothing_while_it_is_unchanged(
+        tmp_path: Path) -> None:
+    keys = {}
+    for name in ("good", "bad"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "SKILL.md").write_text("x", encoding="utf-8")
+        st = os.stat(tmp_path / name / "SKILL.md")
+        keys[name] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    good = declared.DeclaredSkill("good", str(tmp_path / "good"), keys["good"], (), ())
+    bad = declared.Dropped("bad", "egress is not a list of at most 256 entries", str(tmp_path / "bad"), keys["bad"])
+    users = procs.Users(*(procs.Account(n, u, u) for n, u in (("s", 65001), ("c", 65002), ("p", 65003))))
+    broker = Broker(users=users, reaper=procs.Reaper(), roots=(str(tmp_path),), interpreters={}, fence_ok=True,
+                    fence_detail="", grants=policy.Grants("declaration"), environ={},
+                    parse_user=procs.Account("x", 65004, 65004),
+                    declarations=declared.Declarations({"good": good}, 65004, {"bad": bad}))
+    with pytest.raises(SkillMcpError) as info:
+        broker._skills("bad")
+    assert str(info.value.reason) == "undeclared-script" and "256" in info.value.detail
+    assert set(broker._skills("good")) == {"good"}  # the positive control: the neighbour is there
+    # No helper was asked again: the declarations are still the ones given (a re-read replaces them).
+    assert broker.declarations is not None and set(broker.declarations.dropped) == {"bad"}
 
 
 def test_a_name_listed_twice_is_dropped_both_times() -> None:
