@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     from skill_mcp.reasons import Level
     from skill_mcp.validate import validate_catalog
 
-    settings = load_settings([*args.roots, *args.skills_dirs], os.environ)
+    settings = load_settings(args.skills_dirs, os.environ)
     catalog = build_catalog(settings)
     problems = validate_catalog(catalog, strict=args.strict)
     errors = sum(1 for p in problems if p.level == Level.ERROR)
