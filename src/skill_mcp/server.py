@@ -151,8 +151,12 @@ def _banner(settings: Settings, catalog: Catalog) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _stop_on_signal(scope: Any) -> None:
-    """SIGTERM or SIGINT ends serving like stdin EOF does, so the closers still run.
+INTERRUPTED_EXIT = 130  # Ctrl-C, as a shell reports it
+
+
+async def _stop_on_signal(scope: Any, received: list[int]) -> None:
+    """SIGTERM or SIGINT ends serving like stdin EOF does, so the closers still run; the signal
+    is appended to ``received``.
 
     ``docker stop``, systemd and Kubernetes send SIGTERM; without this Python would die at once
     and a running script would outlive the server.
@@ -164,6 +168,7 @@ async def _stop_on_signal(scope: Any) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             log.info("signal received; stopping", extra={"signal": signal.Signals(signum).name})
+            received.append(signum)
             scope.cancel()
             return
 
@@ -202,8 +207,22 @@ def telemetry_for(settings: Settings, *, scrape: bool = False) -> Telemetry | No
         return None
 
 
+def say_root_notes(settings: Settings) -> None:
+    """Log, once at start, each root that is not a directory or serves nothing (the same notes
+    the server's ``instructions`` carry): a typo in a client's configuration must not look like
+    a server that works but has no skills."""
+    from skill_mcp.catalog.discover import probe_roots
+    from skill_mcp.reasons import ProblemReason
+
+    for note in probe_roots(settings):
+        text = ("the skills root is not a directory; nothing is served from it"
+                if note.reason == ProblemReason.ROOT_MISSING else note.detail)
+        log.warning(f"{note.path}: {text}", extra={"event": str(note.reason), "path": note.path})
+
+
 def _compose(settings: Settings, catalog_provider: Callable[[], Catalog] | None,
              telemetry: Telemetry | None = None, *, transport: str = "pipe") -> _Composed:
+    say_root_notes(settings)
     provider = catalog_provider or catalog_source(settings)
     extra = plugins(settings, provider, telemetry)
     server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
@@ -249,6 +268,7 @@ def serve_http(
     from skill_mcp.surfaces.http import Served
     from skill_mcp.surfaces.http import serve_http as run_http
 
+    configure_logging(settings.log_level)  # before the composition, which may log the roots' notes
     metrics = metrics if metrics is not None else settings.metrics
     telemetry = telemetry_for(settings, scrape=metrics is not None)
     if metrics is not None and telemetry is None:
@@ -292,10 +312,13 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
         sys.stderr.flush()
     log.info("serving over stdio", extra={"roots": [str(r) for r in settings.roots], "rootsFrom": settings.roots_from,
                                           "narrowed": settings.narrowed})
+    import signal
+
+    received: list[int] = []
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_catalog, provider, server)
-            tg.start_soon(_stop_on_signal, tg.cancel_scope)
+            tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
             await run_stdio(server)
             tg.cancel_scope.cancel()
     finally:
@@ -310,7 +333,8 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
             telemetry.session_ended(time.monotonic() - started, {"network.transport": "pipe"})
             telemetry.shutdown()
     log.info("stopped serving over stdio")
-    return 0
+    # Ctrl-C is an interruption (130); SIGTERM, the orderly stop of a supervisor, and stdin's end are success.
+    return INTERRUPTED_EXIT if signal.SIGINT in received else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -82,6 +82,80 @@ def _has_pack(path: str) -> bool:
 
 ROOT_EMPTY_HINT = ("a skill is a directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); "
                    "hidden directories are not searched, so name them as roots")
+# How much of a directory that serves nothing is looked through for a SKILL.md one or two levels
+# down (``ROOT/category/skill/SKILL.md``) or a ``skill.md`` spelt in lower case: a hint, bounded so a
+# large tree that is not a skill collection costs little.
+HINT_SCAN_ENTRIES = 256
+
+
+def _visible_dirs(directory: str, limit: int) -> list[str]:
+    out: list[str] = []
+    try:
+        with os.scandir(directory) as it:
+            for entry in it:
+                if len(out) >= limit:
+                    break
+                try:
+                    if not entry.name.startswith(".") and entry.is_dir():
+                        out.append(_join(directory, entry.name))
+                except OSError:
+                    continue
+    except OSError:
+        return []
+    return sorted(out)
+
+
+def _lower_case_skill_md(directory: str) -> str | None:
+    """The name of a file in ``directory`` that is SKILL.md in another case (``skill.md``), if any."""
+    try:
+        with os.scandir(directory) as it:
+            for entry in it:
+                if entry.name != SKILL_MD and entry.name.lower() == SKILL_MD.lower():
+                    return entry.name
+    except OSError:
+        return None
+    return None
+
+
+def where_skills_sit(directory: str) -> str | None:
+    """Why ``directory`` (holding no SKILL.md) may still hold skills, as a hint; None when nothing was seen.
+
+    A ``skill.md`` spelt in another case is named (the name is case-sensitive, as every client
+    and the Agent Skills spec read it); else a SKILL.md one or two levels below, with the
+    directory to name as a root instead.
+    """
+    other = _lower_case_skill_md(directory)
+    if other is not None:
+        return f"found {_join(directory, other)}: the file must be named {SKILL_MD} (upper case)"
+    budget = HINT_SCAN_ENTRIES
+    for child in _visible_dirs(directory, budget):
+        grandchildren = _visible_dirs(child, budget)
+        budget -= 1 + len(grandchildren)
+        for level, below in ((1, [child]), (2, grandchildren)):
+            for path in below:
+                if _has_skill_md(path):
+                    parent = os.path.dirname(path)
+                    depth = "one level" if level == 1 else "two levels"
+                    return (f"{SKILL_MD} found {depth} below it ({_join(path, SKILL_MD)}): "
+                            f"name {parent} as a root (--skills-dir {parent})")
+                other = _lower_case_skill_md(path)
+                if other is not None:
+                    return f"found {_join(path, other)}: the file must be named {SKILL_MD} (upper case)"
+        if budget <= 0:
+            break
+    return None
+
+
+def _no_skill_md(directory: str) -> Problem:
+    hint = where_skills_sit(directory)
+    detail = "not served: the directory holds no SKILL.md" + (f"; {hint}" if hint else "")
+    return Problem(directory, ProblemReason.NO_SKILL_MD, detail, Level.WARNING)
+
+
+def _root_empty(root: str) -> Problem:
+    hint = where_skills_sit(root)
+    detail = f"no skill found under this root: {hint}" if hint else f"no skill found under this root: {ROOT_EMPTY_HINT}"
+    return Problem(root, ProblemReason.ROOT_EMPTY, detail, Level.WARNING)
 
 
 class _Walk:
@@ -131,8 +205,7 @@ class _Walk:
                     for pack in packs:
                         found.extend(self.candidates(pack, pack.count("/") - child.count("/") + depth + 1))
                 else:
-                    self.problems.append(Problem(child, ProblemReason.NO_SKILL_MD,
-                                                 "not served: the directory holds no SKILL.md", Level.WARNING))
+                    self.problems.append(_no_skill_md(child))
         return found
 
     def packs_below(self, directory: str, depth: int) -> list[str]:
@@ -197,8 +270,7 @@ def _discover(settings: Settings) -> _Found:
             # A collection kept in hidden folders, or a root one level too high, would otherwise
             # look exactly like an empty directory to a client reading the problems. A root whose
             # walk reported something (a directory without SKILL.md, say) has explained itself.
-            found.problems.append(Problem(str(root), ProblemReason.ROOT_EMPTY,
-                                          f"no skill found under this root: {ROOT_EMPTY_HINT}", Level.WARNING))
+            found.problems.append(_root_empty(str(root)))
         found.reals.update(walk.reals)
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill. The walk
@@ -208,7 +280,40 @@ def _discover(settings: Settings) -> _Found:
     return found
 
 
-def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skill], set[str]]:
+def probe_roots(settings: Settings) -> tuple[Problem, ...]:
+    """What a person must hear at start about the roots: each root that is not a directory
+    (``root-missing``), and each that discovery finds nothing to serve under (``root-empty``,
+    with the hint of ``where_skills_sit``). No skill is loaded: a root with a candidate at its
+    top (a SKILL.md, or a pack, in it or a child) is taken to serve, so the usual root costs one
+    directory listing; any other root pays for discovery's walk (bounded as the catalog's is).
+    """
+    notes: list[Problem] = []
+    for root in settings.roots:
+        path = str(root)
+        if not _is_dir(path):
+            notes.append(Problem(path, ProblemReason.ROOT_MISSING,
+                                 "the skills root is not a directory; nothing is served from it"))
+            continue
+        if _has_skill_md(path) or _has_pack(path) or any(
+                _has_skill_md(child) or _has_pack(child) for child in _visible_dirs(path, HINT_SCAN_ENTRIES)):
+            continue
+        problems: list[Problem] = []
+        if _Walk(problems, []).candidates(path):
+            continue
+        hints = [p.detail.partition("; ")[2] for p in problems if p.reason == ProblemReason.NO_SKILL_MD]
+        hints = [h for h in hints if h]
+        hint = where_skills_sit(path) or (hints[0] if hints else ROOT_EMPTY_HINT)
+        more = f" (and {len(hints) - 1} more directories like it)" if len(hints) > 1 else ""
+        notes.append(Problem(path, ProblemReason.ROOT_EMPTY, f"no skill found under this root: {hint}{more}",
+                             Level.WARNING))
+    return tuple(notes)
+
+
+Progress = Callable[[int, int], None]  # (done, known so far): skills loaded, candidates found
+
+
+def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | None = None
+              ) -> tuple[dict[str, Skill], set[str]]:
     """Load (or take from the cache) every candidate once; the skills by real directory, and the
     prefixes of those whose result the stamps pin (the cache may keep their digests)."""
     loaded: dict[str, Skill] = {}
@@ -216,7 +321,11 @@ def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skil
     seen: set[str] = set()
     nested_in: dict[str, str] = {}  # found_at of a nested skill -> the path of the directory holding it
     queue, problems = found.queue, found.problems
+    done = 0
     while queue:
+        if progress is not None:
+            progress(done, done + len(queue))
+        done += 1
         found_at, root_real = queue.popleft()
         real = found.reals.get(found_at) or os.path.realpath(found_at)
         if not _inside(root_real, real):
@@ -254,6 +363,8 @@ def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skil
                 nested_in[str(nested)] = skill.skill_path if between == "." else \
                     f"{skill.skill_path}/{Path(between).as_posix()}"
             queue.append((str(nested), root_real))
+    if progress is not None:
+        progress(done, done)
     return loaded, stampable
 
 
@@ -277,20 +388,21 @@ def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:
 
 
 def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None,
-                  cache: CatalogCache | None = None) -> Catalog:
+                  cache: CatalogCache | None = None, progress: Progress | None = None) -> Catalog:
     """Scan every root once. One bad skill costs itself, never the listing.
 
     Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
     lets the server reuse those digests later. With ``settings.cache_dir`` set, each skill's
     scan result is taken from the persistent cache while every file it depends on is unchanged
     (``catalog.cache``), and the cache is brought up to date; ``cache`` overrides that (tests
-    pass one with an injected clock).
+    pass one with an injected clock). ``progress(done, known)`` is called before each skill is
+    read and once at the end (a command line shows it on a terminal).
     """
     found = _discover(settings)
     cache = cache or _open_cache(settings, found.roots_real)
     digests = memo or DigestMemo()
     try:
-        loaded, stampable = _load_all(found, cache)
+        loaded, stampable = _load_all(found, cache, progress)
         digest: Callable[[Skill, SkillFile], str] = (
             (lambda skill, entry: file_digest(digests, skill, entry)) if cache is None
             else cache.digest_fn(digests, lambda skill: skill.prefix in stampable))

@@ -28,9 +28,12 @@ CALL_TIMEOUT_S = 330.0  # above skill_run's hard 300 s ceiling, so a run always 
 
 
 def _settings(args: argparse.Namespace) -> Any:
+    from skill_mcp.cli.roots import announce
     from skill_mcp.config import load_settings
 
-    return load_settings(args.skills_dirs, os.environ)
+    settings = load_settings(args.skills_dirs, os.environ)
+    announce(settings, json_mode=bool(getattr(args, "json", False)))
+    return settings
 
 
 def _dump(model: Any) -> Any:

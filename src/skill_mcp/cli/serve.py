@@ -5,6 +5,7 @@ Stdout belongs to the protocol from here on: nothing in this module prints.
 
 from __future__ import annotations
 
+import errno
 import inspect
 import os
 from pathlib import Path
@@ -16,6 +17,12 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import argparse
 
 TOKEN_FILE_MAX_BYTES = 4096
+# The errors binding a listener gives, with what to do about each.
+_LISTEN_ERRORS = {
+    errno.EADDRINUSE: " (another process listens there: stop it, or pick another port with --http HOST:PORT)",
+    errno.EADDRNOTAVAIL: " (no interface of this machine has that address)",
+    errno.EACCES: " (ports below 1024 need privileges: pick a port above 1023)",
+}
 
 
 def _blocking(result: Any) -> int:
@@ -46,6 +53,7 @@ def _token(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from skill_mcp.config import load_settings
     from skill_mcp.errors import SkillMcpError
+    from skill_mcp.reasons import Refusal
 
     if getattr(args, "metrics", None) and not args.http:
         raise exits.CliError(exits.USAGE, "--metrics needs --http (over stdio, export with the OTEL_* variables)")
@@ -74,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
         raise exits.CliError(exits.UNAVAILABLE, err.detail, str(err.reason)) from err
     except ValueError as err:
         raise exits.CliError(exits.USAGE, f"--http: {err}") from err
+    except OSError as err:
+        if err.errno not in _LISTEN_ERRORS:
+            raise
+        # The address the transport refuses (docs/cli.md: exit 3), in one line.
+        raise exits.CliError(exits.UNAVAILABLE, f"cannot listen on {args.http}: {err.strerror}"
+                             + _LISTEN_ERRORS[err.errno], str(Refusal.HTTP_LISTEN_FAILED)) from err
     try:
         return _blocking(serve_stdio(settings, provider))
     except SkillMcpError as err:
