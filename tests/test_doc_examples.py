@@ -10,13 +10,16 @@ Each one is, by the first rule that applies:
   conformance suite, ``make``): that test must exist;
 - ``skill-mcp``/``skillmcp`` ``serve`` on stdio: started as written and asked for its tools by
   the SDK's own client;
+- a set-up line (``SETUP``: making a token file): run as written by ``bash -c`` in a scratch
+  ``HOME``; it must exit 0 and leave the file it names;
 - any other ``skill-mcp``/``skillmcp`` line, or a pipeline into ``serve``: run as written by
   ``bash -c`` with this checkout's commands first on ``PATH``, in a scratch ``HOME`` whose
   ``~/skills`` holds two good skills; it must exit 0 and print something on stdout, nothing but
   JSON for a pipeline into ``serve``, and a trailing ``# -> NAME`` comment is a claim checked
   against the first line printed (the first hit).
 
-Anything else fails, naming the line: add a rule or an ``ELSEWHERE`` entry with a real test.
+The scratch ``HOME`` is fresh for every example: nothing but ``~/skills`` (no ``~/.config``, no
+``~/.cache``), as on a new user's first day. Anything else fails, naming the line: add a rule or an ``ELSEWHERE`` entry with a real test.
 
 Client configurations (one JSON object a line in ``json``/``jsonc`` blocks, ``mcpServers`` or
 ``servers``) are started the way a client starts them - command, args, env - with the
@@ -53,7 +56,6 @@ ELSEWHERE: dict[str, str] = {
     # this test checks; the docker line of the same self-test runs in test_selftest.py.
     r"^fly machine run .* selftest ": (
         "tests/appliance/test_selftest_verdicts.py::test_a_property_not_claimed_is_reported_as_such"),
-    r"^umask 077; openssl rand -hex 32 > ": "tests/http/test_http_auth.py::test_token_file_is_the_token",
     r"^skill-mcp serve --http .* --allowed-host ": (
         "tests/http/test_http_auth.py::test_allowed_host_admits_the_proxy_name_and_nothing_else"),
     r"^skill-mcp serve --http .* --token-file ": "tests/http/test_http_auth.py::test_token_file_is_the_token",
@@ -61,6 +63,8 @@ ELSEWHERE: dict[str, str] = {
     # Fly's CLI cannot run here; the image's selftest it starts runs under Docker with the documented flags.
     r"^pytest tests/conformance": "tests/conformance/test_conformance.py::test_conformance_suite_passes_against_its_baseline",
 }
+# Set-up lines run as written; the group is the file they must leave behind.
+SETUP = re.compile(r"^umask 077; (?:mkdir -p \S+; )?openssl rand -hex 32 > (\S+)$")
 SYNOPSIS = re.compile(r"\[|\.\.\.|\b(DIR|HOST:PORT|PATH|NAME|ROOT|TOOL|QUERY|JSON)\b")
 GOOD = ("---\nname: {name}\ndescription: {name} turns notes into reports. Use when a report is needed.\n"
         "---\n# {name}\n\n## Steps\n\n1. Read `references/guide.md`.\n2. Write the report.\n")
@@ -99,6 +103,8 @@ def classify(example: Example) -> str:
     for pattern, test in ELSEWHERE.items():
         if re.search(pattern, example.line):
             return f"elsewhere {test}"
+    if SETUP.match(example.line):
+        return "setup"
     words = example.words
     if not words:
         return "unknown"
@@ -153,6 +159,14 @@ def test_the_example_runs_as_written(example: Example, tmp_path: Path) -> None:
         assert example.words[1] in SUBCOMMANDS
     elif kind == "serve":
         _serve_answers(example, _home(tmp_path))
+    elif kind == "setup":
+        home = _home(tmp_path)
+        done = subprocess.run(["bash", "-c", example.line], capture_output=True, text=True, timeout=60,
+                              check=False, cwd=home, env=_env(home), stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{example.where}: {example.line}\n{done.stderr[-2000:]}"
+        made = SETUP.match(example.line).group(1)  # type: ignore[union-attr]
+        target = Path(made.replace("~", str(home), 1)) if made.startswith("~") else home / made
+        assert target.is_file() and len(target.read_text().strip()) == 64, f"{example.where}: no token in {made}"
     elif kind == "run":
         home = _home(tmp_path)
         done = subprocess.run(["bash", "-c", example.line], capture_output=True, text=True, timeout=240,
@@ -240,4 +254,5 @@ def test_the_rules_hold_on_known_lines() -> None:
     assert classify(Example("x", "skill-mcp serve --watch")) == "serve"
     assert classify(Example("x", "SKILL_MCP_COMPAT=skillmcp skillmcp call search_skills")) == "run"
     assert classify(Example("x", "curl http://example.com")) == "unknown"
+    assert classify(Example("x", "umask 077; mkdir -p ~/.config/x; openssl rand -hex 32 > ~/.config/x/token")) == "setup"
     assert os.path.basename(BIN / "skillmcp") == "skillmcp"

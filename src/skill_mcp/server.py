@@ -25,6 +25,8 @@ from skill_mcp.logs import configure_logging
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog
+    from skill_mcp.runner.audit import AuditSink
+    from skill_mcp.runner.types import OutputTap
     from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
     from skill_mcp.telemetry import Telemetry
 
@@ -40,8 +42,17 @@ class Plugins:
     closers: tuple[Callable[[], Any], ...] = field(default=(), repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class RunHooks:
+    """What an in-process caller (``skill-mcp call``) gives the runner: where the per-run audit
+    line goes (``None``: stderr, as a server writes it) and a tap on a running script's output."""
+
+    audit: AuditSink | None = None
+    on_output: OutputTap | None = None
+
+
 def plugins(settings: Settings, catalog_provider: Callable[[], Catalog],
-            telemetry: Telemetry | None = None) -> Plugins:
+            telemetry: Telemetry | None = None, hooks: RunHooks | None = None) -> Plugins:
     """Collect extra tools (``skill_run``, ``skill_search``) for this server.
 
     Engineers owning those tools add their factory call here; nothing else in ``surfaces``
@@ -54,7 +65,11 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog],
     from skill_mcp.surfaces.run_tool import deferred_run_tool_spec
     from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec
 
-    runner = DeferredRunner.boot(settings)
+    hooks = hooks or RunHooks()
+    if hooks.audit is None:
+        runner = DeferredRunner.boot(settings, on_output=hooks.on_output)
+    else:
+        runner = DeferredRunner.boot(settings, audit=hooks.audit, on_output=hooks.on_output)
     search = SearchState(settings.cache_dir, on_build=telemetry.search_built if telemetry is not None else None)
     tools = (deferred_run_tool_spec(runner.get, telemetry), search_tool_spec(search),
              *_compat_tools(settings, search))
@@ -117,17 +132,18 @@ def build_server(
     *,
     tools: Sequence[ToolSpec] | None = None,
     script_states: ScriptStates | None = None,
+    hooks: RunHooks | None = None,
 ) -> Any:
     """Return a ready ``mcp.server.lowlevel.Server`` for any transport.
 
     ``catalog_provider`` is called per request (a reloading catalog swaps what it returns);
     by default the catalog is built once from ``settings``. ``tools`` / ``script_states``
-    default to what ``plugins`` collects.
+    default to what ``plugins`` collects (with ``hooks`` for its runner).
     """
     from skill_mcp.surfaces.app import assemble
 
     provider = catalog_provider or static_catalog(settings)
-    extra = plugins(settings, provider) if tools is None and script_states is None else None
+    extra = plugins(settings, provider, hooks=hooks) if tools is None and script_states is None else None
     return assemble(
         settings,
         provider,
