@@ -10,6 +10,9 @@ Each one is, by the first rule that applies:
   conformance suite, ``make``): that test must exist;
 - ``skill-mcp``/``skillmcp`` ``serve`` on stdio: started as written and asked for its tools by
   the SDK's own client;
+- loading shell completion (``COMPLETION``): bash's line runs in bash, which must then complete
+  ``skill-mcp``; zsh's and fish's scripts are generated and checked by that shell's parser when
+  it is installed;
 - a set-up line (``SETUP``: making a token file): run as written by ``bash -c`` in a scratch
   ``HOME``; it must exit 0 and leave the file it names;
 - any other ``skill-mcp``/``skillmcp`` line, or a pipeline into ``serve``: run as written by
@@ -33,6 +36,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -65,6 +69,9 @@ ELSEWHERE: dict[str, str] = {
 }
 # Set-up lines run as written; the group is the file they must leave behind.
 SETUP = re.compile(r"^umask 077; (?:mkdir -p \S+; )?openssl rand -hex 32 > (\S+)$")
+# Loading shell completion: bash's line runs in bash, which must then complete the command; zsh's
+# and fish's scripts are generated and, where that shell is installed, checked by its parser.
+COMPLETION = re.compile(r'^(?:eval "\$\()?(skill-mcp|skillmcp) completion (bash|zsh|fish)\b')
 SYNOPSIS = re.compile(r"\[|\.\.\.|\b(DIR|HOST:PORT|PATH|NAME|ROOT|TOOL|QUERY|JSON)\b")
 GOOD = ("---\nname: {name}\ndescription: {name} turns notes into reports. Use when a report is needed.\n"
         "---\n# {name}\n\n## Steps\n\n1. Read `references/guide.md`.\n2. Write the report.\n")
@@ -105,6 +112,8 @@ def classify(example: Example) -> str:
             return f"elsewhere {test}"
     if SETUP.match(example.line):
         return "setup"
+    if COMPLETION.match(example.line):
+        return "completion"
     words = example.words
     if not words:
         return "unknown"
@@ -159,6 +168,18 @@ def test_the_example_runs_as_written(example: Example, tmp_path: Path) -> None:
         assert example.words[1] in SUBCOMMANDS
     elif kind == "serve":
         _serve_answers(example, _home(tmp_path))
+    elif kind == "completion":
+        home = _home(tmp_path)
+        shell = COMPLETION.match(example.line).group(2)  # type: ignore[union-attr]
+        if shell == "bash":
+            line = f"set -e\n{example.line}\ncomplete -p skill-mcp"
+        else:
+            line = f"skill-mcp completion {shell} > script" + (
+                f" && {shell} -n script" if shutil.which(shell) else " && test -s script")
+        done = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60, check=False,
+                              cwd=home, env=_env(home), stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{example.where}: {done.stderr[-2000:]}"
+        assert shell != "bash" or "_skill_mcp" in done.stdout
     elif kind == "setup":
         home = _home(tmp_path)
         done = subprocess.run(["bash", "-c", example.line], capture_output=True, text=True, timeout=60,
