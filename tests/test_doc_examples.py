@@ -52,7 +52,7 @@ COMMANDS = {"skill-mcp", "skillmcp"}
 
 # Examples another test runs, by a pattern of the command line -> "path::test" (which must exist).
 ELSEWHERE: dict[str, str] = {
-    r"^make run\b": "tests/integration/test_bundled.py::test_serve_without_arguments_serves_the_bundled_skills",
+    r"^make run\b": "tests/test_make_run.py::test_make_run_writes_nothing_but_protocol_on_stdout",
     r"^make test\b": "tests/test_doc_examples.py::test_every_example_is_classified",  # the suite itself
     r"^make image\b": "tests/appliance/test_server.py::test_time_from_docker_run_to_initialize_is_bounded",
     r"^docker run ": "tests/appliance/test_server.py::test_time_from_docker_run_to_initialize_is_bounded",

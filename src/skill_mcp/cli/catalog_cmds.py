@@ -38,12 +38,6 @@ def missing_roots(catalog: Any) -> list[str]:
     return [p.path for p in catalog.problems if p.reason == ProblemReason.ROOT_MISSING]
 
 
-def _root_missing_text(paths: list[str]) -> str:
-    if len(paths) == 1:
-        return f"the skills root {paths[0]} is not a directory"
-    return f"the skills roots {', '.join(paths)} are not directories"
-
-
 def report_missing_roots(catalog: Any, *, json_mode: bool, code: int) -> int:
     """``code``, or 3 when a root is not a directory.
 
@@ -224,7 +218,8 @@ def run_show(args: argparse.Namespace) -> int:
             raise exits.CliError(exits.PROBLEM, f"{args.name!r} is not served {why}", str(refusals[0].reason))
         missing = missing_roots(catalog)
         if missing:
-            raise exits.CliError(exits.UNAVAILABLE, f"no skill named {args.name!r}; {_root_missing_text(missing)}",
+            # The root itself was named at start (cli.roots): say only that it is the likely cause.
+            raise exits.CliError(exits.UNAVAILABLE, f"no skill named {args.name!r} (a root is not a directory: above)",
                                  ProblemReason.ROOT_MISSING)
         from skill_mcp.surfaces.state import closest_names
 

@@ -115,7 +115,7 @@ def _call(p: argparse.ArgumentParser) -> None:
 
 def _validate(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
-    p.add_argument("--strict", action="store_true", help="also apply the quality floors (docs/cli.md)")
+    p.add_argument("--strict", action="store_true", help="also apply the quality floors (a description that says when, steps, size, references, no credentials)")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.validate_cmd:run")
 
