@@ -227,13 +227,10 @@ def say_root_notes(settings: Settings) -> None:
     """Log, once at start, each root that is not a directory or serves nothing (the same notes
     the server's ``instructions`` carry): a typo in a client's configuration must not look like
     a server that works but has no skills."""
-    from skill_mcp.catalog.discover import probe_roots
-    from skill_mcp.reasons import ProblemReason
+    from skill_mcp.catalog.roots import probe_roots
 
     for note in probe_roots(settings):
-        text = ("the skills root is not a directory; nothing is served from it"
-                if note.reason == ProblemReason.ROOT_MISSING else note.detail)
-        log.warning(f"{note.path}: {text}", extra={"event": str(note.reason), "path": note.path})
+        log.warning(f"{note.path}: {note.detail}", extra={"event": str(note.reason), "path": note.path})
 
 
 def _compose(settings: Settings, catalog_provider: Callable[[], Catalog] | None,

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
+from skill_mcp.catalog.roots import ROOT_EMPTY_HINT, where_skills_sit
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem, Skill, SkillFile
@@ -80,72 +81,6 @@ def _has_pack(path: str) -> bool:
     return os.path.isfile(f"{path}/{PACK_JSON}")
 
 
-ROOT_EMPTY_HINT = ("a skill is a directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); "
-                   "hidden directories are not searched, so name them as roots")
-# How much of a directory that serves nothing is looked through for a SKILL.md one or two levels
-# down (``ROOT/category/skill/SKILL.md``) or a ``skill.md`` spelt in lower case: a hint, bounded so a
-# large tree that is not a skill collection costs little.
-HINT_SCAN_ENTRIES = 256
-
-
-def _visible_dirs(directory: str, limit: int) -> list[str]:
-    out: list[str] = []
-    try:
-        with os.scandir(directory) as it:
-            for entry in it:
-                if len(out) >= limit:
-                    break
-                try:
-                    if not entry.name.startswith(".") and entry.is_dir():
-                        out.append(_join(directory, entry.name))
-                except OSError:
-                    continue
-    except OSError:
-        return []
-    return sorted(out)
-
-
-def _lower_case_skill_md(directory: str) -> str | None:
-    """The name of a file in ``directory`` that is SKILL.md in another case (``skill.md``), if any."""
-    try:
-        with os.scandir(directory) as it:
-            for entry in it:
-                if entry.name != SKILL_MD and entry.name.lower() == SKILL_MD.lower():
-                    return entry.name
-    except OSError:
-        return None
-    return None
-
-
-def where_skills_sit(directory: str) -> str | None:
-    """Why ``directory`` (holding no SKILL.md) may still hold skills, as a hint; None when nothing was seen.
-
-    A ``skill.md`` spelt in another case is named (the name is case-sensitive, as every client
-    and the Agent Skills spec read it); else a SKILL.md one or two levels below, with the
-    directory to name as a root instead.
-    """
-    other = _lower_case_skill_md(directory)
-    if other is not None:
-        return f"found {_join(directory, other)}: the file must be named {SKILL_MD} (upper case)"
-    budget = HINT_SCAN_ENTRIES
-    for child in _visible_dirs(directory, budget):
-        grandchildren = _visible_dirs(child, budget)
-        budget -= 1 + len(grandchildren)
-        for level, below in ((1, [child]), (2, grandchildren)):
-            for path in below:
-                if _has_skill_md(path):
-                    parent = os.path.dirname(path)
-                    depth = "one level" if level == 1 else "two levels"
-                    return (f"{SKILL_MD} found {depth} below it ({_join(path, SKILL_MD)}): "
-                            f"name {parent} as a root (--skills-dir {parent})")
-                other = _lower_case_skill_md(path)
-                if other is not None:
-                    return f"found {_join(path, other)}: the file must be named {SKILL_MD} (upper case)"
-        if budget <= 0:
-            break
-    return None
-
-
 def _no_skill_md(directory: str) -> Problem:
     hint = where_skills_sit(directory)
     detail = "not served: the directory holds no SKILL.md" + (f"; {hint}" if hint else "")
@@ -153,9 +88,8 @@ def _no_skill_md(directory: str) -> Problem:
 
 
 def _root_empty(root: str) -> Problem:
-    hint = where_skills_sit(root)
-    detail = f"no skill found under this root: {hint}" if hint else f"no skill found under this root: {ROOT_EMPTY_HINT}"
-    return Problem(root, ProblemReason.ROOT_EMPTY, detail, Level.WARNING)
+    hint = where_skills_sit(root) or ROOT_EMPTY_HINT
+    return Problem(root, ProblemReason.ROOT_EMPTY, f"no skill found under this root: {hint}", Level.WARNING)
 
 
 class _Walk:
@@ -236,6 +170,13 @@ class _Walk:
         return out
 
 
+def walk_candidates(root: str) -> tuple[list[str], list[Problem]]:
+    """One root's candidates and the problems its walk reported (``catalog.roots`` asks this of
+    a root with nothing at its top)."""
+    problems: list[Problem] = []
+    return _Walk(problems, []).candidates(root), problems
+
+
 def _open_cache(settings: Settings, roots_real: list[str]) -> CatalogCache | None:
     if settings.cache_dir is None or not roots_real:
         return None
@@ -278,35 +219,6 @@ def _discover(settings: Settings) -> _Found:
         candidates.sort(key=lambda path: path not in walk.reals)
         found.queue.extend((path, root_real) for path in candidates)
     return found
-
-
-def probe_roots(settings: Settings) -> tuple[Problem, ...]:
-    """What a person must hear at start about the roots: each root that is not a directory
-    (``root-missing``), and each that discovery finds nothing to serve under (``root-empty``,
-    with the hint of ``where_skills_sit``). No skill is loaded: a root with a candidate at its
-    top (a SKILL.md, or a pack, in it or a child) is taken to serve, so the usual root costs one
-    directory listing; any other root pays for discovery's walk (bounded as the catalog's is).
-    """
-    notes: list[Problem] = []
-    for root in settings.roots:
-        path = str(root)
-        if not _is_dir(path):
-            notes.append(Problem(path, ProblemReason.ROOT_MISSING,
-                                 "the skills root is not a directory; nothing is served from it"))
-            continue
-        if _has_skill_md(path) or _has_pack(path) or any(
-                _has_skill_md(child) or _has_pack(child) for child in _visible_dirs(path, HINT_SCAN_ENTRIES)):
-            continue
-        problems: list[Problem] = []
-        if _Walk(problems, []).candidates(path):
-            continue
-        hints = [p.detail.partition("; ")[2] for p in problems if p.reason == ProblemReason.NO_SKILL_MD]
-        hints = [h for h in hints if h]
-        hint = where_skills_sit(path) or (hints[0] if hints else ROOT_EMPTY_HINT)
-        more = f" (and {len(hints) - 1} more directories like it)" if len(hints) > 1 else ""
-        notes.append(Problem(path, ProblemReason.ROOT_EMPTY, f"no skill found under this root: {hint}{more}",
-                             Level.WARNING))
-    return tuple(notes)
 
 
 Progress = Callable[[int, int], None]  # (done, known so far): skills loaded, candidates found

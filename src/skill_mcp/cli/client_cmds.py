@@ -90,6 +90,17 @@ class _Tap:
             target.buffer.flush()
 
 
+def _server(settings: Any, tap: _Tap | None) -> Any:
+    """The server ``serve`` would run, with this command's audit sink and output tap, and the
+    first catalog build's progress on a terminal."""
+    from skill_mcp.catalog.lazy import LazyCatalog
+    from skill_mcp.cli.progress import Progress
+    from skill_mcp.server import build_server
+
+    provider = LazyCatalog(settings, progress=Progress.on_stderr("reading skills").update)
+    return build_server(settings, provider, hooks=_hooks(settings, tap))
+
+
 def _hooks(settings: Any, tap: _Tap | None) -> Any:
     from skill_mcp.server import RunHooks
 
@@ -99,9 +110,8 @@ def _hooks(settings: Any, tap: _Tap | None) -> Any:
 async def _advertised(settings: Any) -> dict[str, Any]:
     from mcp import Client
 
-    from skill_mcp.server import build_server
 
-    async with Client(build_server(settings, hooks=_hooks(settings, None)), mode="legacy") as client:
+    async with Client(_server(settings, None), mode="legacy") as client:
         caps = client.server_capabilities
         tools = (await client.list_tools()).tools
         prompts = (await client.list_prompts()).prompts if caps.prompts is not None else []
@@ -176,11 +186,9 @@ async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: 
     from mcp import Client
     from mcp.shared.exceptions import MCPError
 
-    from skill_mcp.server import build_server
 
     # The session advertises elicitation: skill_run asks in it, and ``confirmer`` answers.
-    server = build_server(settings, hooks=_hooks(settings, tap))
-    async with Client(server, mode="legacy", elicitation_callback=confirmer.elicit) as client:
+    async with Client(_server(settings, tap), mode="legacy", elicitation_callback=confirmer.elicit) as client:
         try:
             with anyio.fail_after(CALL_TIMEOUT_S):
                 out = _result(await client.call_tool(tool, arguments))

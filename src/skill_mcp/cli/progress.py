@@ -3,7 +3,9 @@ lock``) for a person at a terminal: one line on stderr, redrawn in place, cleare
 
 Stdout is never touched, and nothing is written when stderr is not a terminal (a client's
 log, a CI job, a pipe): a progress line there would be noise in a file. The first update is
-drawn at once, then at most ``REDRAW_S`` apart, so a fast command costs a few writes.
+drawn at once, then at most ``REDRAW_S`` apart, so a fast command costs a few writes; the
+last one (``done == total``) clears the line, so work handed to a server (whose end this
+module does not see) leaves nothing behind either.
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ class Progress:
         if self.stream is None:
             return
         now = self.clock()
-        if self._drawn_at is not None and now - self._drawn_at < REDRAW_S and done < total:
+        if done >= total:
+            self.close()
+            return
+        if self._drawn_at is not None and now - self._drawn_at < REDRAW_S:
             return
         self._drawn_at = now
         self.stream.write(f"{CLEAR}{self.label}: {done}/{total}")

@@ -2,7 +2,7 @@
 
 A mistyped ``--skills-dir`` in a client's configuration, or a root one level too high
 (``ROOT/category/skill/SKILL.md``), otherwise looks like "the server works but has no skills".
-``catalog.discover.probe_roots`` decides; this module says it once on stderr, before the
+``catalog.roots.probe_roots`` decides; this module says it once on stderr, before the
 command's own work, in the command's mode (a line for a person, a JSON object with ``--json``).
 The server says the same in its log and in its MCP ``instructions``.
 """
@@ -27,7 +27,7 @@ def note_text(problem: Any) -> str:
 def announce(settings: Any, *, json_mode: bool = False) -> tuple[Any, ...]:
     """Say each root note once on stderr; return the notes (``root-missing`` ones make exit 3 for
     the commands that promise it)."""
-    from skill_mcp.catalog.discover import probe_roots
+    from skill_mcp.catalog.roots import probe_roots
 
     notes = probe_roots(settings)
     for problem in notes:

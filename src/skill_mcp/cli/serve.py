@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import inspect
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,11 +61,19 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.skills_dirs, os.environ, watch=args.watch)
     # --watch: a provider that reloads; both transports run its watcher beside the server and
     # announce list_changed after each swap (server.watch_catalog).
-    provider = None
+    provider: Any = None
     if args.watch:
         from skill_mcp.watch import LiveCatalog
 
         provider = LiveCatalog(settings)
+    else:
+        from skill_mcp.cli.progress import Progress, is_terminal
+
+        if is_terminal(sys.stderr):
+            # A person at a terminal sees the first catalog build (a client's log never does).
+            from skill_mcp.catalog.lazy import LazyCatalog
+
+            provider = LazyCatalog(settings, progress=Progress.on_stderr("reading skills").update)
     try:
         if args.http:
             # Imported here: the SDK and the server are heavy and --help must stay fast.

@@ -112,7 +112,7 @@ def _select_tools(settings: Settings, specs: Sequence[ToolSpec]) -> list[ToolSpe
 def _root_notes(settings: Settings) -> str:
     """The roots that serve nothing, in a sentence the model can repeat to the person: a server
     started with a mistyped root otherwise looks like one with no skills."""
-    from skill_mcp.catalog.discover import probe_roots
+    from skill_mcp.catalog.roots import probe_roots
 
     notes = [f"{n.path}: {n.detail}" for n in probe_roots(settings)]
     if not notes:
