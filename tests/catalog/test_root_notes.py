@@ -20,7 +20,10 @@ def _put(root: Path, rel: str, name: str = "x") -> None:
 
 
 def test_the_names_are_the_catalogs() -> None:
-    assert (SKILL_MD, PACK_JSON) == (files.SKILL_MD, packs.PACK_JSON)
+    from skill_mcp.catalog.discover import CONTAINER_NAMES
+    from skill_mcp.catalog.roots import CONTAINER
+
+    assert (SKILL_MD, PACK_JSON, {CONTAINER}) == (files.SKILL_MD, packs.PACK_JSON, CONTAINER_NAMES)
 
 
 @pytest.mark.parametrize(("layout", "said"), [
@@ -47,6 +50,17 @@ def test_a_served_root_has_no_note_and_a_wrong_one_has_one_each(tmp_path: Path) 
     assert notes[str(tmp_path / "typo")][0] == "root-missing"
     assert notes[str(deep)][0] == "root-empty" and f"name {deep}/cat as a root" in notes[str(deep)][1]
     assert "hidden directories are not searched" in notes[str(empty)][1]
+
+
+def test_a_root_with_its_skills_in_a_container_is_decided_without_the_scanner(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    _put(tmp_path, "skills/alpha/SKILL.md", "alpha")
+    code = ("import sys; from skill_mcp.catalog.roots import probe_roots; from skill_mcp.config import load_settings;"
+            f"assert probe_roots(load_settings([{str(tmp_path)!r}], {{}})) == ();"
+            "assert 'skill_mcp.catalog.discover' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_a_skills_container_and_a_pack_below_a_group_serve(tmp_path: Path) -> None:

@@ -22,10 +22,11 @@ from skill_mcp.reasons import Level, ProblemReason
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
 
-# catalog.files.SKILL_MD and catalog.packs.PACK_JSON, spelt here so that this module imports
+# catalog.files.SKILL_MD, catalog.packs.PACK_JSON and discovery's container, spelt here so that this module imports
 # neither (tests/catalog/test_root_notes.py holds them equal).
 SKILL_MD = "SKILL.md"
 PACK_JSON = "pack.json"
+CONTAINER = "skills"  # catalog.discover.CONTAINER_NAMES' one name
 ROOT_EMPTY_HINT = ("a skill is a directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); "
                    "hidden directories are not searched, so name them as roots")
 # How much of a directory that serves nothing is looked through for a hint: bounded, so a large
@@ -116,10 +117,16 @@ def where_skills_sit(directory: str) -> str | None:
 
 
 def _serves_at_top(path: str) -> bool:
-    """A SKILL.md or a pack.json in the root or one of its children: discovery will serve it."""
+    """A SKILL.md or a pack.json in the root or one of its children, or a SKILL.md in a child of
+    its ``skills/`` container (the layouts of ``catalog.discover``): discovery will serve it."""
     if _has(path, SKILL_MD) or _has(path, PACK_JSON):
         return True
-    return any(_has(child, SKILL_MD) or _has(child, PACK_JSON) for child in visible_dirs(path))
+    for child in visible_dirs(path):
+        if _has(child, SKILL_MD) or _has(child, PACK_JSON):
+            return True
+        if os.path.basename(child) == CONTAINER and any(_has(c, SKILL_MD) for c in visible_dirs(child)):
+            return True
+    return False
 
 
 def probe_roots(settings: Settings) -> tuple[RootNote, ...]:
