@@ -533,3 +533,13 @@ def test_call_skill_run_on_a_terminal_writes_no_json_audit_line(waiter: Path) ->
     piped = run("call", "skill_run", str(waiter), "--args", args, "--yes")  # a log, not a person: the JSON line
     audit = [json.loads(line) for line in piped.stderr.splitlines() if line.startswith("{")]
     assert [a["event"] for a in audit] == ["skill_run"]
+
+
+def test_a_directory_meant_as_a_skill_is_counted_and_shown_why(tmp_path: Path) -> None:
+    _skill(tmp_path, "alpha")
+    write(tmp_path / "pdf" / "skill.md", GOOD.format(name="pdf", phase="wire"))
+    write(tmp_path / "docs" / "README.md", "# not a skill, and not meant as one\n")
+    listed = run("list", str(tmp_path))
+    assert listed.stderr.splitlines()[-1].startswith("skill-mcp: 1 served, 1 not served (1 no-skill-md); ")
+    shown = run("show", "pdf", str(tmp_path))
+    assert shown.returncode == 1 and f"found {tmp_path}/pdf/skill.md" in shown.stderr

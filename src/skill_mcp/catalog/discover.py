@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
-from skill_mcp.catalog.roots import ROOT_EMPTY_HINT, where_skills_sit
+from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, where_skills_sit
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem, Skill, SkillFile
@@ -83,7 +83,7 @@ def _has_pack(path: str) -> bool:
 
 def _no_skill_md(directory: str) -> Problem:
     hint = where_skills_sit(directory)
-    detail = "not served: the directory holds no SKILL.md" + (f"; {hint}" if hint else "")
+    detail = NO_SKILL_MD_DETAIL + (f"; {hint}" if hint else "")
     return Problem(directory, ProblemReason.NO_SKILL_MD, detail, Level.WARNING)
 
 

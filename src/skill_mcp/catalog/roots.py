@@ -29,6 +29,9 @@ PACK_JSON = "pack.json"
 CONTAINER = "skills"  # catalog.discover.CONTAINER_NAMES' one name
 ROOT_EMPTY_HINT = ("a skill is a directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); "
                    "hidden directories are not searched, so name them as roots")
+# The detail of a directory discovery reached that holds no SKILL.md; a hint, when one was
+# seen, follows after "; " (catalog.discover).
+NO_SKILL_MD_DETAIL = "not served: the directory holds no SKILL.md"
 # How much of a directory that serves nothing is looked through for a hint: bounded, so a large
 # tree that is not a skill collection costs little.
 HINT_SCAN_ENTRIES = 256

@@ -47,11 +47,20 @@ def report_missing_roots(catalog: Any, *, json_mode: bool, code: int) -> int:
     return exits.UNAVAILABLE if missing_roots(catalog) else code
 
 
+def _meant_as_skill(problem: Any) -> bool:
+    """A directory without SKILL.md that looks meant as a skill: its detail names a ``skill.md``
+    in another case or a SKILL.md below it (``catalog.roots``). Plain folders (``docs/``) are not."""
+    from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL
+
+    return problem.reason == ProblemReason.NO_SKILL_MD and problem.detail != NO_SKILL_MD_DETAIL
+
+
 def not_served(catalog: Any) -> dict[str, int]:
-    """Directories refused a place in the catalog, counted by the reason that refused them."""
+    """Directories refused a place in the catalog, and those meant as skills that are not one,
+    counted by reason."""
     paths: dict[str, str] = {}
     for p in catalog.problems:
-        if p.level == Level.ERROR and p.reason in SKILL_REFUSALS:
+        if (p.level == Level.ERROR and p.reason in SKILL_REFUSALS) or _meant_as_skill(p):
             paths.setdefault(p.path, str(p.reason))
     counts: dict[str, int] = {}
     for reason in paths.values():
@@ -225,6 +234,9 @@ def run_show(args: argparse.Namespace) -> int:
 
         closest = closest_names(catalog.skills, args.name)
         hint = f"; closest: {', '.join(closest)}" if closest else ""
+        unserved = [p for p in catalog.problems if _meant_as_skill(p) and os.path.basename(p.path) == args.name]
+        if unserved:  # the directory is there, but is not a skill: say why
+            hint = f"; {unserved[0].path}: {unserved[0].detail}"
         raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}{hint}", "unknown-skill")
     memo = DigestMemo()
     try:
