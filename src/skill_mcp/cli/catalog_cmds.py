@@ -52,7 +52,7 @@ def _meant_as_skill(problem: Any) -> bool:
     in another case or a SKILL.md below it (``catalog.roots``). Plain folders (``docs/``) are not."""
     from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL
 
-    return problem.reason == ProblemReason.NO_SKILL_MD and problem.detail != NO_SKILL_MD_DETAIL
+    return bool(problem.reason == ProblemReason.NO_SKILL_MD and problem.detail != NO_SKILL_MD_DETAIL)
 
 
 def not_served(catalog: Any) -> dict[str, int]:
