@@ -66,6 +66,7 @@ ELSEWHERE: dict[str, str] = {
     r"^bash \.ci/setup\.d/node\.sh": "tests/conformance/test_conformance.py::test_conformance_suite_passes_against_its_baseline",
     # Fly's CLI cannot run here; the image's selftest it starts runs under Docker with the documented flags.
     r"^pytest tests/conformance": "tests/conformance/test_conformance.py::test_conformance_suite_passes_against_its_baseline",
+    r"^pytest tests/verifiers": "tests/verifiers/test_verifiers.py::test_inspector_verify_passes_over_stdio",
 }
 # Set-up lines run as written; the group is the file they must leave behind.
 SETUP = re.compile(r"^umask 077; (?:mkdir -p \S+; )?openssl rand -hex 32 > (\S+)$")
