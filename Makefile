@@ -7,18 +7,31 @@ BIN := $(VENV)/bin
 
 # python-prctl is built from source on install (no wheel on the index). On a fresh Debian/Ubuntu
 # machine, as root, its build dependencies are installed first; anyone else is told what to install.
-$(BIN)/skill-mcp: pyproject.toml
+# Two stamps in one .venv: the runtime dependencies (what `make run` needs) and the dev extras
+# (what `make test` and `make lint` need). Everything the install steps print goes to stderr:
+# a client started with `make run` reads stdout as the protocol, from its first byte.
+RUNTIME := $(VENV)/.installed-runtime
+DEV := $(VENV)/.installed-dev
+
+$(BIN)/python:
 	@PY=$(PY) bash .ci/setup.d/prctl.sh --check || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-	  && PY=$(PY) bash .ci/setup.d/prctl.sh; } || { echo "python-prctl needs a C compiler and libcap's and Python's headers: apt-get install gcc libcap-dev python3-dev" >&2; exit 1; }
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	  && PY=$(PY) bash .ci/setup.d/prctl.sh 1>&2; } || { echo "python-prctl needs a C compiler and libcap's and Python's headers: apt-get install gcc libcap-dev python3-dev" >&2; exit 1; }
+	@$(PY) -m venv $(VENV) 1>&2
+	@$(BIN)/pip install -q --upgrade pip 1>&2
+
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	@$(BIN)/pip install -q -e . 1>&2
 	@touch $@
 
-install: $(BIN)/skill-mcp
+$(DEV): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[dev]"
+	@touch $@ $(RUNTIME)
 
-run: install
-	$(BIN)/skill-mcp serve
+install: $(DEV)
+
+# `@`: make echoes a recipe line on stdout, which a client would read as its first protocol line.
+run: $(RUNTIME)
+	@$(BIN)/skill-mcp serve
 
 test: install
 	$(BIN)/python -m pytest

@@ -10,13 +10,19 @@ Each one is, by the first rule that applies:
   conformance suite, ``make``): that test must exist;
 - ``skill-mcp``/``skillmcp`` ``serve`` on stdio: started as written and asked for its tools by
   the SDK's own client;
+- loading shell completion (``COMPLETION``): bash's line runs in bash, which must then complete
+  ``skill-mcp``; zsh's and fish's scripts are generated and checked by that shell's parser when
+  it is installed;
+- a set-up line (``SETUP``: making a token file): run as written by ``bash -c`` in a scratch
+  ``HOME``; it must exit 0 and leave the file it names;
 - any other ``skill-mcp``/``skillmcp`` line, or a pipeline into ``serve``: run as written by
   ``bash -c`` with this checkout's commands first on ``PATH``, in a scratch ``HOME`` whose
   ``~/skills`` holds two good skills; it must exit 0 and print something on stdout, nothing but
   JSON for a pipeline into ``serve``, and a trailing ``# -> NAME`` comment is a claim checked
   against the first line printed (the first hit).
 
-Anything else fails, naming the line: add a rule or an ``ELSEWHERE`` entry with a real test.
+The scratch ``HOME`` is fresh for every example: nothing but ``~/skills`` (no ``~/.config``, no
+``~/.cache``), as on a new user's first day. Anything else fails, naming the line: add a rule or an ``ELSEWHERE`` entry with a real test.
 
 Client configurations (one JSON object a line in ``json``/``jsonc`` blocks, ``mcpServers`` or
 ``servers``) are started the way a client starts them - command, args, env - with the
@@ -30,6 +36,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -45,7 +52,7 @@ COMMANDS = {"skill-mcp", "skillmcp"}
 
 # Examples another test runs, by a pattern of the command line -> "path::test" (which must exist).
 ELSEWHERE: dict[str, str] = {
-    r"^make run\b": "tests/integration/test_bundled.py::test_serve_without_arguments_serves_the_bundled_skills",
+    r"^make run\b": "tests/test_make_run.py::test_make_run_writes_nothing_but_protocol_on_stdout",
     r"^make test\b": "tests/test_doc_examples.py::test_every_example_is_classified",  # the suite itself
     r"^make image\b": "tests/appliance/test_server.py::test_time_from_docker_run_to_initialize_is_bounded",
     r"^docker run ": "tests/appliance/test_server.py::test_time_from_docker_run_to_initialize_is_bounded",
@@ -53,14 +60,19 @@ ELSEWHERE: dict[str, str] = {
     # this test checks; the docker line of the same self-test runs in test_selftest.py.
     r"^fly machine run .* selftest ": (
         "tests/appliance/test_selftest_verdicts.py::test_a_property_not_claimed_is_reported_as_such"),
-    r"^umask 077; openssl rand -hex 32 > ": "tests/http/test_http_auth.py::test_token_file_is_the_token",
     r"^skill-mcp serve --http .* --allowed-host ": (
         "tests/http/test_http_auth.py::test_allowed_host_admits_the_proxy_name_and_nothing_else"),
     r"^skill-mcp serve --http .* --token-file ": "tests/http/test_http_auth.py::test_token_file_is_the_token",
     r"^bash \.ci/setup\.d/node\.sh": "tests/conformance/test_conformance.py::test_conformance_suite_passes_against_its_baseline",
     # Fly's CLI cannot run here; the image's selftest it starts runs under Docker with the documented flags.
     r"^pytest tests/conformance": "tests/conformance/test_conformance.py::test_conformance_suite_passes_against_its_baseline",
+    r"^pytest tests/verifiers": "tests/verifiers/test_verifiers.py::test_inspector_verify_passes_over_stdio",
 }
+# Set-up lines run as written; the group is the file they must leave behind.
+SETUP = re.compile(r"^umask 077; (?:mkdir -p \S+; )?openssl rand -hex 32 > (\S+)$")
+# Loading shell completion: bash's line runs in bash, which must then complete the command; zsh's
+# and fish's scripts are generated and, where that shell is installed, checked by its parser.
+COMPLETION = re.compile(r'^(?:eval "\$\()?(skill-mcp|skillmcp) completion (bash|zsh|fish)\b')
 SYNOPSIS = re.compile(r"\[|\.\.\.|\b(DIR|HOST:PORT|PATH|NAME|ROOT|TOOL|QUERY|JSON)\b")
 GOOD = ("---\nname: {name}\ndescription: {name} turns notes into reports. Use when a report is needed.\n"
         "---\n# {name}\n\n## Steps\n\n1. Read `references/guide.md`.\n2. Write the report.\n")
@@ -99,6 +111,10 @@ def classify(example: Example) -> str:
     for pattern, test in ELSEWHERE.items():
         if re.search(pattern, example.line):
             return f"elsewhere {test}"
+    if SETUP.match(example.line):
+        return "setup"
+    if COMPLETION.match(example.line):
+        return "completion"
     words = example.words
     if not words:
         return "unknown"
@@ -153,6 +169,26 @@ def test_the_example_runs_as_written(example: Example, tmp_path: Path) -> None:
         assert example.words[1] in SUBCOMMANDS
     elif kind == "serve":
         _serve_answers(example, _home(tmp_path))
+    elif kind == "completion":
+        home = _home(tmp_path)
+        shell = COMPLETION.match(example.line).group(2)  # type: ignore[union-attr]
+        if shell == "bash":
+            line = f"set -e\n{example.line}\ncomplete -p skill-mcp"
+        else:
+            line = f"skill-mcp completion {shell} > script" + (
+                f" && {shell} -n script" if shutil.which(shell) else " && test -s script")
+        done = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60, check=False,
+                              cwd=home, env=_env(home), stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{example.where}: {done.stderr[-2000:]}"
+        assert shell != "bash" or "_skill_mcp" in done.stdout
+    elif kind == "setup":
+        home = _home(tmp_path)
+        done = subprocess.run(["bash", "-c", example.line], capture_output=True, text=True, timeout=60,
+                              check=False, cwd=home, env=_env(home), stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{example.where}: {example.line}\n{done.stderr[-2000:]}"
+        made = SETUP.match(example.line).group(1)  # type: ignore[union-attr]
+        target = Path(made.replace("~", str(home), 1)) if made.startswith("~") else home / made
+        assert target.is_file() and len(target.read_text().strip()) == 64, f"{example.where}: no token in {made}"
     elif kind == "run":
         home = _home(tmp_path)
         done = subprocess.run(["bash", "-c", example.line], capture_output=True, text=True, timeout=240,
@@ -240,4 +276,5 @@ def test_the_rules_hold_on_known_lines() -> None:
     assert classify(Example("x", "skill-mcp serve --watch")) == "serve"
     assert classify(Example("x", "SKILL_MCP_COMPAT=skillmcp skillmcp call search_skills")) == "run"
     assert classify(Example("x", "curl http://example.com")) == "unknown"
+    assert classify(Example("x", "umask 077; mkdir -p ~/.config/x; openssl rand -hex 32 > ~/.config/x/token")) == "setup"
     assert os.path.basename(BIN / "skillmcp") == "skillmcp"

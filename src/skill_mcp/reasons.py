@@ -153,6 +153,7 @@ class Refusal(StrEnum):
     TOKEN_INVALID = "TOKEN_INVALID"
     # The HTTP transport (docs/http.md): refusing to start, and refusing one request.
     HTTP_ADDRESS_INVALID = "http-address-invalid"
+    HTTP_LISTEN_FAILED = "http-listen-failed"  # the address is valid, but it cannot be listened on
     HTTP_AUTH_REQUIRED = "http-auth-required"
     HTTP_AUTH_CONFLICT = "http-auth-conflict"
     HTTP_NO_AUTH_REMOTE = "http-no-auth-remote"

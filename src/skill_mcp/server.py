@@ -25,6 +25,8 @@ from skill_mcp.logs import configure_logging
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog
+    from skill_mcp.runner.audit import AuditSink
+    from skill_mcp.runner.types import OutputTap
     from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
     from skill_mcp.telemetry import Telemetry
 
@@ -40,8 +42,17 @@ class Plugins:
     closers: tuple[Callable[[], Any], ...] = field(default=(), repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class RunHooks:
+    """What an in-process caller (``skill-mcp call``) gives the runner: where the per-run audit
+    line goes (``None``: stderr, as a server writes it) and a tap on a running script's output."""
+
+    audit: AuditSink | None = None
+    on_output: OutputTap | None = None
+
+
 def plugins(settings: Settings, catalog_provider: Callable[[], Catalog],
-            telemetry: Telemetry | None = None) -> Plugins:
+            telemetry: Telemetry | None = None, hooks: RunHooks | None = None) -> Plugins:
     """Collect extra tools (``skill_run``, ``skill_search``) for this server.
 
     Engineers owning those tools add their factory call here; nothing else in ``surfaces``
@@ -54,7 +65,11 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog],
     from skill_mcp.surfaces.run_tool import deferred_run_tool_spec
     from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec
 
-    runner = DeferredRunner.boot(settings)
+    hooks = hooks or RunHooks()
+    if hooks.audit is None:
+        runner = DeferredRunner.boot(settings, on_output=hooks.on_output)
+    else:
+        runner = DeferredRunner.boot(settings, audit=hooks.audit, on_output=hooks.on_output)
     search = SearchState(settings.cache_dir, on_build=telemetry.search_built if telemetry is not None else None)
     tools = (deferred_run_tool_spec(runner.get, telemetry), search_tool_spec(search),
              *_compat_tools(settings, search))
@@ -117,17 +132,18 @@ def build_server(
     *,
     tools: Sequence[ToolSpec] | None = None,
     script_states: ScriptStates | None = None,
+    hooks: RunHooks | None = None,
 ) -> Any:
     """Return a ready ``mcp.server.lowlevel.Server`` for any transport.
 
     ``catalog_provider`` is called per request (a reloading catalog swaps what it returns);
     by default the catalog is built once from ``settings``. ``tools`` / ``script_states``
-    default to what ``plugins`` collects.
+    default to what ``plugins`` collects (with ``hooks`` for its runner).
     """
     from skill_mcp.surfaces.app import assemble
 
     provider = catalog_provider or static_catalog(settings)
-    extra = plugins(settings, provider) if tools is None and script_states is None else None
+    extra = plugins(settings, provider, hooks=hooks) if tools is None and script_states is None else None
     return assemble(
         settings,
         provider,
@@ -151,8 +167,12 @@ def _banner(settings: Settings, catalog: Catalog) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _stop_on_signal(scope: Any) -> None:
-    """SIGTERM or SIGINT ends serving like stdin EOF does, so the closers still run.
+INTERRUPTED_EXIT = 130  # Ctrl-C, as a shell reports it
+
+
+async def _stop_on_signal(scope: Any, received: list[int]) -> None:
+    """SIGTERM or SIGINT ends serving like stdin EOF does, so the closers still run; the signal
+    is appended to ``received``.
 
     ``docker stop``, systemd and Kubernetes send SIGTERM; without this Python would die at once
     and a running script would outlive the server.
@@ -164,6 +184,7 @@ async def _stop_on_signal(scope: Any) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             log.info("signal received; stopping", extra={"signal": signal.Signals(signum).name})
+            received.append(signum)
             scope.cancel()
             return
 
@@ -202,8 +223,19 @@ def telemetry_for(settings: Settings, *, scrape: bool = False) -> Telemetry | No
         return None
 
 
+def say_root_notes(settings: Settings) -> None:
+    """Log, once at start, each root that is not a directory or serves nothing (the same notes
+    the server's ``instructions`` carry): a typo in a client's configuration must not look like
+    a server that works but has no skills."""
+    from skill_mcp.catalog.roots import probe_roots
+
+    for note in probe_roots(settings):
+        log.warning(f"{note.path}: {note.detail}", extra={"event": str(note.reason), "path": note.path})
+
+
 def _compose(settings: Settings, catalog_provider: Callable[[], Catalog] | None,
              telemetry: Telemetry | None = None, *, transport: str = "pipe") -> _Composed:
+    say_root_notes(settings)
     provider = catalog_provider or catalog_source(settings)
     extra = plugins(settings, provider, telemetry)
     server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
@@ -249,6 +281,7 @@ def serve_http(
     from skill_mcp.surfaces.http import Served
     from skill_mcp.surfaces.http import serve_http as run_http
 
+    configure_logging(settings.log_level)  # before the composition, which may log the roots' notes
     metrics = metrics if metrics is not None else settings.metrics
     telemetry = telemetry_for(settings, scrape=metrics is not None)
     if metrics is not None and telemetry is None:
@@ -292,10 +325,13 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
         sys.stderr.flush()
     log.info("serving over stdio", extra={"roots": [str(r) for r in settings.roots], "rootsFrom": settings.roots_from,
                                           "narrowed": settings.narrowed})
+    import signal
+
+    received: list[int] = []
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_catalog, provider, server)
-            tg.start_soon(_stop_on_signal, tg.cancel_scope)
+            tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
             await run_stdio(server)
             tg.cancel_scope.cancel()
     finally:
@@ -310,7 +346,8 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
             telemetry.session_ended(time.monotonic() - started, {"network.transport": "pipe"})
             telemetry.shutdown()
     log.info("stopped serving over stdio")
-    return 0
+    # Ctrl-C is an interruption (130); SIGTERM, the orderly stop of a supervisor, and stdin's end are success.
+    return INTERRUPTED_EXIT if signal.SIGINT in received else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

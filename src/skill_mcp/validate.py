@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -234,10 +234,17 @@ def floor_problems(skill: Skill) -> list[Problem]:
     return [*_text_problems(skill, body), *_credential_problems(skill)]
 
 
-def validate_catalog(catalog: Catalog, *, strict: bool) -> list[Problem]:
-    """The catalog's problems, plus every floor of every served skill when ``strict``."""
+def validate_catalog(catalog: Catalog, *, strict: bool,
+                     progress: Callable[[int, int], None] | None = None) -> list[Problem]:
+    """The catalog's problems, plus every floor of every served skill when ``strict``;
+    ``progress(done, total)`` is called as the skills are checked."""
     problems = list(catalog.problems)
     if strict:
-        for skill in catalog.skills.values():
+        total = len(catalog.skills)
+        for done, skill in enumerate(catalog.skills.values()):
+            if progress is not None:
+                progress(done, total)
             problems.extend(floor_problems(skill))
+        if progress is not None:
+            progress(total, total)
     return problems

@@ -38,6 +38,8 @@ LINES = [
     ["validate", "--strict", "a", "b"],
     ["pack"],
     ["pack", "lock", "root", "--name", "n", "--version", "1.0.0", "--check", "--json"],
+    ["completion", "bash"],
+    ["list", "/a", "--bogus", "--json"],
 ]
 
 

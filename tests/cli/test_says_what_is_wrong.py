@@ -93,13 +93,15 @@ def test_a_root_whose_only_skill_is_refused_names_the_refusal_not_an_empty_root(
 def test_a_phase_with_no_skill_says_so_about_the_phase(tmp_path: Path) -> None:
     write(tmp_path / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="wire"))
     done = run("list", "--phase", "govern", "--skills-dir", str(tmp_path))
-    assert done.returncode == 0 and done.stderr == "no skills in phase 'govern'\n"
+    assert done.returncode == 0 and done.stderr == "no skills in phase 'govern'; the phases served: wire\n"
 
 
 def test_show_and_search_under_a_missing_root_name_it(tmp_path: Path) -> None:
     typo = str(tmp_path / "typo")
     shown = run("show", "alpha", "--json", "--skills-dir", typo)
-    assert shown.returncode == 3 and json.loads(shown.stderr)["reason"] == "root-missing"
+    said = [json.loads(line) for line in shown.stderr.splitlines()]
+    assert shown.returncode == 3 and [s["reason"] for s in said] == ["root-missing", "root-missing"]
+    assert said[0]["path"] == typo and said[1]["exit"] == 3  # named at start, then the error
     searched = run("search", "report", "--skills-dir", typo)
     assert searched.returncode == 3 and typo in searched.stderr
 
@@ -120,8 +122,9 @@ def test_validate_of_a_root_with_no_skill_passes_but_says_nothing_was_found(tmp_
     write(tmp_path / "collection" / "skills" / ".curated" / "alpha" / "SKILL.md", GOOD.format(name="alpha", phase="w"))
     done = run("validate", str(tmp_path / "collection"))
     assert done.returncode == 0 and "0 skills served" in done.stdout
-    # Said once, among the problems (a warning: nothing is refused), and not again on stderr.
-    assert done.stdout.count("hidden directories are not searched") == 1 and done.stderr == ""
+    # Said once among the problems (a warning: nothing is refused), and once on stderr at start.
+    assert done.stdout.count("hidden directories are not searched") == 1
+    assert done.stderr.count("hidden directories are not searched") == 1
     (problem,) = as_json(run("validate", "--json", str(tmp_path / "collection")))["problems"]
     assert (problem["reason"], problem["level"], problem["path"]) == ("root-empty", "warning",
                                                                       str(tmp_path / "collection"))

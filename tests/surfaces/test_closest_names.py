@@ -29,3 +29,11 @@ def test_a_name_sharing_no_word_suggests_nothing() -> None:
 def test_at_most_limit_names_each_once() -> None:
     found = closest_names(NAMES, "connect", limit=2)
     assert len(found) == 2 and len(set(found)) == 2 and all(n.startswith("connect-") for n in found)
+
+
+def test_a_typo_sharing_no_word_suggests_the_name_it_misspells() -> None:
+    assert closest_names(["pdf", "docx", "pptx", "xlsx"], "pfd") == ["pdf"]
+
+
+def test_a_one_letter_word_suggests_nothing() -> None:
+    assert closest_names(["finishing-a-development-branch", "pdf"], "a") == []

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
+from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, where_skills_sit
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem, Skill, SkillFile
@@ -80,8 +81,15 @@ def _has_pack(path: str) -> bool:
     return os.path.isfile(f"{path}/{PACK_JSON}")
 
 
-ROOT_EMPTY_HINT = ("a skill is a directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); "
-                   "hidden directories are not searched, so name them as roots")
+def _no_skill_md(directory: str) -> Problem:
+    hint = where_skills_sit(directory)
+    detail = NO_SKILL_MD_DETAIL + (f"; {hint}" if hint else "")
+    return Problem(directory, ProblemReason.NO_SKILL_MD, detail, Level.WARNING)
+
+
+def _root_empty(root: str) -> Problem:
+    hint = where_skills_sit(root) or ROOT_EMPTY_HINT
+    return Problem(root, ProblemReason.ROOT_EMPTY, f"no skill found under this root: {hint}", Level.WARNING)
 
 
 class _Walk:
@@ -131,8 +139,7 @@ class _Walk:
                     for pack in packs:
                         found.extend(self.candidates(pack, pack.count("/") - child.count("/") + depth + 1))
                 else:
-                    self.problems.append(Problem(child, ProblemReason.NO_SKILL_MD,
-                                                 "not served: the directory holds no SKILL.md", Level.WARNING))
+                    self.problems.append(_no_skill_md(child))
         return found
 
     def packs_below(self, directory: str, depth: int) -> list[str]:
@@ -161,6 +168,13 @@ class _Walk:
             elif not _has_skill_md(path):
                 out.extend(self.packs_below(path, depth + 1))
         return out
+
+
+def walk_candidates(root: str) -> tuple[list[str], list[Problem]]:
+    """One root's candidates and the problems its walk reported (``catalog.roots`` asks this of
+    a root with nothing at its top)."""
+    problems: list[Problem] = []
+    return _Walk(problems, []).candidates(root), problems
 
 
 def _open_cache(settings: Settings, roots_real: list[str]) -> CatalogCache | None:
@@ -197,8 +211,7 @@ def _discover(settings: Settings) -> _Found:
             # A collection kept in hidden folders, or a root one level too high, would otherwise
             # look exactly like an empty directory to a client reading the problems. A root whose
             # walk reported something (a directory without SKILL.md, say) has explained itself.
-            found.problems.append(Problem(str(root), ProblemReason.ROOT_EMPTY,
-                                          f"no skill found under this root: {ROOT_EMPTY_HINT}", Level.WARNING))
+            found.problems.append(_root_empty(str(root)))
         found.reals.update(walk.reals)
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill. The walk
@@ -208,7 +221,11 @@ def _discover(settings: Settings) -> _Found:
     return found
 
 
-def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skill], set[str]]:
+Progress = Callable[[int, int], None]  # (done, known so far): skills loaded, candidates found
+
+
+def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | None = None
+              ) -> tuple[dict[str, Skill], set[str]]:
     """Load (or take from the cache) every candidate once; the skills by real directory, and the
     prefixes of those whose result the stamps pin (the cache may keep their digests)."""
     loaded: dict[str, Skill] = {}
@@ -216,7 +233,11 @@ def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skil
     seen: set[str] = set()
     nested_in: dict[str, str] = {}  # found_at of a nested skill -> the path of the directory holding it
     queue, problems = found.queue, found.problems
+    done = 0
     while queue:
+        if progress is not None:
+            progress(done, done + len(queue))
+        done += 1
         found_at, root_real = queue.popleft()
         real = found.reals.get(found_at) or os.path.realpath(found_at)
         if not _inside(root_real, real):
@@ -254,6 +275,8 @@ def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skil
                 nested_in[str(nested)] = skill.skill_path if between == "." else \
                     f"{skill.skill_path}/{Path(between).as_posix()}"
             queue.append((str(nested), root_real))
+    if progress is not None:
+        progress(done, done)
     return loaded, stampable
 
 
@@ -277,20 +300,21 @@ def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:
 
 
 def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None,
-                  cache: CatalogCache | None = None) -> Catalog:
+                  cache: CatalogCache | None = None, progress: Progress | None = None) -> Catalog:
     """Scan every root once. One bad skill costs itself, never the listing.
 
     Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
     lets the server reuse those digests later. With ``settings.cache_dir`` set, each skill's
     scan result is taken from the persistent cache while every file it depends on is unchanged
     (``catalog.cache``), and the cache is brought up to date; ``cache`` overrides that (tests
-    pass one with an injected clock).
+    pass one with an injected clock). ``progress(done, known)`` is called before each skill is
+    read and once at the end (a command line shows it on a terminal).
     """
     found = _discover(settings)
     cache = cache or _open_cache(settings, found.roots_real)
     digests = memo or DigestMemo()
     try:
-        loaded, stampable = _load_all(found, cache)
+        loaded, stampable = _load_all(found, cache, progress)
         digest: Callable[[Skill, SkillFile], str] = (
             (lambda skill, entry: file_digest(digests, skill, entry)) if cache is None
             else cache.digest_fn(digests, lambda skill: skill.prefix in stampable))

@@ -26,9 +26,11 @@ log = logging.getLogger("skill_mcp.catalog")
 class LazyCatalog:
     """``provider()`` returns the catalog, building it on the first call only."""
 
-    def __init__(self, settings: Settings, *, generation: int = 0) -> None:
+    def __init__(self, settings: Settings, *, generation: int = 0,
+                 progress: Callable[[int, int], None] | None = None) -> None:
         self._settings = settings
         self._generation = generation
+        self._progress = progress  # build_catalog's progress, for the one build (a terminal's line)
         self._lock = threading.Lock()
         self._catalog: Catalog | None = None
         self._on_build: Callable[[Catalog, float], None] | None = None
@@ -51,7 +53,8 @@ class LazyCatalog:
                 from skill_mcp.catalog.discover import build_catalog
 
                 start = time.perf_counter()
-                self._catalog = kept_for_life(lambda: build_catalog(self._settings, generation=self._generation))
+                self._catalog = kept_for_life(lambda: build_catalog(self._settings, generation=self._generation,
+                                                                    progress=self._progress))
                 seconds = time.perf_counter() - start
                 log.debug("catalog built", extra={"skills": len(self._catalog.skills),
                                                  "problems": len(self._catalog.problems),

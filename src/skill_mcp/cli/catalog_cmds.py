@@ -7,20 +7,30 @@ they print is what a client would be served.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
+import sys
 from typing import Any
 
 from skill_mcp.cli import exits
-from skill_mcp.cli.output import emit, emit_json, fail, warn
+from skill_mcp.cli.output import emit, emit_json, warn
 from skill_mcp.reasons import SKILL_REFUSALS, Level, ProblemReason
 
 
 def load_catalog(args: argparse.Namespace) -> Any:
+    """The settings and the catalog ``serve`` would build, after the roots were spoken for
+    (``cli.roots``), with progress on a terminal (``cli.progress``)."""
     from skill_mcp.catalog import build_catalog
+    from skill_mcp.cli.progress import Progress
+    from skill_mcp.cli.roots import announce
     from skill_mcp.config import load_settings
 
     settings = load_settings(args.skills_dirs, os.environ)
-    return settings, build_catalog(settings)
+    announce(settings, json_mode=bool(getattr(args, "json", False)))
+    with Progress.on_stderr("reading skills") as progress:
+        catalog = build_catalog(settings, progress=progress.update)
+    return settings, catalog
 
 
 def missing_roots(catalog: Any) -> list[str]:
@@ -28,48 +38,46 @@ def missing_roots(catalog: Any) -> list[str]:
     return [p.path for p in catalog.problems if p.reason == ProblemReason.ROOT_MISSING]
 
 
-def _root_missing_text(paths: list[str]) -> str:
-    if len(paths) == 1:
-        return f"the skills root {paths[0]} is not a directory"
-    return f"the skills roots {', '.join(paths)} are not directories"
-
-
 def report_missing_roots(catalog: Any, *, json_mode: bool, code: int) -> int:
-    """Name the roots that are not directories on stderr (once), and turn ``code`` into 3.
+    """``code``, or 3 when a root is not a directory.
 
     A mistyped ``--skills-dir`` otherwise looks like an empty catalog: the command still shows
-    what the other roots hold, and says which root it could not read.
+    what the other roots hold; the root it could not read was named at start (``cli.roots``).
     """
-    paths = missing_roots(catalog)
-    if not paths:
-        return code
-    served_from = "it" if len(paths) == 1 else "them"
-    return fail(exits.UNAVAILABLE, f"{_root_missing_text(paths)}; nothing is served from {served_from}",
-                json_mode=json_mode, reason=ProblemReason.ROOT_MISSING)
+    return exits.UNAVAILABLE if missing_roots(catalog) else code
 
 
-def nothing_found_text(catalog: Any) -> str | None:
-    """Why nothing was served, from the catalog's ``root-empty`` problems; None when a skill was served.
+def _meant_as_skill(problem: Any) -> bool:
+    """A directory without SKILL.md that looks meant as a skill: its detail names a ``skill.md``
+    in another case or a SKILL.md below it (``catalog.roots``). Plain folders (``docs/``) are not."""
+    from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL
 
-    A collection kept in hidden folders (openai/skills' ``skills/.curated``) or a root one level
-    too high is otherwise indistinguishable from an empty directory: the catalog reports each
-    such root (the server lists it among its problems), and every catalog command says so here.
-    A refused skill or a missing root already explains itself.
-    """
-    if catalog.skills:
+    return bool(problem.reason == ProblemReason.NO_SKILL_MD and problem.detail != NO_SKILL_MD_DETAIL)
+
+
+def not_served(catalog: Any) -> dict[str, int]:
+    """Directories refused a place in the catalog, and those meant as skills that are not one,
+    counted by reason."""
+    paths: dict[str, str] = {}
+    for p in catalog.problems:
+        if (p.level == Level.ERROR and p.reason in SKILL_REFUSALS) or _meant_as_skill(p):
+            paths.setdefault(p.path, str(p.reason))
+    counts: dict[str, int] = {}
+    for reason in paths.values():
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def not_served_summary(catalog: Any, args: argparse.Namespace) -> str | None:
+    """``list``'s last line on stderr: how many skill directories were not served, and why."""
+    counts = not_served(catalog)
+    if not counts:
         return None
-    from skill_mcp.catalog.discover import ROOT_EMPTY_HINT
-
-    empty = [p.path for p in catalog.problems if p.reason == ProblemReason.ROOT_EMPTY]
-    if not empty:
-        return None
-    return f"no skill found under {', '.join(empty)}: {ROOT_EMPTY_HINT}"
-
-
-def report_nothing_found(catalog: Any) -> None:
-    text = nothing_found_text(catalog)
-    if text is not None:
-        warn(f"skill-mcp: warning: {text}")
+    total = sum(counts.values())
+    why = ", ".join(f"{n} {reason}" for reason, n in counts.items())
+    roots = " ".join(shlex.quote(r) for r in args.skills_dirs)
+    return (f"skill-mcp: {len(catalog.skills)} served, {total} not served ({why}); "
+            f"`skill-mcp validate{' ' + roots if roots else ''}` says why for each")
 
 
 def phase_of(skill: Any) -> str | None:
@@ -153,7 +161,6 @@ def run_index(args: argparse.Namespace) -> int:
     emit(f"problems: {len(problems)}")
     for p in problems:
         emit(f"  {p['level']}: {p['reason']}: {p['path']}: {p['detail']}")
-    report_nothing_found(catalog)
     return exits.OK
 
 
@@ -162,14 +169,20 @@ def run_list(args: argparse.Namespace) -> int:
     skills = [s for s in catalog.skills.values() if args.phase is None or phase_of(s) == args.phase]
     if args.json:
         emit_json({"skills": [_skill_row(s) for s in skills], "count": len(skills), "phase": args.phase})
+        summary = not_served_summary(catalog, args)
+        if summary:
+            sys.stderr.write(json.dumps({"warning": summary, "notServed": not_served(catalog)}, sort_keys=True) + "\n")
         return report_missing_roots(catalog, json_mode=True, code=exits.OK)
     width = max((len(s.name) for s in skills), default=0)
     for skill in skills:
         emit(f"{skill.name.ljust(width)}  {_short(skill.description)}")
-    if not catalog.skills:
-        report_nothing_found(catalog)
-    elif not skills:
-        warn(f"no skills in phase {args.phase!r}")
+    if catalog.skills and not skills:
+        phases = sorted({p for p in map(phase_of, catalog.skills.values()) if p})
+        warn(f"no skills in phase {args.phase!r}" + (f"; the phases served: {', '.join(phases)}" if phases
+                                                        else "; no served skill names a phase"))
+    summary = not_served_summary(catalog, args)
+    if summary:
+        warn(summary)
     return report_missing_roots(catalog, json_mode=False, code=exits.OK)
 
 
@@ -179,20 +192,22 @@ def run_search(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= MAX_LIMIT:
         raise exits.CliError(exits.USAGE, f"--limit must be between 1 and {MAX_LIMIT}")
     query = " ".join(args.query)
+    from skill_mcp.cli.progress import Progress
+
     settings, catalog = load_catalog(args)
-    try:
-        result = search_result(catalog, index_catalog(catalog, settings.cache_dir), query, args.limit)
-    except StoredIndexError:  # a persisted index proved damaged: never an answer, build afresh
-        result = search_result(catalog, index_catalog(catalog, settings.cache_dir, reuse=False), query, args.limit)
+    with Progress.on_stderr("indexing skills for search") as progress:
+        try:
+            index = index_catalog(catalog, settings.cache_dir, progress=progress.update)
+        except StoredIndexError:  # a persisted index proved damaged: never an answer, build afresh
+            index = index_catalog(catalog, settings.cache_dir, reuse=False, progress=progress.update)
+    result = search_result(catalog, index, query, args.limit)
     if args.json:
         emit_json(result)
     else:
         for i, hit in enumerate(result["hits"], 1):
             emit(f"{i:>2}. {hit['name']}  ({hit['score']:.3f})  {_short(hit['description'], 70)}")
             emit(f"    {hit['reason']}")
-        if not catalog.skills:
-            report_nothing_found(catalog)
-        elif not result["hits"]:
+        if catalog.skills and not result["hits"]:
             warn(f"no skill matches {query!r}")
         elif result["match"] == "weak":
             warn(f"no skill matches {query!r} well: these are only the closest")
@@ -212,12 +227,16 @@ def run_show(args: argparse.Namespace) -> int:
             raise exits.CliError(exits.PROBLEM, f"{args.name!r} is not served {why}", str(refusals[0].reason))
         missing = missing_roots(catalog)
         if missing:
-            raise exits.CliError(exits.UNAVAILABLE, f"no skill named {args.name!r}; {_root_missing_text(missing)}",
+            # The root itself was named at start (cli.roots): say only that it is the likely cause.
+            raise exits.CliError(exits.UNAVAILABLE, f"no skill named {args.name!r} (a root is not a directory: above)",
                                  ProblemReason.ROOT_MISSING)
         from skill_mcp.surfaces.state import closest_names
 
         closest = closest_names(catalog.skills, args.name)
         hint = f"; closest: {', '.join(closest)}" if closest else ""
+        unserved = [p for p in catalog.problems if _meant_as_skill(p) and os.path.basename(p.path) == args.name]
+        if unserved:  # the directory is there, but is not a skill: say why
+            hint = f"; {unserved[0].path}: {unserved[0].detail}"
         raise exits.CliError(exits.PROBLEM, f"no skill named {args.name!r}{hint}", "unknown-skill")
     memo = DigestMemo()
     try:

@@ -7,6 +7,13 @@ client's output-schema validation. Nothing here calls a handler directly.
 
 ``call`` confirms a ``skill_run`` as a client with a person behind it would (``cli.confirm``):
 within its one session, so the run happens in the same call and its result is printed.
+
+A run's output is shown as the script writes it (``runner.types.OutputTap``): the server in
+this process is built with a tap on its spawner, which copies each chunk to this process's
+stdout or stderr, bounded as the capture is; the status line follows when the call answers.
+MCP itself carries a run's output in the result only (a progress notification holds a
+number and a message, not a stream), so the tap is a property of this command line, not of
+the protocol: over stdio or HTTP a client gets the same result it always did.
 """
 
 from __future__ import annotations
@@ -29,21 +36,83 @@ CALL_TIMEOUT_S = 330.0  # above skill_run's hard 300 s ceiling, so a run always 
 
 
 def _settings(args: argparse.Namespace) -> Any:
+    from skill_mcp.cli.roots import announce
     from skill_mcp.config import load_settings
 
-    return load_settings(args.skills_dirs, os.environ)
+    settings = load_settings(args.skills_dirs, os.environ)
+    announce(settings, json_mode=bool(getattr(args, "json", False)))
+    return settings
 
 
 def _dump(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def _audit_sink(settings: Any) -> Any:
+    """The per-run audit for a person: on a terminal the status line ``call`` prints says what
+    the audit line would, so the line is written (as text) only with ``SKILL_MCP_LOG=debug``, and
+    other records (a warning) as text unless the level is ``error``. Off a terminal, the
+    server's JSON line, for the log it goes to."""
+    from skill_mcp.cli.progress import is_terminal
+    from skill_mcp.runner.audit import stderr_sink
+
+    if not is_terminal(sys.stderr):
+        return stderr_sink
+    level = str(settings.log_level).lower()
+
+    def sink(record: Any) -> None:
+        event = str(record.get("event", "audit"))
+        if (event == "skill_run" and level != "debug") or level == "error":
+            return
+        fields = " ".join(f"{k}={v}" for k, v in record.items() if k not in ("event", "detail"))
+        sys.stderr.write(f"skill-mcp {event}: {record.get('detail') or ''} {fields}".rstrip() + "\n")
+
+    return sink
+
+
+class _Tap:
+    """Copies a running script's output to this process's stdout and stderr as it comes, each
+    stream bounded as the run's capture is (the status line says when it was cut)."""
+
+    def __init__(self) -> None:
+        from skill_mcp.runner.types import CAPTURE_LIMIT
+
+        self.left = {"stdout": CAPTURE_LIMIT, "stderr": CAPTURE_LIMIT}
+        self.used = False
+
+    def __call__(self, stream: str, data: bytes) -> None:
+        self.used = True
+        keep = data[: max(self.left[stream], 0)]
+        self.left[stream] -= len(keep)
+        if keep:
+            target = sys.stdout if stream == "stdout" else sys.stderr
+            target.flush()
+            target.buffer.write(keep)
+            target.buffer.flush()
+
+
+def _server(settings: Any, tap: _Tap | None) -> Any:
+    """The server ``serve`` would run, with this command's audit sink and output tap, and the
+    first catalog build's progress on a terminal."""
+    from skill_mcp.catalog.lazy import LazyCatalog
+    from skill_mcp.cli.progress import Progress
+    from skill_mcp.server import build_server
+
+    provider = LazyCatalog(settings, progress=Progress.on_stderr("reading skills").update)
+    return build_server(settings, provider, hooks=_hooks(settings, tap))
+
+
+def _hooks(settings: Any, tap: _Tap | None) -> Any:
+    from skill_mcp.server import RunHooks
+
+    return RunHooks(audit=_audit_sink(settings), on_output=tap)
+
+
 async def _advertised(settings: Any) -> dict[str, Any]:
     from mcp import Client
 
-    from skill_mcp.server import build_server
 
-    async with Client(build_server(settings), mode="legacy") as client:
+    async with Client(_server(settings, None), mode="legacy") as client:
         caps = client.server_capabilities
         tools = (await client.list_tools()).tools
         prompts = (await client.list_prompts()).prompts if caps.prompts is not None else []
@@ -62,7 +131,11 @@ async def _advertised(settings: Any) -> dict[str, Any]:
 def run_tools(args: argparse.Namespace) -> int:
     import anyio
 
-    data = anyio.run(_advertised, _settings(args))
+    from skill_mcp.logs import configure_logging
+
+    settings = _settings(args)
+    configure_logging(settings.log_level)
+    data = anyio.run(_advertised, settings)
     if args.json:
         emit_json(data)
         return exits.OK
@@ -108,15 +181,15 @@ def _token_preview(tool: str, out: dict[str, Any]) -> dict[str, Any] | None:
     return structured if isinstance(structured.get("confirmToken"), str) else None
 
 
-async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: Confirmer) -> dict[str, Any]:
+async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: Confirmer,
+                tap: _Tap | None = None) -> dict[str, Any]:
     import anyio
     from mcp import Client
     from mcp.shared.exceptions import MCPError
 
-    from skill_mcp.server import build_server
 
     # The session advertises elicitation: skill_run asks in it, and ``confirmer`` answers.
-    async with Client(build_server(settings), mode="legacy", elicitation_callback=confirmer.elicit) as client:
+    async with Client(_server(settings, tap), mode="legacy", elicitation_callback=confirmer.elicit) as client:
         try:
             with anyio.fail_after(CALL_TIMEOUT_S):
                 out = _result(await client.call_tool(tool, arguments))
@@ -131,8 +204,9 @@ async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: 
                     out = _result(await client.call_tool(tool, {**arguments, "confirmToken": preview["confirmToken"]}))
         except MCPError as err:
             # A JSON-RPC error (an unknown tool, for example): refused before any tool ran.
-            return {"isError": True, "content": [], "protocolError": {"code": err.error.code,
-                                                                         "message": err.error.message}}
+            names = [t.name for t in (await client.list_tools()).tools]
+            return {"isError": True, "content": [], "tools": names,
+                    "protocolError": {"code": err.error.code, "message": err.error.message}}
     return out
 
 
@@ -146,31 +220,49 @@ def _finished_run(tool: str, out: dict[str, Any]) -> dict[str, Any] | None:
     return structured
 
 
-def _print_run(result: dict[str, Any]) -> None:
-    """A run for a person: the script's own output as it wrote it, then one line on how it ended."""
-    sys.stdout.write(result.get("stdout") or "")
-    sys.stdout.flush()
-    sys.stderr.write(result.get("stderr") or "")
+def _print_run(result: dict[str, Any], streamed: bool) -> None:
+    """A run for a person: the script's own output as it wrote it (already shown as it came,
+    when ``streamed``), then one line on how it ended."""
+    if not streamed:
+        sys.stdout.write(result.get("stdout") or "")
+        sys.stdout.flush()
+        sys.stderr.write(result.get("stderr") or "")
     ended = f"exit {result.get('exitCode')}" if result.get("signal") is None else f"signal {result.get('signal')}"
     cut = [name for name, was in sorted((result.get("truncated") or {}).items()) if was]
     warn(f"skill-mcp: {result.get('skill')} {result.get('script')}: {result['status']} ({ended}, "
          f"{result.get('durationMs')} ms" + (f"; {' and '.join(cut)} truncated" if cut else "") + ")")
 
 
+def _tool_hint(tool: str, names: list[str]) -> str:
+    from difflib import get_close_matches
+
+    close = get_close_matches(tool, names, n=3, cutoff=0.6)
+    if close:
+        return f"skill-mcp: no tool named {tool!r}; did you mean {', '.join(close)}?"
+    return f"skill-mcp: no tool named {tool!r}; the server's tools: {', '.join(names)}"
+
+
 def run_call(args: argparse.Namespace) -> int:
     import anyio
 
+    from skill_mcp.logs import configure_logging
+
     arguments = _parse_args_json(args.args)
     confirmer = Confirmer.for_process(assume_yes=bool(getattr(args, "yes", False)))
+    settings = _settings(args)
+    configure_logging(settings.log_level)  # text on a terminal, JSON lines for a log
+    # --json prints the whole result on stdout, so the script's output must not stream there.
+    tap = _Tap() if args.tool == "skill_run" and not args.json else None
     try:
-        out = anyio.run(_call, _settings(args), args.tool, arguments, confirmer)
+        out = anyio.run(_call, settings, args.tool, arguments, confirmer, tap)
     except TimeoutError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"{args.tool}: no answer in {CALL_TIMEOUT_S:.0f} s") from err
+    tools = out.pop("tools", [])
     finished = _finished_run(args.tool, out)
     if args.json:
         emit_json(out)
     elif finished is not None:
-        _print_run(finished)
+        _print_run(finished, streamed=tap is not None and tap.used)
     elif "structuredContent" in out and args.tool not in BODY_TOOLS:
         emit(json.dumps(out["structuredContent"], indent=2, sort_keys=True, ensure_ascii=False))
     else:
@@ -182,6 +274,8 @@ def run_call(args: argparse.Namespace) -> int:
         warn(f"skill-mcp: {args.tool}: {out['protocolError']['message']} (JSON-RPC {out['protocolError']['code']})")
         if args.tool in SEED_TOOLS:
             warn(f"skill-mcp: {args.tool} is a tool of the skillmcp profile: set SKILL_MCP_COMPAT=skillmcp to offer it")
+        elif args.tool not in tools:
+            warn(_tool_hint(args.tool, tools))
         return exits.PROBLEM
     if out.get("declined"):
         warn(f"skill-mcp: {args.tool}: not confirmed (declined); nothing ran")
@@ -189,6 +283,11 @@ def run_call(args: argparse.Namespace) -> int:
     if out["isError"]:
         reason = (out.get("structuredContent") or {}).get("reason")
         warn(f"skill-mcp: {args.tool} returned an error" + (f" ({reason})" if reason else ""))
+        return exits.PROBLEM
+    structured = out.get("structuredContent") or {}
+    if args.tool == "skill_file" and structured.get("failed") and not structured.get("served"):
+        # Every path was refused: the call answered, but nothing the caller asked for came back.
+        warn(f"skill-mcp: skill_file: none of the {structured['failed']} files could be read (see each entry's error)")
         return exits.PROBLEM
     if finished is not None and finished["status"] != "ok":
         # The script failed, timed out or was killed: a normal result for the tool, but a script

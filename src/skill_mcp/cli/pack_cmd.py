@@ -50,7 +50,7 @@ def _phase(frontmatter: Any, previous: Any) -> str | None:
     return previous.phase if previous is not None else None
 
 
-def collect(root: Path, previous: Any) -> tuple[list[Any], list[Any]]:
+def collect(root: Path, previous: Any, progress: Any = None) -> tuple[list[Any], list[Any]]:
     """Pinned entries for every loadable skill under ``root``, and the problems of the rest."""
     from skill_mcp.catalog.files import DigestMemo, file_digest
     from skill_mcp.catalog.packs import PACK_JSON, PinnedSkill, posix_rel
@@ -63,7 +63,11 @@ def collect(root: Path, previous: Any) -> tuple[list[Any], list[Any]]:
     entries: list[PinnedSkill] = []
     problems: list[Any] = []
     seen: set[Path] = set()
+    done = 0
     while queue:
+        if progress is not None:
+            progress(done, done + len(queue))
+        done += 1
         found_at = queue.pop(0)
         real = Path(os.path.realpath(found_at))
         if real in seen or not is_inside(root_real, real):
@@ -86,12 +90,16 @@ def collect(root: Path, previous: Any) -> tuple[list[Any], list[Any]]:
 
 def run_lock(args: argparse.Namespace) -> int:
     from skill_mcp.catalog.packs import PACK_JSON, Pack, load_pack, render_pack
+    from skill_mcp.cli.progress import Progress
+    from skill_mcp.cli.roots import announce
+    from skill_mcp.config import load_settings
     from skill_mcp.models import Problem
     from skill_mcp.reasons import Level
 
     root = Path(args.root)
     if not root.is_dir():
         raise exits.CliError(exits.UNAVAILABLE, f"{root} is not a directory")
+    announce(load_settings([str(root)], os.environ), json_mode=bool(args.json))
     target = root / PACK_JSON
     previous: Pack | None = None
     if target.is_file():
@@ -100,7 +108,8 @@ def run_lock(args: argparse.Namespace) -> int:
             warn(f"warning: the existing pack.json is ignored ({loaded.reason}): {loaded.detail}")
         else:
             previous = loaded
-    entries, problems = collect(root, previous)
+    with Progress.on_stderr("pinning skills") as progress:
+        entries, problems = collect(root, previous, progress.update)
     name = args.name or (previous.name if previous else Path(os.path.realpath(root)).name)
     version = args.pack_version or (previous.version if previous else "0.1.0")
     text = render_pack(name, version, entries, previous.description if previous else None)

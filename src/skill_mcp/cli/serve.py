@@ -5,8 +5,10 @@ Stdout belongs to the protocol from here on: nothing in this module prints.
 
 from __future__ import annotations
 
+import errno
 import inspect
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +18,12 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import argparse
 
 TOKEN_FILE_MAX_BYTES = 4096
+# The errors binding a listener gives, with what to do about each.
+_LISTEN_ERRORS = {
+    errno.EADDRINUSE: " (another process listens there: stop it, or pick another port with --http HOST:PORT)",
+    errno.EADDRNOTAVAIL: " (no interface of this machine has that address)",
+    errno.EACCES: " (ports below 1024 need privileges: pick a port above 1023)",
+}
 
 
 def _blocking(result: Any) -> int:
@@ -52,17 +60,26 @@ def _token(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from skill_mcp.config import load_settings
     from skill_mcp.errors import SkillMcpError
+    from skill_mcp.reasons import Refusal
 
     if getattr(args, "metrics", None) and not args.http:
         raise exits.CliError(exits.USAGE, "--metrics needs --http (over stdio, export with the OTEL_* variables)")
     settings = load_settings(args.skills_dirs, os.environ, watch=args.watch)
     # --watch: a provider that reloads; both transports run its watcher beside the server and
     # announce list_changed after each swap (server.watch_catalog).
-    provider = None
+    provider: Any = None
     if args.watch:
         from skill_mcp.watch import LiveCatalog
 
         provider = LiveCatalog(settings)
+    else:
+        from skill_mcp.cli.progress import Progress, is_terminal
+
+        if is_terminal(sys.stderr):
+            # A person at a terminal sees the first catalog build (a client's log never does).
+            from skill_mcp.catalog.lazy import LazyCatalog
+
+            provider = LazyCatalog(settings, progress=Progress.on_stderr("reading skills").update)
     try:
         if args.http:
             # Imported here: the SDK and the server are heavy and --help must stay fast.
@@ -80,6 +97,12 @@ def run(args: argparse.Namespace) -> int:
         raise exits.CliError(exits.UNAVAILABLE, err.detail, str(err.reason)) from err
     except ValueError as err:
         raise exits.CliError(exits.USAGE, f"--http: {err}") from err
+    except OSError as err:
+        if err.errno not in _LISTEN_ERRORS:
+            raise
+        # The address the transport refuses (docs/cli.md: exit 3), in one line.
+        raise exits.CliError(exits.UNAVAILABLE, f"cannot listen on {args.http}: {err.strerror}"
+                             + _LISTEN_ERRORS[err.errno], str(Refusal.HTTP_LISTEN_FAILED)) from err
     try:
         return _blocking(serve_stdio(settings, provider))
     except SkillMcpError as err:

@@ -12,13 +12,18 @@ from skill_mcp.cli.output import emit, emit_json
 
 def run(args: argparse.Namespace) -> int:
     from skill_mcp.catalog import build_catalog
+    from skill_mcp.cli.progress import Progress
+    from skill_mcp.cli.roots import announce
     from skill_mcp.config import load_settings
     from skill_mcp.reasons import Level
     from skill_mcp.validate import validate_catalog
 
-    settings = load_settings([*args.roots, *args.skills_dirs], os.environ)
-    catalog = build_catalog(settings)
-    problems = validate_catalog(catalog, strict=args.strict)
+    settings = load_settings(args.skills_dirs, os.environ)
+    announce(settings, json_mode=bool(args.json))
+    with Progress.on_stderr("reading skills") as progress:
+        catalog = build_catalog(settings, progress=progress.update)
+    with Progress.on_stderr("checking the floors") as progress:
+        problems = validate_catalog(catalog, strict=args.strict, progress=progress.update)
     errors = sum(1 for p in problems if p.level == Level.ERROR)
     warnings = len(problems) - errors
     by_reason = dict(sorted(Counter(str(p.reason) for p in problems).items()))

@@ -27,12 +27,28 @@ FENCED_NOTE = ("this machine looks fenced (an egress proxy or nftables table is 
                "a plain timeout, and the two look the same from inside the script")
 
 
+def _on_a_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def stderr_sink(record: Mapping[str, Any]) -> None:
-    """Write one line in the shape of ``skill_mcp.logs`` (ts, level, logger, msg + fields).
+    """Write one line in the shape of ``skill_mcp.logs`` (ts, level, logger, msg + fields; plain
+    text when stderr is a terminal, as those logs are).
 
     Written directly rather than through ``logging``: the audit line is due for every run whatever
     ``SKILL_MCP_LOG`` says, and a level filter must never drop it.
     """
+    if _on_a_terminal(sys.stderr):
+        # A person reads it live: the shape of ``skill_mcp.logs``' text lines, not a wall of JSON.
+        fields = " ".join(f"{k}={v}" for k, v in record.items() if k not in ("event", "detail"))
+        level = "warning" if record.get("event") == "warning" else "info"
+        head = str(record.get("detail") or record.get("event", "audit"))
+        sys.stderr.write(f"skill-mcp {level}: {head} {fields}".rstrip() + "\n")
+        sys.stderr.flush()
+        return
     now = time.time()
     line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
             "level": "warning" if record.get("event") == "warning" else "info", "logger": "skill_mcp.audit",

@@ -34,7 +34,7 @@ from skill_mcp.runner.plan import Prepared, prepare
 from skill_mcp.runner.report import Blocked, FenceReport, fence_report
 from skill_mcp.runner.spawn_local import LocalSpawner, UserDrop
 from skill_mcp.runner.tokens import TokenBook
-from skill_mcp.runner.types import Spawner
+from skill_mcp.runner.types import OutputTap, Spawner
 
 DEFAULT_SCRIPT_USER = "nobody"
 
@@ -85,7 +85,8 @@ class Runner:
     @classmethod
     def create(cls, settings: Settings, *, harden: HardenReport | None, clock: Callable[[], float] = time.time,
                spawner: Spawner | None = None, interpreters: Interpreters | None = None,
-               audit: AuditSink = stderr_sink, euid: int | None = None, fenced: bool | None = None) -> Runner:
+               audit: AuditSink = stderr_sink, euid: int | None = None, fenced: bool | None = None,
+               on_output: OutputTap | None = None) -> Runner:
         """The one constructor: boot facts decided once, from ``settings`` and the boot's ``harden``.
 
         The spawner is the appliance's broker when ``settings.broker_fd`` is set (asked at once
@@ -106,7 +107,7 @@ class Runner:
             if isinstance(drop, SkillMcpError):
                 boot_refusal, drop = drop, None
             runs_as = drop.describe() if drop else None
-            spawner = LocalSpawner(drop=drop)
+            spawner = LocalSpawner(drop=drop, on_output=on_output)
         return cls(settings=settings, interpreters=interpreters or resolve_interpreters(), spawner=spawner,
                    tokens=TokenBook(clock=clock), harden=harden, boot_refusal=boot_refusal, runs_as=runs_as,
                    fenced=fenced, audit=audit)

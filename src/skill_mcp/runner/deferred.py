@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
     from skill_mcp.models import Catalog, Problem, Skill
     from skill_mcp.runner.core import FenceStates, Runner
+    from skill_mcp.runner.types import OutputTap
 
 
 class DeferredRunner:
@@ -42,7 +43,8 @@ class DeferredRunner:
         self._runner: Runner | None = None
 
     @classmethod
-    def boot(cls, settings: Settings, *, audit: AuditSink = stderr_sink) -> DeferredRunner:
+    def boot(cls, settings: Settings, *, audit: AuditSink = stderr_sink,
+             on_output: OutputTap | None = None) -> DeferredRunner:
         """The one way a server builds its runner: harden this process now, once, and report a
         failed wipe (standalone) now, once; build the runner from ``settings`` when first needed,
         or at once in the appliance, where the broker is asked before anything is served."""
@@ -54,7 +56,7 @@ class DeferredRunner:
         def build() -> Runner:
             from skill_mcp.runner.core import Runner
 
-            return Runner.create(settings, harden=harden, audit=audit)
+            return Runner.create(settings, harden=harden, audit=audit, on_output=on_output)
 
         runner = cls(build)
         if settings.broker_fd is not None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import marshal
 import os
 import signal
@@ -38,6 +39,7 @@ import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -49,7 +51,7 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
 from skill_mcp.runner.script_env import run_env
 from skill_mcp.runner.shim import EAGAIN, KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
-from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult
+from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, OutputTap, RunPlan, RunResult
 from skill_mcp.trees import NotRemoved, remove_tree
 
 # The standalone limits (docs/fence.md's table): one home with the appliance's, in skill_mcp.limits.
@@ -123,7 +125,7 @@ class _Capture(Capture):
     eof: anyio.Event = field(default_factory=anyio.Event)
 
 
-async def _pump(fd: int, cap: _Capture) -> None:
+async def _pump(fd: int, cap: _Capture, tap: Callable[[bytes], None] | None = None) -> None:
     while True:
         await anyio.wait_readable(fd)
         try:
@@ -133,6 +135,8 @@ async def _pump(fd: int, cap: _Capture) -> None:
         if not data:
             cap.eof.set()
             return
+        if tap is not None:
+            tap(data)
         cap.add(data)
 
 
@@ -145,6 +149,7 @@ class LocalSpawner:
     term_grace_s: float = TERM_GRACE_S
     drain_s: float = DRAIN_S
     warm_ahead: bool = True  # False: every run starts its shim cold
+    on_output: OutputTap | None = None  # sees the script's output as it is written (runner.types)
     _slot: WarmSlot = field(init=False, repr=False)
     _waiting: anyio.CancelScope | None = field(default=None, repr=False)
     _stopping: bool = field(default=False, repr=False)
@@ -282,8 +287,9 @@ class LocalSpawner:
         out, err = _Capture(self.capture_limit), _Capture(self.capture_limit)
         timed_out = False
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_pump, shim.out_r, out)
-            tg.start_soon(_pump, shim.err_r, err)
+            tap = self.on_output
+            tg.start_soon(_pump, shim.out_r, out, functools.partial(tap, "stdout") if tap else None)
+            tg.start_soon(_pump, shim.err_r, err, functools.partial(tap, "stderr") if tap else None)
             remaining = plan.timeout_s - (time.monotonic() - started)
             with anyio.move_on_after(max(remaining, 0)) as waiting:
                 self._waiting = waiting

@@ -8,7 +8,7 @@ to run and the names the preview showed; the broker decides the rest on its own 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -16,7 +16,12 @@ from typing import Any, Protocol
 from skill_mcp.limits import CAPTURE_LIMIT, DEFAULT_TIMEOUT_S, DRAIN_S, MAX_TIMEOUT_S, TERM_GRACE_S, RunStatus
 
 __all__ = ["CAPTURE_LIMIT", "DEFAULT_TIMEOUT_S", "DRAIN_S", "MAX_TIMEOUT_S", "TERM_GRACE_S", "TMPDIR_PLACEHOLDER",
-           "RunPlan", "RunResult", "RunStatus", "Spawner"]
+           "OutputTap", "RunPlan", "RunResult", "RunStatus", "Spawner"]
+
+# Called with ("stdout" | "stderr", bytes) as a running script writes, before the capture keeps
+# (or drops) them: how ``skill-mcp call`` shows a run's output as it comes. The result still
+# carries the captured output, bounded as ever; a tap never changes what a client is answered.
+OutputTap = Callable[[str, bytes], None]
 
 # ``RunPlan.env["TMPDIR"]`` carries this value; every spawner replaces it with a private
 # directory it creates for the run and removes afterwards.

@@ -7,7 +7,7 @@ it does not fail.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -122,23 +122,38 @@ def current_key(skills: list[Skill]) -> str:
     return key.hexdigest()
 
 
+def _counted(docs: Iterator[SearchDoc], total: int, progress: Callable[[int, int], None] | None
+             ) -> Iterator[SearchDoc]:
+    if progress is None:
+        yield from docs
+        return
+    done = 0
+    for doc in docs:
+        progress(done, total)
+        done += 1
+        yield doc
+    progress(done, total)
+
+
 def index_catalog(catalog: Catalog, cache_dir: Path | None = None, *, reuse: bool = True,
-                  now_ns: NowFn | None = None) -> SearchIndex:
+                  now_ns: NowFn | None = None, progress: Callable[[int, int], None] | None = None) -> SearchIndex:
     """The search index for one catalog generation.
 
     With ``cache_dir``, the index persisted there is used when it was built from exactly this
     catalog and these SKILL.md files (``search.store``); otherwise (or with ``reuse`` off, after
     a persisted one proved damaged) it is built and persisted for the next start. ``now_ns``
-    is the filesystem clock (tests inject one).
+    is the filesystem clock (tests inject one). ``progress(done, total)`` is called as skills
+    are indexed, when an index is built.
     """
+    total = len(catalog.skills)
     if cache_dir is None or not catalog.roots:
-        return build_sorted(docs_from_catalog(catalog))
+        return build_sorted(_counted(docs_from_catalog(catalog), total, progress))
     skills = _in_order(catalog)
     path = index_file(cache_dir, catalog.roots)
     if reuse and (stored := load(path, current_key(skills))) is not None:
         return stored
     keyed = _Keyed((now_ns or marker_time)(cache_dir))
-    index = build_sorted(keyed.docs(skills))
+    index = build_sorted(_counted(keyed.docs(skills), total, progress))
     if keyed.writable:
         save(path, keyed.key.hexdigest(), index)
     return index

@@ -109,7 +109,22 @@ def _select_tools(settings: Settings, specs: Sequence[ToolSpec]) -> list[ToolSpe
     return chosen
 
 
+def _root_notes(settings: Settings) -> str:
+    """The roots that serve nothing, in a sentence the model can repeat to the person: a server
+    started with a mistyped root otherwise looks like one with no skills."""
+    from skill_mcp.catalog.roots import probe_roots
+
+    notes = [f"{n.path}: {n.detail}" for n in probe_roots(settings)]
+    if not notes:
+        return ""
+    return (" Tell the user that the server's configuration needs fixing; " + "; ".join(notes) + ".")
+
+
 def _instructions(tool_names: Sequence[str], settings: Settings, known: Sequence[str]) -> str:
+    return _base_instructions(tool_names, settings, known) + _root_notes(settings)
+
+
+def _base_instructions(tool_names: Sequence[str], settings: Settings, known: Sequence[str]) -> str:
     if not tool_names and settings.enabled_tools is not None:
         return nothing_offered(settings.enabled_tools, known)
     if not {"skill_list", "skill_search", "skill_load"} & set(tool_names):

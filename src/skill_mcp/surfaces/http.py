@@ -150,6 +150,9 @@ async def _bounded_idle(guard: GuardMiddleware, seconds: float, hurry: Callable[
     return not guard.in_flight
 
 
+INTERRUPTED_EXIT = 130
+
+
 def _bind(host: str, port: int) -> socket.socket:
     """Bind before uvicorn starts so the actual port (``0`` = any) is known and logged."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -319,7 +322,9 @@ def serve_http(
         if listener is not None:
             listener.close()
     logger.info("http stopped", extra={"event": "http-stopped"})
-    return 0
+    # Ctrl-C is an interruption (exit 130, as a shell reports it); SIGTERM is the orderly stop
+    # that docker, systemd and Kubernetes send, and a clean drain after it is success.
+    return INTERRUPTED_EXIT if signal.SIGINT in getattr(uv, "_captured_signals", ()) else 0
 
 
 def _metrics_listener(plan: Any, telemetry: Any) -> Any:

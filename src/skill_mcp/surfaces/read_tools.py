@@ -149,8 +149,27 @@ def _skill_md_text(skill: Skill) -> str:
                             {"path": SKILL_MD}) from None
 
 
-def _entry_error(rel: str, err: SkillMcpError) -> dict[str, Any]:
-    return {"path": rel, "error": err.to_dict()}
+
+def closest_files(skill: Skill, rel: str, limit: int = 3) -> list[str]:
+    """Files the skill serves that ``rel`` may have meant: the same path in another case
+    (``FORMS.md`` for ``forms.md``) first, then the paths difflib finds alike."""
+    from difflib import get_close_matches
+
+    served = [f.rel for f in skill.files]
+    same = [p for p in served if p.lower() == rel.lower()]
+    by_lower = {p.lower(): p for p in served}
+    alike = [by_lower[p] for p in get_close_matches(rel.lower(), list(by_lower), n=limit, cutoff=0.6)]
+    return list(dict.fromkeys(same + alike))[:limit]
+
+
+def _entry_error(rel: str, err: SkillMcpError, skill: Skill | None = None) -> dict[str, Any]:
+    error = err.to_dict()
+    if skill is not None and err.reason == Refusal.NOT_FOUND:
+        closest = closest_files(skill, rel)
+        if closest:
+            error["detail"] = f"{err.detail} (closest: {', '.join(closest)})"
+            error["closest"] = closest
+    return {"path": rel, "error": error}
 
 
 def _locate(skill: Skill, rel: str) -> catfiles.Located:
@@ -198,7 +217,7 @@ async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
             try:
                 found[i] = _locate(skill, rel)
             except SkillMcpError as err:
-                errors[i] = _entry_error(rel, err)
+                errors[i] = _entry_error(rel, err, skill)
         total = sum(f.size for f in found.values())
         if total > MAX_BATCH_BYTES:
             raise SkillMcpError(
