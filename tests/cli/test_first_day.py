@@ -137,7 +137,7 @@ def _start_http(args: list[str]) -> tuple[subprocess.Popen[str], list[str]]:
     port = _free_port()
     proc = subprocess.Popen([SKILL_MCP, "serve", "--http", f"127.0.0.1:{port}", "--no-auth", *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=BASE_ENV)
+                            env={**BASE_ENV, "SKILL_MCP_LOG": "info"})  # "http listening" is an info line
     assert proc.stderr is not None
     lines: list[str] = []
     deadline = time.monotonic() + 60
