@@ -133,6 +133,9 @@ class Refusal(StrEnum):
     HTTP_HOST_REFUSED = "http-host-refused"
     HTTP_ORIGIN_REFUSED = "http-origin-refused"
     HTTP_DRAINING = "http-draining"
+    # A run output URI (skill-run://) that names nothing this reader may read, or that expired.
+    OUTPUT_UNKNOWN = "output-unknown"
+    OUTPUT_EXPIRED = "output-expired"
     # An answer that cannot reach a client in one server-sent event (surfaces.http_events).
     ANSWER_TOO_LARGE = "answer-too-large"
     # A handshake the SDK refuses (surfaces.handshake): data names the missing fields.
