@@ -23,9 +23,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.outputs import RETAIN_BYTES, RETAIN_S, Collected, OutputFile
+from skill_mcp.outputs import MAX_DROPPED_LISTED, RETAIN_BYTES, RETAIN_S, Collected, OutputFile
 from skill_mcp.reasons import Refusal
 
 SCHEME = "skill-run://"
@@ -101,6 +102,12 @@ class OutputStore:
                 return f
         raise SkillMcpError(Refusal.OUTPUT_UNKNOWN, f"run {run_id} wrote no file {path!r}")
 
+    def peek(self, uri: str) -> OutputFile | None:
+        """The file behind ``uri`` whatever the scope: for the call that just stored it."""
+        parsed = parse_output_uri(uri)
+        run = self._runs.get(parsed[0]) if parsed else None
+        return next((f for f in run.files if parsed and f.path == parsed[1]), None) if run else None
+
     @property
     def bytes_held(self) -> int:
         return self._bytes
@@ -119,3 +126,25 @@ class OutputStore:
         self._expired[run_id] = None
         while len(self._expired) > _EXPIRED_REMEMBERED:
             self._expired.popitem(last=False)
+
+
+def kept_outputs(store: OutputStore, collected: Collected, scope: str | None) -> dict[str, Any]:
+    """Store a run's files; the result's ``outputs`` (and ``outputsDropped``/``notes``) keys.
+
+    Each output is ``{uri, path, size, sha256}``; the surfaces add the MIME type. What the walk
+    did not keep is counted with the first entries and their reasons, never dropped silently.
+    """
+    out: dict[str, Any] = {"outputs": []}
+    kept = store.put(collected, scope)
+    if kept is not None:
+        out["outputs"] = [{"uri": kept.uri(f), "path": f.path, "size": f.size, "sha256": f.sha256}
+                          for f in kept.files]
+    dropped = [{"path": d.path, "why": d.why} for d in collected.dropped]
+    count = collected.dropped_count
+    if kept is None and collected.files:
+        dropped = [{"path": f.path, "why": "over-retention-budget"} for f in collected.files] + dropped
+        count += len(collected.files)
+    if count:
+        out["outputsDropped"] = {"count": count, "first": dropped[:MAX_DROPPED_LISTED],
+                                 "complete": collected.complete}
+    return out

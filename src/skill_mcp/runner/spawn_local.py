@@ -27,6 +27,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import marshal
 import os
 import signal
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import STANDALONE, Capture, remove_tree, run_status
 from skill_mcp.reasons import Refusal
@@ -153,13 +156,21 @@ class LocalSpawner:
         self._stopping = False
         tmp = rundirs.make()
         try:
+            out_dir = outputs.make_output_dir(tmp)
             if self.drop is not None:
                 os.chown(tmp, self.drop.uid, self.drop.gid)
+                os.chown(out_dir, self.drop.uid, self.drop.gid)
             shim = await self._launch(plan, self._config(plan, tmp), started)
             try:
-                return await self._supervise(plan, shim, started)
+                result = await self._supervise(plan, shim, started)
             finally:
                 shim.discard()  # reaped by now unless supervision itself failed; then killed here
+            # Read by descriptor only, as the script's own files (see skill_mcp.outputs): the
+            # process group is gone; a detached grandchild still writing loses its file.
+            # Up to 32 MiB of reads: off the event loop.
+            owner = self.drop.uid if self.drop is not None else os.geteuid()
+            found = await anyio.to_thread.run_sync(functools.partial(outputs.collect, out_dir, uid=owner))
+            return dataclasses.replace(result, outputs=found)
         finally:
             remove_tree(tmp)
             # The next run's shim starts now, not while this script runs: its start-up would compete

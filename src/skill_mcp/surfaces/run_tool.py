@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces import run_outputs
 from skill_mcp.surfaces.registry import ToolCall, ToolHandler, ToolOutput, ToolSpec
 
 if TYPE_CHECKING:  # pragma: no cover - typing only: the runner is imported when it is built
@@ -77,6 +78,15 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "droppedBytes": {"type": "integer", "minimum": 0},
         "durationMs": {"type": "integer", "minimum": 0},
         "notes": {"type": "array", "items": {"type": "string"}},
+        # the files the script left in SKILL_OUTPUT_DIR, each also a resource_link in content
+        "outputs": {"type": "array", "items": {"type": "object", "properties": {
+            "uri": {"type": "string"}, "name": {"type": "string"}, "path": {"type": "string"},
+            "mimeType": {"type": "string"}, "size": {"type": "integer", "minimum": 0},
+            "sha256": {"type": "string"}}, "required": ["uri", "path", "size", "sha256"]}},
+        "outputsDropped": {"type": "object", "properties": {
+            "count": {"type": "integer", "minimum": 0}, "complete": {"type": "boolean"},
+            "first": {"type": "array", "items": {"type": "object", "properties": {
+                "path": {"type": "string"}, "why": {"type": "string"}}}}}},
     },
     "required": ["status"],
 }
@@ -147,6 +157,8 @@ class SkillRun:
 
     async def __call__(self, call: ToolCall, args: dict[str, Any]) -> ToolOutput:
         out = await self._answer(call, args)
+        if isinstance(out, dict) and out.get("outputs"):
+            out = run_outputs.describe(out, self.runner.outputs)
         if _over_http(call) and isinstance(out, dict) and out.get("status") in RUN_STATUSES:
             # The answer may have to travel as one server-sent event (always after a mid-call
             # confirmation): cut the output to what a client accepts rather than lose the result.
@@ -159,10 +171,10 @@ class SkillRun:
         prepared = self._prepare(call, args)
         token = args.get("confirmToken")
         if token is not None:
-            return await self.runner.execute(prepared, token=token)
+            return await self.runner.execute(prepared, token=token, scope=run_outputs.output_scope(call.request))
         params = call.params
         if params is not None and (params.input_responses or params.request_state):
-            return await self._modern_retry(prepared, params)
+            return await self._modern_retry(prepared, params, call)
         if not _form_elicitation(call):
             return self._preview(prepared)
         if call.request.protocol_version == MODERN:
@@ -178,7 +190,7 @@ class SkillRun:
     def _preview(self, prepared: Prepared) -> dict[str, Any]:
         return {**self.runner.preview(prepared), "howToConfirm": HOW_TO_CONFIRM}
 
-    async def _modern_retry(self, prepared: Prepared, params: Any) -> dict[str, Any]:
+    async def _modern_retry(self, prepared: Prepared, params: Any, call: ToolCall) -> dict[str, Any]:
         response = (params.input_responses or {}).get(CONFIRM_KEY)
         action = getattr(response, "action", None)
         if not _accepted(action, getattr(response, "content", None)):
@@ -187,7 +199,8 @@ class SkillRun:
             raise SkillMcpError(Refusal.TOKEN_INVALID, "the retry carries no requestState")
         # ``prepared`` was built by this retry; the token in requestState is bound to the plan
         # the user saw, so a script edited since is refused as draft-changed.
-        return await self.runner.execute(prepared, token=params.request_state)
+        return await self.runner.execute(prepared, token=params.request_state,
+                                         scope=run_outputs.output_scope(call.request))
 
     async def _handshake(self, call: ToolCall, args: dict[str, Any], prepared: Prepared) -> ToolOutput:
         token = self.runner.tokens.mint(prepared.canonical())
@@ -201,7 +214,8 @@ class SkillRun:
                                 "nothing ran") from None
         if not _accepted(result.action, result.content):
             raise _declined(result.action)
-        return await self.runner.execute(self._prepare(call, args), token=token)
+        return await self.runner.execute(self._prepare(call, args), token=token,
+                                         scope=run_outputs.output_scope(call.request))
 
 
 def run_tool_spec(runner: Runner) -> ToolSpec:
@@ -225,6 +239,7 @@ def _spec(handler: ToolHandler) -> ToolSpec:
         input_schema=INPUT_SCHEMA,
         output_schema=OUTPUT_SCHEMA,
         handler=handler,
+        render=run_outputs.render_run,
         annotations={"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
                      "openWorldHint": True},
     )
