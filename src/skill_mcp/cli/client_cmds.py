@@ -107,7 +107,8 @@ def _token_preview(tool: str, out: dict[str, Any]) -> dict[str, Any] | None:
     return structured if isinstance(structured.get("confirmToken"), str) else None
 
 
-async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: Confirmer) -> dict[str, Any]:
+async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: Confirmer,
+                out_dir: str | None = None) -> dict[str, Any]:
     import anyio
     from mcp import Client
     from mcp.shared.exceptions import MCPError
@@ -128,11 +129,41 @@ async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: 
                     if not await confirmer.decide(confirm_message(preview["preview"]["willRun"])):
                         return {**out, "declined": True}
                     out = _result(await client.call_tool(tool, {**arguments, "confirmToken": preview["confirmToken"]}))
+                finished = _finished_run(tool, out)
+                if out_dir is not None and finished is not None:
+                    # Read in this session: the outputs are this server's, kept in its memory.
+                    out["saved"] = await _save_outputs(client, finished.get("outputs") or [], out_dir)
         except MCPError as err:
             # A JSON-RPC error (an unknown tool, for example): refused before any tool ran.
             return {"isError": True, "content": [], "protocolError": {"code": err.error.code,
                                                                          "message": err.error.message}}
     return out
+
+
+async def _save_outputs(client: Any, outputs: list[dict[str, Any]], out_dir: str) -> list[str]:
+    """Write each output under ``out_dir`` by its path; never outside it, never through a link."""
+    import base64
+    import os
+
+    import mcp_types as types
+
+    from skill_mcp.paths import relpath_problem
+
+    os.makedirs(out_dir, exist_ok=True)
+    saved = []
+    for entry in outputs:
+        rel = entry.get("path", "")
+        if relpath_problem(rel) is not None:
+            continue
+        item = (await client.read_resource(entry["uri"])).contents[0]
+        data = item.text.encode("utf-8") if isinstance(item, types.TextResourceContents) else base64.b64decode(item.blob)
+        target = os.path.join(out_dir, *rel.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        saved.append(target)
+    return saved
 
 
 def _finished_run(tool: str, out: dict[str, Any]) -> dict[str, Any] | None:
@@ -154,6 +185,10 @@ def _print_run(result: dict[str, Any]) -> None:
     cut = [name for name, was in sorted((result.get("truncated") or {}).items()) if was]
     warn(f"skill-mcp: {result.get('skill')} {result.get('script')}: {result['status']} ({ended}, "
          f"{result.get('durationMs')} ms" + (f"; {' and '.join(cut)} truncated" if cut else "") + ")")
+    outputs = result.get("outputs") or []
+    if outputs:
+        warn(f"skill-mcp: the script wrote {len(outputs)} file(s): "
+             + ", ".join(o["path"] for o in outputs) + " (--out DIR saves them)")
 
 
 def run_call(args: argparse.Namespace) -> int:
@@ -162,7 +197,7 @@ def run_call(args: argparse.Namespace) -> int:
     arguments = _parse_args_json(args.args)
     confirmer = Confirmer.for_process(assume_yes=bool(getattr(args, "yes", False)))
     try:
-        out = anyio.run(_call, _settings(args), args.tool, arguments, confirmer)
+        out = anyio.run(_call, _settings(args), args.tool, arguments, confirmer, getattr(args, "out", None))
     except TimeoutError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"{args.tool}: no answer in {CALL_TIMEOUT_S:.0f} s") from err
     finished = _finished_run(args.tool, out)
@@ -175,6 +210,9 @@ def run_call(args: argparse.Namespace) -> int:
     else:
         for item in out["content"]:
             emit(item.get("text", json.dumps(item, sort_keys=True)))
+    if not args.json and out.get("saved") is not None:
+        warn(f"skill-mcp: saved {len(out['saved'])} output file(s) to {args.out}"
+             + "".join(f"\n  {path}" for path in out["saved"]))
     if "protocolError" in out:
         warn(f"skill-mcp: {args.tool}: {out['protocolError']['message']} (JSON-RPC {out['protocolError']['code']})")
         if args.tool in SEED_TOOLS:
