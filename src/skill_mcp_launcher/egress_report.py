@@ -111,7 +111,8 @@ def acked(reply: bytes) -> bool:
     if len(reply) < _NLMSG.size + 4:
         return False
     _, kind, _, _, _ = _NLMSG.unpack_from(reply)
-    return kind == _NLMSG_ERROR and struct.unpack_from("=i", reply, _NLMSG.size)[0] == 0
+    code: int = struct.unpack_from("=i", reply, _NLMSG.size)[0]
+    return kind == _NLMSG_ERROR and code == 0
 
 
 def packets(data: bytes) -> int:
