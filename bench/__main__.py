@@ -28,6 +28,7 @@ from bench.servers import floor_spec, ours_spec
 from bench.suite import TargetResult, floor_first_call, ours_first_list, read_side, script_runs
 
 RESULTS = Path(__file__).with_name("results")
+RAW = Path(__file__).resolve().parent.parent / "build" / "bench"
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -50,6 +51,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="few repetitions: the CI smoke run")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--out", type=Path, default=None, help="Markdown file to write (default bench/results/<stamp>.md)")
+    p.add_argument("--raw", type=Path, default=None,
+                   help="JSON file for the raw samples (default build/bench/<stamp>.json, not committed)")
     args = p.parse_args(argv)
     if args.quick:
         args.ready_runs, args.calls, args.run_calls, args.search_calls = 3, 20, 3, 50
@@ -140,10 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or RESULTS / f"{run.started.replace(' ', '-').replace(':', '')}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n", encoding="utf-8")
-    # The raw samples beside the report, so a figure can be recomputed another way later.
-    out.with_suffix(".json").write_text(json.dumps(dataclasses.asdict(run), default=str) + "\n", encoding="utf-8")
+    # The raw samples go to the ignored build directory, so a figure can be recomputed another
+    # way later without committing megabytes of samples: the repository keeps the reports.
+    raw = args.raw or RAW / out.with_suffix(".json").name
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps(dataclasses.asdict(run), default=str) + "\n", encoding="utf-8")
     print(text)
-    print(f"\nwritten to {out}", file=sys.stderr)
+    print(f"\nwritten to {out} (raw samples: {raw})", file=sys.stderr)
     return 0
 
 

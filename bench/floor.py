@@ -10,7 +10,7 @@ as a ratio to it, measured in the same run.
 
 With ``--skill-mcp-transport`` the same trivial server runs on skill-mcp's own stdio transport
 (``skill_mcp.surfaces.stdio.run_stdio``: event-loop reads and writes) instead of the SDK's
-``stdio_server``. The issue's floor is the plain one; this second floor separates what our
+``stdio_server``. The targets' floor is the plain one; this second floor separates what our
 transport saves on every message from what the catalog costs per call.
 
 With ``--replay FILE`` it is the same-size floor (``bench.fair``): it advertises the tools our

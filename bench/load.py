@@ -2,7 +2,7 @@
 on one appliance replica and on two, both behind the same HAProxy configuration.
 
     python -m bench.load                       # needs Docker, the appliance and balancer images
-    python -m bench.load --clients 1,8 --seconds 5 --skills /work/corpora/anthropics+skills
+    python -m bench.load --clients 1,8 --seconds 5 --skills "$SKILL_MCP_PUBLIC_SKILLS/anthropics+skills"
 
 Replicas and the balancer are containers this run starts (``bench.cluster``; the balancer
 configuration is the one docs/deploy.md documents). The clients are the SDK's own (``mcp.Client``;
@@ -51,7 +51,9 @@ from bench.cluster import (
 from bench.stats import ms
 
 TOKEN = "bench-load-token-0123456789abcdef"
-DEFAULT_SKILLS = Path("/work/corpora/anthropics+skills")
+# The public collections live outside the repository (their text is never committed), in the
+# directory SKILL_MCP_PUBLIC_SKILLS names, as the opt-in corpus tests read them too.
+DEFAULT_SKILLS = Path(os.environ.get("SKILL_MCP_PUBLIC_SKILLS", "build/public-skills")) / "anthropics+skills"
 WARMUP_S = 1.0
 ROUNDS = 2  # slices per level and replica count, interleaved (see measure)
 WORKER_TIMEOUT_S = 300

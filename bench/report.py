@@ -210,7 +210,7 @@ def render(run: Run) -> str:
            "The same-size floor (bench/fair.py) answers each read request with the answer our server gave to "
            "the identical request, recorded beforehand: the SDK's cost for a payload of our size and shape, on "
            "the SDK's transport and on ours.", "",
-           "## Targets (issues 8 and 19)", "", *_targets(run), "",
+           "## Targets", "", *_targets(run), "",
            "## Ready: spawn → initialize → tools/list", "", *_ready_table(run), "",
            "## Peak memory after the first skill_list (floor: after its first call)", "", *_memory_table(run), ""]
     for t in run.targets:

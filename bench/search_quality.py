@@ -2,7 +2,7 @@
 
 Quality: hit@1, hit@3 and MRR of the labelled set in ``tests/search`` (67 skills, 157
 queries) and, when the public collections are unpacked (``--public``, default
-``/work/corpora``), of ``search_queries.PUBLIC_QUERIES`` over them. Speed: on the benchmark
+``$SKILL_MCP_PUBLIC_SKILLS``, as ``anthropics+skills``, ``obra+superpowers`` and ``openai+skills``), of ``search_queries.PUBLIC_QUERIES`` over them. Speed: on the benchmark
 corpus (``bench/corpus.py``), the index's first build (CPU seconds) and the server-side time
 of ``search_result`` (the whole ``skill_search`` answer) per query, median and p95. Run it with
 another checkout's ``src`` first on ``PYTHONPATH`` to measure a "before".
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -75,7 +76,7 @@ def speed(root: Path, queries: tuple[str, ...], repeat: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.search_quality", description=__doc__)
-    p.add_argument("--public", type=Path, default=Path("/work/corpora"), help="where the public collections are")
+    p.add_argument("--public", type=Path, default=Path(os.environ.get("SKILL_MCP_PUBLIC_SKILLS", "build/public-skills")), help="where the public collections are")
     p.add_argument("--sizes", default="1000,10000", help="benchmark corpus sizes for speed ('' for none)")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--repeat", type=int, default=30, help="times each corpus query is run")

@@ -14,7 +14,7 @@ from skill_mcp.reasons import ProblemReason, Refusal
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src" / "skill_mcp"
 KEBAB = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
-# Spelled as the user's specification spells them; see the comment above them in reasons.py.
+# Spelled as the original confirmation protocol spells them; see the comment above them in reasons.py.
 UPPER_CASE_REASONS = {"DRAFT_CHANGED", "TOKEN_REUSED", "TOKEN_EXPIRED", "TOKEN_INVALID"}
 
 

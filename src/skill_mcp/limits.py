@@ -10,11 +10,9 @@ else from ``skill_mcp``, because the launcher's import allowlist admits it
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 import shutil
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -73,6 +71,32 @@ STANDALONE = Limits(nproc=256, nofile=256, fsize=64 * MIB, address_space=None)
 APPLIANCE = Limits(nproc=64, nofile=256, fsize=64 * MIB, address_space=4096 * MIB)
 
 
+# The kernel's OOM killer picks the process with the highest badness (its memory, plus
+# ``oom_score_adj`` thousandths of the memory it may use): a script at 1000 goes before the
+# server and the launcher whatever their size. Raising one's own score needs no privilege; lowering
+# it below what the container started with needs CAP_SYS_RESOURCE, which the documented flags do
+# not grant, so the launcher and server get their low scores only where the platform allows them.
+SCRIPT_OOM_SCORE_ADJ = 1000
+SERVER_OOM_SCORE_ADJ = -900
+LAUNCHER_OOM_SCORE_ADJ = -1000
+OOM_SCORE_ADJ_PATH = "/proc/self/oom_score_adj"
+
+
+def set_oom_score_adj(value: int) -> int:
+    """Ask for ``value`` as this process's ``oom_score_adj``; return the value in force afterwards
+    (the old one when the kernel refused a lowering this process may not make)."""
+    try:
+        fd = os.open(OOM_SCORE_ADJ_PATH, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, str(value).encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    with open(OOM_SCORE_ADJ_PATH, encoding="ascii") as fh:
+        return int(fh.read().strip())
+
+
 def limits_table() -> dict[str, tuple[str, str]]:
     """Limit name -> (standalone, appliance), as docs/fence.md's table spells the values."""
 
@@ -85,6 +109,11 @@ def limits_table() -> dict[str, tuple[str, str]]:
         "RLIMIT_FSIZE": (show(STANDALONE.fsize, MIB, " MiB"), show(APPLIANCE.fsize, MIB, " MiB")),
         "RLIMIT_AS": (show(STANDALONE.address_space, MIB, " MiB"), show(APPLIANCE.address_space, MIB, " MiB")),
         "RLIMIT_CORE": (show(STANDALONE.core), show(APPLIANCE.core)),
+        "oom_score_adj of a script": (str(SCRIPT_OOM_SCORE_ADJ), str(SCRIPT_OOM_SCORE_ADJ)),
+        "oom_score_adj of the server and launcher": (
+            "not changed (the user's)",
+            f"{SERVER_OOM_SCORE_ADJ} and {LAUNCHER_OOM_SCORE_ADJ} where the container allows a lowering, "
+            "else the container's own"),
         "default timeout": (f"{DEFAULT_TIMEOUT_S} s", f"{DEFAULT_TIMEOUT_S} s"),
         "timeout ceiling": (f"{MAX_TIMEOUT_S} s", f"{MAX_TIMEOUT_S} s"),
         "capture per stream": (show(CAPTURE_LIMIT, MIB, " MiB"), show(CAPTURE_LIMIT, MIB, " MiB")),
@@ -143,32 +172,3 @@ class Capture:
 
     def text(self) -> str:
         return self.data.decode("utf-8", errors="replace")
-
-
-def remove_tree(path: str) -> None:
-    """Remove a run's file or directory tree even where the script took its own permissions away.
-
-    ``rmtree`` never follows a link. Root reads every directory anyway; any other caller (the
-    standalone server under its own uid, the launcher's clean-up child as the script uid) first
-    gives each directory below its owner's permissions back - what the script could have done
-    itself - nested ones included, which a retry on error would not reach. That pass goes by
-    path, so a process that is still alive could point it elsewhere, but only at what the
-    caller's own uid owns. Never raises.
-    """
-    try:
-        if not stat.S_ISDIR(os.lstat(path).st_mode):
-            os.unlink(path)
-            return
-    except OSError:
-        return
-    stack = [path] if os.geteuid() != 0 else []
-    while stack:
-        directory = stack.pop()
-        with contextlib.suppress(OSError):
-            os.chmod(directory, stat.S_IRWXU)
-        try:
-            with os.scandir(directory) as entries:
-                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
-        except OSError:
-            continue
-    shutil.rmtree(path, ignore_errors=True)

@@ -9,8 +9,8 @@ Two enums, two planes:
   can act on, or to a JSON-RPC error (see ``surfaces.errors``).
 
 Spelling: every value is kebab-case (``not-granted``) except the four confirmation-token
-refusals, which are UPPER_SNAKE_CASE (``TOKEN_INVALID``) because the user's specification names
-them so and clients written against it match those exact strings. The comment above them in
+refusals, which are UPPER_SNAKE_CASE (``TOKEN_INVALID``) because clients
+written against the original tool's confirmation protocol match those exact strings. The comment above them in
 ``Refusal`` says the same; ``docs/reasons.md`` opens with it; ``tests/test_architecture_docs.py``
 fails on any other upper-case value.
 
@@ -108,6 +108,7 @@ class Refusal(StrEnum):
     DECLINED = "declined"
     SPAWN_FAILED = "spawn-failed"
     TOO_MANY_ARGS = "too-many-args"  # skill_run argv over the count or size bound
+    CLEANUP_PENDING = "cleanup-pending"  # what the previous run left is not removed yet (or could not be)
     # The appliance's broker recomputes the policy and refuses a request that asks beyond it.
     ENV_FORBIDDEN = "env-forbidden"  # a loader or interpreter start-up variable was asked for
     ENV_NOT_GRANTED = "env-not-granted"  # a variable outside the fixed allowlist and the grant
@@ -115,8 +116,8 @@ class Refusal(StrEnum):
     TIMEOUT_NOT_ALLOWED = "timeout-not-allowed"  # a timeout above the declared one (or the ceiling)
     INTERPRETER_MISMATCH = "interpreter-mismatch"  # an interpreter other than the declared one
     # Confirmation tokens. The one exception to kebab-case: these four wire strings are spelled
-    # as the user's specification spells them (UPPER_SNAKE_CASE), so that a client written
-    # against that text matches them exactly. Keep them; any new reason is kebab-case, and
+    # UPPER_SNAKE_CASE, as the original tool's confirmation protocol spells them, so that a
+    # client written against that protocol matches them exactly. Keep them; any new reason is kebab-case, and
     # tests/test_architecture_docs.py pins this set as the only upper-case one.
     DRAFT_CHANGED = "DRAFT_CHANGED"
     TOKEN_REUSED = "TOKEN_REUSED"
@@ -133,6 +134,7 @@ class Refusal(StrEnum):
     HTTP_HOST_REFUSED = "http-host-refused"
     HTTP_ORIGIN_REFUSED = "http-origin-refused"
     HTTP_DRAINING = "http-draining"
+    HTTP_BUSY = "http-busy"  # more requests in flight than the transport serves at once
     # A run output URI (skill-run://) that names nothing this reader may read, or that expired.
     OUTPUT_UNKNOWN = "output-unknown"
     OUTPUT_EXPIRED = "output-expired"

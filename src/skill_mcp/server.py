@@ -61,7 +61,7 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
 
 
 def _compat_tools(settings: Settings, search: Any) -> tuple[ToolSpec, ...]:
-    """``SKILL_MCP_COMPAT=skillmcp``: the seed's three tools beside ours (docs/configuration.md)."""
+    """``SKILL_MCP_COMPAT=skillmcp``: the ``skillmcp`` profile's three tools (``list_packs``, ``search_skills``, ``get_skill``) beside ours (docs/configuration.md)."""
     if settings.compat is None:
         return ()
     from skill_mcp.surfaces.seed_tools import PROFILE, seed_tool_specs

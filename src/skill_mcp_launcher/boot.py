@@ -10,7 +10,8 @@
     4. read the owner's grant from this process's own environment, and the skills'
        declarations through the unprivileged helper (``declared``; root never parses a
        SKILL.md) - while the server boots, unless the names to hold back depend on them;
-    5. start the server as its uid: no capabilities, no-new-privileges, an environment built
+    5. start the server as its uid (``oom_score_adj`` as low as the container allows; the launcher
+       tries -1000 for itself at once, scripts get 1000): no capabilities, no-new-privileges, an environment built
        from the container's *without the values of the granted variables* (the launcher keeps
        those for the scripts; the server gets their names in ``SKILL_MCP_BROKER_HOLDS``), one
        end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``); the server wipes its
@@ -30,7 +31,13 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from skill_mcp import brokerwire
-from skill_mcp.limits import FIXED_PATH, find_interpreters
+from skill_mcp.limits import (
+    FIXED_PATH,
+    LAUNCHER_OOM_SCORE_ADJ,
+    SERVER_OOM_SCORE_ADJ,
+    find_interpreters,
+    set_oom_score_adj,
+)
 from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
@@ -82,6 +89,9 @@ def start_server(command: Sequence[str], env: Mapping[str, str], account: procs.
             else:
                 os.dup2(child_sock.fileno(), BROKER_FD)
             procs.close_fds_from(BROKER_FD + 1)
+            # Low, but never below the launcher's: a lowering beyond what this container started
+            # with is refused without CAP_SYS_RESOURCE, and then the server keeps the launcher's.
+            set_oom_score_adj(SERVER_OOM_SCORE_ADJ)
             procs.drop_to(account)
             caps.set_nondumpable()
             os.execve(command[0], list(command), dict(env))  # noqa: S606 - an argv array, never a shell
@@ -135,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command or not os.path.isabs(command[0]):
         fatal("usage: launcher /absolute/server/command [args...] | selftest [--json] [--egress-probe-host NAME]", 2)
     caps.set_child_subreaper()
+    # PID 1 is the OOM killer's last choice where the container lets it lower its score (scripts
+    # raise theirs to the top in any case); the value in force is logged at boot.
+    oom_score = set_oom_score_adj(LAUNCHER_OOM_SCORE_ADJ)
     try:
         users = procs.lookup_users()
     except (KeyError, RuntimeError) as exc:
@@ -151,8 +164,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     reaper = procs.Reaper()
     # Leftovers of an earlier life of this container (a restart keeps a writable layer, /dev/shm
     # and any volume): processes, files and IPC objects of the script uid, old run directories.
-    procs.sweep(users.script, reaper, scratch=_prepare_dirs(), timeout=2.0)
-    log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective),
+    cleanup = procs.Cleanup(users.script)
+    cleanup.start(reaper, _prepare_dirs(), kill_timeout=2.0)
+    cleanup.settle(reaper, 2.0)  # not done yet: the first run waits for it (Broker._ensure_clean)
+    log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective), cleanup=cleanup.state,
+        oom_score_adj=oom_score,
         bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
         **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
     environ = dict(os.environ)
@@ -162,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fatal(f"users: {exc}")
     broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
                     interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
-                    grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user)
+                    grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user,
+                    cleanup=cleanup)
     # With a grant (or hosted), the names to hold back are the grant's: the server starts at
     # once and the declarations are read while it boots (its first request waits on the socket).
     # Without either, the names come from the declarations, which must be read first.
@@ -210,7 +227,9 @@ def serve(broker: Broker, sock: socket.socket, server_pid: int) -> int:
         broker.reaper.reap()
         status = broker.reaper.pop(server_pid)
         if status is not None:
-            procs.sweep(broker.users.script, broker.reaper, timeout=2.0)
+            # A clean-up still running is given its moment; then nothing of the uid outlives us.
+            broker.script_cleanup.settle(broker.reaper, 2.0)
+            procs.kill_all(broker.users.script, broker.reaper, 2.0)
             log("server-exited", status=status)
             return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 

@@ -28,6 +28,9 @@ from skill_mcp_launcher import checks, declared, isolation, policy, procs, proxy
 RUN_DIR = "/run/skill-mcp"
 PROXY_DIR = f"{RUN_DIR}/proxy"
 PROXY_START_S = 3.0
+# Before a run, how long a clean-up still running (or retried) is waited for before the run is
+# refused with cleanup-pending; the server's reply margin (spawn_broker.REPLY_MARGIN_S) covers it.
+CLEANUP_WAIT_S = 1.0
 
 
 def log(event: str, **fields: Any) -> None:
@@ -62,12 +65,24 @@ class Broker:
     server_fd: int | None = None
     # The signal wakeup pipe (boot.serve): a stop signal wakes a run's capture loop.
     wake_fd: int | None = None
+    # What the script uid's runs left, and its removal, which may outlast a request: no run
+    # starts until it is done (``procs.Cleanup``). Made at boot, for the boot's own sweep.
+    cleanup: procs.Cleanup | None = None
+
+    def __post_init__(self) -> None:
+        if self.cleanup is None:
+            self.cleanup = procs.Cleanup(self.users.script)
+
+    @property
+    def script_cleanup(self) -> procs.Cleanup:
+        assert self.cleanup is not None
+        return self.cleanup
 
     def hello(self) -> dict[str, Any]:
         known = self.declarations
         return {"ok": True, "fence": self.fence_ok, "fenceDetail": self.fence_detail,
                 "interpreters": self.interpreters, "proxyPort": proxy.PROXY_PORT, "runs": self.runs,
-                "grantFrom": self.grants.source,
+                "grantFrom": self.grants.source, "cleanup": self.script_cleanup.state,
                 "declarations": {"skills": len(known.skills) if known else 0,
                                  "parsedAsUid": known.parsed_as if known else None, "error": self.declared_error},
                 "limits": {"nproc": self.limits.nproc, "nofile": self.limits.nofile,
@@ -118,6 +133,7 @@ class Broker:
         job = policy.decide(request, skills=self._skills(request.skill), grants=self.grants,
                             interpreters=self.interpreters, roots=self.roots, environ=self.environ)
         notes: list[str] = []
+        self._ensure_clean()
         self.runs += 1
         scratch = isolation.make_scratch(self.users.script.gid)
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
@@ -128,15 +144,29 @@ class Broker:
             raise
         try:
             outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
-                                  self.server_fd, self.wake_fd)
+                                  self.server_fd, self.wake_fd, cleanup=self.script_cleanup)
         finally:
             self._stop_proxy(proxy_pid)
         log("run", skill_dir=job.cwd, argv0=job.argv[0], status=outcome.status, timed_out=outcome.timed_out,
-            server_gone=outcome.server_gone, remaining=outcome.remaining, duration_ms=outcome.duration_ms, egress=list(job.egress))
+            server_gone=outcome.server_gone, remaining=outcome.remaining, cleanup=outcome.cleanup,
+            duration_ms=outcome.duration_ms, egress=list(job.egress))
         if outcome.spawn_error is not None:
             raise SkillMcpError(Refusal.SPAWN_FAILED, f"the script could not be started: {outcome.spawn_error}")
         return {"ok": True, "result": _result(outcome, notes), "sweep": {
-            "remaining": outcome.remaining, "scratchRemoved": not outcome.scratch_left}}
+            "remaining": outcome.remaining, "scratchRemoved": not outcome.scratch_left,
+            **self.script_cleanup.report()}}
+
+    def _ensure_clean(self) -> None:
+        """No run starts beside what an earlier one left: continue or retry its clean-up first."""
+        cleanup = self.script_cleanup
+        state = cleanup.ensure(self.reaper, CLEANUP_WAIT_S)
+        if state != "done":
+            log("cleanup-pending", state=state, detail=cleanup.failure, scratch_left=len(cleanup.scratch),
+                remaining=cleanup.remaining)
+            raise SkillMcpError(Refusal.CLEANUP_PENDING,
+                                f"what an earlier run left is not removed yet ({cleanup.failure}); ask again",
+                                {"sweep": {"remaining": cleanup.remaining, "scratchRemoved": not cleanup.scratch,
+                                           **cleanup.report()}})
 
     def _start_proxy(self, hosts: tuple[str, ...]) -> int:
         files = proxy.write_config(PROXY_DIR, hosts)

@@ -9,14 +9,18 @@ isolation is by ownership and by removal, in this order, for every run:
    inside it but can neither remove, rename nor chmod it. ``SCRATCH_ROOT`` is ``root:root``
    mode 0711: the script uid can reach its own directory by name and can neither list the
    root nor create anything in it, so no name can be guessed, pre-created or squatted.
-2. **Sweep.** Every process of the script uid is killed (``procs.sweep``).
+2. **Sweep.** Every process of the script uid is killed (``procs.kill_all``).
 3. **Removal.** With nothing of the uid left alive, a child that has become the script uid
    (so no filesystem walk here ever runs with root's identity in a directory another uid can
    write) empties the scratch directory, removes every file, directory, socket, FIFO and POSIX
    message queue or shared-memory object the uid owns anywhere under ``SHARED_WRITABLE``, and
    every System V shared-memory segment, semaphore set and message queue it created or owns
    (``cuid`` as well as ``uid``: an owner can give an object away with ``IPC_SET``, never its
-   creator). Then root removes the empty scratch directory.
+   creator). Then root removes the empty scratch directory. Every removal is ``skill_mcp.trees``
+   (by descriptor, no recursion, no link followed, any depth) and fails closed: the child exits
+   non-zero when anything of the uid is left, and the broker (``procs.Cleanup``) then refuses
+   the next run (``cleanup-pending``) until a retry has removed it; a removal still running
+   holds the next run the same way.
 
 ``SHARED_WRITABLE`` is every place the script uid can write in the image under the documented
 flags (tests/appliance/test_isolation.py proves the list against a search of the whole file
@@ -34,8 +38,9 @@ import ctypes
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 
-from skill_mcp.limits import remove_tree
+from skill_mcp import trees
 
 SCRATCH_ROOT = "/run/skill-mcp/scratch"
 SCRATCH_PREFIX = "run-"
@@ -89,21 +94,35 @@ def remove_scratch(path: str) -> bool:
 
 
 def remove_leftovers(uid: int, scratch: tuple[str, ...]) -> None:
-    """In a child that has become ``uid``, after every process of it is dead: see the module doc."""
+    """In a child that has become ``uid``, after every process of it is dead: see the module doc.
+
+    Raises ``trees.NotRemoved`` when anything of the uid is still there afterwards (every place
+    is tried first): the caller must then not start a run.
+    """
+    errors: list[str] = []
     for path in scratch:
-        _empty(path)
+        try:
+            trees.empty_dir(path)
+        except trees.NotRemoved as exc:
+            errors.append(str(exc))
     for top in SHARED_WRITABLE:
-        remove_owned(top, uid)
+        try:
+            remove_owned(top, uid)
+        except trees.NotRemoved as exc:
+            errors.append(str(exc))
     remove_ipc(uid)
+    kept = ipc_ids_of(uid)
+    if kept:
+        errors.append(f"System V objects kept: {kept}")
+    if errors:
+        raise trees.NotRemoved(",".join(scratch) or "(shared places)", len(errors), "; ".join(errors)[:2000])
 
 
-def _empty(directory: str) -> None:
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return
-    for entry in entries:
-        remove_tree(entry.path)
+# Directories of other owners held open at once while searching below ``top`` (each costs one
+# descriptor, and one more while it is listed); the uid's own directories never count: they are
+# removed whole by ``trees``, which bounds its own.
+MAX_FOREIGN_DEPTH = 64
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def remove_owned(top: str, uid: int) -> None:
@@ -111,26 +130,74 @@ def remove_owned(top: str, uid: int) -> None:
 
     Directories of other owners are descended into when the caller may list them (one the
     server made world-writable could hold the script's files); symbolic links are never followed.
+    Iterative, by descriptor. Raises ``trees.NotRemoved`` when something of ``uid`` could not be
+    removed, or could lie deeper in other owners' directories than ``MAX_FOREIGN_DEPTH``: what
+    was not searched is not called clean.
     """
     try:
-        device = os.lstat(top).st_dev
+        top_fd = os.open(top, _DIR_FLAGS & ~os.O_NOFOLLOW)
     except OSError:
-        return
-    stack = [top]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
+        return  # absent, or not listable by this uid: nothing it made can be reached there
+    errors: list[str] = []
+    device = os.fstat(top_fd).st_dev
+    stack: list[tuple[int, Iterator[os.DirEntry[str]]]] = []
+    try:
+        stack.append((top_fd, os.scandir(top_fd)))
+        while stack:
+            fd, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                _close(fd, entries, top_fd)
                 continue
-            if st.st_uid == uid:
-                remove_tree(entry.path)
-            elif stat.S_ISDIR(st.st_mode) and st.st_dev == device:
-                stack.append(entry.path)
+            child = _visit(fd, entry, uid, device, errors, len(stack))
+            if child is not None:
+                try:
+                    stack.append((child, os.scandir(child)))
+                except OSError:
+                    os.close(child)
+    except OSError as exc:
+        errors.append(f"{top}: {exc.strerror}")
+    finally:
+        for fd, entries in stack:
+            _close(fd, entries, top_fd)
+        os.close(top_fd)
+    if errors:
+        raise trees.NotRemoved(top, len(errors), errors[0])
+
+
+def _close(fd: int, entries: Iterator[os.DirEntry[str]], top_fd: int) -> None:
+    close = getattr(entries, "close", None)
+    if close is not None:
+        close()
+    if fd != top_fd:
+        os.close(fd)
+
+
+def _visit(fd: int, entry: os.DirEntry[str], uid: int, device: int, errors: list[str], depth: int) -> int | None:
+    """Remove ``entry`` if ``uid`` owns it; return a descriptor of it when it is another owner's
+    directory to search."""
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    if st.st_uid == uid:
+        try:
+            trees.remove_at(fd, entry.name)
+        except trees.NotRemoved as exc:
+            errors.append(str(exc))
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_dev != device:
+        return None
+    try:
+        child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+    except OSError:
+        return None  # not listable by this uid: nothing it made can be below
+    if depth >= MAX_FOREIGN_DEPTH:
+        os.close(child)
+        errors.append(f"{entry.name}: other owners' directories nested deeper than {MAX_FOREIGN_DEPTH} levels")
+        return None
+    return child
 
 
 def ipc_ids_of(uid: int) -> list[tuple[str, int]]:

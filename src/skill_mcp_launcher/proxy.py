@@ -10,8 +10,8 @@ it. Startup costs a few milliseconds (measured in docs/deploy.md).
 Host names are validated here before a filter line is written: an IP literal, a trailing
 dot, a wildcard or anything outside the DNS name syntax is dropped, so the filter can only
 ever name whole DNS host names. A run whose allowlist is empty still gets a proxy, which
-answers 403 to everything: the seed promises "403 or timeout", never a connection refusal
-that would distinguish the two.
+answers 403 to everything: a refused host is "403 or timeout" from inside a script, never a
+connection refusal that would tell a refused name from a dropped address.
 """
 
 from __future__ import annotations

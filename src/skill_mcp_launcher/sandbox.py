@@ -1,7 +1,8 @@
 """One script run, as the script uid, with bounded capture and a sweep afterwards.
 
 The order inside the forked child is the privilege-drop pipeline: new session, standard
-streams, descriptors closed, resource limits (while still allowed to set them), groups,
+streams, descriptors closed, resource limits (while still allowed to set them), the OOM score
+(1000: the first process the kernel kills when memory runs out), groups,
 gid, uid, no-new-privileges, then ``execve`` in the skill's directory. A failure at any step is
 reported through a close-on-exec pipe and the child exits; nothing runs half-dropped. The
 run's private scratch directory is made before the fork and removed after the sweep, both by
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from skill_mcp.limits import DRAIN_S, TERM_GRACE_S, Capture, Limits
+from skill_mcp.limits import DRAIN_S, SCRIPT_OOM_SCORE_ADJ, TERM_GRACE_S, Capture, Limits, set_oom_score_adj
 from skill_mcp_launcher import procs
 
 # The limits, the capture bound and the grace periods live in skill_mcp.limits (shared with
@@ -55,6 +56,11 @@ def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Lim
         step = "rlimits"
         for which, value in limits.pairs():
             resource.setrlimit(which, (value, value))
+        step = "oom_score_adj"
+        # Before the drop: the file belongs to root. The script, not the server, is what the OOM
+        # killer ends when a run's processes fill the container's memory.
+        if set_oom_score_adj(SCRIPT_OOM_SCORE_ADJ) != SCRIPT_OOM_SCORE_ADJ:
+            raise RuntimeError("oom_score_adj did not take")
         step = "drop"
         procs.drop_to(account)
         step = "chdir"
@@ -77,15 +83,17 @@ class Outcome:
     err: Capture = field(default_factory=Capture)
     remaining: int = 0
     scratch_left: bool = False
+    cleanup: procs.CleanupState = "done"
     duration_ms: int = 0
 
 
 def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
         scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None,
-        wake_fd: int | None = None) -> Outcome:
+        wake_fd: int | None = None, cleanup: procs.Cleanup | None = None) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
 
-    ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep.
+    ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep,
+    through ``cleanup`` (the broker's, which outlives this run when the removal is not done in time).
 
     ``server_fd`` is the server's pidfd: when it turns readable the server has died, nobody
     will read this run's result, and the run ends at once (SIGKILL, then the sweep) instead of
@@ -108,7 +116,9 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     finally:
         # The sweep kills whatever still holds the pipes (a detached grandchild), so the
         # final read below meets end-of-file instead of waiting on a process we do not own.
-        result.remaining = procs.sweep(account, reaper, scratch=(scratch,))
+        cleanup = cleanup if cleanup is not None else procs.Cleanup(account)
+        result.cleanup = cleanup.after_run(reaper, scratch)
+        result.remaining = cleanup.remaining
         for fd, cap in ((out_r, result.out), (err_r, result.err)):
             _read_rest(fd, cap)
         os.close(rep_r)

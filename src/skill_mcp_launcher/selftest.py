@@ -34,6 +34,7 @@ import sys
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 
+from skill_mcp import trees
 from skill_mcp_launcher import caps, proxy
 
 SKILL = "skill-mcp-selftest"
@@ -43,7 +44,7 @@ CANARY_PREFIX = "skmcp-selftest-canary-"
 INSTALL_ROOT = "/run/skill-mcp-selftest"
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "selftest_skill")
 PROPERTIES = ("uids", "capabilities", "no-new-privileges", "container-grant", "nproc", "server-hardening",
-              "secret-separation", "skills-read-only", "runs-isolated", "egress-default-deny",
+              "secret-separation", "skills-read-only", "runs-isolated", "cleanup-complete", "egress-default-deny",
               "egress-allowed-host", "ruleset-locked", "no-leftover-processes")
 
 SKILL_MD = """---
@@ -116,7 +117,7 @@ def install_skill(egress_host: str | None, root: str = INSTALL_ROOT) -> str:
     """Copy the probe skill under ``root`` (root-owned, read-only to everyone else); return the root."""
     target = os.path.join(root, SKILL)
     try:
-        shutil.rmtree(root, ignore_errors=True)
+        trees.remove_tree(root)
         os.makedirs(os.path.join(target, "scripts"), mode=0o755)
         shutil.copyfile(os.path.join(SOURCE, SCRIPT), os.path.join(target, SCRIPT))
         with open(os.path.join(target, "SKILL.md"), "w", encoding="utf-8") as fh:

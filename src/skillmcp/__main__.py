@@ -1,4 +1,4 @@
-"""``python -m skillmcp ...``: the ``skill-mcp`` command line under the seed's module name."""
+"""``python -m skillmcp ...``: the ``skill-mcp`` command line under the ``skillmcp`` module name."""
 
 import sys
 

@@ -75,6 +75,7 @@ def image() -> str:
 GRANT_ROWS = [
     {"skill": "probe", "script": "scripts/probe.py", "env": ["PROBE_TOKEN"],
      "egress": ["allowed.test", "ext-allowed.example", "loopback.rebind.example"]},
+    {"skill": "probe", "script": "scripts/long.py"},
     {"skill": "quiet", "script": "scripts/probe.py"},
     {"skill": "polyglot", "script": "scripts/hello.js"},
     {"skill": "polyglot", "script": "scripts/hello.sh"},

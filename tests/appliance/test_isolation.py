@@ -22,6 +22,8 @@ from tests.helpers import wait_until
 pytestmark = pytest.mark.appliance
 
 SCRATCH_ROOT = "/run/skill-mcp/scratch"
+# The broker's sweep after a run whose clean-up is complete.
+CLEAN = {"remaining": 0, "scratchRemoved": True, "cleanup": "done"}
 # Where the launcher removes the script uid's leftovers (skill_mcp_launcher.isolation.SHARED_WRITABLE).
 CLEANED = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run")
 # The server uid's independent view: every entry of uid 10002 it can see, and every IPC object.
@@ -71,7 +73,7 @@ def test_a_run_sees_nothing_an_earlier_run_of_another_skill_left_fifty_times(app
         assert out["list_scratch_root"] == "EACCES"
         assert set(out["squat"].values()) == {"EACCES"}, out["squat"]
         seen = appliance.run("seek", str(i), skill="quiet")
-        assert seen["ok"] and seen["sweep"] == {"remaining": 0, "scratchRemoved": True}, seen
+        assert seen["ok"] and seen["sweep"] == CLEAN, seen
         assert seen["out"]["found"] == [] and seen["out"]["scratch_empty"] is True, seen["out"]
         scratch_dirs |= {out["TMPDIR"], seen["out"]["TMPDIR"]}
     assert len(scratch_dirs) == 100  # every run had a directory of its own
@@ -153,3 +155,117 @@ def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
 def _exists_in(container: str, path: str) -> bool:
     return subprocess.run(["docker", "exec", container, "/usr/bin/test", "-e", path], capture_output=True,
                           timeout=30, check=False).returncode == 0
+
+
+# --- clean-up that an adversary shapes: depth, volume, count; and memory ---------------------------
+
+KEY = "key-of-the-probe-skill-0123456789"
+
+
+def _truthful(sweep: dict) -> None:
+    """A sweep says ``done`` only when it is: no process left, the run directory gone."""
+    assert sweep["cleanup"] in ("done", "running", "failed"), sweep
+    if sweep["cleanup"] == "done":
+        assert sweep == CLEAN, sweep
+    else:
+        assert sweep["scratchRemoved"] is False or sweep["remaining"] > 0 or sweep["cleanup"] == "failed", sweep
+        assert sweep.get("cleanupDetail"), sweep
+
+
+def _admitted(app: Appliance, mode: str, *args: str, skill: str = "quiet", tries: int = 120) -> dict:
+    """Run, asking again (bounded) while the broker refuses with ``cleanup-pending``; every refusal
+    must report the pending clean-up truthfully."""
+    reply: dict = {}
+    for _ in range(tries):
+        reply = app.run(mode, *args, skill=skill)
+        if reply.get("ok") or reply.get("reason") != "cleanup-pending":
+            return reply
+        _truthful(reply["data"]["sweep"])
+        time.sleep(1)
+    return reply
+
+
+def test_script_cannot_stop_the_cleanup_with_a_deep_tree_and_the_next_run_finds_no_cached_key(image: str) -> None:
+    app = Appliance(image, env={"PROBE_TOKEN": KEY})
+    try:
+        first = app.run("deep")
+        assert first.get("ok"), first
+        out = first["out"]
+        tmp = out["TMPDIR"]
+        # Positive controls: the 1,100-level tree and the cached key really were made in the run's
+        # directory; /tmp and /dev/shm take them too unless a sandbox refuses the write.
+        assert out["deep"][tmp] == "ok" and out["cached"][tmp] == "ok", out
+        assert {out["deep"]["/tmp"], out["deep"]["/dev/shm"]} <= {"ok", "EACCES", "EPERM", "EROFS"}, out
+        _truthful(first["sweep"])
+        cached = [f"{top}/key-cache" for top in (tmp, "/tmp", "/dev/shm")]
+        seen = _admitted(app, "census", *cached)
+        assert seen.get("ok"), seen
+        assert seen["sweep"] == CLEAN
+        assert all(v in ("ENOENT", "EACCES") for v in seen["out"]["read"].values()), seen["out"]["read"]
+        assert KEY not in json.dumps(seen["out"])
+        # And the clean-up still works for every run after: a plant is gone before the next seek.
+        planted = _planted(app.run("plant", "5"), "5")
+        assert planted["TMPDIR"] != tmp
+        after = _admitted(app, "seek", "5")
+        assert after["ok"] and after["out"]["found"] == [], after
+        assert _server_view(app) == []
+    finally:
+        app.close()
+
+
+def test_script_cannot_take_the_next_runs_space_with_a_deep_tree_beside_40_mib(image: str) -> None:
+    app = Appliance(image)
+    try:
+        first = app.run("deepfill", "40")
+        assert first.get("ok") and first["out"]["mib"] == 40 and first["out"]["deep"] == "ok", first  # control
+        _truthful(first["sweep"])
+        seen = _admitted(app, "census", first["out"]["TMPDIR"])
+        assert seen.get("ok"), seen
+        # /run is a 64 MiB tmpfs: with the 40 MiB still there, fewer than 24 would be free.
+        assert seen["out"]["free_mib"] >= 56, seen["out"]
+        assert seen["out"]["entries"] == [] and seen["out"]["read"][first["out"]["TMPDIR"]] in ("ENOENT", "EACCES")
+    finally:
+        app.close()
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(("files", "script"), [(400_000, "scripts/probe.py"), (1_100_000, "scripts/long.py")],
+                         ids=["400000", "1100000"])
+def test_script_cannot_outlast_the_cleanup_with_many_files(image: str, files: int, script: str) -> None:
+    """400,000 files; and 1,100,000, whose removal outlasts the broker's wait after the run (the
+    next requests are refused with cleanup-pending until it is done, here and not by chance)."""
+    app = Appliance(image)
+    try:
+        first = app.run("manyfiles", str(files), script=script)
+        assert first.get("ok") and first["out"]["made"] == files, first  # positive control
+        _truthful(first["sweep"])
+        seen = _admitted(app, "census")
+        assert seen.get("ok"), seen
+        # Nothing of the earlier run: no entry, no process of the uid (its clean-up included).
+        assert seen["out"]["entries"] == [] and seen["out"]["others"] == [], seen["out"]
+        assert seen["sweep"] == CLEAN
+    finally:
+        app.close()
+
+
+@pytest.mark.timeout(600)
+def test_script_cannot_get_the_server_oom_killed_with_16_children_of_40_mb(image: str) -> None:
+    """Under the documented 512 MiB (no swap), 16 x 40 MB is more than the container has: the OOM
+    killer must pick the script's processes (oom_score_adj 1000), never the real server."""
+    import anyio
+
+    from tests.appliance.test_server import PROBE, _grant, run_confirmed, served
+
+    async def go() -> None:
+        async with served(image, _grant(PROBE), extra=("--memory", "512m", "--memory-swap", "512m")) as client:
+            hog = await run_confirmed(client, ["memhog", "16", "40", "5"])
+            assert hog.get("status") in ("ok", "error", "killed"), hog  # a result with a status
+            ends = json.loads(hog["stdout"])["ends"] if hog.get("status") == "ok" else None
+            # Positive control: memory really ran out, and it was the script's children that died.
+            assert ends is None or ends["killed"] > 0, hog
+            # The server keeps serving: an ordinary run afterwards succeeds.
+            after = await run_confirmed(client, ["id"])
+            assert after.get("status") == "ok", after
+            assert json.loads(after["stdout"])["uid"] == 10002
+
+    anyio.run(go)

@@ -1,5 +1,5 @@
 """The launcher's imports are an allowlist: the standard library, ``python-prctl`` and ``psutil``
-(the two libraries the design card names for capabilities and processes), and the stdlib-only
+(the two libraries chosen for capabilities and for processes), and the stdlib-only
 leaves of ``skill_mcp`` it shares with the server. Importing every module of it loads nothing else.
 
 Runs without Docker. It never imports the catalog: SKILL.md is parsed by the unprivileged
@@ -14,9 +14,9 @@ import sys
 
 LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "declared", "fence", "isolation", "policy", "procs",
                     "proxy", "sandbox")
-# The leaves both sides share: path rules, reasons, run limits, the grant rules and the broker's framing.
+# The leaves both sides share: path rules, reasons, run limits, tree removal, the grant rules and the broker's framing.
 ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons", "skill_mcp.limits",
-                   "skill_mcp.grantrules", "skill_mcp.brokerwire"}
+                   "skill_mcp.trees", "skill_mcp.grantrules", "skill_mcp.brokerwire"}
 ALLOWED_LIBRARIES = {"prctl", "_prctl", "psutil"}  # top-level names: psutil's own submodules come with it
 
 

@@ -118,7 +118,7 @@ def test_stop_signal_ends_a_run_in_progress_instead_of_holding_shutdown(image: s
 
 
 def test_server_death_mid_run_ends_the_script_at_once(image: str) -> None:
-    """Finding F4: the broker watches the server during a run. The stand-in server starts a
+    """The broker watches the server during a run. The stand-in server starts a
     60 s sleeper (timeout 30 s) and exits; the container must end well before that timeout."""
     import json
     import subprocess

@@ -51,6 +51,10 @@ def healthy() -> dict[str, Any]:
                               "wrote": {"/run/skill-mcp/scratch/x/selftest-planted-0123456789abcdef": "ok",
                                         "/tmp/selftest-planted-0123456789abcdef": "ok"}}},
             "find": {"out": {"seen": {"/tmp/selftest-planted-0123456789abcdef": False}, "shm_seen": False}},
+            "litter": {"out": {"scratch": "/run/skill-mcp/scratch/y", "files": 20000, "levels": 1100,
+                               "deep": {"/run/skill-mcp/scratch/y": "ok", "/tmp": "EACCES"}}},
+            "after": {"out": {"earlier_scratch": False, "tmp_tree": False, "own_entries": 0, "others": [],
+                              "scratch": "/run/skill-mcp/scratch/z"}},
         },
     }
 
@@ -99,6 +103,13 @@ WEAKENED = [
     ("runs.find.out.shm_seen", True, "runs-isolated", "System V"),
     ("runs.find", {"isError": True, "reason": "spawn-failed", "detail": "File exists"}, "runs-isolated",
      "could not start"),
+    ("runs.after.out.earlier_scratch", True, "cleanup-complete", "the earlier run's directory"),
+    ("runs.after.out.tmp_tree", True, "cleanup-complete", "its tree in /tmp"),
+    ("runs.after.out.own_entries", 3, "cleanup-complete", "3 entries in a fresh run directory"),
+    ("runs.after.out.others", [412], "cleanup-complete", "processes of the script uid"),
+    ("runs.after", {"isError": True, "reason": "cleanup-pending", "detail": "still running"}, "cleanup-complete",
+     "the clean-up did not finish"),
+    ("runs.litter.out.deep", {"/run/skill-mcp/scratch/y": "ENOSPC"}, "cleanup-complete", "nothing was proven"),
     ("runs.egress.out.loopback", {"result": "connected"}, "egress-default-deny", "direct connection"),
     ("listener_hits", 1, "egress-default-deny", "direct connection"),
     ("runs.egress.out.dns", {"127.0.0.11": "answered"}, "egress-default-deny", "DNS query"),
@@ -198,3 +209,10 @@ def test_selftest_refuses_a_probe_host_that_is_not_a_plain_dns_name(host: str) -
         launcher_selftest.parse(["--egress-probe-host", host])
     # Positive control: a plain name passes, lowered.
     assert launcher_selftest.parse(["--egress-probe-host", "Allowed.Test"]).egress_probe_host == "allowed.test"
+
+
+def test_a_cleanup_that_needed_time_holds_and_says_how_long_it_was_waited_for() -> None:
+    obs = healthy()
+    obs["cleanup_refused"] = 2
+    state, detail = states(obs)["cleanup-complete"]
+    assert state == verdicts.HELD and "refused 2 times (cleanup-pending)" in detail

@@ -60,12 +60,12 @@ def test_smoke_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "smoke.md"
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--no-pack", "--no-appliance",
-         "--cache", str(tmp_path / "cache"), "--out", str(out)],
+         "--cache", str(tmp_path / "cache"), "--out", str(out), "--raw", str(tmp_path / "raw.json")],
         cwd=REPO, capture_output=True, text=True, timeout=170,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = out.read_text(encoding="utf-8")
-    raw = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    raw = json.loads((tmp_path / "raw.json").read_text(encoding="utf-8"))
     assert len(raw["ready"]["100"]["ready"]) == len(raw["ready"]["floor"]["ready"]) == 3
     for heading in ("## Ready", "## Peak memory", "## Per-call latency: 100", "## In-process",
                     "## The first answer, cold and warm", "## Appliance", "## Load"):

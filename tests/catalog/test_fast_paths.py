@@ -1,4 +1,4 @@
-"""The fast paths taken for speed (issue 8) give exactly the answers of the portable ones.
+"""The fast paths taken for speed give exactly the answers of the portable ones.
 
 ``relpath_problem`` skips the Unicode checks for plain ASCII; ``resolve_inside`` lets the
 kernel resolve a path whose last component is not a link. Each is compared with the full

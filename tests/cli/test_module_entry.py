@@ -1,4 +1,4 @@
-"""``python -m skillmcp serve`` (the seed's client configuration) and ``python -m skill_mcp serve``.
+"""``python -m skillmcp serve`` (the ``skillmcp`` client configuration) and ``python -m skill_mcp serve``.
 
 Both are started as a client starts them, a real subprocess speaking stdio, and the SDK's own
 client must complete the handshake and call a tool through each. The packaging test asks

@@ -47,7 +47,7 @@ def _trees(base: Path) -> dict[str, Path]:
         "realworld": REALWORLD,
         "realworld-skills": REALWORLD / "skills",
         "bundled": BUNDLED_ROOT,
-        "repository (the seed's --packs-root .)": REPO,
+        "repository (the skillmcp configuration's --packs-root .)": REPO,
         "integration-tree": build_tree(base / "integration-tree"),
         "cli-tree": cli_tree,
         "nested-packs": nested_packs(base / "nested"),

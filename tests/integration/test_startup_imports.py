@@ -1,4 +1,4 @@
-"""What ``skill-mcp serve`` imports before it has served anything (issue 8, ready).
+"""What ``skill-mcp serve`` imports before it has served anything (the first reply).
 
 The real console script is started with ``PYTHONPROFILEIMPORTTIME=1``, so the interpreter
 writes one stderr line per module the moment its ``import`` statement finishes (modules loaded

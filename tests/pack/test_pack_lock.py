@@ -73,7 +73,7 @@ def test_pack_lock_check_fails_on_an_edited_copy(tmp_path: Path) -> None:  # neg
 
 
 @pytest.mark.xfail(importlib.util.find_spec("skill_mcp.cli.validate_cmd") is None, strict=True,
-                   reason="waiting for `skill-mcp validate` (H4)")
+                   reason="needs `skill-mcp validate`")
 def test_validate_strict_passes_on_the_bundled_pack() -> None:
     done = _cli("validate", "--strict", str(BUNDLED_ROOT), "--json")
     assert done.returncode == 0, done.stdout + done.stderr

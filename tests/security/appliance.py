@@ -1,8 +1,8 @@
 """The real server inside the appliance, driven by the SDK client over ``docker run -i``.
 
-H3's suite (tests/appliance) drives the launcher with a stand-in server to observe the
+The appliance suite (tests/appliance) drives the launcher with a stand-in server to observe the
 broker; this half of the security suite drives the product itself - the image's own
-entrypoint and command - so the denials are proven end to end. It reuses H3's image, run
+entrypoint and command - so the denials are proven end to end. It reuses that suite's image, run
 flags and peers (tests/appliance/conftest.py) and adds one peer of its own: a DNS server that
 answers every ``*.example`` name with 127.0.0.1, for the rebinding case.
 

@@ -155,9 +155,9 @@ def after_each(request: pytest.FixtureRequest, script_uid: int | None) -> Iterat
         wait_until(lambda: not app_.of_uid(SCRIPT_UID), "zero processes of the script uid in the appliance", 5)
 
 
-# --- the appliance half: H3's image and peers, reused (tests/appliance/conftest.py) -------------
+# --- the appliance half: the appliance suite's image and peers, reused (tests/appliance/conftest.py) -------------
 
-# H3's session fixtures, reused rather than building a second image or a second web peer.
+# The appliance suite's session fixtures, reused rather than building a second image or a second web peer.
 image = appliance_conftest.image
 peers = appliance_conftest.peers
 

@@ -90,7 +90,7 @@ def test_launcher_imports_only_its_allowlist_in_the_image(image: str) -> None:
     tops = set(json.loads(proc.stdout))
     # Debian ships /usr/lib/python3.11/sitecustomize.py (it tries apport, which is not installed).
     first_party = ("skill_mcp", "skill_mcp_launcher", "sitecustomize")
-    libraries = ("prctl", "psutil")  # the design card's two: capabilities and prctl, processes
+    libraries = ("prctl", "psutil")  # the two chosen libraries: capabilities and prctl, processes
     foreign = {m for m in tops if m not in sys.stdlib_module_names and m not in first_party + libraries
                and not m.startswith("_")}
     assert foreign == set(), foreign

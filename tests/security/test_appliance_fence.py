@@ -163,7 +163,7 @@ def _kill_server_mid_run(image: str, peers: dict, rebind_dns: dict, script: str,
 
 
 def test_appliance_server_killed_mid_run_leaves_no_orphan(image: str, peers: dict, rebind_dns: dict) -> None:
-    # Finding F4 (fixed): the broker watches the server's pidfd during a run and ends it at once.
+    # The broker watches the server's pidfd during a run and ends it at once.
     _kill_server_mid_run(image, peers, rebind_dns, "scripts/probe.py", within_s=10)  # probe.py: timeout 30 s
 
 

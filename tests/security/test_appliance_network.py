@@ -1,7 +1,7 @@
 """Network denials in the appliance, through the real server and the SDK client.
 
-Every address here belongs to a container this suite (or H3's ``peers`` fixture) started on a
-network it created: the web peer (answering as allowed.test and other.test), H3's DNS peer,
+Every address here belongs to a container this suite (or the appliance suite's ``peers`` fixture) started on a
+network it created: the web peer (answering as allowed.test and other.test), that suite's DNS peer,
 and this suite's rebinding DNS peer (every ``*.example`` name -> 127.0.0.1), which is the
 container's only resolver and logs each query it gets. Loopback traffic stays inside the
 appliance container. The owner's grant accepts allowed.test, rebind.example and
@@ -110,7 +110,7 @@ def test_refused_name_is_never_resolved(app: AppServer, rebind_dns: dict) -> Non
 
 
 def test_dns_rebinding_to_loopback_is_refused(app: AppServer, rebind_dns: dict) -> None:
-    """Was finding F3 (fixed in nftables/ by H3): the proxy uid may not connect to loopback."""
+    """The proxy uid may not connect to loopback."""
     out = app.session.probe("rebind", "rebind.example", "18080")["out"]
     assert out["listener_hits"] == 0, out
     assert out["fetch"].get("status") != 200, out

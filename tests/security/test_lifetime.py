@@ -180,8 +180,8 @@ def test_second_concurrent_run_is_refused_busy(server: Session, sec_root: Path) 
     _control(server)  # the lock was released
 
 
-@pytest.mark.parametrize("how", ["SIGKILL",  # was finding F1, fixed by H2 (PR_SET_PDEATHSIG in the exec shim)
-                                 "SIGTERM",  # was finding F2, fixed by H1 (SIGTERM stops serving like EOF)
+@pytest.mark.parametrize("how", ["SIGKILL",  # PR_SET_PDEATHSIG in the exec shim
+                                 "SIGTERM",  # SIGTERM stops serving like EOF
                                  "stdin-EOF"])
 def test_server_killed_mid_run_leaves_no_orphan(how: str, sec_root: Path, script_uid: int | None) -> None:
     pidfile = sec_root.parent / "out" / f"killed-{how}.pid"

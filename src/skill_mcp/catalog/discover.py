@@ -47,7 +47,7 @@ BUILD_OUTPUTS = frozenset({"build", "dist", "node_modules", "site-packages", "__
 # deep, and a directory that is neither a skill nor a pack is searched for packs down to it.
 MAX_DEPTH = 4
 # Directories one root's search for packs may open. A root pointed at a source checkout (the
-# seed's ``--packs-root .``) holds many directories that are neither skills nor packs; the
+# ``skillmcp`` configuration's ``--packs-root .``) holds many directories that are neither skills nor packs; the
 # budget bounds the time the first request pays for them.
 PACK_SEARCH_BUDGET = 4096
 

@@ -14,7 +14,7 @@ that the server is still its parent) and blocks reading ``CFG_FD``. A run costs 
 comes after that read. It serves at most one run: it execs or exits.
 
 Protocol: the parent writes one ``marshal``-encoded dict to ``CFG_FD`` (argv, env, cwd, rlimits,
-optional uid/gid) and closes it; the values travel through a pipe, never
+optional uid/gid, the script's ``oom_score_adj``) and closes it; the values travel through a pipe, never
 through this process's argv or environment, so they do not show up in ``/proc/<pid>/cmdline``
 or ``/proc/<pid>/environ``. EOF with no configuration means the server discarded this shim or
 died: it exits at once. ``STATUS_FD`` is close-on-exec. Just before ``execve`` the shim writes
@@ -82,6 +82,31 @@ def _drop(uid: int, gid: int) -> None:
         raise RuntimeError("the uid drop did not stick")
 
 
+# The script is the OOM killer's first choice, never the server (skill_mcp.limits, which this
+# stdlib-only file cannot import, holds the value; the run's configuration repeats it and
+# ``_become`` checks the two agree).
+OOM_SCORE_ADJ = 1000
+_OOM_PATH = "/proc/self/oom_score_adj"
+
+
+def _mark_for_oom() -> None:
+    # At start, while this process is still dumpable: once it is not, its /proc files belong to
+    # root and a shim under the server's own uid could not open this one. Raising a score needs no
+    # privilege; it is inherited by the script (execve keeps it) and everything the script forks.
+    fd = os.open(_OOM_PATH, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, str(OOM_SCORE_ADJ).encode())
+    finally:
+        os.close(fd)
+
+
+def _check_oom_score(wanted: int) -> None:
+    with open(_OOM_PATH, "rb") as fh:
+        got = int(fh.read().strip())
+    if got != wanted:
+        raise RuntimeError(f"oom_score_adj is {got}, the run asks for {wanted}")
+
+
 def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int) -> None:
     os.chdir(cfg["cwd"])
     for name, (soft, hard) in cfg.get("rlimits", {}).items():
@@ -94,6 +119,8 @@ def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int) -> Non
     # the script must get the default actions (a write to a closed pipe ends it).
     for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
         _signal.signal(sig, _signal.SIG_DFL)
+    if cfg.get("oom_score_adj") is not None:
+        _check_oom_score(int(cfg["oom_score_adj"]))
     argv = cfg["argv"]
     os.write(status_fd, EXEC_NEXT)
     os.execve(argv[0], argv, cfg["env"])  # noqa: S606 - an argv array is the point: no shell
@@ -103,6 +130,7 @@ def main() -> None:
     cfg_fd, status_fd, server = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     os.set_inheritable(status_fd, False)  # closes on a successful execve: EOF means "running"
     try:
+        _mark_for_oom()
         sys.path.append(sys.argv[4])
         import prctl
 

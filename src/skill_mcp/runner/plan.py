@@ -1,6 +1,6 @@
 """From a declared script and a grant to a ``RunPlan`` and the preview the user approves.
 
-The checks run in the order ``docs/fence.md`` gives (and DESIGN.md §4): the skill is served
+The checks run in the order ``docs/fence.md`` gives: the skill is served
 and declares the script; its interpreter is in this deployment's closed set; a grant covers
 it; the path passes the string check and then the resolved check; the arguments are within
 bounds. Each failure is a ``SkillMcpError`` with its own reason.

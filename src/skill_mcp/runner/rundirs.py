@@ -15,7 +15,8 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from skill_mcp.limits import MAX_TIMEOUT_S, remove_tree
+from skill_mcp.limits import MAX_TIMEOUT_S
+from skill_mcp.trees import NotRemoved, remove_tree
 
 PREFIX = "skill-mcp-run-"
 # Longer than any run can last (the timeout ceiling, then the SIGTERM grace, the kill wait and
@@ -54,7 +55,10 @@ def remove_stale(parent: str, owners: frozenset[int], now: Callable[[], float] =
             continue
         if not stat.S_ISDIR(st.st_mode) or st.st_uid not in owners or not _stale(entry.name, st.st_ctime, now()):
             continue
-        remove_tree(entry.path)
+        try:
+            remove_tree(entry.path)
+        except NotRemoved:
+            continue  # a later start tries again; what is left is this user's own
         removed.append(entry.path)
     return removed
 

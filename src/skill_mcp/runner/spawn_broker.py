@@ -28,8 +28,9 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.types import RunPlan, RunResult
 
-# Beyond the plan's own timeout: the broker's TERM grace, drain, sweep and proxy stop.
-REPLY_MARGIN_S = 15.0
+# Beyond the plan's own timeout: the broker's wait for an earlier run's clean-up, TERM grace,
+# drain, sweep, the wait for this run's clean-up and the proxy stop.
+REPLY_MARGIN_S = 25.0
 HELLO_TIMEOUT_S = 10.0
 
 

@@ -4,9 +4,12 @@
   script leads its own process group); the environment is exactly ``plan.env`` with ``TMPDIR``
   set to a private directory made for this run (``skill-mcp-run-<server pid>-<random>``, mode
   0700, the script user's when the server is root; ``runner.script_env.run_env``) and removed
-  after it. A server killed before
-  it could remove one leaves it behind: the next spawner removes such directories when it is
-  built, before its first run (``runner.rundirs``).
+  after it, once the run's process group is killed and reaped, by ``skill_mcp.trees`` (no
+  recursion, no link followed, any depth). A removal that leaves anything refuses every later
+  run (``cleanup-pending``) until a retry, made at the start of each, removes it: no run starts
+  beside what an earlier one left. A server killed before it could remove one leaves it behind:
+  the next spawner removes such directories when it is built, before its first run
+  (``runner.rundirs``).
 - Limits and the uid drop are applied by ``_exec_shim`` (a stdlib re-exec shim), never by a
   ``preexec_fn``: RLIMIT_CORE 0, RLIMIT_NOFILE, RLIMIT_FSIZE, and RLIMIT_NPROC when the script
   runs under a uid of its own. When the server runs as root the script is dropped to an
@@ -39,15 +42,17 @@ import weakref
 from dataclasses import dataclass, field
 
 import anyio
+import anyio.to_thread
 
 from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import STANDALONE, Capture, remove_tree, run_status
+from skill_mcp.limits import SCRIPT_OOM_SCORE_ADJ, STANDALONE, Capture, run_status
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
 from skill_mcp.runner.script_env import run_env
 from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult
+from skill_mcp.trees import NotRemoved, remove_tree
 
 # The standalone limits (docs/fence.md's table): one home with the appliance's, in skill_mcp.limits.
 NOFILE = STANDALONE.nofile
@@ -56,6 +61,8 @@ NPROC = STANDALONE.nproc or 0
 STOPPED_NOTE = "the server is shutting down: the script was stopped before it finished"
 DETACHED_NOTE = ("a process that left the script's process group still held its output open after the "
                  "script exited; the call returned without it, and in standalone mode it may still be running")
+LEFT_NOTE = ("the run's directory could not be removed ({detail}); no later run starts until it is: each "
+             "skill_run tries again first and is refused with cleanup-pending while anything is left")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +109,8 @@ class LocalSpawner:
     _slot: WarmSlot = field(init=False, repr=False)
     _waiting: anyio.CancelScope | None = field(default=None, repr=False)
     _stopping: bool = field(default=False, repr=False)
+    # Run directories whose removal left something: every later run is refused until they are gone.
+    _unremoved: list[str] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         owners = {os.geteuid()} | ({self.drop.uid} if self.drop is not None else set())
@@ -140,7 +149,8 @@ class LocalSpawner:
     def _config(self, plan: RunPlan, tmp: str) -> bytes:
         env = run_env(plan.env, tmp, own_uid=self.drop is not None)
         limits: dict[str, tuple[int, int]] = {"core": (0, 0), "nofile": (NOFILE, NOFILE), "fsize": (FSIZE, FSIZE)}
-        cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits}
+        cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits,
+                                  "oom_score_adj": SCRIPT_OOM_SCORE_ADJ}
         if self.drop is not None:
             limits["nproc"] = (NPROC, NPROC)
             cfg.update(uid=self.drop.uid, gid=self.drop.gid)
@@ -154,6 +164,7 @@ class LocalSpawner:
         # to start (a cold one, or a warm one not ready yet) is part of the script's budget.
         started = time.monotonic()
         self._stopping = False
+        await self._remove_unremoved()
         tmp = rundirs.make()
         try:
             out_dir = outputs.make_output_dir(tmp)
@@ -170,12 +181,37 @@ class LocalSpawner:
             # Up to 32 MiB of reads: off the event loop.
             owner = self.drop.uid if self.drop is not None else os.geteuid()
             found = await anyio.to_thread.run_sync(functools.partial(outputs.collect, out_dir, uid=owner))
-            return dataclasses.replace(result, outputs=found)
+            result = dataclasses.replace(result, outputs=found)
         finally:
-            remove_tree(tmp)
+            left = await self._remove(tmp)
             # The next run's shim starts now, not while this script runs: its start-up would compete
             # with the script and this call for the CPU, which was measured to cost the run more.
             self.warm()
+        if left is not None:
+            result = dataclasses.replace(result, notes=(*result.notes, LEFT_NOTE.format(detail=left)))
+        return result
+
+    async def _remove(self, path: str) -> str | None:
+        """Remove a run directory (off the event loop: a million files take seconds, and a cancelled
+        call must not skip it); ``None`` when it is gone, else why not, remembered for later runs."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await anyio.to_thread.run_sync(remove_tree, path)
+            except NotRemoved as exc:
+                if path not in self._unremoved:
+                    self._unremoved.append(path)
+                return str(exc)
+        if path in self._unremoved:
+            self._unremoved.remove(path)
+        return None
+
+    async def _remove_unremoved(self) -> None:
+        """Before a run: retry what earlier removals left; refuse the run while anything is."""
+        for path in list(self._unremoved):
+            left = await self._remove(path)
+            if left is not None:
+                raise SkillMcpError(Refusal.CLEANUP_PENDING, f"an earlier run's directory is not removed yet: {left}",
+                                    {"path": path})
 
     async def _launch(self, plan: RunPlan, cfg: bytes, started: float) -> Shim:
         """A shim that has exec'd the script: the warm one, or one started now if none is usable."""

@@ -32,6 +32,7 @@ from skill_mcp.selftest.wire import Wire, WireError
 
 WAIT_FOR_S = 300.0
 UNDECLARED = "undeclared.selftest.invalid"
+CLEANUP_TRIES = 120  # runs refused with cleanup-pending, one a second, before the property fails
 
 
 class _Stop(Exception):
@@ -133,6 +134,16 @@ class Driver:
         # empty list above means none, not a /proc that hides them (hidepid).
         self.obs["root_processes_seen"] = len(observe.processes_of(0))
         self.run("find", str(planted.get("shm_key", 0)), *planted.get("wrote", {}))
+        littered = self.run("litter", self.obs["token"])
+        self.obs["cleanup_refused"] = 0
+        for _ in range(CLEANUP_TRIES):
+            self.run("after", self.obs["token"], str(littered.get("scratch", "")))
+            if self.obs["runs"]["after"].get("reason") != "cleanup-pending":
+                break
+            # The broker is still removing what the littering run left: the run is refused, by
+            # name, until it is done. Asking again is what a client does.
+            self.obs["cleanup_refused"] += 1
+            time.sleep(1.0)
 
     def secret_scan(self, tee: Tee) -> None:
         prefix, sha = self.facts["canary_prefix"].encode(), self.facts["canary_sha256"]

@@ -205,6 +205,35 @@ def runs_isolated(obs: dict[str, Any]) -> tuple[str, str]:
     return HELD, f"the first run left {made} files and a shm segment; the next run saw none of them"
 
 
+def cleanup_complete(obs: dict[str, Any]) -> tuple[str, str]:
+    littered = _run(obs, "litter")
+    scratch = littered.get("scratch", "")
+    if littered.get("deep", {}).get(scratch) != "ok" or not littered.get("files"):
+        return FAILED, "the littering run could not make its tree and files in its own directory, so nothing was proven"
+    try:
+        found = _run(obs, "after")
+    except _Skip as skip:
+        return FAILED, (f"no run was admitted after a run left a {littered['levels']}-level tree and "
+                        f"{littered['files']} files: {skip.detail} - the clean-up did not finish, see deploy.md")
+    seen = []
+    if found.get("earlier_scratch"):
+        seen.append(f"the earlier run's directory {scratch}")
+    if found.get("tmp_tree"):
+        seen.append("its tree in /tmp")
+    if found.get("own_entries"):
+        seen.append(f"{found['own_entries']} entries in a fresh run directory")
+    if found.get("others"):
+        seen.append(f"processes of the script uid {found['others'][:5]}")
+    if seen:
+        return FAILED, (f"the next run saw what a run with a {littered['levels']}-level tree and {littered['files']} "
+                        f"files left: {', '.join(seen)} - use an image whose clean-up is depth-proof and waits, "
+                        "see deploy.md")
+    waited = obs.get("cleanup_refused", 0)
+    return HELD, (f"a run left a {littered['levels']}-level tree and {littered['files']} files; the next run "
+                  + (f"was refused {waited} times (cleanup-pending), then " if waited else "")
+                  + "saw none of it and no process of the script uid")
+
+
 def egress_default_deny(obs: dict[str, Any]) -> tuple[str, str]:
     if obs.get("fence_unavailable"):
         return FAILED, (f"fence unavailable: {obs['fence_unavailable']} - add --cap-add NET_ADMIN (Kubernetes: "
@@ -280,6 +309,7 @@ CHECKS: tuple[tuple[str, str, Callable[[dict[str, Any]], tuple[str, str]]], ...]
     ("secret-separation", "the owner's secret never enters the server", secret_separation),
     ("skills-read-only", "no write to the skills", skills_read_only),
     ("runs-isolated", "no file surviving into the next run", runs_isolated),
+    ("cleanup-complete", "a deep tree and many files left by one run, none seen by the next", cleanup_complete),
     ("egress-default-deny", "default-deny egress (direct connection, DNS, undeclared host)", egress_default_deny),
     ("egress-allowed-host", "a declared and granted host is reachable through the proxy", egress_allowed_host),
     ("ruleset-locked", "the ruleset cannot be changed by the script and server uids", ruleset_locked),

@@ -31,6 +31,8 @@ Thin translation between the catalog (and the runner's results) and protocol sha
     http_guard    the HTTP edge: who may reach the server, and from where
     http_events   HTTP answers in a form every official client accepts, whatever their size
     http_drain    answering calls a shutdown drain has to stop
+    http_conn     the HTTP connection bounds: head deadline, caps that evict, in-flight limit
+    http_protocol uvicorn's h11 protocol under those bounds
 
 Importing this package stays cheap: only the registry types are re-exported here.
 """

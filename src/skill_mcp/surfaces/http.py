@@ -3,7 +3,9 @@
 The MCP server object is the same one stdio serves; this module only puts the SDK's
 Streamable HTTP app (both protocol eras: the handshake era with ``Mcp-Session-Id`` and the
 2026-07-28 per-request era) behind ``GuardMiddleware`` and ``EventSizing`` (answers as JSON
-when they can be, never an event a client refuses) and runs it with uvicorn.
+when they can be, never an event a client refuses) and runs it with uvicorn, whose connections
+go through ``surfaces.http_protocol`` (a request-head deadline, connection caps that evict the
+oldest waiting connection, and an in-flight limit; the bounds are in ``surfaces.http_conn``).
 
 Shutdown (SIGTERM or SIGINT), in order:
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import math
@@ -31,7 +34,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import uvicorn
@@ -39,6 +42,7 @@ from sse_starlette.sse import AppStatus
 from starlette.types import ASGIApp
 
 from skill_mcp.config import Settings
+from skill_mcp.surfaces.http_conn import DEFAULT_LIMITS, ConnectionGate, ConnectionLimits
 from skill_mcp.surfaces.http_events import EventSizing
 from skill_mcp.surfaces.http_guard import (
     ExposurePolicy,
@@ -47,6 +51,7 @@ from skill_mcp.surfaces.http_guard import (
     describe,
     parse_host_port,
 )
+from skill_mcp.surfaces.http_protocol import GatedH11Protocol, Shedding
 
 __all__ = ["HttpApp", "build_http_app", "parse_host_port", "serve_http"]
 
@@ -55,7 +60,6 @@ logger = logging.getLogger("skill_mcp.http")
 MCP_PATH = "/mcp"
 DRAIN_SECONDS = 10.0
 CANCEL_SECONDS = 3.0
-MAX_CONNECTIONS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +217,8 @@ class _DrainingServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: float) -> _DrainingServer:
+def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: float,
+                         limits: ConnectionLimits = DEFAULT_LIMITS) -> _DrainingServer:
     # sse-starlette ends every SSE response the moment uvicorn sees SIGTERM, which would cut the
     # calls in flight (their answers travel on SSE) before the drain. Take that decision back:
     # the streams end after the drain (above). Process-wide, like the signal itself.
@@ -225,11 +230,18 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=max(math.ceil(cancel_seconds), 1),
+        # uvicorn's own limit_concurrency counts open connections, idle ones included, so idle
+        # sockets that cost an attacker nothing made it answer 503 to everyone. The gated
+        # protocol counts only requests in flight, caps connections by evicting the oldest
+        # waiting one, and closes a connection whose request head is late (surfaces.http_conn).
+        http=cast("type[asyncio.Protocol]", functools.partial(GatedH11Protocol,
+                                                               shedding=Shedding(ConnectionGate(limits)))),
+        h11_max_incomplete_event_size=limits.max_head_bytes,
         # An idle keep-alive connection is closed after this; it holds no call.
-        timeout_keep_alive=5,
-        # Past this many open connections uvicorn answers 503: one client holds a stream and a
-        # call or two, so this is far above any honest use of a skill server and bounds memory.
-        limit_concurrency=MAX_CONNECTIONS,
+        timeout_keep_alive=limits.keep_alive_s,
+        # No WebSocket surface exists (the guard refuses the scope); without a WebSocket
+        # protocol an upgrade request stays a plain request on this connection.
+        ws="none",
         server_header=False,
     )
     return _DrainingServer(config, app, drain_seconds, cancel_seconds)

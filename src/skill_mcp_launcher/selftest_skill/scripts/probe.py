@@ -291,7 +291,67 @@ def find(args: list[str]) -> dict[str, Any]:
             "shm_seen": libc.shmget(key, 0, 0) >= 0, "scratch": os.environ.get("TMPDIR", "")}
 
 
-MODES: dict[str, Callable[[list[str]], dict[str, Any]]] = {"posture": posture, "egress": egress, "nproc": nproc, "plant": plant, "find": find}
+LITTER_LEVELS = 1100  # deeper than Python's recursion limit: a recursive removal dies on it
+LITTER_FILES = 20000
+
+
+def _deep(top: str, name: str) -> str:
+    """A chain of ``LITTER_LEVELS`` directories named ``name`` under ``top``, made by descriptor
+    (its path is longer than PATH_MAX), the deepest one locked; "ok" or why not."""
+    try:
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        return err(exc)
+    try:
+        for _ in range(LITTER_LEVELS):
+            os.mkdir(name, dir_fd=fd)
+            new = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd, name = new, "d"
+        os.fchmod(fd, 0)
+        return "ok"
+    except OSError as exc:
+        return err(exc)
+    finally:
+        os.close(fd)
+
+
+def litter(args: list[str]) -> dict[str, Any]:
+    """Leave what a clean-up must survive: a 1,100-level tree and many files in the run's own
+    directory, and the tree in /tmp too where the write is allowed."""
+    token = args[0]
+    scratch = os.environ.get("TMPDIR", "")
+    deep = {top: _deep(top, f"selftest-litter-{token}") for top in (scratch, "/tmp") if top}  # noqa: S108
+    files = 0
+    with contextlib.suppress(OSError):
+        many = os.path.join(scratch, f"selftest-many-{token}")
+        os.mkdir(many)
+        for i in range(LITTER_FILES):
+            os.close(os.open(os.path.join(many, str(i)), os.O_WRONLY | os.O_CREAT, 0o600))
+            files += 1
+    return {"scratch": scratch, "deep": deep, "files": files, "levels": LITTER_LEVELS}
+
+
+def after(args: list[str]) -> dict[str, Any]:
+    """What this run finds of the littering run ``args = TOKEN SCRATCH``: its directory, its tree
+    in /tmp, anything in this run's own directory, and other processes of this uid."""
+    token, earlier = args[0], args[1]
+    uid = os.getuid()
+    others = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            with contextlib.suppress(OSError, KeyError, ValueError):
+                if int(status(entry)["Uid"].split()[0]) == uid:
+                    others.append(int(entry))
+    scratch = os.environ.get("TMPDIR", "")
+    return {"earlier_scratch": os.path.lexists(earlier) if earlier else False,
+            "tmp_tree": os.path.lexists(f"/tmp/selftest-litter-{token}"),  # noqa: S108
+            "own_entries": len(os.listdir(scratch)) if scratch else 0, "others": others, "scratch": scratch}
+
+
+MODES: dict[str, Callable[[list[str]], dict[str, Any]]] = {"posture": posture, "egress": egress, "nproc": nproc,
+                                                           "plant": plant, "find": find, "litter": litter,
+                                                           "after": after}
 
 
 def main() -> int:

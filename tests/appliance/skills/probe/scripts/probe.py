@@ -732,6 +732,132 @@ def envhash(args):
             "sha256": hashlib.sha256(value.encode()).hexdigest() if value is not None else None}
 
 
+def _deep_tree(top, levels=1100):
+    """A chain of ``levels`` directories under ``top`` (made by descriptor: its path is longer
+    than PATH_MAX), a file every hundred levels, the deepest level locked; "ok" or why not."""
+    try:
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        return err(exc)
+    try:
+        name = f"deep-{os.getpid()}"
+        for i in range(levels):
+            os.mkdir(name, dir_fd=fd)
+            new = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd, name = new, "d"
+            if i % 100 == 0:
+                os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+        os.fchmod(fd, 0)
+        return "ok"
+    except OSError as exc:
+        return err(exc)
+    finally:
+        os.close(fd)
+
+
+def _cache_key(path):
+    """What a skill might do with its granted key: cache it in a file only its uid may read."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(os.environ.get("PROBE_TOKEN", "no-token"))
+        return "ok"
+    except OSError as exc:
+        return err(exc)
+
+
+def deep(args):
+    """``deep``: a 1,100-level tree in TMPDIR, /tmp and /dev/shm, and the granted key cached in
+    each of those places (writes a sandbox refuses are reported, not fatal)."""
+    tmp = os.environ["TMPDIR"]
+    out = {"TMPDIR": tmp, "deep": {}, "cached": {}}
+    for top in (tmp, "/tmp", "/dev/shm"):
+        out["cached"][top] = _cache_key(os.path.join(top, "key-cache"))
+        out["deep"][top] = _deep_tree(top)
+    return out
+
+
+def deepfill(args):
+    """``deepfill MIB``: MIB MiB of data in TMPDIR, with a 1,100-level tree beside it."""
+    tmp, mib = os.environ["TMPDIR"], int(args[0])
+    block = b"\1" * (1 << 20)
+    written = 0
+    try:
+        with open(os.path.join(tmp, "ballast"), "wb") as fh:
+            for _ in range(mib):
+                fh.write(block)
+                written += 1
+    except OSError as exc:
+        return {"TMPDIR": tmp, "mib": written, "stopped": err(exc)}
+    return {"TMPDIR": tmp, "mib": written, "deep": _deep_tree(tmp)}
+
+
+def manyfiles(args):
+    """``manyfiles N``: N empty files in TMPDIR (in directories of 10,000)."""
+    tmp, n = os.environ["TMPDIR"], int(args[0])
+    made = 0
+    try:
+        for start in range(0, n, 10000):
+            sub = os.path.join(tmp, f"many-{start}")
+            os.mkdir(sub)
+            dfd = os.open(sub, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                for i in range(start, min(n, start + 10000)):
+                    os.close(os.open(str(i), os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=dfd))
+                    made += 1
+            finally:
+                os.close(dfd)
+    except OSError as exc:
+        return {"TMPDIR": tmp, "made": made, "stopped": err(exc)}
+    return {"TMPDIR": tmp, "made": made}
+
+
+def census(args):
+    """What a run finds of earlier runs: each path in ``args`` read (its bytes, or why not), the
+    other processes of this uid, its TMPDIR's entries and the free space there."""
+    uid, tmp = os.getuid(), os.environ["TMPDIR"]
+    found = {}
+    for path in args:
+        try:
+            with open(path, "rb") as fh:
+                found[path] = fh.read(256).decode(errors="replace")
+        except OSError as exc:
+            found[path] = err(exc)
+    others = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            with contextlib.suppress(OSError, KeyError):
+                if int(status(entry)["Uid"].split()[0]) == uid:
+                    with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                        cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+                    others.append({"pid": int(entry), "cmdline": cmdline})
+    st = os.statvfs(tmp)
+    return {"TMPDIR": tmp, "read": found, "others": others, "entries": sorted(os.listdir(tmp)),
+            "free_mib": st.f_bavail * st.f_frsize // (1 << 20)}
+
+
+def memhog(args):
+    """``memhog N MB HOLD``: N children, each touching MB MB and holding it HOLD seconds; how each ended."""
+    n, mb, hold = int(args[0]), int(args[1]), float(args[2])
+    pids = []
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ballast = b"\1" * (mb << 20)  # written, so every page is really there
+                time.sleep(hold)
+                os._exit(0 if ballast else 1)
+            except BaseException:
+                os._exit(3)
+        pids.append(pid)
+    ends = {"exited": 0, "killed": 0}
+    for pid in pids:
+        _, st = os.waitpid(pid, 0)
+        ends["killed" if os.WIFSIGNALED(st) else "exited"] += 1
+    return {"children": n, "ends": ends}
+
+
 MODES = {"id": ident, "env": env, "envhash": envhash, "read": read, "list": listdir, "write": write,
          "exists": exists, "scratch": scratch, "ptrace": ptrace, "kill": kill, "cmdlines": cmdlines,
          "procs": procs, "server": server, "ipc": ipc, "setuid": setuid_exec, "abort": abort, "sleep": sleep,
@@ -740,7 +866,8 @@ MODES = {"id": ident, "env": env, "envhash": envhash, "read": read, "list": list
          "threadbomb": threadbomb, "zombie": zombie, "flood": flood, "weird": weird, "ignore_term": ignore_term,
          "selfstop": selfstop, "spin": spin, "balloon": balloon, "diskfill": diskfill, "fds": fds, "net": net,
          "echo": echo, "rebind": rebind, "cmd": cmd, "shim": shim, "plant": plant, "seek": seek, "fill": fill,
-         "writable": writable, "keyring": keyring}
+         "writable": writable, "keyring": keyring, "deep": deep, "deepfill": deepfill, "manyfiles": manyfiles,
+         "census": census, "memhog": memhog}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
