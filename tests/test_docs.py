@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from skill_mcp.config import ENV_VARS
-from skill_mcp.reasons import ProblemReason, Refusal
+from skill_mcp.reasons import ExtensionRule, ProblemReason, Refusal
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -20,6 +20,12 @@ def documented_codes(name: str) -> set[str]:
 @pytest.mark.parametrize("reason", [*ProblemReason, *Refusal], ids=str)
 def test_every_reason_is_documented(reason: ProblemReason | Refusal) -> None:
     assert reason.value in documented_codes("reasons.md"), f"docs/reasons.md does not list {reason.value}"
+
+
+@pytest.mark.parametrize("rule", list(ExtensionRule), ids=str)
+def test_every_rule_that_keeps_a_skill_out_of_the_extension_is_documented(rule: ExtensionRule) -> None:
+    table = (DOCS / "reasons.md").read_text(encoding="utf-8").split("### Extension rules", 1)[1]
+    assert f"| `{rule.value}` |" in table, f"docs/reasons.md's extension rules do not list {rule.value}"
 
 
 @pytest.mark.parametrize("name", sorted(ENV_VARS))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_mcp.reasons import Level, ProblemReason
+from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,12 +25,16 @@ class Problem:
     detail: str
     level: Level = Level.ERROR
     skill: str | None = None
+    # ``extension-excluded`` only: the ``ExtensionRule`` that keeps the skill out of the extension.
+    rule: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "reason": str(self.reason), "detail": self.detail,
                                "level": str(self.level)}
         if self.skill is not None:
             out["skill"] = self.skill
+        if self.rule is not None:
+            out["rule"] = self.rule
         return out
 
 
@@ -120,18 +124,27 @@ class Skill:
     body_offset: int  # byte offset of the Markdown body inside SKILL.md
     declaration: Declaration | None = None
     missing_scripts: tuple[str, ...] = ()  # declared but not servable
-    skills_list_excluded: ProblemReason | None = None  # why skills/list leaves it out
+    skills_list_excluded: ExtensionRule | None = None  # why the Skills extension leaves it out
     pack: str | None = None  # name of the pack that pins it, if any
     phase: str | None = None
     tags: tuple[str, ...] = ()
+    # The skill's path in the ``skill://`` namespace: its name, or for a skill nested inside
+    # another one the enclosing skill's path, the directories between, then its name
+    # (``parent/child``), as the Skills extension requires. Empty means the name.
+    path: str = ""
     # ``directory`` as text with a trailing slash: every per-file answer joins onto it; and
-    # ``skill://<name>/``, which every file URI starts with.
+    # ``skill://<path>/``, which every file URI starts with.
     prefix: str = field(init=False, repr=False, compare=False)
     uri_prefix: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prefix", str(self.directory).rstrip("/") + "/")
-        object.__setattr__(self, "uri_prefix", f"skill://{self.name}/")
+        object.__setattr__(self, "uri_prefix", f"skill://{uri_path(self.skill_path)}/")
+
+    @property
+    def skill_path(self) -> str:
+        """``<skill-path>`` of ``skill://<skill-path>/SKILL.md`` (not percent-quoted)."""
+        return self.path or self.name
 
     def file(self, rel: str) -> SkillFile | None:
         for f in self.files:
@@ -158,11 +171,28 @@ class Catalog:
     # changes: the names in order, and the skills the Skills extension publishes (in order).
     ordered: tuple[str, ...] = field(init=False, repr=False, compare=False)
     extension_listed: tuple[Skill, ...] = field(init=False, repr=False, compare=False)
+    # Served skills by ``skill_path``: what a ``skill://`` URI addresses.
+    by_path: Mapping[str, Skill] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ordered", tuple(self.skills))
         object.__setattr__(self, "extension_listed",
                            tuple(s for s in self.skills.values() if s.skills_list_excluded is None))
+        object.__setattr__(self, "by_path", {s.skill_path: s for s in self.skills.values()})
+
+    def skill_at(self, path: str) -> tuple[Skill, str | None] | None:
+        """The skill a ``skill://`` path (unquoted, no scheme) addresses, and the rest of it.
+
+        The deepest skill wins: ``parent/child/SKILL.md`` is the nested skill's SKILL.md (the same
+        bytes as the enclosing skill's file there), and ``parent/child`` its root directory.
+        """
+        segments = path.split("/")
+        for cut in range(len(segments), 0, -1):
+            skill = self.by_path.get("/".join(segments[:cut]))
+            if skill is not None:
+                rest = "/".join(segments[cut:])
+                return skill, rest if cut < len(segments) else None
+        return None
 
     def names(self) -> tuple[str, ...]:
         return self.ordered

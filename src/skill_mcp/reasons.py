@@ -48,8 +48,12 @@ class ProblemReason(StrEnum):
     DECLARED_SCRIPT_MISSING = "declared-script-missing"
     SKILL_TOO_LARGE = "skill-too-large"
     FILES_OVER_LIMIT = "files-over-limit"
-    SKILLS_LIST_EXCLUDED = "skills-list-excluded"
+    SKILLS_LIST_EXCLUDED = "skills-list-excluded"  # no longer emitted: see EXTENSION_EXCLUDED
+    # Served by the tools, left out of the Skills extension; the problem's ``rule`` says why.
+    EXTENSION_EXCLUDED = "extension-excluded"
     SPEC_WARNING = "spec-warning"
+    # A frontmatter value YAML 1.1 (PyYAML's default loader) reads otherwise than YAML 1.2.
+    YAML_AMBIGUOUS = "yaml-version-ambiguous"
     # Packs (pack.json) - see docs/packs.md.
     PACK_INVALID = "pack-invalid"
     PACK_VERSION = "pack-version"
@@ -81,6 +85,30 @@ SKILL_REFUSALS = frozenset({
     ProblemReason.SKILL_TOO_LARGE, ProblemReason.UNREADABLE, ProblemReason.DIGEST_MISMATCH,
     ProblemReason.PACK_INVALID, ProblemReason.PACK_VERSION,
 })
+
+
+class ExtensionRule(StrEnum):
+    """Why a served skill is left out of the Skills extension (``extension-excluded``'s ``rule``).
+
+    Each is a rule of the stable extension text or of the Agent Skills format that a conforming
+    host checks from the entry alone; one entry that breaks one can fail a host's whole
+    ``skills/list`` (FastMCP's ``list_skills()`` validates every entry), so it is never published.
+    """
+
+    NAME_MISSING = "name-missing"  # no frontmatter ``name``
+    NAME_INVALID = "name-invalid"  # the frontmatter ``name`` breaks the Agent Skills naming rules
+    NAME_MISMATCH = "name-mismatch"  # the URI's final segment (the directory name) is not the frontmatter name
+    DESCRIPTION_TOO_LONG = "description-too-long"  # over 1,024 characters
+    COMPATIBILITY_INVALID = "compatibility-invalid"  # not a string of 1-500 characters
+    LICENSE_INVALID = "license-invalid"  # not a string
+    METADATA_INVALID = "metadata-invalid"  # not a map of strings to strings
+    ALLOWED_TOOLS_INVALID = "allowed-tools-invalid"  # not a space-separated string
+    # The whole frontmatter, as a host parses it, is not the published one (an ``mcp-host:`` block
+    # that the server could not parse is left out of the entry, but a host reads the file).
+    FRONTMATTER_DIVERGES = "frontmatter-diverges"
+    YAML_AMBIGUOUS = "yaml-version-ambiguous"  # a YAML 1.1 host reads another frontmatter than the entry
+    TOO_MANY_FILES = "too-many-files"  # over 512 files: ``resources`` would have to be cut
+    TOO_LARGE = "too-large"  # over 16 MiB in total: ``resources`` would have to be cut
 
 
 class Refusal(StrEnum):

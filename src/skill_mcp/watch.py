@@ -82,7 +82,7 @@ class LiveCatalog:
 
 def fingerprint(catalog: Catalog) -> tuple[Any, ...]:
     """What clients can observe of a catalog: skills, their files as scanned, and the problems."""
-    skills = tuple((name, s.directory, s.description, s.files, s.declaration, s.skills_list_excluded)
+    skills = tuple((name, s.path, s.directory, s.description, s.files, s.declaration, s.skills_list_excluded)
                    for name, s in catalog.skills.items())
     return skills, tuple(catalog.problems)
 

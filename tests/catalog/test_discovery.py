@@ -10,7 +10,7 @@ import pytest
 from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
-from skill_mcp.reasons import Level, ProblemReason
+from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
 
 def skill(directory: Path, name: str | None = None, *, extra: str = "", body: str = "# Steps\n") -> Path:
@@ -50,7 +50,7 @@ def test_frontmatter_name_never_chooses_the_served_name(tmp_path: Path) -> None:
     catalog = scan(tmp_path)
     assert catalog.skills["impostor"].name == "impostor"
     assert catalog.skills["weather"].directory == (tmp_path / "weather").resolve()
-    assert catalog.skills["impostor"].skills_list_excluded is ProblemReason.NAME_MISMATCH
+    assert catalog.skills["impostor"].skills_list_excluded is ExtensionRule.NAME_MISMATCH
     assert catalog.skills["weather"].skills_list_excluded is None
 
 

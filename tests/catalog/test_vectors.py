@@ -24,6 +24,8 @@ def test_vector_outcome_and_reasons(name: str, tmp_path: Path) -> None:
     catalog = build_catalog(load_settings([str(tmp_path)], {}))
     reasons = sorted({p.reason.value for p in catalog.problems})
     assert reasons == expected["reasons"], [p.to_dict() for p in catalog.problems]
+    # Which rule keeps the skill out of the Skills extension (none: it is published).
+    assert sorted(p.rule for p in catalog.problems if p.rule) == expected.get("extensionRules", [])
     if expected["outcome"] == "refused":
         assert name not in catalog.skills
         return

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(not BASE, reason="SKILL_MCP_PUBLIC_SKILLS is not
 EXPECTED = {
     "anthropics+skills": (["skills"], {
         ("claude-api", "spec-warning", "warning"),  # 1,068 characters; the format allows 1,024
+        ("claude-api", "extension-excluded", "error"),  # so hosts refuse its entry: tools only
         ("claude-api", "floor-body-too-long", "error"),
         ("docx", "floor-body-too-long", "error"),
         ("webapp-testing", "floor-description-when", "error"),

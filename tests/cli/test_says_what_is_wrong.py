@@ -104,15 +104,16 @@ def test_show_and_search_under_a_missing_root_name_it(tmp_path: Path) -> None:
     assert searched.returncode == 3 and typo in searched.stderr
 
 
-def test_a_name_mismatch_is_a_warning_because_the_skill_is_served(tmp_path: Path) -> None:
+def test_a_name_mismatch_is_served_by_the_tools_and_fails_validate_for_the_extension(tmp_path: Path) -> None:
     write(tmp_path / "real-dir" / "SKILL.md", GOOD.format(name="other-name", phase="wire").replace(
         "# other-name", "# x"))
     listed = as_json(run("list", "--json", "--skills-dir", str(tmp_path)))
     assert [s["name"] for s in listed["skills"]] == ["real-dir"]  # served under its directory name
     done = run("validate", "--json", str(tmp_path))
-    assert done.returncode == 0, done.stdout
-    (problem,) = as_json(done)["problems"]
-    assert (problem["reason"], problem["level"]) == ("name-mismatch", "warning")
+    # The tools serve it (a warning); the Skills extension cannot publish it (an error).
+    assert done.returncode == 1, done.stdout
+    found = {(p["reason"], p["level"], p.get("rule")) for p in as_json(done)["problems"]}
+    assert found == {("name-mismatch", "warning", None), ("extension-excluded", "error", "name-mismatch")}
 
 
 def test_validate_of_a_root_with_no_skill_passes_but_says_nothing_was_found(tmp_path: Path) -> None:

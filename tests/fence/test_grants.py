@@ -101,3 +101,22 @@ def test_the_runner_keeps_grants_per_catalog_and_rebuilds_them_for_a_new_one(roo
     reloaded = catalog_of(*first.skills.values(), make_skill(root, "b", {"b.py": "1"}, [ScriptDecl("b.py", "python")]))
     assert runner.grants(first).get("b", "b.py") is None
     assert runner.grants(reloaded).get("b", "b.py") is not None  # a reload (a new catalog) is seen
+
+
+def test_a_nested_skill_is_granted_by_its_name_never_by_its_path(tmp_path: Path) -> None:
+    from skill_mcp.catalog import build_catalog
+    from skill_mcp.config import load_settings
+
+    decl = "mcp-host:\n  version: 1\n  run:\n    - script: scripts/run.py\n      interpreter: python\n"
+    for where, name in ((tmp_path / "parent", "parent"), (tmp_path / "parent" / "child", "child")):
+        (where / "scripts").mkdir(parents=True)
+        (where / "scripts" / "run.py").write_text("print(1)\n", encoding="utf-8")
+        (where / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Use when testing.\n{decl}---\n1. Run.\n",
+                                        encoding="utf-8")
+    catalog = build_catalog(load_settings([str(tmp_path)], {}))
+    assert catalog.skills["child"].uri_prefix == "skill://parent/child/"  # published by path
+    gs = build_grants(catalog, json.dumps([{"skill": "child", "script": "scripts/run.py"}]), hosted=True)
+    assert gs.get("child", "scripts/run.py") is not None
+    assert gs.get("parent", "scripts/run.py") is None  # the enclosing skill gains nothing from it
+    by_path = build_grants(catalog, json.dumps([{"skill": "parent/child", "script": "scripts/run.py"}]), hosted=True)
+    assert not by_path.grants and reasons(by_path) == [ProblemReason.GRANT_UNMATCHED]

@@ -13,6 +13,20 @@ from tests.integration.harness import ALPHA_FILES, PNG, Connect, Wire, directory
 pytestmark = pytest.mark.anyio
 
 INVALID_PARAMS = -32602
+ERA_FIELDS = ("resultType", "ttlMs", "cacheScope")
+
+
+def assert_era_fields(result: dict, era: str, *, cacheable: bool = True) -> None:
+    """2026-07-28 results carry ``resultType`` (and cacheable ones ``ttlMs``, ``cacheScope``); the
+    handshake-era schemas define none of the three, so such a result carries none."""
+    if era == "legacy":
+        assert [f for f in ERA_FIELDS if f in result] == []
+        return
+    assert result["resultType"] == "complete"
+    if cacheable:
+        assert isinstance(result["ttlMs"], int) and result["cacheScope"] in ("public", "private")
+    else:
+        assert "ttlMs" not in result and "cacheScope" not in result
 
 
 async def test_prompts_are_one_per_served_skill_with_the_body_as_message(wire: Wire) -> None:
@@ -81,8 +95,7 @@ async def test_skills_list_publishes_complete_entries_with_digests(wire: Wire) -
     skills_root = wire.root
     async with wire.session() as client:
         result = await skills_list(client)
-        assert result["resultType"] == "complete"
-        assert isinstance(result["ttlMs"], int) and result["cacheScope"] in ("public", "private")
+        assert_era_fields(result, wire.era)
         entries = {e["uri"]: e for e in result["skills"]}
         assert list(entries) == ["skill://alpha/SKILL.md", "skill://beta/SKILL.md", "skill://bulk/SKILL.md"]
         alpha = entries["skill://alpha/SKILL.md"]
@@ -103,7 +116,8 @@ async def test_skills_entry_frontmatter_is_verbatim_including_mcp_host(wire: Wir
 async def test_skills_get_answers_for_a_served_skill_and_32602_otherwise(wire: Wire) -> None:
     async with wire.session() as client:
         got = await skills_get(client, "skill://beta/SKILL.md")
-        assert got["resultType"] == "complete" and "nextCursor" not in got and "ttlMs" in got
+        assert "nextCursor" not in got
+        assert_era_fields(got, wire.era)
         assert got["skill"]["uri"] == "skill://beta/SKILL.md"
         assert got["skill"]["frontmatter"] == {"name": "beta", "description": "Beta answers questions."}
         for uri in ("skill://nope/SKILL.md", "skill://beta", "skill://beta/other.md", "skill://gamma/SKILL.md"):
@@ -115,7 +129,7 @@ async def test_skills_get_answers_for_a_served_skill_and_32602_otherwise(wire: W
 async def test_directory_read_lists_direct_children_and_refuses_files(wire: Wire) -> None:
     async with wire.session() as client:
         root = await directory_read(client, "skill://alpha")
-        assert root["resultType"] == "complete"
+        assert_era_fields(root, wire.era, cacheable=False)
         kids = {r["uri"]: r.get("mimeType") for r in root["resources"]}
         assert kids == {
             "skill://alpha/assets": "inode/directory",

@@ -19,7 +19,11 @@ async def test_every_skill_of_a_realistic_corpus_is_listed_loadable_and_publishe
     async with connect(CORPUS, era) as client:
         listed = (await client.call_tool("skill_list", {"limit": 200})).structured_content
         assert [s["name"] for s in listed["skills"]] == on_disk
-        assert [p for p in listed["problems"] if p["level"] == "error"] == []
+        # One skill is served by the tools only: its 1,068-character description breaks the
+        # Agent Skills format, and hosts refuse such an entry.
+        errors = [(p["reason"], p["skill"], p.get("rule")) for p in listed["problems"] if p["level"] == "error"]
+        assert errors == [("extension-excluded", "algorithmic-art", "description-too-long")]
+        published = [n for n in on_disk if n != "algorithmic-art"]
         entries = []
         cursor = None
         while True:
@@ -28,7 +32,7 @@ async def test_every_skill_of_a_realistic_corpus_is_listed_loadable_and_publishe
             cursor = page.get("nextCursor")
             if not cursor:
                 break
-        assert [e["frontmatter"]["name"] for e in entries] == on_disk
+        assert [e["frontmatter"]["name"] for e in entries] == published
         for entry in entries:
             name = entry["frontmatter"]["name"]
             assert entry["uri"] == f"skill://{name}/SKILL.md"

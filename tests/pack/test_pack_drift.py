@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 from skill_mcp.cli.main import build_parser
 from skill_mcp.config import ENV_VARS
 from skill_mcp.grantrules import FIXED_ENV
-from skill_mcp.reasons import ProblemReason, Refusal
+from skill_mcp.reasons import ExtensionRule, ProblemReason, Refusal
 from tests.pack.extract import (
     REASONISH,
     TOOL,
@@ -165,7 +165,7 @@ async def test_the_real_server_registers_every_tool_the_pack_names() -> None:
 
 
 def test_every_reason_shaped_term_is_a_reason_a_skill_or_a_known_term() -> None:
-    reasons = {str(r) for r in ProblemReason} | {str(r) for r in Refusal}
+    reasons = {str(r) for r in ProblemReason} | {str(r) for r in Refusal} | {str(r) for r in ExtensionRule}
     names = {d.name for d in skill_dirs()}
     unknown = set()
     for d in skill_dirs():

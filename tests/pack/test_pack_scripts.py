@@ -188,6 +188,8 @@ def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> Non
         ("scripted", "declared-script-missing"), ("scripted", "interpreter-unavailable"),
         ("leaky", "credential-like"), ("long-body", "floor-body-too-long"), ("empty-dir", "no-skill-md"),
         ("wide", "spec-warning"), ("outward", "floor-reference-outside-skill"),
+        # Served by the tools, left out of the Skills extension: a conforming host refuses both.
+        ("other-name", "extension-excluded"), ("wide", "extension-excluded"),
     }
     (wide,) = [p for p in report["problems"] if p["reason"] == "spec-warning"]
     assert "1030 characters" in wide["detail"]  # characters, not bytes

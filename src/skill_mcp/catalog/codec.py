@@ -14,7 +14,7 @@ from typing import Any, overload
 
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill, SkillFile
-from skill_mcp.reasons import Level, ProblemReason
+from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
 
 def _file_row(row: Any) -> bool:
@@ -102,7 +102,7 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> dict[str, An
     stamps = list(dict.fromkeys(loaded.stamps))
     return {"at": found_at, "root": root_real, "stamps": [list(s) for s in stamps],
             "skill": _skill(loaded.skill),
-            "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill] for p in loaded.problems],
+            "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
             "nested": [str(n) for n in loaded.nested]}
 
 
@@ -172,7 +172,7 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str
         files=CachedFiles(raw["files"]),
         body_offset=_int(raw["off"]), declaration=_decode_declaration(raw["decl"]),
         missing_scripts=_strs(raw["missing"]),
-        skills_list_excluded=None if excluded is None else ProblemReason(excluded),
+        skills_list_excluded=None if excluded is None else ExtensionRule(excluded),
         tags=_strs(raw["tags"]), phase=_opt_str(raw["phase"]), pack=_opt_str(raw["pack"]),
     )
 
@@ -182,8 +182,9 @@ def decode_loaded(entry: dict[str, Any], real: str, root: Path, root_real: str) 
     checked the entry is for both)."""
     found_at = _str(entry["at"])
     rows = entry["problems"]
-    problems = tuple(Problem(_str(path), ProblemReason(reason), _str(detail), Level(level), _opt_str(skill))
-                     for path, reason, detail, level, skill in rows) if rows else ()
+    problems = tuple(Problem(_str(path), ProblemReason(reason), _str(detail), Level(level), _opt_str(skill),
+                             _opt_str(rule))
+                     for path, reason, detail, level, skill, rule in rows) if rows else ()
     # No stamps: a reused entry is written back as the bytes it was read from (``catalog.cache``),
     # so nothing asks for them again.
     nested = entry["nested"]

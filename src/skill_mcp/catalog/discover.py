@@ -22,7 +22,7 @@ import logging
 import os
 from collections import defaultdict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -214,6 +214,7 @@ def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skil
     loaded: dict[str, Skill] = {}
     stampable: set[str] = set()
     seen: set[str] = set()
+    nested_in: dict[str, str] = {}  # found_at of a nested skill -> the path of the directory holding it
     queue, problems = found.queue, found.problems
     while queue:
         found_at, root_real = queue.popleft()
@@ -236,11 +237,23 @@ def _load_all(found: _Found, cache: CatalogCache | None) -> tuple[dict[str, Skil
             if cache is not None:
                 cache.record(real, found_at, root_real, result)
         problems.extend(result.problems)
-        if result.skill is not None:
-            loaded[real] = result.skill
+        skill = result.skill
+        if skill is not None:
+            enclosing = nested_in.get(found_at)
+            if enclosing is not None:
+                # A nested skill's URI carries the enclosing skill's path as its prefix
+                # (skill://parent/child/SKILL.md), so its files have the URIs they have inside
+                # the enclosing skill, and its name stays the final segment.
+                skill = replace(skill, path=f"{enclosing}/{skill.name}")
+            loaded[real] = skill
             if result.stampable:
-                stampable.add(result.skill.prefix)
-        queue.extend((str(nested), root_real) for nested in result.nested)
+                stampable.add(skill.prefix)
+        for nested in result.nested:
+            if skill is not None:
+                between = os.path.relpath(os.path.dirname(nested), found_at)
+                nested_in[str(nested)] = skill.skill_path if between == "." else \
+                    f"{skill.skill_path}/{Path(between).as_posix()}"
+            queue.append((str(nested), root_real))
     return loaded, stampable
 
 

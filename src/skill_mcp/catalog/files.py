@@ -226,11 +226,12 @@ def walk_skill(directory: Path, skill_name: str, priority: frozenset[str] = froz
 
 
 def skill_uri(skill: Skill | str, rel: str | None = None) -> str:
-    """``skill://<name>`` for the skill root, ``skill://<name>/<rel>`` for a file."""
-    name = skill if isinstance(skill, str) else skill.name
+    """``skill://<path>`` for the skill root, ``skill://<path>/<rel>`` for a file (a name given as
+    text is a skill's name, which is its path unless it is nested)."""
+    prefix = f"skill://{skill}/" if isinstance(skill, str) else skill.uri_prefix
     if rel is None:
-        return f"skill://{name}"
-    return f"skill://{name}/{uri_path(rel)}"
+        return prefix[:-1]
+    return prefix + uri_path(rel)
 
 
 @dataclass(frozen=True, slots=True)

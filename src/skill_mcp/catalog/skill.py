@@ -6,6 +6,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from skill_mcp.catalog.declaration import read_declaration
 from skill_mcp.catalog.files import (
@@ -18,11 +19,12 @@ from skill_mcp.catalog.files import (
     stamp,
     walk_skill,
 )
-from skill_mcp.catalog.frontmatter import FrontmatterError, FrontmatterInvalid, parse_frontmatter, split
-from skill_mcp.catalog.spec import is_valid_name, spec_warnings
+from skill_mcp.catalog.frontmatter import FrontmatterError, FrontmatterInvalid, Split, parse_frontmatter, split
+from skill_mcp.catalog.spec import extension_rules, is_valid_name, spec_warnings
+from skill_mcp.catalog.yaml11 import Difference, differences
 from skill_mcp.models import Problem, Skill
 from skill_mcp.paths import is_inside
-from skill_mcp.reasons import Level, ProblemReason
+from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
 SKILL_MD_MAX_BYTES = 1024 * 1024
 
@@ -120,16 +122,10 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
     for warning in spec_warnings(frontmatter):
         note(ProblemReason.SPEC_WARNING, warning)
 
-    excluded: ProblemReason | None = None
     fm_name = frontmatter.get("name")
     if isinstance(fm_name, str) and fm_name != name:
-        excluded = ProblemReason.NAME_MISMATCH
         note(ProblemReason.NAME_MISMATCH,
-             f"served as {name!r} (its directory name); the frontmatter name {fm_name!r} is ignored, "
-             "and skills/list leaves it out because its URI must end in the frontmatter name")
-    elif fm_name is None:
-        excluded = ProblemReason.SKILLS_LIST_EXCLUDED
-        note(ProblemReason.SKILLS_LIST_EXCLUDED, "no frontmatter name, so skills/list cannot publish it")
+             f"served as {name!r} (its directory name); the frontmatter name {fm_name!r} is ignored")
 
     declared = read_declaration(host_chunk, parts.first_line)
     scripts = frozenset(row.script for row in declared.declaration.run) if declared.declaration else frozenset()
@@ -157,6 +153,17 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
                 note(ProblemReason.DECLARED_SCRIPT_MISSING,
                      f"declared script {row.script} is not a servable file of this skill", Level.ERROR,
                      str(found_at / row.script))
+    rules = _extension_rules(frontmatter, declared.parsed or not host_chunk.present, walk, name)
+    diffs = _yaml11(frontmatter, parts, rules)
+    for rule, detail in rules:
+        problems.append(Problem(shown, ProblemReason.EXTENSION_EXCLUDED,
+                                f"{detail}; left out of the Skills extension (skills/list, skills/get, "
+                                "resources/list) and still served by the tools", Level.ERROR, name, str(rule)))
+    for diff in diffs:
+        note(ProblemReason.YAML_AMBIGUOUS,
+             f"frontmatter field {diff.field}: YAML 1.2 reads {diff.yaml12!r}, YAML 1.1 (PyYAML's default "
+             f"loader, which many hosts use) reads {diff.yaml11!r}, and a host refuses a skill whose "
+             f"frontmatter reads otherwise than its entry; {diff.advice()}")
     skill = Skill(
         name=name,
         directory=real_dir,
@@ -168,10 +175,44 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
         body_offset=parts.body_offset,
         declaration=declared.declaration,
         missing_scripts=tuple(missing),
-        skills_list_excluded=excluded,
+        skills_list_excluded=rules[0][0] if rules else None,
         tags=_tags(frontmatter),
     )
     return Loaded(skill, tuple(problems), walk.nested, tuple(stamps.taken), stamps.pinned)
+
+
+def _extension_rules(frontmatter: dict[str, Any], host_parsed: bool, walk: Walk,
+                     name: str) -> list[tuple[ExtensionRule, str]]:
+    """Every rule that keeps this skill out of the Skills extension, in the order they are checked."""
+    rules = extension_rules(frontmatter, name)
+    if not host_parsed:
+        rules.append((ExtensionRule.FRONTMATTER_DIVERGES,
+                      "its mcp-host block is left out of the entry (it does not parse, or holds what JSON cannot "
+                      "carry), so the entry is not the frontmatter a host reads from the file"))
+    if walk.left_out or walk.stopped:
+        # The manifest must be complete: a skill over a limit is never published with a cut one.
+        found = len(walk.files) + walk.left_out
+        if walk.stopped or found > MAX_FILES:
+            rules.append((ExtensionRule.TOO_MANY_FILES,
+                          f"it has {'more than ' if walk.stopped else ''}{found} files; an entry lists every "
+                          f"file and a host need accept at most {MAX_FILES}"))
+        else:
+            total = sum(f.size for f in walk.files) + walk.left_out_bytes
+            rules.append((ExtensionRule.TOO_LARGE,
+                          f"its files total {total} bytes; a host need accept at most {MAX_TOTAL_BYTES}"))
+    return rules
+
+
+def _yaml11(frontmatter: dict[str, Any], parts: Split, rules: list[tuple[ExtensionRule, str]]) -> list[Difference]:
+    """The fields a YAML 1.1 host reads otherwise; recorded as a rule too, so the skill stays out."""
+    if any(rule is ExtensionRule.FRONTMATTER_DIVERGES for rule, _ in rules):
+        return []
+    diffs = differences(parts.frontmatter, frontmatter)
+    if diffs:
+        rules.append((ExtensionRule.YAML_AMBIGUOUS,
+                      f"a host parsing with YAML 1.1 reads {', '.join(d.field for d in diffs)} otherwise than "
+                      "the entry (see yaml-version-ambiguous)"))
+    return diffs
 
 
 def _left_out_detail(walk: Walk) -> str:

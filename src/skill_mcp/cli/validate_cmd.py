@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
                    "byReason": by_reason, "problems": [p.to_dict() for p in problems], "ok": errors == 0})
     else:
         for p in problems:
-            emit(f"{p.level}: {p.reason}: {p.path}: {p.detail}")
+            rule = f" ({p.rule})" if p.rule else ""
+            emit(f"{p.level}: {p.reason}{rule}: {p.path}: {p.detail}")
         verdict = "ok" if errors == 0 else "FAILED"
         emit(f"{verdict}: {len(catalog.skills)} skills served, {errors} errors, {warnings} warnings"
              + (" (strict floors applied)" if args.strict else ""))

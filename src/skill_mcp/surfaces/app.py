@@ -251,13 +251,16 @@ def _add_skills_extension(server: SkillServer, state: SurfaceState) -> None:
     # hashed, the whole answer is computed in a worker thread (a thread hop costs more than
     # the lstats, so it is paid only when there is real work).
     async def on_skills_list(ctx: Any, params: skills_ext.SkillsListParams) -> dict[str, Any]:
-        return await _known_or_hashed(skills_ext.list_skills, state.memo, state.catalog(), params.cursor)
+        body = await _known_or_hashed(skills_ext.list_skills, state.memo, state.catalog(), params.cursor)
+        return skills_ext.for_era(body, ctx.protocol_version)
 
     async def on_skills_get(ctx: Any, params: skills_ext.SkillsGetParams) -> dict[str, Any]:
-        return await _known_or_hashed(skills_ext.get_skill, state.memo, state.catalog(), params.uri)
+        body = await _known_or_hashed(skills_ext.get_skill, state.memo, state.catalog(), params.uri)
+        return skills_ext.for_era(body, ctx.protocol_version)
 
     async def on_directory_read(ctx: Any, params: skills_ext.DirectoryReadParams) -> dict[str, Any]:
-        return resources.read_directory(state.catalog(), params.uri, params.cursor)
+        body = resources.read_directory(state.catalog(), params.uri, params.cursor)
+        return skills_ext.for_era(body, ctx.protocol_version, cacheable=False)
 
     server.extensions[skills_ext.EXTENSION_ID] = dict(skills_ext.CAPABILITY)
     server.middleware.append(_legacy_extensions_middleware(server))

@@ -34,7 +34,9 @@ MAX_LIST_LIMIT = 200
 # one call may do.
 SKILLS_PAGE = 25
 RESOURCES_PAGE = 100  # resources/list: one entry per file, small
-PROMPTS_PAGE = 100  # prompts/list: a name and a description per skill
+# prompts/list: a name and a description (up to 1,024 characters) per skill; 50 keep a page under
+# 64 KB, so a client that follows every cursor pulls the catalog in small steps.
+PROMPTS_PAGE = 50
 DIRECTORY_PAGE = 200  # a directory resource's children: names and URIs only
 
 

@@ -1,8 +1,13 @@
-"""Resources: every served file as ``skill://<name>/<path>``, plus directory reads.
+"""Resources: every served file as ``skill://<skill-path>/<path>``, plus directory reads.
 
-``resources/list`` covers the skills ``skills/list`` publishes (a skill left out of the
-extension because its frontmatter name disagrees with its directory, or because it is over the
-extension's limits, would otherwise appear under a URI that breaks SEP-2640's naming rule).
+A nested skill's ``<skill-path>`` is the enclosing skill's path followed by the directories
+down to it (``skill://parent/child/SKILL.md``); a URI is answered by the deepest served skill
+whose path it starts with, so a relative reference in a nested SKILL.md resolves against the
+nested skill's own directory.
+
+``resources/list`` covers the skills ``skills/list`` publishes (a skill the catalog left out of
+the extension, for a frontmatter name that disagrees with its directory or any other rule a
+host checks, would otherwise appear under URIs a host cannot take for a skill's files).
 ``resources/read`` and ``resources/directory/read`` answer for every served skill, so a URI
 taken from ``skill_list`` always reads. Anything else is ``-32602``.
 """
@@ -39,28 +44,32 @@ SCHEME = "skill://"
 MAX_READ_BYTES = 16 * 1024 * 1024
 
 
-def parse_skill_uri(uri: str) -> tuple[str, str | None] | None:
-    """``skill://<name>[/<path>]`` -> ``(name, path)``; None when the URI is not of that shape."""
+def parse_skill_uri(uri: str) -> str | None:
+    """``skill://<path>`` -> ``<path>`` percent-decoded; None when the URI is not of that shape."""
     if not uri.startswith(SCHEME) or "?" in uri or "#" in uri:
         return None
-    name_q, sep, rel_q = uri[len(SCHEME):].partition("/")
     try:
-        name = unquote(name_q, errors="strict")
-        rel = unquote(rel_q, errors="strict") if sep else None
+        path = unquote(uri[len(SCHEME):], errors="strict")
     except UnicodeDecodeError:
         return None
-    if not name or rel == "":
+    if not path or path.startswith("/") or path.endswith("/"):
         return None
-    return name, rel
+    return path
+
+
+def lookup(catalog: Catalog, uri: str) -> tuple[Skill, str | None] | None:
+    """The served skill ``uri`` addresses (the deepest one, for a nested skill) and the file's
+    path inside it (None for the skill's root directory)."""
+    path = parse_skill_uri(uri)
+    return catalog.skill_at(path) if path is not None else None
 
 
 def _skill_for(catalog: Catalog, uri: str) -> tuple[Skill, str | None]:
     import skill_mcp.catalog.files as catfiles
-    parsed = parse_skill_uri(uri)
-    skill = catalog.skills.get(parsed[0]) if parsed else None
-    if parsed is None or skill is None:
+    found = lookup(catalog, uri)
+    if found is None:
         raise unknown_uri(uri)
-    rel = parsed[1]
+    skill, rel = found
     # Only the canonical spelling is served: one file, one URI.
     if catfiles.skill_uri(skill, rel) != uri:
         raise unknown_uri(uri, "the URI is not in the canonical form this server issues")
@@ -73,8 +82,10 @@ def file_resource(skill: Skill, f: SkillFile) -> types.Resource:
     if f.rel == SKILL_MD:
         return types.Resource(uri=uri, name=skill.name, description=skill.description,
                               mime_type=content.MARKDOWN, size=f.size)
-    return types.Resource(uri=uri, name=f.rel, mime_type=content.guess_mime(f.rel) or "application/octet-stream",
-                          size=f.size)
+    # Named by its path in the skill namespace, not by its file name: LICENSE.txt is a file of
+    # hundreds of skills, and a client's resource picker shows names side by side.
+    return types.Resource(uri=uri, name=f"{skill.skill_path}/{f.rel}",
+                          mime_type=content.guess_mime(f.rel) or "application/octet-stream", size=f.size)
 
 
 def _listed_files(catalog: Catalog) -> Iterator[tuple[Skill, SkillFile]]:
@@ -99,9 +110,8 @@ def list_resources(catalog: Catalog, cursor: str | None) -> types.ListResourcesR
 def small_read(catalog: Catalog, uri: str) -> bool:
     """True when ``uri`` names a file the scan saw as small enough to read on the event loop
     (or no file at all: the refusal is quick). ``read_resource`` still checks the size now."""
-    parsed = parse_skill_uri(uri)
-    skill = catalog.skills.get(parsed[0]) if parsed else None
-    entry = skill.file(parsed[1]) if skill is not None and parsed and parsed[1] else None
+    found = lookup(catalog, uri)
+    entry = found[0].file(found[1]) if found is not None and found[1] else None
     return entry is None or entry.size <= INLINE_READ_BYTES
 
 
@@ -161,7 +171,6 @@ def read_directory(catalog: Catalog, uri: str, cursor: str | None) -> dict[str, 
     children = _children(skill, rel)
     shown, nxt = window(children, offset, DIRECTORY_PAGE)
     out: dict[str, Any] = {
-        "resultType": "complete",
         "resources": [r.model_dump(by_alias=True, mode="json", exclude_none=True) for r in shown],
     }
     if nxt is not None:

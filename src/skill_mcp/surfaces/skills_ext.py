@@ -1,9 +1,11 @@
 """The MCP Skills extension (SEP-2640, ``io.modelcontextprotocol/skills``).
 
 ``skills/list`` pages over the skills the catalog did not exclude (an entry is never split
-across pages); ``skills/get`` answers for one ``skill://<name>/SKILL.md``; both carry
-``resultType``, ``ttlMs`` and ``cacheScope`` in either protocol era. ``resources/directory/read``
-lives in ``surfaces.resources``.
+across pages; ``docs/surfaces.md`` lists the rules that exclude one); ``skills/get`` answers for
+one ``skill://<skill-path>/SKILL.md``, a nested skill's path starting with the enclosing skill's.
+``for_era`` adds ``resultType``, ``ttlMs`` and ``cacheScope`` where the era's schema defines them
+(2026-07-28), never on handshake-era results. ``resources/directory/read`` lives in
+``surfaces.resources``.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.reasons import ProblemReason
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.paging import SKILLS_PAGE, decode_cursor, encode_cursor, window
-from skill_mcp.surfaces.resources import parse_skill_uri
+from skill_mcp.surfaces.resources import lookup
 from skill_mcp.surfaces.state import SKILL_MD, listed_in_skills_ext
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
@@ -62,8 +64,18 @@ def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = F
     return {"uri": base + SKILL_MD, "frontmatter": dict(skill.frontmatter), "resources": resources}
 
 
-def _cacheable(body: dict[str, Any]) -> dict[str, Any]:
-    return {"resultType": "complete", **body, "ttlMs": TTL_MS, "cacheScope": CACHE_SCOPE}
+def for_era(body: dict[str, Any], protocol_version: str | None, *, cacheable: bool = True) -> dict[str, Any]:
+    """``body`` as the era's schema defines the result.
+
+    From 2026-07-28 results carry ``resultType`` and cacheable ones ``ttlMs`` and ``cacheScope``
+    (required there); the handshake-era schemas define none of the three, so they are left out.
+    """
+    if protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return body
+    out = {"resultType": "complete", **body}
+    if cacheable:
+        out.update(ttlMs=TTL_MS, cacheScope=CACHE_SCOPE)
+    return out
 
 
 def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None, *,
@@ -89,22 +101,22 @@ def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None,
     body: dict[str, Any] = {"skills": entries}
     if nxt is not None:
         body["nextCursor"] = encode_cursor("skills", nxt)
-    return _cacheable(body)
+    return body
 
 
 def get_skill(memo: catfiles.DigestMemo, catalog: Catalog, uri: str, *,
               known_only: bool = False) -> dict[str, Any] | None:
     """``skills/get``; with ``known_only``, None when a file of the skill needs hashing."""
     import skill_mcp.catalog.files as catfiles
-    parsed = parse_skill_uri(uri)
-    skill = catalog.skills.get(parsed[0]) if parsed else None
+    found = lookup(catalog, uri)
+    skill = found[0] if found is not None and found[1] == SKILL_MD else None
     if skill is None or catfiles.skill_uri(skill, SKILL_MD) != uri:
         raise unknown_uri(uri, f"no skill is served at {uri}")
     if not listed_in_skills_ext(skill):
         raise unknown_uri(uri, "this skill is served by the tools only, not through the skills extension",
-                          excludedBecause=str(skill.skills_list_excluded or ProblemReason.SKILLS_LIST_EXCLUDED))
+                          excludedBecause=str(skill.skills_list_excluded))
     try:
         entry = skill_entry(memo, skill, known_only=known_only)
     except SkillMcpError as err:
         raise invalid_params(err) from None
-    return None if entry is None else _cacheable({"skill": entry})
+    return None if entry is None else {"skill": entry}
