@@ -34,7 +34,7 @@ bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # The appliance image (container/). Wheels are built on the host and installed in the
-# image with --no-index. python-prctl has no wheel on the index: `pip wheel` builds it here
+# image with --no-index, the telemetry extra (skillmcp[otel]) included. python-prctl has no wheel on the index: `pip wheel` builds it here
 # (gcc and libcap-dev on the host: .ci/setup.d/prctl.sh), with the host's Python 3.11 - the
 # image's - so the image itself carries no compiler. BASE_IMAGE defaults to a debootstrap-built base (no registry
 # needed); on a machine that can pull, `make image BASE_IMAGE=debian:bookworm-slim`.
@@ -44,7 +44,7 @@ IMAGE_CTX := build/image
 
 image:
 	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/wheels $(IMAGE_CTX)/nftables
-	$(PY) -m pip wheel -q --disable-pip-version-check --wheel-dir $(IMAGE_CTX)/wheels . pip
+	$(PY) -m pip wheel -q --disable-pip-version-check --wheel-dir $(IMAGE_CTX)/wheels ".[otel]" pip
 	cp nftables/skill-mcp.nft $(IMAGE_CTX)/nftables/
 	if [ "$(BASE_IMAGE)" = "skill-mcp-base:bookworm" ]; then bash container/build-base.sh $(BASE_IMAGE); fi
 	DOCKER_BUILDKIT=0 docker build -q -f container/Dockerfile --build-arg BASE_IMAGE=$(BASE_IMAGE) -t $(IMAGE) $(IMAGE_CTX)

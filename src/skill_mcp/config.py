@@ -43,6 +43,24 @@ ENV_VARS: Mapping[str, str] = {
     "SKILL_MCP_CACHE": "'off' turns the persistent catalog cache off (default on)",
     "SKILL_MCP_CACHE_DIR": "directory of the persistent catalog cache (default $XDG_CACHE_HOME/skill-mcp)",
     "XDG_CACHE_HOME": "the user's cache directory; the catalog cache goes to its skill-mcp/ (default ~/.cache)",
+    "SKILL_MCP_METRICS": "serve --http: a Prometheus scrape endpoint, a PATH on the MCP port or its own HOST:PORT",
+    "SKILL_MCP_OTEL_FILE": "append spans and metrics as OTLP JSON lines to this file (the appliance's sidecar path)",
+    "OTEL_SDK_DISABLED": "'true' turns every OTLP and file export off",
+    "OTEL_SERVICE_NAME": "service.name of spans and metrics (default skill-mcp)",
+    "OTEL_RESOURCE_ATTRIBUTES": "extra resource attributes, key=value,key=value",
+    "OTEL_TRACES_EXPORTER": "'otlp' exports spans, 'none' does not (default: otlp when an endpoint is set)",
+    "OTEL_METRICS_EXPORTER": "'otlp' exports metrics, 'none' does not (default: otlp when an endpoint is set)",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "OTLP/HTTP base URL; /v1/traces and /v1/metrics are appended",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "OTLP/HTTP URL for spans, used as is",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "OTLP/HTTP URL for metrics, used as is",
+    "OTEL_EXPORTER_OTLP_HEADERS": "headers sent with every export, key=value,key=value (URL-encoded values)",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "headers for span exports, added to OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS": "headers for metric exports, added to OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_PROTOCOL": "only http/protobuf is supported; another value turns the export off, with a warning",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "as OTEL_EXPORTER_OTLP_PROTOCOL, for spans",
+    "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "as OTEL_EXPORTER_OTLP_PROTOCOL, for metrics",
+    "OTEL_EXPORTER_OTLP_TIMEOUT": "milliseconds one export may take (default 10000)",
+    "OTEL_METRIC_EXPORT_INTERVAL": "milliseconds between metric exports over OTLP or to the file (default 60000)",
 }
 
 BUNDLED_ROOT = Path(__file__).resolve().parent / "bundled"
@@ -68,6 +86,8 @@ class Settings:
     watch: bool = False
     # Where the persistent catalog cache lives (catalog.cache); None: no cache.
     cache_dir: Path | None = None
+    # SKILL_MCP_METRICS: the Prometheus endpoint of ``serve --http`` (``--metrics`` wins); None: none.
+    metrics: str | None = None
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -142,5 +162,6 @@ def load_settings(
         log_level=(env.get("SKILL_MCP_LOG") or "info").lower(),
         watch=watch,
         cache_dir=_cache_dir(env),
+        metrics=(env.get("SKILL_MCP_METRICS") or "").strip() or None,
         environ=env,
     )

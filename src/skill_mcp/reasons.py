@@ -163,6 +163,8 @@ class Refusal(StrEnum):
     HTTP_ORIGIN_REFUSED = "http-origin-refused"
     HTTP_DRAINING = "http-draining"
     HTTP_BUSY = "http-busy"  # more requests in flight than the transport serves at once
+    HTTP_METRICS_UNAUTHENTICATED = "http-metrics-unauthenticated"
+    HTTP_METRICS_UNAVAILABLE = "http-metrics-unavailable"
     # A run output URI (skill-run://) that names nothing this reader may read, or that expired.
     OUTPUT_UNKNOWN = "output-unknown"
     OUTPUT_EXPIRED = "output-expired"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from skill_mcp.logs import configure_logging
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog
     from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
+    from skill_mcp.telemetry import Telemetry
 
 log = logging.getLogger("skill_mcp.server")
 
@@ -40,7 +42,8 @@ class Plugins:
     run_outputs: Callable[[], Any] = field(default=lambda: None, repr=False)
 
 
-def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plugins:
+def plugins(settings: Settings, catalog_provider: Callable[[], Catalog],
+            telemetry: Telemetry | None = None) -> Plugins:
     """Collect extra tools (``skill_run``, ``skill_search``) for this server.
 
     Engineers owning those tools add their factory call here; nothing else in ``surfaces``
@@ -54,8 +57,9 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog]) -> Plug
     from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec
 
     runner = DeferredRunner.boot(settings)
-    search = SearchState(settings.cache_dir)
-    tools = (deferred_run_tool_spec(runner.get), search_tool_spec(search), *_compat_tools(settings, search))
+    search = SearchState(settings.cache_dir, on_build=telemetry.search_built if telemetry is not None else None)
+    tools = (deferred_run_tool_spec(runner.get, telemetry), search_tool_spec(search),
+             *_compat_tools(settings, search))
     return Plugins(tools=tools, script_states=runner.states(catalog_provider), closers=(runner.stop_running,),
                    run_outputs=runner.outputs)
 
@@ -178,12 +182,54 @@ class _Composed:
     closers: tuple[Callable[[], Any], ...]
 
 
-def _compose(settings: Settings, catalog_provider: Callable[[], Catalog] | None) -> _Composed:
+def telemetry_for(settings: Settings, *, scrape: bool = False) -> Telemetry | None:
+    """The process's ``Telemetry`` when any export is configured, else None (nothing imported).
+
+    Without the ``skillmcp[otel]`` extra installed, a configured export is reported once and
+    the server runs without it.
+    """
+    from skill_mcp.telemetry_config import wanted
+
+    if not wanted(settings.environ, scrape=scrape):
+        return None
+    try:
+        from skill_mcp.telemetry import Telemetry
+    except ImportError as err:  # pragma: no cover - the extra is part of the dev install
+        log.warning("telemetry is configured but the OpenTelemetry SDK is not installed "
+                    "(pip install 'skillmcp[otel]'); serving without it",
+                    extra={"event": "otel-unavailable", "detail": str(err)})
+        return None
+    try:
+        return Telemetry.create(settings.environ, prometheus=scrape)
+    except ImportError as err:
+        log.warning("telemetry is configured but an exporter is not installed (pip install 'skillmcp[otel]'); "
+                    "serving without it", extra={"event": "otel-unavailable", "detail": str(err)})
+        return None
+
+
+def _compose(settings: Settings, catalog_provider: Callable[[], Catalog] | None,
+             telemetry: Telemetry | None = None, *, transport: str = "pipe") -> _Composed:
     provider = catalog_provider or catalog_source(settings)
-    extra = plugins(settings, provider)
+    extra = plugins(settings, provider, telemetry)
     server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states,
                           run_outputs=extra.run_outputs)
+    from skill_mcp.surfaces import observe
+
+    if telemetry is None:
+        observe.remove_sdk_spans(server)
+    else:
+        observe.install(server, telemetry, [t.name for t in extra.tools] + _read_tool_names(),
+                        transport=transport)
+        hook = getattr(provider, "observe_builds", None)
+        if callable(hook):
+            hook(telemetry.catalog_built)
     return _Composed(provider, server, tuple(extra.closers))
+
+
+def _read_tool_names() -> list[str]:
+    from skill_mcp.surfaces.read_tools import read_tools
+
+    return [spec.name for spec in read_tools()]
 
 
 def serve_http(
@@ -196,6 +242,7 @@ def serve_http(
     allowed_hosts: Iterable[str] = (),
     catalog_provider: Callable[[], Catalog] | None = None,
     server_factory: Callable[[Settings], Any] | None = None,
+    metrics: str | None = None,
     **bounds: float,
 ) -> int:
     """Serve over Streamable HTTP (``surfaces.http``) until SIGTERM/SIGINT; returns an exit code.
@@ -208,16 +255,30 @@ def serve_http(
     from skill_mcp.surfaces.http import Served
     from skill_mcp.surfaces.http import serve_http as run_http
 
+    metrics = metrics if metrics is not None else settings.metrics
+    telemetry = telemetry_for(settings, scrape=metrics is not None)
+    if metrics is not None and telemetry is None:
+        from skill_mcp.errors import SkillMcpError
+        from skill_mcp.reasons import Refusal
+
+        raise SkillMcpError(Refusal.HTTP_METRICS_UNAVAILABLE,
+                            "--metrics needs the OpenTelemetry SDK and its Prometheus exporter: "
+                            "pip install 'skillmcp[otel]'")
     if server_factory is not None:
-        served = Served(server_factory(settings))
+        served = Served(server_factory(settings), telemetry=telemetry)
     else:
-        parts = _compose(settings, catalog_provider)
+        parts = _compose(settings, catalog_provider, telemetry, transport="tcp")
 
         async def watch() -> None:
             await watch_catalog(parts.provider, parts.server)
 
-        served = Served(parts.server, parts.closers, (watch,))
-    return run_http(settings, host, port, token, no_auth, served=served, allowed_hosts=allowed_hosts, **bounds)
+        served = Served(parts.server, parts.closers, (watch,), telemetry=telemetry)
+    try:
+        return run_http(settings, host, port, token, no_auth, served=served, allowed_hosts=allowed_hosts,
+                        metrics=metrics, **bounds)
+    finally:
+        if telemetry is not None:
+            telemetry.shutdown()
 
 
 async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None) -> int:
@@ -227,8 +288,10 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
     from skill_mcp.surfaces.stdio import run_stdio
 
     configure_logging(settings.log_level)
-    parts = _compose(settings, catalog_provider)
+    telemetry = telemetry_for(settings)
+    parts = _compose(settings, catalog_provider, telemetry, transport="pipe")
     provider, server = parts.provider, parts.server
+    started = time.monotonic()
     if sys.stdin.isatty():
         # A person at a terminal gets the counts now; a client's handshake never waits for the scan.
         sys.stderr.write(_banner(settings, provider()))
@@ -248,6 +311,10 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
                 close()
             except Exception:
                 log.exception("a shutdown hook failed")
+        if telemetry is not None:
+            # One stdio connection is one session: it lasts as long as the server serves it.
+            telemetry.session_ended(time.monotonic() - started, {"network.transport": "pipe"})
+            telemetry.shutdown()
     log.info("stopped serving over stdio")
     return 0
 

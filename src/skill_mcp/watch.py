@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -60,6 +61,15 @@ class LiveCatalog:
         self._settings = settings
         self._lock = threading.Lock()
         self._catalog = catalog
+        self._on_build: Callable[[Catalog, float], None] | None = None
+
+    def observe_builds(self, on_build: Callable[[Catalog, float], None]) -> None:
+        """``on_build(catalog, seconds)`` after every build or reload (telemetry)."""
+        self._on_build = on_build
+
+    def built(self, catalog: Catalog, seconds: float) -> None:
+        if self._on_build is not None:
+            self._on_build(catalog, seconds)
 
     def __call__(self) -> Catalog:
         catalog = self._catalog  # one attribute read: a request sees the old or the new, never a mix
@@ -67,7 +77,9 @@ class LiveCatalog:
             return catalog
         with self._lock:
             if self._catalog is None:
+                start = time.perf_counter()
                 self._catalog = build_catalog(self._settings)
+                self.built(self._catalog, time.perf_counter() - start)
             return self._catalog
 
     def swap(self, catalog: Catalog) -> None:
@@ -112,10 +124,13 @@ def keep_previous(previous: Catalog, fresh: Catalog) -> Catalog:
 def rebuild(settings: Settings, live: LiveCatalog, generation: int) -> bool:
     """Build a new catalog; swap it in when it differs from the live one. True when swapped."""
     previous = live()
+    start = time.perf_counter()
     fresh = keep_previous(previous, build_catalog(settings, generation=generation))
+    seconds = time.perf_counter() - start
     if fingerprint(fresh) == fingerprint(previous):
         return False
     live.swap(fresh)
+    live.built(fresh, seconds)
     log.info("catalog reloaded", extra={"generation": generation, "skills": len(fresh.skills),
                                         "problems": len(fresh.problems)})
     return True

@@ -245,7 +245,7 @@ def _serve_one(broker: Broker, sock: socket.socket) -> bool:
     reply = broker.handle(message)
     reply.update(v=brokerwire.VERSION, id=message.get("id"))
     try:
-        brokerwire.send(sock, reply)
+        brokerwire.send(sock, reply, max_frame=brokerwire.MAX_REPLY_FRAME)
     except (OSError, brokerwire.ProtocolError) as exc:
         log("reply-failed", detail=str(exc))
         return False

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from skill_mcp import outputs
 from skill_mcp.limits import DRAIN_S, SCRIPT_OOM_SCORE_ADJ, TERM_GRACE_S, Capture, Limits, set_oom_score_adj
 from skill_mcp_launcher import procs
 
@@ -85,11 +86,13 @@ class Outcome:
     scratch_left: bool = False
     cleanup: procs.CleanupState = "done"
     duration_ms: int = 0
+    outputs: outputs.Collected | None = None  # what the script left in its output directory
 
 
 def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
         scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None,
-        wake_fd: int | None = None, cleanup: procs.Cleanup | None = None) -> Outcome:
+        wake_fd: int | None = None, cleanup: procs.Cleanup | None = None,
+        outputs_dir: str | None = None) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
 
     ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep,
@@ -99,6 +102,10 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     will read this run's result, and the run ends at once (SIGKILL, then the sweep) instead of
     running on until its own timeout. ``wake_fd`` is the signal wakeup pipe: a stop signal
     must wake the capture loop so that ``stopping`` is asked at once, not at the next output.
+
+    ``outputs_dir`` (inside ``scratch``) is read after every process of the uid is killed and
+    before anything is removed, by descriptor (``skill_mcp.outputs``): root reads there only
+    the script uid's own single-link regular files, and no process is left to swap them.
     """
     result = Outcome()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -117,7 +124,11 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
         # The sweep kills whatever still holds the pipes (a detached grandchild), so the
         # final read below meets end-of-file instead of waiting on a process we do not own.
         cleanup = cleanup if cleanup is not None else procs.Cleanup(account)
-        result.cleanup = cleanup.after_run(reaper, scratch)
+        def collect() -> None:
+            if outputs_dir is not None:
+                result.outputs = outputs.collect(outputs_dir, uid=account.uid)
+
+        result.cleanup = cleanup.after_run(reaper, scratch, between=collect)
         result.remaining = cleanup.remaining
         for fd, cap in ((out_r, result.out), (err_r, result.err)):
             _read_rest(fd, cap)

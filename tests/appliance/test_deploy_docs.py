@@ -71,9 +71,24 @@ def _wait_answer(port: int, host: str, cid: str) -> tuple[int, str]:
     raise AssertionError(f"the example never answered: {last!r}; logs: {logs.stderr[-3000:]}")
 
 
-def _assert_serves_only(public: str, image: str, flags: list[str], argv: list[str], port: int) -> None:
+def _get_metrics(port: int, host: str, token: str | None) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {"Host": host, **({"Authorization": f"Bearer {token}"} if token else {})}
+    try:
+        conn.request("GET", "/metrics", headers=headers)
+        resp = conn.getresponse()
+        body = resp.read(1 << 20).decode(errors="replace")
+        return resp.status if resp.status != 200 or "# TYPE" in body else -1
+    finally:
+        conn.close()
+
+
+def _assert_serves_only(public: str, image: str, flags: list[str], argv: list[str], port: int,
+                        scrape_host: str | None = None) -> None:
     """Start the image detached as an example does (``port`` published on loopback): requests
-    for its public name with the token are answered, another Host name or no token refused."""
+    for its public name with the token are answered, another Host name or no token refused.
+    With ``scrape_host``, the example's ``/metrics`` answers a scraper under that Host with the
+    token (and refuses one without it)."""
     cid = subprocess.run(["docker", "run", "-d", *flags, "-p", f"127.0.0.1::{port}", image, *argv],
                          capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     try:
@@ -88,6 +103,10 @@ def _assert_serves_only(public: str, image: str, flags: list[str], argv: list[st
         # The denials: another Host name, and the right name without the token.
         assert _post(local, "rebound.attacker.example", TOKEN)[0] == 421
         assert _post(local, public, None)[0] == 401
+        if scrape_host is not None:
+            assert _get_metrics(local, scrape_host, TOKEN) == 200
+            assert _get_metrics(local, scrape_host, None) == 401
+            assert _get_metrics(local, "rebound.attacker.example", TOKEN) == 421
     finally:
         subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60, check=False)
 
@@ -188,9 +207,12 @@ def test_kubernetes_deployment_container_boots_and_refuses_other_host_names(imag
     spec = kubernetes_objects()["Deployment/skill-mcp"]["spec"]["template"]["spec"]
     container = _only_container(spec)
     (port,) = container["ports"]
-    args = container["args"]
+    # What Kubernetes fills in: the Secret's values, and the Pod's address (a documentation
+    # address: no traffic goes to it, it is only the Host a scraper would send).
+    values = {"MCP_HTTP_TOKEN": TOKEN, "MCP_SKILL_RUN": "[]", "POD_IP": "192.0.2.7"}
+    env = [f"--env={e['name']}={values[e['name']]}" for e in container["env"]]
+    # Kubernetes expands $(NAME) in args from the container's env.
+    args = [re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], a) for a in container["args"]]
     public = args[args.index("--allowed-host") + 1]
-    secrets = {"MCP_HTTP_TOKEN": TOKEN, "MCP_SKILL_RUN": "[]"}
-    env = [f"--env={e['name']}={secrets[e['name']]}" for e in container["env"]]
     _assert_serves_only(public, image, _docker_flags(container, spec["volumes"]) + env, args,
-                        port["containerPort"])
+                        port["containerPort"], scrape_host=values["POD_IP"] if "--metrics" in args else None)

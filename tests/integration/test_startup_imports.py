@@ -48,6 +48,14 @@ HEAVY_AT_START = (
     "skill_mcp.surfaces.content",
     "skill_mcp.surfaces.http",
     "skill_mcp.watch",
+    # Telemetry with nothing configured: the composition root asks telemetry_config (stdlib) and
+    # stops there; the SDK, the exporters and our telemetry module are never imported.
+    "skill_mcp.telemetry",
+    "skill_mcp.telemetry_file",
+    "opentelemetry.sdk",
+    "opentelemetry.exporter",
+    "prometheus_client",
+    "google.protobuf",
 )
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
 NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "prctl", "skill_mcp.surfaces.stdio")
@@ -56,9 +64,9 @@ NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "prctl", "skill_mcp.surf
 class Server:
     """``skill-mcp serve`` on pipes, with the modules it imported between two markers."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, extra_env: dict[str, str] | None = None) -> None:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "SKILL_MCP_LOG": "warning",
-               "PYTHONPROFILEIMPORTTIME": "1", "MCP_CONFIRM_ELICITATION": "off"}
+               "PYTHONPROFILEIMPORTTIME": "1", "MCP_CONFIRM_ELICITATION": "off", **(extra_env or {})}
         self.proc = subprocess.Popen([SKILL_MCP, "serve", "--skills-dir", str(root)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self._next_id = 0
@@ -164,3 +172,17 @@ def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(serve
     found = server.request("tools/call", {"name": "skill_search", "arguments": {"query": "reports"}})
     assert "hits" in found["result"]["structuredContent"]
     assert _loaded(server.imported_so_far(), ("skill_mcp.search",)) == ["skill_mcp.search"]
+
+
+def test_configured_telemetry_is_imported_before_the_first_answer(tmp_path: Path) -> None:
+    # The positive control of the telemetry entries: with an OTLP endpoint set (a closed loopback
+    # port: nothing is sent before the batch delay), the same pin sees the SDK at the handshake.
+    running = Server(build_tree(tmp_path / "skills"), {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+                                                       "OTEL_METRICS_EXPORTER": "none",
+                                                       "OTEL_EXPORTER_OTLP_TIMEOUT": "500"})
+    try:
+        seen = _handshake(running)
+    finally:
+        running.close()
+    wanted = ("skill_mcp.telemetry", "opentelemetry.sdk", "opentelemetry.exporter")
+    assert _loaded(seen, wanted) == list(wanted)

@@ -31,6 +31,11 @@ class LazyCatalog:
         self._generation = generation
         self._lock = threading.Lock()
         self._catalog: Catalog | None = None
+        self._on_build: Callable[[Catalog, float], None] | None = None
+
+    def observe_builds(self, on_build: Callable[[Catalog, float], None]) -> None:
+        """``on_build(catalog, seconds)`` once the catalog is built (telemetry)."""
+        self._on_build = on_build
 
     @property
     def built(self) -> bool:
@@ -47,9 +52,12 @@ class LazyCatalog:
 
                 start = time.perf_counter()
                 self._catalog = kept_for_life(lambda: build_catalog(self._settings, generation=self._generation))
+                seconds = time.perf_counter() - start
                 log.debug("catalog built", extra={"skills": len(self._catalog.skills),
                                                  "problems": len(self._catalog.problems),
-                                                 "ms": round((time.perf_counter() - start) * 1000, 1)})
+                                                 "ms": round(seconds * 1000, 1)})
+                if self._on_build is not None:
+                    self._on_build(self._catalog, seconds)
             return self._catalog
 
 

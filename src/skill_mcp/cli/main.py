@@ -46,6 +46,9 @@ def _serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-auth", action="store_true", help="HTTP without a bearer token (loopback only)")
     p.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=[], metavar="NAME",
                    help="a Host header the HTTP transport accepts besides loopback (repeatable)")
+    p.add_argument("--metrics", metavar="PATH|HOST:PORT",
+                   help="with --http: a Prometheus scrape endpoint, a path on the MCP port (needs the token) "
+                        "or its own address (else SKILL_MCP_METRICS; default none)")
     p.set_defaults(run="skill_mcp.cli.serve:run")
 
 
@@ -181,7 +184,7 @@ def serve_line(line: Sequence[str]) -> SimpleNamespace | None:
         else:
             return None
     return SimpleNamespace(command="serve", skills_dirs=dirs, watch=watch, http=None, token_file=None,
-                           no_auth=False, allowed_hosts=[], run="skill_mcp.cli.serve:run")
+                           no_auth=False, allowed_hosts=[], metrics=None, run="skill_mcp.cli.serve:run")
 
 
 def _dispatch(target: str, args: argparse.Namespace | SimpleNamespace) -> int:

@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     from skill_mcp.config import load_settings
     from skill_mcp.errors import SkillMcpError
 
+    if getattr(args, "metrics", None) and not args.http:
+        raise exits.CliError(exits.USAGE, "--metrics needs --http (over stdio, export with the OTEL_* variables)")
     settings = load_settings(args.skills_dirs, os.environ, watch=args.watch)
     # --watch: a provider that reloads; both transports run its watcher beside the server and
     # announce list_changed after each swap (server.watch_catalog).
@@ -63,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
             host, port = parse_host_port(args.http)
             return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,
-                                        allowed_hosts=tuple(args.allowed_hosts), catalog_provider=provider))
+                                        allowed_hosts=tuple(args.allowed_hosts), catalog_provider=provider,
+                                        metrics=getattr(args, "metrics", None)))
         from skill_mcp.server import serve_stdio
     except ImportError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"the server could not be loaded: {err}") from err

@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from skill_mcp import brokerwire
+from skill_mcp import brokerwire, outputs
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.types import RunPlan, RunResult
@@ -55,6 +55,8 @@ def result_from_wire(data: dict[str, Any]) -> RunResult:
             truncated_stdout=bool(data["truncated_stdout"]), truncated_stderr=bool(data["truncated_stderr"]),
             dropped_bytes=int(data["dropped_bytes"]), duration_ms=int(data["duration_ms"]),
             notes=tuple(str(n) for n in data.get("notes", ())),
+            # Re-checked here (caps, names, digests): the broker read them by descriptor as root.
+            outputs=outputs.from_wire(data["outputs"]) if "outputs" in data else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SkillMcpError(Refusal.SPAWN_FAILED, f"the broker sent a malformed result: {exc}") from None
@@ -88,7 +90,8 @@ class BrokerSpawner:
             message = {"v": brokerwire.VERSION, "id": self._next_id, **message}
             try:
                 brokerwire.send(self.sock, message)
-                reply = brokerwire.recv(self.sock, first_byte_timeout=timeout, frame_timeout=timeout)
+                reply = brokerwire.recv(self.sock, first_byte_timeout=timeout, frame_timeout=timeout,
+                                        max_frame=brokerwire.MAX_REPLY_FRAME)
             except (OSError, brokerwire.ProtocolError) as exc:
                 self._broken = str(exc)
                 raise SkillMcpError(Refusal.SPAWN_FAILED, f"the spawn-broker did not answer: {exc}") from None

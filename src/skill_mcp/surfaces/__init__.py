@@ -33,6 +33,8 @@ Thin translation between the catalog (and the runner's results) and protocol sha
     http_drain    answering calls a shutdown drain has to stop
     http_conn     the HTTP connection bounds: head deadline, caps that evict, in-flight limit
     http_protocol uvicorn's h11 protocol under those bounds
+    http_metrics  the Prometheus scrape endpoint (--metrics) and the HTTP request gauge
+    observe       the request middleware that records spans and durations (telemetry on)
 
 Importing this package stays cheap: only the registry types are re-exported here.
 """

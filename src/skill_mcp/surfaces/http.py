@@ -86,7 +86,8 @@ def _transport_security(policy: ExposurePolicy) -> Any:
 
 
 def build_http_app(server: Any, policy: ExposurePolicy, *, stop_hooks: Iterable[Callable[[], Any]] = (),
-                   background: Iterable[Callable[[], Coroutine[Any, Any, None]]] = ()) -> HttpApp:
+                   background: Iterable[Callable[[], Coroutine[Any, Any, None]]] = (),
+                   telemetry: Any = None, metrics_path: str | None = None) -> HttpApp:
     """Wrap an ``mcp.server.lowlevel.Server`` for Streamable HTTP behind the guard.
 
     ``background`` tasks (the catalog watcher of ``--watch``) run for the app's lifetime and are
@@ -110,8 +111,16 @@ def build_http_app(server: Any, policy: ExposurePolicy, *, stop_hooks: Iterable[
                 tg.cancel_scope.cancel()
 
         starlette_app.router.lifespan_context = lifespan
+    inner_app: ASGIApp = EventSizing(starlette_app)
+    if telemetry is not None:
+        # Inside the guard: a scrape passes the same Host, Origin and token checks as a call.
+        from skill_mcp.surfaces.http_metrics import ActiveRequests, MetricsRoute
+
+        inner_app = ActiveRequests(inner_app, telemetry)
+        if metrics_path is not None:
+            inner_app = MetricsRoute(inner_app, metrics_path, telemetry)
     # The guard is outermost: what it counts and answers at shutdown is what EventSizing sends.
-    guard = GuardMiddleware(EventSizing(starlette_app), policy)
+    guard = GuardMiddleware(inner_app, policy)
     return HttpApp(asgi=guard, guard=guard, stop_hooks=tuple(stop_hooks))
 
 
@@ -255,6 +264,7 @@ class Served:
     server: Any
     stop_hooks: tuple[Callable[[], Any], ...] = ()
     background: tuple[Callable[[], Coroutine[Any, Any, None]], ...] = ()
+    telemetry: Any = None  # skill_mcp.telemetry.Telemetry when any export is configured
 
 
 def serve_http(
@@ -268,6 +278,7 @@ def serve_http(
     allowed_hosts: Iterable[str] = (),
     drain_seconds: float = DRAIN_SECONDS,
     cancel_seconds: float = CANCEL_SECONDS,
+    metrics: str | None = None,
 ) -> int:
     """Serve ``served`` until SIGTERM/SIGINT. Raises ``SkillMcpError`` (``http-*`` reasons)
     before binding when the exposure is unsafe; returns 0 after a clean shutdown.
@@ -278,12 +289,18 @@ def serve_http(
     from skill_mcp.logs import configure_logging
 
     configure_logging(settings.log_level)
+    from skill_mcp.surfaces.http_metrics import decide_metrics
+
     policy = decide_exposure(host, port, token, no_auth, allowed_hosts)
+    plan = decide_metrics(metrics, policy, MCP_PATH)
     if not policy.authenticated:
         logger.warning(
             "SERVING WITHOUT AUTHENTICATION (--no-auth): any local process and any local user can call "
             "this server, including skill_run", extra={"event": "http-no-auth", **describe(policy)})
-    app = build_http_app(served.server, policy, stop_hooks=served.stop_hooks, background=served.background)
+    telemetry = served.telemetry
+    app = build_http_app(served.server, policy, stop_hooks=served.stop_hooks, background=served.background,
+                         telemetry=telemetry, metrics_path=plan.path if plan else None)
+    listener = _metrics_listener(plan, telemetry)
     sock = _bind(policy.host, policy.port)
     bound_port = sock.getsockname()[1]
     url = f"http://{_url_host(policy.host)}:{bound_port}{MCP_PATH}"
@@ -292,12 +309,29 @@ def serve_http(
     logger.warning("http listening on %s", url, extra={"event": "http-listening", **describe(policy),
                                                        "port": bound_port, "url": url})
     uv = _make_uvicorn_server(app, drain_seconds, cancel_seconds)
+    if telemetry is not None:
+        telemetry.watch_connections(lambda: len(uv.server_state.connections))
     try:
         uv.run(sockets=[sock])
     finally:
         sock.close()
+        if listener is not None:
+            listener.close()
     logger.info("http stopped", extra={"event": "http-stopped"})
     return 0
+
+
+def _metrics_listener(plan: Any, telemetry: Any) -> Any:
+    """The scrape endpoint's own listener when ``--metrics HOST:PORT`` asked for one."""
+    if plan is None or plan.host is None or telemetry is None:
+        return None
+    from skill_mcp.surfaces.http_metrics import MetricsListener
+
+    listener = MetricsListener(plan, telemetry)
+    listener.start()
+    url = f"http://{_url_host(plan.host)}:{listener.port}/metrics"
+    logger.warning("metrics listening on %s", url, extra={"event": "metrics-listening", "url": url})
+    return listener
 
 
 def _url_host(host: str) -> str:

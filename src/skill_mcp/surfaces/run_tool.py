@@ -20,7 +20,9 @@ Declined or cancelled: nothing runs (``declined``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -34,6 +36,7 @@ from skill_mcp.surfaces.registry import ToolCall, ToolHandler, ToolOutput, ToolS
 if TYPE_CHECKING:  # pragma: no cover - typing only: the runner is imported when it is built
     from skill_mcp.runner.core import Runner
     from skill_mcp.runner.plan import Prepared
+    from skill_mcp.telemetry import Telemetry
 
 MODERN = "2026-07-28"
 CONFIRM_KEY = "confirm"  # key of our one input request in the 2026-07-28 round trip
@@ -146,16 +149,90 @@ def _declined(action: str | None) -> SkillMcpError:
                          "nothing ran", {"action": action})
 
 
-class SkillRun:
-    """The handler, bound to one ``Runner``."""
+def _plan_attributes(prepared: Prepared) -> dict[str, Any]:
+    """Names and the digest of what will run: checked by ``prepare``, so never client input."""
+    plan = prepared.plan
+    return {"skill_mcp.skill": plan.skill, "skill_mcp.script": plan.script,
+            "skill_mcp.script.digest": plan.script_digest, "skill_mcp.run.interpreter": plan.interpreter,
+            "skill_mcp.run.egress.hosts": tuple(plan.egress)}
 
-    def __init__(self, runner: Runner) -> None:
+
+def _result_attributes(out: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's outcome: status, exit code, signal, duration, truncation, and the egress report's
+    host lists when the spawner gives one. Never stdout, stderr or anything the script printed."""
+    cut = out.get("truncated")
+    truncated: Mapping[str, Any] = cut if isinstance(cut, Mapping) else {}
+    attrs: dict[str, Any] = {
+        "skill_mcp.run.status": out.get("status"), "process.exit.code": out.get("exitCode"),
+        "skill_mcp.run.signal": out.get("signal"), "skill_mcp.run.duration_ms": out.get("durationMs"),
+        "skill_mcp.run.truncated.stdout": truncated.get("stdout"),
+        "skill_mcp.run.truncated.stderr": truncated.get("stderr"),
+        "skill_mcp.run.dropped_bytes": out.get("droppedBytes"),
+    }
+    egress = out.get("egress")
+    if isinstance(egress, Mapping):
+        for key, hosts in egress.items():
+            if isinstance(key, str) and isinstance(hosts, list) and all(isinstance(h, str) for h in hosts):
+                attrs[f"skill_mcp.run.egress.{key}"] = tuple(hosts)
+    return attrs
+
+
+class SkillRun:
+    """The handler, bound to one ``Runner`` (and, when telemetry is on, its spans and counts)."""
+
+    def __init__(self, runner: Runner, telemetry: Telemetry | None = None) -> None:
         self.runner = runner
+        self.telemetry = telemetry
+
+    def _span(self, name: str, attributes: Mapping[str, Any] | None = None) -> Any:
+        return nullcontext(None) if self.telemetry is None else self.telemetry.span(name, attributes)
+
+    @contextmanager
+    def _refusals(self, span: Any) -> Iterator[None]:
+        try:
+            yield
+        except SkillMcpError as exc:
+            if span is not None and self.telemetry is not None:
+                self.telemetry.refused(span, str(exc.reason))
+            raise
 
     def _prepare(self, call: ToolCall, args: dict[str, Any]) -> Prepared:
-        return self.runner.prepare(call.catalog, args["skill"], args["script"], args.get("args", []))
+        with self._span("skill_run prepare") as span, self._refusals(span):
+            prepared = self.runner.prepare(call.catalog, args["skill"], args["script"], args.get("args", []))
+            if span is not None:
+                span.set_attributes(_plan_attributes(prepared))
+            return prepared
+
+    async def _execute(self, prepared: Prepared, *, token: str, via: str, scope: str | None) -> dict[str, Any]:
+        attrs = {**_plan_attributes(prepared), "skill_mcp.confirmation": via}
+        with self._span("skill_run run", attrs) as span, self._refusals(span):
+            out = await self.runner.execute(prepared, token=token, scope=scope)
+            if span is not None and self.telemetry is not None:
+                from skill_mcp.telemetry import clean
+
+                span.set_attributes(clean(_result_attributes(out)))
+                if out.get("status") != "ok":
+                    from opentelemetry.trace import StatusCode
+
+                    span.set_status(StatusCode.ERROR, str(out.get("status")))
+            return out
 
     async def __call__(self, call: ToolCall, args: dict[str, Any]) -> ToolOutput:
+        if self.telemetry is None:
+            return await self._call(call, args)
+        start = time.perf_counter()
+        try:
+            out = await self._call(call, args)
+        except SkillMcpError as exc:
+            self.telemetry.count_run("refused", reason=str(exc.reason))
+            raise
+        status = out.get("status") if isinstance(out, dict) else "input-required"
+        skill = out.get("skill") if isinstance(out, dict) and status in RUN_STATUSES else None
+        self.telemetry.count_run(str(status), skill=skill if isinstance(skill, str) else None,
+                                 duration_s=time.perf_counter() - start if status in RUN_STATUSES else None)
+        return out
+
+    async def _call(self, call: ToolCall, args: dict[str, Any]) -> ToolOutput:
         out = await self._answer(call, args)
         if isinstance(out, dict) and out.get("outputs"):
             out = run_outputs.describe(out, self.runner.outputs)
@@ -171,7 +248,7 @@ class SkillRun:
         prepared = self._prepare(call, args)
         token = args.get("confirmToken")
         if token is not None:
-            return await self.runner.execute(prepared, token=token, scope=run_outputs.output_scope(call.request))
+            return await self._execute(prepared, token=token, via="token", scope=run_outputs.output_scope(call.request))
         params = call.params
         if params is not None and (params.input_responses or params.request_state):
             return await self._modern_retry(prepared, params, call)
@@ -193,40 +270,48 @@ class SkillRun:
     async def _modern_retry(self, prepared: Prepared, params: Any, call: ToolCall) -> dict[str, Any]:
         response = (params.input_responses or {}).get(CONFIRM_KEY)
         action = getattr(response, "action", None)
-        if not _accepted(action, getattr(response, "content", None)):
-            raise _declined(action)
-        if not params.request_state:
-            raise SkillMcpError(Refusal.TOKEN_INVALID, "the retry carries no requestState")
+        with self._span("skill_run confirmation", {"skill_mcp.confirmation": "input-response",
+                                                   "skill_mcp.confirmation.action": str(action)}) as span, \
+                self._refusals(span):
+            if not _accepted(action, getattr(response, "content", None)):
+                raise _declined(action)
+            if not params.request_state:
+                raise SkillMcpError(Refusal.TOKEN_INVALID, "the retry carries no requestState")
         # ``prepared`` was built by this retry; the token in requestState is bound to the plan
         # the user saw, so a script edited since is refused as draft-changed.
-        return await self.runner.execute(prepared, token=params.request_state,
-                                         scope=run_outputs.output_scope(call.request))
+        return await self._execute(prepared, token=params.request_state, via="input-response",
+                                   scope=run_outputs.output_scope(call.request))
 
     async def _handshake(self, call: ToolCall, args: dict[str, Any], prepared: Prepared) -> ToolOutput:
         token = self.runner.tokens.mint(prepared.canonical())
-        try:
-            result = await call.request.session.elicit_form(
-                confirm_message(dict(prepared.will_run)), CONFIRM_SCHEMA, related_request_id=call.request.request_id)
-        except NoBackChannelError:
-            return self._preview(prepared)  # no way to ask mid-call: fall back to the token flow
-        except MCPError as exc:
-            raise SkillMcpError(Refusal.DECLINED, f"the confirmation prompt failed ({exc.error.message}); "
-                                "nothing ran") from None
-        if not _accepted(result.action, result.content):
-            raise _declined(result.action)
-        return await self.runner.execute(self._prepare(call, args), token=token,
-                                         scope=run_outputs.output_scope(call.request))
+        with self._span("skill_run confirmation", {"skill_mcp.confirmation": "elicitation"}) as span, \
+                self._refusals(span):
+            try:
+                result = await call.request.session.elicit_form(
+                    confirm_message(dict(prepared.will_run)), CONFIRM_SCHEMA,
+                    related_request_id=call.request.request_id)
+            except NoBackChannelError:
+                return self._preview(prepared)  # no way to ask mid-call: fall back to the token flow
+            except MCPError as exc:
+                raise SkillMcpError(Refusal.DECLINED, f"the confirmation prompt failed ({exc.error.message}); "
+                                    "nothing ran") from None
+            if span is not None:
+                span.set_attribute("skill_mcp.confirmation.action", str(result.action))
+            if not _accepted(result.action, result.content):
+                raise _declined(result.action)
+        return await self._execute(self._prepare(call, args), token=token, via="elicitation",
+                                   scope=run_outputs.output_scope(call.request))
 
 
-def run_tool_spec(runner: Runner) -> ToolSpec:
-    return _spec(SkillRun(runner))
+def run_tool_spec(runner: Runner, telemetry: Telemetry | None = None) -> ToolSpec:
+    return _spec(SkillRun(runner, telemetry))
 
 
-def deferred_run_tool_spec(get_runner: Callable[[], Runner]) -> ToolSpec:
+def deferred_run_tool_spec(get_runner: Callable[[], Runner], telemetry: Telemetry | None = None) -> ToolSpec:
     """``skill_run`` whose runner ``get_runner`` returns (building it on the first call)."""
 
     async def handler(call: ToolCall, args: dict[str, Any]) -> ToolOutput:
-        return await SkillRun(get_runner())(call, args)
+        return await SkillRun(get_runner(), telemetry)(call, args)
 
     return _spec(handler)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,8 +92,11 @@ class SearchState:
     built from exactly the catalog served (``search.store``), and a new one is persisted.
     """
 
-    def __init__(self, cache_dir: Path | None = None) -> None:
+    def __init__(self, cache_dir: Path | None = None,
+                 on_build: Callable[[float], None] | None = None) -> None:
         self._cache_dir = cache_dir
+        # ``on_build(seconds)`` after each build, or opening of a persisted index (telemetry).
+        self._on_build = on_build
         self._lock = threading.Lock()
         # One tuple, replaced whole: a reader without the lock sees a catalog with its own index.
         self._built: tuple[Catalog, SearchIndex] | None = None
@@ -109,8 +114,11 @@ class SearchState:
             if index is None or index is damaged:
                 from skill_mcp.search import index_catalog
 
+                start = time.perf_counter()
                 index = index_catalog(catalog, self._cache_dir, reuse=damaged is None)
                 self._built = (catalog, index)
+                if self._on_build is not None:
+                    self._on_build(time.perf_counter() - start)
             return index
 
     async def answer(self, catalog: Catalog, query: str, limit: int) -> dict[str, Any]:
