@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, run_status
 from skill_mcp.reasons import Refusal
@@ -136,6 +137,7 @@ class Broker:
         self._ensure_clean()
         self.runs += 1
         scratch = isolation.make_scratch(self.users.script.gid)
+        out_dir = isolation.make_output_dir(scratch, self.users.script.gid)
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
         try:
             proxy_pid = self._start_proxy(job.egress)
@@ -144,7 +146,7 @@ class Broker:
             raise
         try:
             outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
-                                  self.server_fd, self.wake_fd, cleanup=self.script_cleanup)
+                                  self.server_fd, self.wake_fd, cleanup=self.script_cleanup, outputs_dir=out_dir)
         finally:
             self._stop_proxy(proxy_pid)
         log("run", skill_dir=job.cwd, argv0=job.argv[0], status=outcome.status, timed_out=outcome.timed_out,
@@ -152,7 +154,10 @@ class Broker:
             duration_ms=outcome.duration_ms, egress=list(job.egress))
         if outcome.spawn_error is not None:
             raise SkillMcpError(Refusal.SPAWN_FAILED, f"the script could not be started: {outcome.spawn_error}")
-        return {"ok": True, "result": _result(outcome, notes), "sweep": {
+        result = _result(outcome, notes)
+        if outcome.outputs is not None:
+            result["outputs"] = outputs.to_wire(outcome.outputs)
+        return {"ok": True, "result": result, "sweep": {
             "remaining": outcome.remaining, "scratchRemoved": not outcome.scratch_left,
             **self.script_cleanup.report()}}
 
