@@ -189,6 +189,23 @@ def report(log: ProxyLog | None, direct: tuple[int | None, bool]) -> dict[str, o
     return out
 
 
+def grant_notes(skill: str, script: str, refused: list[str], declared: tuple[str, ...]) -> list[str]:
+    """One line for the model per refused host: which grant would allow it, or that the skill's
+    author must declare it first (a grant never reaches a host the declaration does not name)."""
+    wanted = {h.lower() for h in declared}
+    granted = [h for h in refused if h in wanted]
+    undeclared = [h for h in refused if h not in wanted]
+    notes = []
+    if granted:
+        notes.append(f"the egress proxy refused {', '.join(granted)}: declared by skill {skill} but not granted; the "
+                     f"owner can allow it with an MCP_SKILL_RUN row {{\"skill\": \"{skill}\", \"script\": "
+                     f"\"{script}\", \"egress\": [...]}} naming it")
+    if undeclared:
+        notes.append(f"the egress proxy refused {', '.join(undeclared)}: not declared by skill {skill} "
+                     "(mcp-host: egress), so no grant can allow it; the skill's author must declare it")
+    return notes
+
+
 def read_available(fd: int, log: ProxyLog, budget: int = 1 << 20) -> bool:
     """Feed what the proxy's pipe holds now (non-blocking), at most ``budget`` bytes; False at EOF."""
     while budget > 0:

@@ -38,6 +38,8 @@ from skill_mcp.runner.tokens import TokenBook
 from skill_mcp.runner.types import Spawner
 
 DEFAULT_SCRIPT_USER = "nobody"
+STANDALONE_EGRESS = ("standalone: no egress fence, so nothing was refused or counted; a script whose skill "
+                     "declares no egress has no network, one that declares egress reaches any host")
 
 
 def resolve_drop(script_user: str | None, euid: int) -> UserDrop | SkillMcpError | None:
@@ -191,6 +193,8 @@ class Runner:
         if result.status != "ok" and self.looks_fenced():
             out["notes"] = [*out.get("notes", []), FENCED_NOTE]
         out["skill"], out["script"] = prepared.plan.skill, prepared.plan.script
+        # Standalone has no fence to report from (the appliance's broker sends its own report).
+        out.setdefault("egress", {"fenced": False, "detail": STANDALONE_EGRESS})
         if result.outputs is not None:
             out.update(kept_outputs(self.outputs, result.outputs, scope))
         self.audit(audit_record(prepared.plan, result, spawner=self.spawner.name))

@@ -57,9 +57,24 @@ def result_from_wire(data: dict[str, Any]) -> RunResult:
             notes=tuple(str(n) for n in data.get("notes", ())),
             # Re-checked here (caps, names, digests): the broker read them by descriptor as root.
             outputs=outputs.from_wire(data["outputs"]) if "outputs" in data else None,
+            egress=_egress(data.get("egress")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SkillMcpError(Refusal.SPAWN_FAILED, f"the broker sent a malformed result: {exc}") from None
+
+
+def _egress(raw: Any) -> dict[str, Any] | None:
+    """The broker's egress report, kept to its shape: host-name lists and a count."""
+    if not isinstance(raw, dict):
+        return None
+    hosts = {k: [str(h)[:253] for h in raw.get(k, ())][:64] for k in ("allowed", "refused")
+             if isinstance(raw.get(k, ()), list)}
+    count = raw.get("directDropped")
+    out: dict[str, Any] = {"fenced": True, "allowed": hosts.get("allowed", []), "refused": hosts.get("refused", []),
+                           "directDropped": count if isinstance(count, int) and not isinstance(count, bool) else None}
+    if raw.get("directDroppedAtLeast") is True:
+        out["directDroppedAtLeast"] = True
+    return out
 
 
 def _refusal(reason: Any) -> Refusal:

@@ -58,6 +58,9 @@ class RunResult:
     # The files the script left in its output directory (``skill_mcp.outputs``); None when the
     # spawner collected none (a run that never started).
     outputs: Collected | None = field(default=None, repr=False, compare=False)
+    # What the appliance's fence refused during the run: {allowed, refused, directDropped}, names
+    # and counts only; None standalone, which has no fence.
+    egress: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +73,7 @@ class RunResult:
             "droppedBytes": self.dropped_bytes,
             "durationMs": self.duration_ms,
             **({"notes": list(self.notes)} if self.notes else {}),
+            **({"egress": dict(self.egress)} if self.egress is not None else {}),
         }
 
 

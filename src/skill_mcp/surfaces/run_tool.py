@@ -81,6 +81,12 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "droppedBytes": {"type": "integer", "minimum": 0},
         "durationMs": {"type": "integer", "minimum": 0},
         "notes": {"type": "array", "items": {"type": "string"}},
+        # what the fence allowed and refused (appliance), or that there is none (standalone)
+        "egress": {"type": "object", "properties": {
+            "fenced": {"type": "boolean"}, "detail": {"type": "string"},
+            "allowed": {"type": "array", "items": {"type": "string"}},
+            "refused": {"type": "array", "items": {"type": "string"}},
+            "directDropped": {"type": ["integer", "null"]}, "directDroppedAtLeast": {"type": "boolean"}}},
         # the files the script left in SKILL_OUTPUT_DIR, each also a resource_link in content
         "outputs": {"type": "array", "items": {"type": "object", "properties": {
             "uri": {"type": "string"}, "name": {"type": "string"}, "path": {"type": "string"},
