@@ -64,6 +64,13 @@ TOO_DEEP = "too-deep"
 NOT_EXAMINED = "not-examined"
 
 
+def printable(path: str) -> str:
+    """A name as a person may read it and JSON may carry it: undecodable bytes (which the walk
+    holds as surrogate escapes) shown as ``\\xff``, and no more than 512 characters."""
+    shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return shown if len(shown) <= 512 else shown[:509] + "..."
+
+
 @dataclass(frozen=True, slots=True)
 class OutputFile:
     path: str  # relative to the output directory, '/'-separated
@@ -108,7 +115,7 @@ class _Walk:
     def drop(self, path: str, why: str) -> None:
         self.dropped_count += 1
         if len(self.dropped) < MAX_DROPPED_LISTED:
-            self.dropped.append(Dropped(path, why))
+            self.dropped.append(Dropped(printable(path), why))
 
 
 def collect(top: str, *, uid: int | None = None, max_files: int = MAX_OUTPUT_FILES,
@@ -262,7 +269,7 @@ def from_wire(raw: object, *, max_files: int = MAX_OUTPUT_FILES, max_bytes: int 
     if not isinstance(raw, dict):
         return Collected()
     files: list[OutputFile] = []
-    dropped = [Dropped(str(d.get("path", ""))[:4096], str(d.get("why", "")))
+    dropped = [Dropped(printable(str(d.get("path", ""))), str(d.get("why", ""))[:64])
                for d in raw.get("dropped", ()) if isinstance(d, dict)][:MAX_DROPPED_LISTED]
     extra = 0
     used = 0

@@ -29,6 +29,7 @@ os.makedirs(os.path.join(out, "tables"))
 open(os.path.join(out, "tables", "rows.csv"), "w").write("a,b\\n1,2\\n")
 os.symlink("/etc/passwd", os.path.join(out, "passwd"))
 os.mkfifo(os.path.join(out, "pipe"))
+open(os.path.join(os.fsencode(out), b"odd\\xff.txt"), "wb").write(b"an undecodable name")
 print("wrote", out)
 """
 SKILL_MD = """---
@@ -71,7 +72,7 @@ async def test_written_files_come_back_as_resource_links_with_matching_digests(s
         assert by_path["pixel.png"]["mimeType"] == "image/png"
         assert by_path["tables/rows.csv"]["mimeType"] == "text/csv"
         dropped = {d["path"]: d["why"] for d in sc["outputsDropped"]["first"]}
-        assert dropped == {"passwd": "link", "pipe": "not-a-regular-file"}
+        assert dropped == {"passwd": "link", "pipe": "not-a-regular-file", "odd\\xff.txt": "unaddressable-name"}
         links = [b for b in result.content if isinstance(b, types.ResourceLink)]
         assert {link.uri for link in links} == {o["uri"] for o in sc["outputs"]}
         for link in links:
