@@ -867,7 +867,7 @@ def outputs(args):
     out = os.environ["SKILL_OUTPUT_DIR"]
     if args[:1] == ["many"]:
         for i in range(int(args[1])):
-            with open(os.path.join(out, "f%05d.txt" % i), "w") as fh:
+            with open(os.path.join(out, f"f{i:05d}.txt"), "w") as fh:
                 fh.write(str(i))
         return {"wrote": int(args[1])}
     with open(os.path.join(out, "report.md"), "w") as fh:
