@@ -63,3 +63,36 @@ def _cli_words() -> set[str]:
 def test_every_cli_subcommand_and_flag_is_documented(word: str) -> None:
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
     assert re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text), f"docs/cli.md does not mention {word}"
+
+
+def _reason_spellings() -> dict[str, str]:
+    """Each reason's value under a folded key (lower case, ``_`` as ``-``)."""
+    return {r.value.lower().replace("_", "-"): r.value for r in (*ProblemReason, *Refusal)}
+
+
+def _prose_files() -> list[Path]:
+    root = DOCS.parent
+    bundled = root / "src" / "skill_mcp" / "bundled"
+    return [*sorted(DOCS.rglob("*.md")), root / "README.md", *sorted(bundled.rglob("SKILL.md"))]
+
+
+# A reason written in code or quotes: `token-invalid`, "TOKEN_INVALID", 'not-granted'.
+_QUOTED_WORD = re.compile(r"""[`"']([A-Za-z][A-Za-z0-9_-]*)[`"']""")
+
+
+@pytest.mark.parametrize("path", _prose_files(), ids=lambda p: str(p.relative_to(DOCS.parent)))
+def test_every_doc_spells_each_reason_exactly_as_the_server_sends_it(path: Path) -> None:
+    # One convention (docs/reasons.md, "Spelling"): kebab-case, but the four confirmation-token
+    # refusals in upper case. A client compares exact strings, so `token-invalid` in a doc sends
+    # its reader after a value the server never sends.
+    spellings = _reason_spellings()
+    wrong = sorted({f"{word} (the server sends {spellings[key]})"
+                    for word in _QUOTED_WORD.findall(path.read_text(encoding="utf-8"))
+                    if (key := word.lower().replace("_", "-")) in spellings and word != spellings[key]})
+    assert wrong == [], f"{path.name} misspells reasons"
+
+
+def test_a_misspelled_reason_is_caught() -> None:
+    spellings = _reason_spellings()
+    words = _QUOTED_WORD.findall("redeemed by another (`token-invalid`); see `not_granted` and `TOKEN_REUSED`")
+    assert [w for w in words if spellings.get(w.lower().replace("_", "-"), w) != w] == ["token-invalid", "not_granted"]

@@ -5,3 +5,7 @@
 set -euo pipefail
 id skillmcp-sectest >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent \
   --shell /usr/sbin/nologin skillmcp-sectest
+# A second one for tests/fence/test_process_limit.py, which fills its user's RLIMIT_NPROC on
+# purpose: it must not share a uid with anything else running at the same time.
+id skillmcp-nproc >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent \
+  --shell /usr/sbin/nologin skillmcp-nproc

@@ -11,7 +11,9 @@ A run request only asks; the broker decides the rest (``skill_mcp_launcher.check
 
 Stdlib only: both the launcher and the server's broker client import this module. A frame
 over ``MAX_FRAME`` is a protocol violation; the launcher closes the connection rather than
-allocate what a compromised server asks for.
+allocate what a compromised server asks for. A whole frame whose body is not a JSON object,
+or nests deeper than ``jsonbound.MAX_DEPTH`` (measured before the decoder sees it), is a
+``BadFrame``: the launcher answers it with a refusal and keeps the conversation.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import socket
 import struct
 import time
 from typing import Any
+
+from skill_mcp import jsonbound
 
 VERSION = 2  # 2: a run request names what to run; the broker no longer takes a plan
 MAX_FRAME = 32 * 1024 * 1024  # two 1 MiB captures, JSON-escaped at worst six bytes a byte
@@ -32,6 +36,14 @@ _HEADER = struct.Struct(">I")
 
 class ProtocolError(RuntimeError):
     """The peer broke the framing, sent too much, or did not finish a frame in time."""
+
+
+class BadFrame(ProtocolError):
+    """A whole frame arrived, but its body is refused: not UTF-8 JSON, nested too deep, not an object.
+
+    The framing is intact (the length was honoured and every byte read), so the reader may
+    answer with a refusal and read the next frame; any other ``ProtocolError`` ends the stream.
+    """
 
 
 def encode(message: dict[str, Any], *, max_frame: int = MAX_FRAME) -> bytes:
@@ -96,9 +108,11 @@ def recv(sock: socket.socket, *, first_byte_timeout: float | None, frame_timeout
         raise ProtocolError("connection closed inside a frame")
     sock.settimeout(None)
     try:
-        message = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ProtocolError(f"frame is not JSON: {exc}") from None
+        # Depth-bounded before decoding: a frame nested 200,000 deep must be a refusal, not a
+        # RecursionError in the root process that reads it.
+        message = jsonbound.loads(body)
+    except ValueError as exc:
+        raise BadFrame(f"frame is not JSON: {exc}") from None
     if not isinstance(message, dict):
-        raise ProtocolError("frame is not a JSON object")
+        raise BadFrame("frame is not a JSON object")
     return message

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from skill_mcp import jsonbound
+
 # Their presence marks a hosted process: without MCP_SKILL_RUN nothing is granted.
 HOSTED_MARKERS = ("MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL")
 
@@ -38,6 +40,38 @@ FORBIDDEN_PREFIXES = ("LD_", "PYTHON", "NODE_", "NPM_CONFIG_", "BASH_FUNC_", "DY
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 ROW_KEYS = frozenset({"skill", "script", "env", "egress"})
 MAX_RAW_CHARS = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class DeclarationBounds:
+    """What one skill's ``mcp-host:`` declaration may hold, written once for both sides.
+
+    The catalog refuses a declaration past any of these (``declaration-invalid``: the skill's
+    scripts are not served, ``validate`` and ``skill_list`` say why), and the appliance's broker
+    drops a skill whose entry in the declarations document is past them, keeping every other
+    skill runnable. So what ``validate`` passes, the broker accepts.
+    """
+
+    scripts: int = 256  # entries of ``run``
+    hosts: int = 256  # entries of ``egress``
+    names: int = 256  # variables one script declares (its ``env``), and entries of the top-level ``env``
+    script_chars: int = 1024  # a script's relative path
+    interpreter_chars: int = 32
+    name_chars: int = 128  # a variable name (``NAME_RE``)
+    host_chars: int = 253  # a DNS name
+    skill_chars: int = 255  # a skill's name: one directory entry
+    directory_chars: int = 4096  # a skill directory's absolute path (PATH_MAX)
+    timeout_s: int = 24 * 3600  # the broker's ceiling on a declared timeout; the catalog clamps lower
+
+    def table(self) -> dict[str, str]:
+        """Bound name -> value, as docs/fence.md's limits table spells it."""
+        return {"declared scripts": f"{self.scripts} per declaration",
+                "declared hosts": f"{self.hosts} per declaration",
+                "declared variables": f"{self.names} per script",
+                "declared script path": f"{self.script_chars} characters"}
+
+
+DECLARATION_BOUNDS = DeclarationBounds()
 
 
 def forbidden_variable(name: str) -> str | None:
@@ -81,10 +115,12 @@ def parse_rows(raw: str) -> tuple[tuple[GrantRow, ...], tuple[str, ...], bool]:
     if len(raw) > MAX_RAW_CHARS:
         return (), (f"MCP_SKILL_RUN is over {MAX_RAW_CHARS} characters",), True
     try:
-        data = json.loads(raw)
+        data = jsonbound.loads(raw)
     except json.JSONDecodeError as exc:
         return (), (f"MCP_SKILL_RUN is not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}; "
                     "nothing is granted",), True
+    except ValueError as exc:  # nested deeper than any row needs (jsonbound.TooDeep), or a huge number
+        return (), (f"MCP_SKILL_RUN is not accepted: {exc}; nothing is granted",), True
     if not isinstance(data, list):
         return (), ("MCP_SKILL_RUN must be a JSON array of rows; nothing is granted",), True
     rows: list[GrantRow] = []

@@ -29,6 +29,7 @@ import signal
 import socket
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from skill_mcp import brokerwire
 from skill_mcp.limits import (
@@ -38,6 +39,7 @@ from skill_mcp.limits import (
     find_interpreters,
     set_oom_score_adj,
 )
+from skill_mcp.reasons import Refusal
 from skill_mcp_launcher import caps, declared, egress_report, fence, isolation, policy, procs, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
@@ -238,18 +240,37 @@ def serve(broker: Broker, sock: socket.socket, server_pid: int) -> int:
 
 
 def _serve_one(broker: Broker, sock: socket.socket) -> bool:
+    """Serve one frame; ``False`` ends the conversation (the server sees end-of-file).
+
+    PID 1 outlives anything a frame can cause. A whole frame whose body is refused (not JSON,
+    nested too deep, not an object) is answered ``invalid-arguments`` and the conversation goes
+    on; a framing or socket error, or any other ``Exception`` from the decode or the reply,
+    ends the conversation; one from ``handle`` refuses that request. Never the launcher. ``KeyboardInterrupt`` and ``SystemExit`` are not caught: the
+    launcher stops through them.
+    """
+    message: dict[str, Any] | None
     try:
         message = brokerwire.recv(sock, first_byte_timeout=1.0, frame_timeout=10.0)
-    except brokerwire.ProtocolError as exc:
-        log("protocol-error", detail=str(exc))
+    except brokerwire.BadFrame as exc:
+        # The frame was whole, only its body is refused: answer, and read the next one.
+        log("bad-frame", detail=str(exc)[:200])
+        message = None
+        reply = {"ok": False, "reason": str(Refusal.INVALID_ARGUMENTS), "detail": str(exc)[:200], "data": {}}
+    except Exception as exc:  # ProtocolError, OSError, and whatever else: the conversation ends
+        log("protocol-error", detail=str(exc)[:200], error=type(exc).__name__)
         return False
-    if message is None:
-        return False
-    reply = broker.handle(message)
-    reply.update(v=brokerwire.VERSION, id=message.get("id"))
+    else:
+        if message is None:
+            return False
+        try:
+            reply = broker.handle(message)
+        except Exception as exc:  # handle refuses what it knows; this is the last net
+            log("run-failed", error=repr(exc)[:200])
+            reply = {"ok": False, "reason": str(Refusal.SPAWN_FAILED), "detail": "the broker failed", "data": {}}
+    reply.update(v=brokerwire.VERSION, id=message.get("id") if message is not None else None)
     try:
         brokerwire.send(sock, reply, max_frame=brokerwire.MAX_REPLY_FRAME)
-    except (OSError, brokerwire.ProtocolError) as exc:
+    except Exception as exc:  # OSError, ProtocolError, an unencodable reply
         log("reply-failed", detail=str(exc))
         return False
     return True

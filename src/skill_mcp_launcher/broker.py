@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import selectors
 import signal
 import sys
 import time
@@ -96,18 +97,30 @@ class Broker:
         try:
             self.declarations = declared.read(self.parse_user, self.roots, self.reaper)
             self.declared_error = None
-            log("declarations", skills=len(self.declarations.skills), parsed_as_uid=self.declarations.parsed_as)
+            log("declarations", skills=len(self.declarations.skills), parsed_as_uid=self.declarations.parsed_as,
+                dropped={d.name: d.detail for d in self.declarations.dropped.values()})
         except declared.DeclaredError as exc:
             # Fail closed: without declarations the broker allows nothing (every skill is unknown).
             self.declarations, self.declared_error = None, str(exc)
             log("declarations-failed", detail=str(exc))
 
     def _skills(self, name: str) -> Mapping[str, declared.DeclaredSkill]:
+        """The declarations, read again when ``name`` is unknown or changed; a dropped ``name`` is refused.
+
+        A skill the helper reported past the bounds (or out of shape) is refused alone, the way
+        the server refuses a skill whose declaration is invalid: none of its scripts is declared.
+        """
         known = self.declarations
         skill = known.skills.get(name) if known else None
-        if skill is None or skill.changed():
+        gone = known.dropped.get(name) if known else None
+        if (skill is None and (gone is None or gone.changed())) or (skill is not None and skill.changed()):
             self.read_declarations()
             known = self.declarations
+            gone = known.dropped.get(name) if known else None
+        if gone is not None:
+            raise SkillMcpError(Refusal.UNDECLARED_SCRIPT,
+                                f"the declaration of {name!r} is out of the broker's bounds, so none of its "
+                                f"scripts is declared: {gone.detail}", {"skill": name, "declared": []})
         return known.skills if known else {}
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -185,8 +198,17 @@ class Broker:
                                            **cleanup.report()}})
 
     def _start_proxy(self, hosts: tuple[str, ...]) -> tuple[int, int]:
-        """The run's proxy, and the read end of its log (its stdout): ``egress_report.ProxyLog``
-        keeps the host names it allowed and refused, and nothing else of it is read or logged."""
+        """Start this run's tinyproxy and prove the listener scripts reach is its own socket; return
+        its pid and the read end of its log (its stdout: ``egress_report.ProxyLog`` keeps the host
+        names it allowed and refused, and nothing else of it is read or logged).
+
+        Tinyproxy cannot take a listening socket from its parent, so the launcher cannot own
+        the socket; it verifies instead (``_verify_proxy``), and a port that another uid bound
+        first refuses the run (``fence-unavailable``) - the script never starts, so none of its
+        bytes can reach the squatter. Between runs, and if tinyproxy died mid-run, the ruleset
+        drops every loopback packet from the proxy's port that a proxy-uid socket did not send,
+        so a listener of any other uid can never complete a handshake with a script.
+        """
         files = proxy.write_config(PROXY_DIR, hosts)
         log_r, log_w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
@@ -205,21 +227,93 @@ class Broker:
         self.reaper.watch(pid)
         os.close(log_w)
         os.set_blocking(log_r, False)
+        try:
+            self._verify_proxy(pid)
+        except BaseException:
+            self._stop_proxy(pid)
+            os.close(log_r)
+            raise
+        return pid, log_r
+
+    def _verify_proxy(self, pid: int) -> None:
         deadline = time.monotonic() + PROXY_START_S
-        while not proxy.listening():
+        while True:
+            verdict, detail = proxy.judge(proxy.read_listeners(), self.users.proxy.uid)
+            if verdict is proxy.Verdict.FOREIGN:
+                log("proxy-port-taken", detail=detail)
+                raise SkillMcpError(Refusal.FENCE_UNAVAILABLE,
+                                    f"the egress proxy's port is not the proxy's: {detail}; nothing was run")
+            if verdict is proxy.Verdict.OURS:
+                break
             self.reaper.reap()
             if pid in self.reaper.statuses or time.monotonic() >= deadline:
-                self._stop_proxy(pid)
-                os.close(log_r)
                 raise SkillMcpError(Refusal.FENCE_UNAVAILABLE, "the egress proxy did not start")
             time.sleep(0.002)
-        return pid, log_r
+        # The uid says a proxy-uid process made the socket; the inode says this tinyproxy holds it.
+        inodes = self._proxy_inodes(pid)
+        verdict, detail = proxy.judge(proxy.read_listeners(), self.users.proxy.uid, inodes)
+        if verdict is not proxy.Verdict.OURS:
+            log("proxy-port-taken", detail=detail)
+            raise SkillMcpError(Refusal.FENCE_UNAVAILABLE,
+                                f"the egress proxy's port is not the proxy's: {detail}; nothing was run")
+
+    def _proxy_inodes(self, pid: int) -> frozenset[int]:
+        """Tinyproxy's socket inodes, read by a child of the proxy uid.
+
+        The launcher keeps no CAP_SYS_PTRACE, so root here cannot read another uid's
+        ``/proc/<pid>/fd``; a child that drops to the proxy uid can (same uid, and tinyproxy is
+        dumpable), and reports the inodes over a pipe. The child execs nothing and never reads
+        what another process wrote; dropping uid made it non-dumpable.
+        """
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        child = os.fork()
+        if child == 0:  # pragma: no cover - child
+            code = 1
+            try:
+                procs.reset_signals()
+                os.dup2(out_w, 1)
+                procs.close_fds_from(3)
+                procs.drop_to(self.users.proxy)
+                os.write(1, " ".join(map(str, proxy.socket_inodes(f"/proc/{pid}/fd"))).encode("ascii"))
+                code = 0
+            finally:
+                os._exit(code)
+        self.reaper.watch(child)
+        os.close(out_w)
+        try:
+            data = _read_capped(out_r, 1 << 20, PROXY_START_S)
+        finally:
+            os.close(out_r)
+            status = self.reaper.wait(child, 2.0)
+        if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            raise SkillMcpError(Refusal.FENCE_UNAVAILABLE, "the egress proxy's sockets could not be read")
+        try:
+            return frozenset(int(n) for n in data.split())
+        except ValueError:
+            raise SkillMcpError(Refusal.FENCE_UNAVAILABLE, "the egress proxy's sockets could not be read") from None
 
     def _stop_proxy(self, pid: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         self.reaper.wait(pid, 2.0)
         procs.sweep(self.users.proxy, self.reaper, timeout=2.0)
+
+
+def _read_capped(fd: int, cap: int, timeout: float) -> bytes:
+    """Read ``fd`` to end of file, at most ``cap`` bytes, within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    buf = bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while len(buf) <= cap:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                raise SkillMcpError(Refusal.FENCE_UNAVAILABLE, "the egress proxy's sockets could not be read in time")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return bytes(buf)
+            buf += chunk
+    raise SkillMcpError(Refusal.FENCE_UNAVAILABLE, "the egress proxy's sockets could not be read")
 
 
 def _signal_name(status: int) -> str | None:

@@ -7,9 +7,11 @@ to the parse user (a uid nothing else runs as: no capabilities, no-new-privilege
 egress, because the ruleset names no rule for it) and execs the server's own Python on
 ``skill_mcp.runner.declared``, which parses with the catalog's code and marks itself
 non-dumpable first. What comes back is a bounded JSON document (parsed here with ``json``,
-the standard library's, on bytes capped at ``MAX_OUTPUT``) whose every field is checked for
+the standard library's, on bytes capped at ``MAX_OUTPUT``, nesting bounded first) whose every field is checked for
 type and size before it becomes a ``DeclaredSkill``. A helper that fails, hangs past
-``HELPER_TIMEOUT_S`` or answers out of shape yields no declarations: nothing runs.
+``HELPER_TIMEOUT_S`` or answers a document out of shape yields no declarations: nothing runs.
+One skill's entry out of shape or past the bounds the catalog enforces too
+(``grantrules.DECLARATION_BOUNDS``) costs only that skill.
 
 Why a helper rather than a parse before the broker serves: the server reloads skills
 (``serve --watch``), so the broker re-reads when a SKILL.md's identity (a ``stat``, which
@@ -20,7 +22,6 @@ does not know. See docs/deploy.md.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pwd
 import resource
@@ -29,10 +30,11 @@ import signal
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from skill_mcp.grantrules import NAME_RE
+from skill_mcp import jsonbound
+from skill_mcp.grantrules import DECLARATION_BOUNDS, NAME_RE
 from skill_mcp_launcher import procs
 
 PARSE_USER = ("skillmcp-parse", 10004)
@@ -41,9 +43,9 @@ PYTHON = sys.executable
 HELPER_TIMEOUT_S = 30.0
 MAX_OUTPUT = 16 * 1024 * 1024
 MAX_SKILLS = 20_000
-MAX_SCRIPTS = 256
-MAX_NAMES = 256
-MAX_TIMEOUT = 24 * 3600
+# One skill's bounds are the catalog's (``DECLARATION_BOUNDS``): what ``validate`` passes is accepted
+# here, and an entry past them costs only that skill.
+BOUNDS = DECLARATION_BOUNDS
 # The helper's budget: enough for the catalog of a large root, nothing to write, no children.
 HELPER_LIMITS = ((resource.RLIMIT_AS, 1024 * 1024 * 1024), (resource.RLIMIT_CPU, 60),
                  (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_CORE, 0),
@@ -86,9 +88,28 @@ class DeclaredSkill:
 
 
 @dataclass(frozen=True, slots=True)
+class Dropped:
+    """A skill whose entry in the declarations document was out of shape or past ``BOUNDS``."""
+
+    name: str
+    detail: str
+    # Its directory and SKILL.md identity, when the entry carried usable ones: the broker asks
+    # the helper again only once that file changed (a stat), not on every request naming it.
+    directory: str | None = None
+    skill_md: tuple[int, ...] | None = None
+
+    def changed(self) -> bool:
+        if self.skill_md is None or self.directory is None:
+            return True
+        return DeclaredSkill(self.name, self.directory, self.skill_md, (), ()).changed()
+
+
+@dataclass(frozen=True, slots=True)
 class Declarations:
     skills: Mapping[str, DeclaredSkill]
     parsed_as: int  # the uid the helper ran as (the launcher chose it; the helper confirms it)
+    # Skills left out, each for its own entry: one skill's declaration never costs the others.
+    dropped: Mapping[str, Dropped] = field(default_factory=dict)
 
 
 def parse_account() -> procs.Account:
@@ -106,46 +127,75 @@ def _str(value: Any, what: str, limit: int) -> str:
     return value
 
 
-def _names(value: Any, what: str, limit: int = 253) -> tuple[str, ...]:
-    if not isinstance(value, list) or len(value) > MAX_NAMES:
-        raise DeclaredError(f"{what} is not a list of at most {MAX_NAMES} entries")
+def _names(value: Any, what: str, count: int, limit: int) -> tuple[str, ...]:
+    if not isinstance(value, list) or len(value) > count:
+        raise DeclaredError(f"{what} is not a list of at most {count} entries")
     return tuple(_str(v, what, limit) for v in value)
 
 
 def _script(raw: Any) -> DeclaredScript:
     if not isinstance(raw, dict):
         raise DeclaredError("a script entry is not an object")
-    env = _names(raw.get("env"), "env", 128)
+    env = _names(raw.get("env"), "env", BOUNDS.names, BOUNDS.name_chars)
     if not all(NAME_RE.fullmatch(n) for n in env):
         raise DeclaredError("an env entry is not a plain variable name")
     timeout = raw.get("timeout")
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 < timeout <= MAX_TIMEOUT:
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 < timeout <= BOUNDS.timeout_s:
         raise DeclaredError("a timeout is not a positive whole number of seconds")
-    return DeclaredScript(_str(raw.get("script"), "script", 1024), _str(raw.get("interpreter"), "interpreter", 32),
-                          env, timeout)
+    return DeclaredScript(_str(raw.get("script"), "script", BOUNDS.script_chars),
+                          _str(raw.get("interpreter"), "interpreter", BOUNDS.interpreter_chars), env, timeout)
+
+
+def _skill_md(raw: Any) -> tuple[int, ...]:
+    key = raw.get("skillMd") if isinstance(raw, dict) else None
+    if not isinstance(key, list) or len(key) != 5 or not all(type(k) is int for k in key):
+        raise DeclaredError("skillMd is not five integers")
+    return tuple(key)
 
 
 def _skill(raw: Any) -> DeclaredSkill:
     if not isinstance(raw, dict):
         raise DeclaredError("a skill entry is not an object")
-    key = raw.get("skillMd")
-    if not isinstance(key, list) or len(key) != 5 or not all(type(k) is int for k in key):
-        raise DeclaredError("skillMd is not five integers")
+    key = _skill_md(raw)
     scripts = raw.get("scripts")
-    if not isinstance(scripts, list) or len(scripts) > MAX_SCRIPTS:
-        raise DeclaredError(f"scripts is not a list of at most {MAX_SCRIPTS}")
-    directory = _str(raw.get("directory"), "directory", 4096)
+    if not isinstance(scripts, list) or len(scripts) > BOUNDS.scripts:
+        raise DeclaredError(f"scripts is not a list of at most {BOUNDS.scripts}")
+    directory = _str(raw.get("directory"), "directory", BOUNDS.directory_chars)
     if not os.path.isabs(directory):
         raise DeclaredError("directory is not absolute")
-    return DeclaredSkill(_str(raw.get("name"), "name", 255), directory, tuple(key),
-                         _names(raw.get("egress"), "egress"), tuple(_script(s) for s in scripts))
+    return DeclaredSkill(_str(raw.get("name"), "name", BOUNDS.skill_chars), directory, key,
+                         _names(raw.get("egress"), "egress", BOUNDS.hosts, BOUNDS.host_chars),
+                         tuple(_script(s) for s in scripts))
 
 
-def check_document(raw: bytes) -> tuple[dict[str, DeclaredSkill], int]:
-    """The helper's output, checked for shape: every field typed and bounded, or ``DeclaredError``."""
+def _entry_name(raw: Any) -> str | None:
+    """The name an entry claims, when it is a plain one (a dropped entry is reported under it)."""
+    name = raw.get("name") if isinstance(raw, dict) else None
+    return name if isinstance(name, str) and 0 < len(name) <= BOUNDS.skill_chars and "\0" not in name else None
+
+
+def _dropped(raw: dict[str, Any], name: str, detail: str) -> Dropped:
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        key: tuple[int, ...] | None = _skill_md(raw)
+    except DeclaredError:
+        key = None
+    directory = raw.get("directory")
+    usable = isinstance(directory, str) and os.path.isabs(directory) and len(directory) <= BOUNDS.directory_chars \
+        and "\0" not in directory
+    return Dropped(name, detail, directory if usable else None, key)
+
+
+def check_document(raw: bytes) -> Declarations:
+    """The helper's output, checked for shape: every field typed and bounded.
+
+    The document as a whole (an object with ``uid`` and at most ``MAX_SKILLS`` entries) must be
+    in shape, or ``DeclaredError``; a skill entry out of shape or past ``BOUNDS`` is dropped
+    alone (in ``dropped``, under the name it claims), so one skill's declaration never stops
+    another's scripts. A name listed twice is dropped both times: neither entry is trusted.
+    """
+    try:
+        doc = jsonbound.loads(raw)
+    except ValueError as exc:
         raise DeclaredError(f"the helper's output is not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("skills"), list) or len(doc["skills"]) > MAX_SKILLS:
         raise DeclaredError("the helper's output is not {uid, skills: [...]}")
@@ -153,12 +203,22 @@ def check_document(raw: bytes) -> tuple[dict[str, DeclaredSkill], int]:
     if type(uid) is not int:
         raise DeclaredError("the helper's output has no uid")
     out: dict[str, DeclaredSkill] = {}
+    dropped: dict[str, Dropped] = {}
     for entry in doc["skills"]:
-        skill = _skill(entry)
-        if skill.name in out:
-            raise DeclaredError(f"the skill {skill.name!r} is listed twice")
+        try:
+            skill = _skill(entry)
+        except DeclaredError as exc:
+            name = _entry_name(entry)
+            if name is not None and isinstance(entry, dict):
+                out.pop(name, None)
+                dropped[name] = _dropped(entry, name, str(exc))
+            continue
+        if skill.name in out or skill.name in dropped:
+            out.pop(skill.name, None)
+            dropped[skill.name] = Dropped(skill.name, "the skill is listed twice")
+            continue
         out[skill.name] = skill
-    return out, uid
+    return Declarations(out, uid, dropped)
 
 
 def _child(account: procs.Account, roots: tuple[str, ...], out_w: int) -> None:  # pragma: no cover - child
@@ -200,10 +260,10 @@ def read(account: procs.Account, roots: tuple[str, ...], reaper: procs.Reaper, *
         status = reaper.wait(pid, 5.0)
     if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         raise DeclaredError(f"the declarations helper failed (status {status})")
-    skills, uid = check_document(data)
-    if uid != account.uid:
-        raise DeclaredError(f"the declarations helper ran as uid {uid}, not {account.uid}")
-    return Declarations(skills, uid)
+    found = check_document(data)
+    if found.parsed_as != account.uid:
+        raise DeclaredError(f"the declarations helper ran as uid {found.parsed_as}, not {account.uid}")
+    return found
 
 
 def _collect(fd: int, timeout: float) -> bytes:

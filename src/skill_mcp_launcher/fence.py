@@ -7,9 +7,10 @@ name the three uids. Anything else is a failed fence, and the launcher runs no s
 
 from __future__ import annotations
 
-import json
 import subprocess
 from typing import Any
+
+from skill_mcp import jsonbound
 
 NFT = "/usr/sbin/nft"
 RULESET = "/etc/skill-mcp/skill-mcp.nft"
@@ -35,7 +36,11 @@ def _nft(*args: str, timeout: float = 10.0) -> str:
 
 def load_and_verify(path: str = RULESET) -> None:
     _nft("-f", path)
-    verify(json.loads(_nft("-j", "list", "table", *TABLE)))
+    try:
+        listing = jsonbound.loads(_nft("-j", "list", "table", *TABLE))
+    except ValueError as exc:
+        raise FenceError(f"nft -j list table is not JSON: {exc}") from None
+    verify(listing)
 
 
 def verify(listing: dict[str, Any]) -> None:

@@ -12,14 +12,25 @@ dot, a wildcard or anything outside the DNS name syntax is dropped, so the filte
 ever name whole DNS host names. A run whose allowlist is empty still gets a proxy, which
 answers 403 to everything: a refused host is "403 or timeout" from inside a script, never a
 connection refusal that would tell a refused name from a dropped address.
+
+Tinyproxy takes no listening socket from its parent, so the launcher cannot hold the port for
+it; ``judge`` instead proves, before a run, that every listener on the port (any address,
+IPv4 and IPv6, from ``/proc/net/tcp*``) is a socket of the tinyproxy just started (its uid
+and its inode), and the ruleset drops loopback packets from the port that a proxy-uid socket
+did not send. Which ports the proxy may fetch from (80 and 443) is the ruleset's rule too, so
+it does not depend on tinyproxy's parsing of a request line. See docs/deploy.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
+import socket
+import sys
 from dataclasses import dataclass
+from enum import Enum
 
 PROXY_PORT = 8888
 TINYPROXY = "/usr/bin/tinyproxy"
@@ -77,7 +88,8 @@ def write_config(run_dir: str, hosts: tuple[str, ...], *, port: int = PROXY_PORT
         "FilterType ere",
         "FilterURLs No",
         "FilterDefaultDeny Yes",
-        # HTTPS only through CONNECT to 443; plain HTTP requests are filtered the same way.
+        # HTTPS only through CONNECT to 443; plain HTTP requests are filtered by host the same
+        # way, and the ruleset lets the proxy uid reach only TCP 80 and 443 (and DNS).
         "ConnectPort 443",
         "",
     ]))
@@ -90,19 +102,87 @@ def _write(path: str, text: str) -> None:
         fh.write(text)
 
 
-def listening(port: int = PROXY_PORT) -> bool:
-    """True when something listens on 127.0.0.1:``port`` (read from /proc, no packet sent)."""
-    want = f"0100007F:{port:04X}"
-    try:
-        with open("/proc/net/tcp", encoding="ascii") as fh:
-            next(fh, None)
-            for line in fh:
-                parts = line.split()
-                if len(parts) > 3 and parts[1] == want and parts[3] == "0A":
-                    return True
-    except OSError:
-        return False
-    return False
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One TCP socket in LISTEN state, as the kernel's ``/proc/net/tcp`` or ``tcp6`` shows it."""
+
+    address: str  # the local address, printed: "127.0.0.1", "0.0.0.0", "::", "::ffff:127.0.0.1"
+    port: int
+    uid: int  # the socket's owner: the fsuid of the process that created it
+    inode: int
+
+
+_LISTEN = "0A"
+
+
+def _address(hex_addr: str) -> str:
+    # The kernel prints each 32-bit word of the address as a native-endian integer.
+    raw = b"".join(int(hex_addr[i:i + 8], 16).to_bytes(4, sys.byteorder) for i in range(0, len(hex_addr), 8))
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+
+
+def parse_listeners(text: str, port: int) -> tuple[Listener, ...]:
+    """The LISTEN sockets on ``port`` in one ``/proc/net/tcp`` or ``tcp6`` text (any address)."""
+    found = []
+    for line in text.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) < 10 or parts[3] != _LISTEN or ":" not in parts[1]:
+            continue
+        hex_addr, hex_port = parts[1].rsplit(":", 1)
+        try:
+            if int(hex_port, 16) != port:
+                continue
+            found.append(Listener(_address(hex_addr), port, int(parts[7]), int(parts[9])))
+        except ValueError:
+            continue
+    return tuple(found)
+
+
+def read_listeners(port: int = PROXY_PORT) -> tuple[Listener, ...]:
+    """Every LISTEN socket on ``port``, IPv4 and IPv6, any address (read from /proc, no packet sent)."""
+    found: list[Listener] = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as fh:
+                found.extend(parse_listeners(fh.read(), port))
+        except OSError:
+            continue  # no IPv6 in this kernel: nothing can listen there either
+    return tuple(found)
+
+
+def socket_inodes(fd_dir: str) -> frozenset[int]:
+    """The socket inodes among a process's descriptors (``/proc/<pid>/fd``'s ``socket:[N]`` links)."""
+    inodes = set()
+    for name in os.listdir(fd_dir):
+        with contextlib.suppress(OSError):
+            link = os.readlink(os.path.join(fd_dir, name))
+            if link.startswith("socket:[") and link.endswith("]"):
+                inodes.add(int(link[8:-1]))
+    return frozenset(inodes)
+
+
+class Verdict(Enum):
+    OURS = "ours"  # the proxy's own socket listens on 127.0.0.1, and nothing else on the port
+    WAIT = "wait"  # nothing listens yet
+    FOREIGN = "foreign"  # a socket the proxy does not hold is bound to the port
+
+
+def judge(listeners: tuple[Listener, ...], proxy_uid: int, inodes: frozenset[int] | None = None,
+          ) -> tuple[Verdict, str]:
+    """Is the listener on the proxy's port the proxy's, and the only one? (pure; table-tested)
+
+    Every LISTEN socket on the port, on any address and in either family, must be owned by
+    the proxy uid - and, once ``inodes`` (the proxy process's own socket inodes) are known,
+    be one of them; one listens on 127.0.0.1, the only address scripts may reach.
+    """
+    for one in listeners:
+        if one.uid != proxy_uid:
+            return Verdict.FOREIGN, f"uid {one.uid} listens on {one.address}:{one.port}"
+        if inodes is not None and one.inode not in inodes:
+            return Verdict.FOREIGN, f"a socket the proxy does not hold listens on {one.address}:{one.port}"
+    if not any(one.address == "127.0.0.1" for one in listeners):
+        return Verdict.WAIT, "nothing listens on 127.0.0.1 yet"
+    return Verdict.OURS, "the proxy's own socket is the only listener"
 
 
 def argv(files: ProxyFiles) -> list[str]:

@@ -152,6 +152,14 @@ def _readline(proc: subprocess.Popen[bytes], timeout: float) -> bytes:
     return proc.stdout.readline()
 
 
+# The web peer answers on 80 and on ALT_WEB_PORT (a port the proxy must never fetch from).
+ALT_WEB_PORT = 8080
+WEB_PEER = ("import http.server, threading\n"
+            f"for port in (80, {ALT_WEB_PORT}):\n"
+            "    server = http.server.ThreadingHTTPServer(('', port), http.server.SimpleHTTPRequestHandler)\n"
+            "    threading.Thread(target=server.serve_forever).start()\n")
+
+
 @pytest.fixture(scope="session")
 def peers(image: str) -> Iterator[dict[str, Any]]:
     """A test network with a web peer (aliases allowed.test, other.test) and a logging DNS peer."""
@@ -160,7 +168,7 @@ def peers(image: str) -> Iterator[dict[str, Any]]:
 
     with Network() as net:
         web = (DockerContainer(image).with_network(net).with_network_aliases("allowed.test", "other.test")
-               .with_kwargs(entrypoint=["/usr/bin/python3"]).with_command(["-m", "http.server", "80"]))
+               .with_kwargs(entrypoint=["/usr/bin/python3"]).with_command(["-c", WEB_PEER]))
         with web:
             web_ip = _ip(web, net.name)
             dns = (DockerContainer(image).with_network(net).with_volume_mapping(str(HELPERS), "/helpers", "ro")
@@ -188,10 +196,10 @@ def _wait_log(container: Any, marker: str, timeout: float = 30) -> None:
     raise TimeoutError(f"{marker!r} never appeared in the peer's log")
 
 
-def _wait_http(image: str, network: str, timeout: float = 30) -> None:
-    """The web peer answers (checked from a throwaway container on the same network)."""
+def _wait_http(image: str, network: str, timeout: float = 30, url: str = "http://allowed.test/") -> None:
+    """The web peer answers ``url`` (checked from a throwaway container on the same network)."""
     probe = ("import urllib.request,time\nfor _ in range(300):\n try:\n  urllib.request.urlopen("
-             "'http://allowed.test/',timeout=1); break\n except Exception: time.sleep(0.1)\n")
+             f"'{url}',timeout=1); break\n except Exception: time.sleep(0.1)\nelse: raise SystemExit(1)\n")
     subprocess.run(["docker", "run", "--rm", "--network", network, "--entrypoint", "/usr/bin/python3", image,
                     "-c", probe], capture_output=True, timeout=timeout + 30, check=True)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.appliance.conftest import Appliance, dns_queries
+from tests.appliance.conftest import ALT_WEB_PORT, Appliance, _wait_http, dns_queries
 
 pytestmark = pytest.mark.appliance
 
@@ -49,6 +49,17 @@ def test_run_without_the_host_in_its_allowlist_gets_403(appliance: Appliance) ->
     # The same script, the same host; only the run's accepted egress differs.
     assert appliance.run("net", "proxy", "http://allowed.test/", skill="quiet")["out"] == {"status": 403}
     assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}
+
+
+def test_plain_http_through_the_proxy_cannot_reach_another_port_of_an_allowed_host(
+        appliance: Appliance, image: str, peers: dict[str, Any]) -> None:
+    # The peer does serve that port (seen from a throwaway container on the test network) ...
+    _wait_http(image, peers["network"], url=f"http://allowed.test:{ALT_WEB_PORT}/")
+    # ... but a run whose allowlist names the host reaches only its web ports through the proxy.
+    other = appliance.run("net", "proxy", f"http://allowed.test:{ALT_WEB_PORT}/", "20", egress=ALLOWED)
+    assert other["ok"] and other["out"].get("status") not in (None, 200), other["out"]
+    # The positive control: port 80 of the same host, in the same kind of run.
+    assert appliance.run("net", "proxy", "http://allowed.test:80/", egress=ALLOWED)["out"] == {"status": 200}
 
 
 def test_https_connect_to_a_refused_host_gets_403(appliance: Appliance) -> None:

@@ -19,7 +19,8 @@ import pytest
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.grantrules import FORBIDDEN_EXACT
-from skill_mcp_launcher import checks, declared, policy
+from skill_mcp_launcher import checks, declared, policy, procs
+from skill_mcp_launcher.broker import Broker
 from skill_mcp_launcher.sandbox import Job
 
 PY = "/usr/bin/python3.11"
@@ -62,9 +63,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def skills(root: Path) -> dict[str, declared.DeclaredSkill]:
     out = subprocess.run([sys.executable, "-I", "-m", "skill_mcp.runner.declared"], capture_output=True,
                          env={"SKILLS_DIR": str(root), "PATH": "/usr/bin:/bin"}, timeout=60, check=True)
-    found, uid = declared.check_document(out.stdout)
-    assert uid == os.getuid() and set(found) == {"s", "t"}
-    return found
+    found = declared.check_document(out.stdout)
+    assert found.parsed_as == os.getuid() and set(found.skills) == {"s", "t"} and not found.dropped
+    return dict(found.skills)
 
 
 def decide(root: Path, skills: dict[str, declared.DeclaredSkill], raw: dict[str, Any],
@@ -172,14 +173,24 @@ def test_a_changed_skill_md_is_seen_by_a_stat(root: Path, skills: dict[str, Any]
         path.write_text(SKILL_MD, encoding="utf-8")
 
 
-BAD_DOCUMENTS = [
-    b"not json", b"[]", b'{"uid": 0}', b'{"uid": "0", "skills": []}',
-    b'{"uid": 0, "skills": [{"name": "s"}]}',
-    b'{"uid": 0, "skills": [{"name": "s", "directory": "rel", "skillMd": [1,2,3,4,5], "egress": [], "scripts": []}]}',
-    b'{"uid": 0, "skills": [{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], '
-    b'"scripts": [{"script": "a", "interpreter": "python", "env": ["A=B"], "timeout": 1}]}]}',
-    b'{"uid": 0, "skills": [{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], '
-    b'"scripts": [{"script": "a", "interpreter": "python", "env": [], "timeout": true}]}]}',
+BAD_DOCUMENTS = [b"not json", b"[]", b'{"uid": 0}', b'{"uid": "0", "skills": []}']
+GOOD_ENTRY = (b'{"name": "g", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], '
+              b'"scripts": [{"script": "a", "interpreter": "python", "env": ["A"], "timeout": 1}]}')
+BAD_ENTRIES = [
+    b'{"name": "s"}',
+    b'{"name": "s", "directory": "rel", "skillMd": [1,2,3,4,5], "egress": [], "scripts": []}',
+    b'{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], '
+    b'"scripts": [{"script": "a", "interpreter": "python", "env": ["A=B"], "timeout": 1}]}',
+    b'{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], '
+    b'"scripts": [{"script": "a", "interpreter": "python", "env": [], "timeout": true}]}',
+    # Past the bounds the catalog enforces too: 257 hosts, 257 scripts, a 33-character interpreter.
+    b'{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": ['
+    + b",".join(b'"h%d.example"' % i for i in range(257)) + b'], "scripts": []}',
+    b'{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], "scripts": ['
+    + b",".join(b'{"script": "a%d", "interpreter": "python", "env": [], "timeout": 1}' % i for i in range(257))
+    + b"]}",
+    b'{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], '
+    b'"scripts": [{"script": "a", "interpreter": "' + b"p" * 33 + b'", "env": [], "timeout": 1}]}',
 ]
 
 
@@ -187,9 +198,42 @@ BAD_DOCUMENTS = [
 def test_helper_output_out_of_shape_is_refused(raw: bytes) -> None:
     with pytest.raises(declared.DeclaredError):
         declared.check_document(raw)
-    good = (b'{"uid": 0, "skills": [{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], '
-            b'"scripts": [{"script": "a", "interpreter": "python", "env": ["A"], "timeout": 1}]}]}')
-    assert set(declared.check_document(good)[0]) == {"s"}  # positive control
+    assert set(declared.check_document(b'{"uid": 0, "skills": [' + GOOD_ENTRY + b"]}").skills) == {"g"}
+
+
+@pytest.mark.parametrize("entry", BAD_ENTRIES)
+def test_one_skill_out_of_shape_cannot_stop_the_other_skills(entry: bytes) -> None:
+    found = declared.check_document(b'{"uid": 0, "skills": [' + entry + b", " + GOOD_ENTRY + b"]}")
+    assert set(found.skills) == {"g"}  # the positive control: the neighbour stays runnable
+    assert set(found.dropped) == {"s"} and found.dropped["s"].detail
+
+
+def test_broker_refuses_only_the_dropped_skill_and_asks_the_helper_nothing_while_it_is_unchanged(
+        tmp_path: Path) -> None:
+    keys = {}
+    for name in ("good", "bad"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "SKILL.md").write_text("x", encoding="utf-8")
+        st = os.stat(tmp_path / name / "SKILL.md")
+        keys[name] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    good = declared.DeclaredSkill("good", str(tmp_path / "good"), keys["good"], (), ())
+    bad = declared.Dropped("bad", "egress is not a list of at most 256 entries", str(tmp_path / "bad"), keys["bad"])
+    users = procs.Users(*(procs.Account(n, u, u) for n, u in (("s", 65001), ("c", 65002), ("p", 65003))))
+    broker = Broker(users=users, reaper=procs.Reaper(), roots=(str(tmp_path),), interpreters={}, fence_ok=True,
+                    fence_detail="", grants=policy.Grants("declaration"), environ={},
+                    parse_user=procs.Account("x", 65004, 65004),
+                    declarations=declared.Declarations({"good": good}, 65004, {"bad": bad}))
+    with pytest.raises(SkillMcpError) as info:
+        broker._skills("bad")
+    assert str(info.value.reason) == "undeclared-script" and "256" in info.value.detail
+    assert set(broker._skills("good")) == {"good"}  # the positive control: the neighbour is there
+    # No helper was asked again: the declarations are still the ones given (a re-read replaces them).
+    assert broker.declarations is not None and set(broker.declarations.dropped) == {"bad"}
+
+
+def test_a_name_listed_twice_is_dropped_both_times() -> None:
+    found = declared.check_document(b'{"uid": 0, "skills": [' + GOOD_ENTRY + b", " + GOOD_ENTRY + b"]}")
+    assert dict(found.skills) == {} and set(found.dropped) == {"g"}
 
 
 def test_run_env_fixes_the_broker_owned_names() -> None:

@@ -55,7 +55,8 @@ def test_hosted_default_runs_nothing_and_still_serves_instructions(image: str) -
     async def go() -> None:
         async with served(image) as client:
             load = await client.call_tool("skill_load", {"name": "probe"})
-            assert not load.is_error and "Test-only skill" in json.dumps(load.structured_content)
+            # SKILL.md (the instructions) travels once, as the content's resource block.
+            assert not load.is_error and "Test-only skill" in load.content[0].resource.text
             refused = await run_confirmed(client, ["id"])
             assert refused["reason"] == "not-granted"
         # Positive control: the same call with the owner's grant runs, as the script uid.

@@ -81,6 +81,27 @@ async def test_token_flow_runs_once_and_refuses_each_misuse(skills: Path, era: s
     assert marker(skills).read_text() == "ran\n"  # exactly once
 
 
+async def test_a_token_confirmed_in_another_server_process_says_so_and_names_the_fix(skills: Path, era: str) -> None:
+    """A client that starts one server per call (langchain-mcp-adapters over stdio by default):
+    the preview comes from one process, the confirmation goes to the next."""
+    call = {"skill": "demo", "script": "scripts/echo.py", "args": [str(marker(skills))]}
+    async with connect([skills], era) as client:
+        _, first = await run(client, **call)
+    async with connect([skills], era) as client:
+        err, out = await run(client, **call, confirmToken=first["confirmToken"])
+        assert err and out["reason"] == Refusal.TOKEN_INVALID == "TOKEN_INVALID"
+        assert out["mintedBy"] == "another-process"
+        assert "another server process" in out["detail"]
+        assert "one session with one server process" in out["detail"] and "elicitation" in out["detail"]
+        # Positive control: a token this process minted runs, and a mangled one is only "malformed".
+        _, again = await run(client, **call)
+        err, out = await run(client, **call, confirmToken=again["confirmToken"] + "x")
+        assert err and out["reason"] == Refusal.TOKEN_INVALID and "another-process" not in json.dumps(out)
+        err, out = await run(client, **call, confirmToken=again["confirmToken"])
+        assert not err and out["status"] == "ok"
+    assert marker(skills).read_text() == "ran\n"  # the one run, in the process that minted its token
+
+
 async def test_a_script_changed_between_preview_and_run_is_refused(skills: Path, era: str) -> None:
     async with connect([skills], era) as client:
         _, first = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))])

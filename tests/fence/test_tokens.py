@@ -65,6 +65,31 @@ def test_a_token_from_another_process_key_is_invalid() -> None:
     assert check_reason(TokenBook(), token, b"p") == Refusal.TOKEN_INVALID
 
 
+def test_a_token_from_another_process_says_where_it_came_from_and_how_to_confirm() -> None:
+    token = TokenBook().mint(b"p")
+    with pytest.raises(SkillMcpError) as info:
+        TokenBook().check(token, b"p")
+    assert info.value.reason == Refusal.TOKEN_INVALID
+    assert info.value.data == {"mintedBy": "another-process"}
+    assert "another server process" in info.value.detail and "elicitation" in info.value.detail
+
+
+def test_the_other_process_wording_never_lets_a_token_pass() -> None:
+    # A payload re-signed with nothing but a foreign key id is still refused, and a token
+    # naming this book's own key id with a bad MAC is only "malformed" (no other-process story).
+    book = TokenBook(clock=Clock())
+    body, mac = book.mint(b"p").split(".")
+    payload = json.loads(base64.urlsafe_b64decode(body + "=="))
+    for key_id, story in ((payload["k"], False), ("0" * 16, True)):
+        forged_payload = {**payload, "k": key_id, "exp": payload["exp"] + 1}
+        forged = base64.urlsafe_b64encode(json.dumps(forged_payload).encode()).rstrip(b"=").decode() + "." + mac
+        with pytest.raises(SkillMcpError) as info:
+            book.check(forged, b"p")
+        assert info.value.reason == Refusal.TOKEN_INVALID
+        assert ("mintedBy" in info.value.data) is story
+    assert book.check(book.mint(b"p"), b"p")  # positive control
+
+
 def test_a_forged_payload_with_a_later_expiry_is_invalid() -> None:
     book = TokenBook(clock=Clock())
     body, mac = book.mint(b"p").split(".")

@@ -21,7 +21,7 @@ async def test_serve_without_arguments_serves_the_bundled_skills(era: str) -> No
         assert [p for p in listed["problems"] if p["level"] == "error"] == []
         first = listed["skills"][0]["name"]
         loaded = await client.call_tool("skill_load", {"name": first})
-        assert not loaded.is_error and loaded.structured_content["instructions"].strip()
+        assert not loaded.is_error and loaded.content[0].resource.text.strip()
         assert (await skills_list(client))["skills"]
 
 

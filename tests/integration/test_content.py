@@ -149,6 +149,21 @@ async def test_directory_read_lists_direct_children_and_refuses_files(wire: Wire
             assert err.value.code == INVALID_PARAMS, uri
 
 
+async def test_directory_read_takes_a_trailing_slash_as_the_same_directory(wire: Wire) -> None:
+    async with wire.session() as client:
+        for canonical in ("skill://alpha/scripts", "skill://alpha/references/deep", "skill://alpha"):
+            slashed = await directory_read(client, canonical + "/")
+            assert slashed == await directory_read(client, canonical), canonical
+            assert slashed["resources"], canonical
+        # The children keep their canonical URIs (no slash), and a file is still not a directory.
+        assert {r["uri"] for r in (await directory_read(client, "skill://alpha/scripts/"))["resources"]} == {
+            "skill://alpha/scripts/hello.py"}
+        for uri in ("skill://alpha/SKILL.md/", "skill://alpha/scripts//", "skill://alpha/nope/", "skill://nope/"):
+            with pytest.raises(MCPError) as err:
+                await directory_read(client, uri)
+            assert err.value.code == INVALID_PARAMS, uri
+
+
 async def test_cacheable_results_carry_ttl_and_scope_in_the_2026_era(connect: Connect, skills_root: Path) -> None:
     async with connect(skills_root, "2026-07-28") as client:
         results = [

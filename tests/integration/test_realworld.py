@@ -43,4 +43,4 @@ async def test_every_skill_of_a_realistic_corpus_is_listed_loadable_and_publishe
             assert f"skill://{name}/SKILL.md" in {r["uri"] for r in root["resources"]}
         for name in on_disk:
             loaded = await client.call_tool("skill_load", {"name": name})
-            assert not loaded.is_error and loaded.structured_content["instructions"].strip()
+            assert not loaded.is_error and loaded.content[0].resource.text.strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -77,7 +78,6 @@ async def test_skill_load_returns_instructions_frontmatter_and_a_manifest_with_t
         result = await client.call_tool("skill_load", {"name": "alpha"})
         assert not result.is_error
         out = result.structured_content
-        assert out["instructions"].startswith("# Alpha")
         assert out["frontmatter"]["metadata"] == {"author": "tests", "version": "1.0"}
         by_path = {f["path"]: f for f in out["files"]}
         assert set(by_path) == set(ALPHA_FILES)
@@ -85,11 +85,14 @@ async def test_skill_load_returns_instructions_frontmatter_and_a_manifest_with_t
             assert entry["digest"] == sha256(skills_root / "alpha" / rel)
             assert entry["size"] == (skills_root / "alpha" / rel).stat().st_size
         assert by_path["SKILL.md"]["mimeType"] == "text/markdown"
-        # The text block is readable on its own: the instructions verbatim, then the manifest.
-        text = result.content[0].text
-        assert text.startswith("# Skill alpha (skill://alpha/SKILL.md)") and out["instructions"] in text
+        # SKILL.md verbatim, once, as a resource block; then the manifest the model reads, one a line.
+        skill_md, manifest = result.content
+        assert skill_md.type == "resource" and skill_md.resource.uri == "skill://alpha/SKILL.md"
+        assert skill_md.resource.text == (skills_root / "alpha" / "SKILL.md").read_text(encoding="utf-8")
+        assert "# Alpha" not in json.dumps(out) and "instructions" not in out  # the text is not repeated
+        assert manifest.text.startswith("# Skill alpha (skill://alpha/SKILL.md)")
         guide = by_path["references/guide.md"]
-        assert f"- references/guide.md (text/markdown, {guide['size']} bytes, {guide['digest']})" in text
+        assert f"- references/guide.md (text/markdown, {guide['size']} bytes)" in manifest.text
 
 
 async def test_skill_file_serves_a_mixed_batch_and_fails_only_the_bad_entries(wire: Wire) -> None:
@@ -108,17 +111,23 @@ async def test_skill_file_serves_a_mixed_batch_and_fails_only_the_bad_entries(wi
         out = result.structured_content
         assert [e["path"] for e in out["files"]] == paths
         guide, logo, escape, missing, big, notes = out["files"]
-        assert guide["text"] == "# Guide\n\nStep one.\n" and guide["encoding"] == "utf-8"
+        assert guide["encoding"] == "utf-8" and guide["digest"] == sha256(skills_root / "alpha/references/guide.md")
         assert logo["encoding"] == "base64" and logo["mimeType"] == "image/png"
-        assert base64.b64decode(logo["blob"]) == PNG and logo["digest"] == sha256(skills_root / "alpha/assets/logo.png")
+        assert logo["digest"] == sha256(skills_root / "alpha/assets/logo.png")
         assert escape["error"]["reason"] == "invalid-path"
         assert missing["error"]["reason"] == "not-found"
         assert big["error"]["reason"] == "file-too-large" and big["error"]["size"] == BIG
-        assert notes["text"] == "deep notes\n"
-        # The content blocks carry the same files once, readably: text verbatim, the image as an image.
-        text, image = result.content
-        assert "# Guide\n\nStep one.\n" in text.text and "refused (invalid-path)" in text.text
+        assert notes["size"] == len("deep notes\n")
+        # structuredContent is metadata; each file's body is in content once: text as a resource
+        # block, the image as an image block the model can see.
+        assert not [e for e in out["files"] if "text" in e or "blob" in e]
+        summary, guide_block, image, notes_block = result.content
+        assert "refused (invalid-path)" in summary.text and "references/guide.md" in summary.text
+        assert guide_block.resource.text == "# Guide\n\nStep one.\n"
+        assert guide_block.resource.uri == "skill://alpha/references/guide.md"
+        assert guide_block.resource.mime_type == "text/markdown"
         assert image.type == "image" and base64.b64decode(image.data) == PNG
+        assert notes_block.resource.text == "deep notes\n"
         assert (out["served"], out["failed"]) == (3, 3)
 
 
@@ -135,7 +144,7 @@ async def test_skill_file_refuses_a_batch_over_4_mib_whatever_the_order(wire: Wi
         if wire.transport == "stdio" or wire.era != "legacy":
             ok = await client.call_tool("skill_file", {"name": "bulk", "paths": parts[:4]})
             assert not ok.is_error and ok.structured_content["served"] == 4
-            assert ok.content[0].text.count("--- data/part") == 4
+            assert [b.resource.uri for b in ok.content[1:]] == [f"skill://bulk/{p}" for p in parts[:4]]
 
 
 async def test_skill_file_refuses_more_than_eight_paths(wire: Wire) -> None:
@@ -156,4 +165,4 @@ async def test_refusals_are_tool_errors_with_a_stable_reason(wire: Wire) -> None
         assert broken.is_error and broken.structured_content["reason"] == "unknown-skill"
         # The misnamed skill is still served by the tools, under its directory name.
         gamma = await client.call_tool("skill_load", {"name": "gamma"})
-        assert not gamma.is_error and gamma.structured_content["instructions"] == "Gamma body.\n"
+        assert not gamma.is_error and gamma.content[0].resource.text.endswith("Gamma body.\n")

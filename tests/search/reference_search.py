@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from skill_mcp.search.index import FIELD_LABELS, NO_SECTION, Field, Hit, SearchIndex
-from skill_mcp.search.text import query_terms
+from skill_mcp.search.text import QueryTerm, query_terms
 
 
 def search(index: SearchIndex, query: str, limit: int = 10) -> list[Hit]:
@@ -38,20 +38,25 @@ def search(index: SearchIndex, query: str, limit: int = 10) -> list[Hit]:
     return [_hit(index, doc, scores[doc], qterms, rows) for doc in best]
 
 
-def _hit(index: SearchIndex, doc: int, score: float, qterms: dict[str, tuple[float, str]],
+def _labels(mask: int) -> tuple[str, ...]:
+    return tuple(FIELD_LABELS[f] for f in Field if mask & (1 << f))
+
+
+def _hit(index: SearchIndex, doc: int, score: float, qterms: dict[str, QueryTerm],
          rows: dict[str, dict[int, tuple[float, int, int]]]) -> Hit:
-    """Which words matched (in term order), in which fields, and the section most of them point at."""
-    mask, matched, votes = 0, [], Counter[int]()
+    """Which words matched (in term order), how and in which fields, and the section most of them point at."""
+    mask, matched, why, votes = 0, [], [], Counter[int]()
     for term in sorted(rows):
         if doc not in rows[term]:
             continue
         _, field_mask, section = rows[term][doc]
         mask |= field_mask
-        if qterms[term][1] not in matched:
-            matched.append(qterms[term][1])
+        why.append((qterms[term].label(term), _labels(field_mask)))
+        if qterms[term].word not in matched:
+            matched.append(qterms[term].word)
         if section != NO_SECTION:
             votes[section] += 1
     heads = index.headings[doc]
     section = min(votes, key=lambda s: (-votes[s], s)) if votes else NO_SECTION
-    return Hit(name=index.names[doc], score=round(score, 6), fields=tuple(FIELD_LABELS[f] for f in Field if mask & (1 << f)),
-               matched=tuple(matched), section=heads[section] if section < len(heads) else None)
+    return Hit(name=index.names[doc], score=round(score, 6), fields=_labels(mask), matched=tuple(matched),
+               section=heads[section] if section < len(heads) else None, why=tuple(why))

@@ -90,18 +90,18 @@ def test_stop_words_are_dropped_from_terms() -> None:
 
 def test_query_terms_add_aliases_at_reduced_weight_and_keep_what_was_typed() -> None:
     q = query_terms("budget in excel")
-    assert q["excel"] == (1.0, "excel")
-    assert q["xlsx"][0] < 1.0 and q["xlsx"][1] == "excel"
+    assert q["excel"] == (1.0, "excel", "excel", False)
+    assert q["xlsx"][0] < 1.0 and q["xlsx"][1:] == ("excel", "xlsx", True)
     typed_and_alias = query_terms("excel xlsx")
     assert typed_and_alias["xlsx"][0] == 1.0  # a typed word is never downgraded to an alias
 
 
 def test_phrases_add_related_words_and_idioms_and_generic_words_count_less() -> None:
     q = query_terms("carry out the plan we wrote")
-    assert q[stem("execute")] == (0.8, "carry out")  # a two-word phrase, stop word included
-    assert q["plan"] == (1.0, "plan")
+    assert q[stem("execute")] == (0.8, "carry out", "execute", True)  # a two-word phrase, stop word included
+    assert q["plan"] == (1.0, "plan", "plan", False)
     assert q[stem("carry")][0] < 0.5  # an idiom's words mean nothing alone
-    assert q[stem("write")] == (0.5, "wrote")  # a past form names what exists, not the task
+    assert q[stem("write")] == (0.5, "wrote", "wrote", False)  # a past form names what exists, not the task
     assert query_terms("think it through")[stem("think")][0] < 1.0  # generic words count less
     assert query_terms("my test keeps failing")[stem("debug")][1] == "failing"  # a symptom suggests its cure
     assert query_terms("second branch")[stem("worktree")][1] == "second branch"
@@ -112,7 +112,7 @@ def test_cues_for_one_related_word_combine_but_stay_below_a_typed_word() -> None
     assert query_terms("my test keeps failing and I don't know why")[stem("debug")][0] == 0.75  # two cues
     many = query_terms("crash bug weird strange failing broken, no idea why, track it down")
     assert many[stem("debug")][0] == 0.9  # capped
-    assert query_terms("debug this crash")[stem("debug")] == (1.0, "debug")  # typed stays typed
+    assert query_terms("debug this crash")[stem("debug")] == (1.0, "debug", "debug", False)  # typed stays typed
 
 
 def test_every_related_word_is_a_term_and_no_entry_relates_a_word_to_itself() -> None:

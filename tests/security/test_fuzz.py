@@ -158,7 +158,10 @@ FRAMES = st.one_of(st.binary(max_size=64),
                    st.builds(lambda body: struct.pack(">I", len(body)) + body, st.binary(max_size=64)),
                    st.builds(lambda obj: protocol.encode(obj) if isinstance(obj, dict) else
                              struct.pack(">I", 4) + b"null", JSONISH),
-                   st.builds(lambda n: struct.pack(">I", n), st.integers(0, 2**32 - 1)))
+                   st.builds(lambda n: struct.pack(">I", n), st.integers(0, 2**32 - 1)),
+                   # Nesting far past what any request needs (the decoder recurses per level).
+                   st.builds(lambda depth, opener: (lambda body: struct.pack(">I", len(body)) + body)(
+                       (opener * depth).encode()), st.integers(60, 5000), st.sampled_from(["[", '{"a":'])))
 
 
 @FUZZ

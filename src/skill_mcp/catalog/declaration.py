@@ -7,7 +7,10 @@ A declaration narrows; it never grants. Rules:
 * unknown keys at any level are ignored and reported by name (``declaration-unknown-key``);
 * a block that does not parse, or a field of the wrong type, is reported with the parser's
   position (``declaration-invalid``) and costs the skill its scripts - never its
-  instructions, never the listing.
+  instructions, never the listing;
+* so is a block past the bounds the appliance's broker holds (``grantrules.DECLARATION_BOUNDS``:
+  how many scripts, hosts and variables, how long a script path or an interpreter name), so a
+  declaration that validates is one the broker accepts.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skill_mcp.catalog.frontmatter import FrontmatterError, HostChunk, check_json_safe, parse_yaml
+from skill_mcp.grantrules import DECLARATION_BOUNDS as BOUNDS
 from skill_mcp.limits import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 from skill_mcp.limits import KNOWN as INTERPRETER_NAMES
 from skill_mcp.models import Declaration, EnvField, ScriptDecl
@@ -61,12 +65,18 @@ def _unknown(where: str, value: Mapping[str, Any], known: frozenset[str]) -> lis
     return [f"{where}.{key}" for key in value if key not in known]
 
 
-def _str_list(value: Any, where: str) -> tuple[str, ...]:
+def _str_list(value: Any, where: str, bound: int) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise DeclarationError(f"{where} must be a list of strings")
+    _at_most(value, where, bound)
     return tuple(value)
+
+
+def _at_most(value: list[Any], where: str, bound: int) -> None:
+    if len(value) > bound:
+        raise DeclarationError(f"{where} has {len(value)} entries; a declaration may name at most {bound}")
 
 
 def _major(version: Any) -> int:
@@ -89,12 +99,14 @@ def _run_row(row: Any, index: int, unknown: list[str]) -> ScriptDecl:
     script, interpreter = row.get("script"), row.get("interpreter")
     if not isinstance(script, str):
         raise DeclarationError(f"{where}.script must be a string path")
+    if len(script) > BOUNDS.script_chars:
+        raise DeclarationError(f"{where}.script is longer than {BOUNDS.script_chars} characters")
     problem = relpath_problem(script, allow_leading_dash=False)
     if problem is not None:
         raise DeclarationError(f"{where}.script {script!r}: {problem}")
-    if not isinstance(interpreter, str) or not interpreter:
+    if not isinstance(interpreter, str) or not interpreter or len(interpreter) > BOUNDS.interpreter_chars:
         raise DeclarationError(f"{where}.interpreter must name an interpreter ({', '.join(INTERPRETER_NAMES)})")
-    env = _str_list(row.get("env"), f"{where}.env")
+    env = _str_list(row.get("env"), f"{where}.env", BOUNDS.names)
     for name in env:
         if not ENV_NAME.match(name):
             raise DeclarationError(f"{where}.env names {name!r}, which is not a variable name")
@@ -134,6 +146,7 @@ def build_declaration(block: Any) -> tuple[Declaration, list[str]]:
     run_value = block.get("run") or []
     if not isinstance(run_value, list):
         raise DeclarationError("mcp-host.run must be a list")
+    _at_most(run_value, "mcp-host.run", BOUNDS.scripts)
     run = tuple(_run_row(row, i, unknown) for i, row in enumerate(run_value))
     seen: set[str] = set()
     for row in run:
@@ -143,8 +156,9 @@ def build_declaration(block: Any) -> tuple[Declaration, list[str]]:
     env_value = block.get("env") or []
     if not isinstance(env_value, list):
         raise DeclarationError("mcp-host.env must be a list")
+    _at_most(env_value, "mcp-host.env", BOUNDS.names)
     env = tuple(_env_row(row, i, unknown) for i, row in enumerate(env_value))
-    egress = _str_list(block.get("egress"), "mcp-host.egress")
+    egress = _str_list(block.get("egress"), "mcp-host.egress", BOUNDS.hosts)
     for host in egress:
         if not HOSTNAME.match(host) or host.rsplit(".", 1)[-1].isdigit():
             raise DeclarationError(f"mcp-host.egress names {host!r}, which is not a lowercase host name (no IP literals, no wildcards)")

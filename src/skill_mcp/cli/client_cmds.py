@@ -24,6 +24,7 @@ from skill_mcp.cli.output import emit, emit_json, warn
 ARGS_MAX_CHARS = 1024 * 1024
 # The skillmcp design notes' tool names (surfaces.seed_tools), offered only with SKILL_MCP_COMPAT.
 SEED_TOOLS = frozenset({"list_packs", "search_skills", "get_skill"})
+BODY_TOOLS = frozenset({"skill_file", "skill_load"})  # their file text is in content, not structuredContent
 CALL_TIMEOUT_S = 330.0  # above skill_run's hard 300 s ceiling, so a run always answers first
 
 
@@ -205,11 +206,13 @@ def run_call(args: argparse.Namespace) -> int:
         emit_json(out)
     elif finished is not None:
         _print_run(finished)
-    elif "structuredContent" in out:
+    elif "structuredContent" in out and args.tool not in BODY_TOOLS:
         emit(json.dumps(out["structuredContent"], indent=2, sort_keys=True, ensure_ascii=False))
     else:
+        # File bodies travel in content only (structuredContent is their metadata): print them.
         for item in out["content"]:
-            emit(item.get("text", json.dumps(item, sort_keys=True)))
+            text = item.get("text", (item.get("resource") or {}).get("text"))
+            emit(text if isinstance(text, str) else json.dumps(item, sort_keys=True))
     if not args.json and out.get("saved") is not None:
         warn(f"skill-mcp: saved {len(out['saved'])} output file(s) to {args.out}"
              + "".join(f"\n  {path}" for path in out["saved"]))

@@ -39,7 +39,13 @@ def _token(args: argparse.Namespace) -> str | None:
             raise exits.CliError(exits.UNAVAILABLE, f"cannot read --token-file: {err.strerror}") from err
         if len(raw) > TOKEN_FILE_MAX_BYTES:
             raise exits.CliError(exits.USAGE, "--token-file is larger than 4 KiB")
-        return raw.decode("utf-8", "replace").strip() or None
+        token = raw.decode("utf-8", "replace").strip()
+        if not token:
+            # Said as such: "needs a bearer token" would send the reader looking for a missing
+            # setting when the file is there and holds nothing.
+            raise exits.CliError(exits.USAGE, f"--token-file {args.token_file}: the token file is empty; "
+                                 "write the token into it (at least 16 visible ASCII characters)")
+        return token
     return os.environ.get("MCP_HTTP_TOKEN") or None
 
 

@@ -43,6 +43,13 @@ class ShimGone(Exception):
     """The shim exited before it reached ``execve``; the run never started in it."""
 
 
+# A shim failure line starts with the exception's type name; ``BlockingIOError`` is EAGAIN, which
+# ``execve`` after the uid drop returns when that uid is at RLIMIT_NPROC. The refusal carries it
+# as ``errno`` so the spawner, which knows the identity and the limit, can say what to change.
+_EAGAIN_LINE = b"BlockingIOError:"
+EAGAIN = "EAGAIN"
+
+
 async def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -109,7 +116,8 @@ class Shim:
         except OSError as exc:
             for fd in ours:
                 os.close(fd)
-            raise SkillMcpError(Refusal.SPAWN_FAILED, f"could not start the script: {exc.strerror}") from None
+            data = {"errno": EAGAIN} if isinstance(exc, BlockingIOError) else {}
+            raise SkillMcpError(Refusal.SPAWN_FAILED, f"could not start the script: {exc.strerror}", data) from None
         finally:
             for fd in (out_w, err_w, cfg_r, st_w):
                 os.close(fd)
@@ -150,7 +158,8 @@ class Shim:
         if failure:
             self.proc.wait()  # it exits right after writing the line
             raise SkillMcpError(Refusal.SPAWN_FAILED, "could not start the script: "
-                                + failure.decode(errors="replace"))
+                                + failure.decode(errors="replace"),
+                                {"errno": EAGAIN} if failure.startswith(_EAGAIN_LINE) else {})
 
     def discard(self) -> None:
         """Kill it (its group: the process leads one), reap it, close every end. Idempotent."""

@@ -50,7 +50,7 @@ from skill_mcp.limits import SCRIPT_OOM_SCORE_ADJ, STANDALONE, Capture, run_stat
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
 from skill_mcp.runner.script_env import run_env
-from skill_mcp.runner.shim import KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
+from skill_mcp.runner.shim import EAGAIN, KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, RunPlan, RunResult
 from skill_mcp.trees import NotRemoved, remove_tree
 
@@ -75,6 +75,47 @@ class UserDrop:
 
     def describe(self) -> str:
         return f"{self.name} (uid {self.uid}, gid {self.gid}, no supplementary groups, no-new-privileges)"
+
+
+def tasks_of_uid(uid: int) -> int | None:
+    """How many processes and threads run as ``uid`` now (what RLIMIT_NPROC counts), from
+    ``/proc``; ``None`` when it cannot be read. Only called to word a refusal."""
+    total = 0
+    try:
+        pids = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
+                status = dict(line.split(":", 1) for line in handle if ":" in line)
+            if int(status["Uid"].split()[0]) == uid:
+                total += int(status["Threads"])
+    return total
+
+
+def process_limit_error(err: SkillMcpError, drop: UserDrop | None) -> SkillMcpError:
+    """``spawn-failed`` from EAGAIN, worded as what it is: the uid is at its process limit.
+
+    RLIMIT_NPROC counts every process and thread of a uid on the machine, not only this
+    server's: a script user shared with other software (``nobody`` often is) can be full before
+    the script starts.
+    """
+    data = {**err.data, "limit": "RLIMIT_NPROC"}
+    if drop is None:
+        return SkillMcpError(Refusal.SPAWN_FAILED, "could not start the script: the system refused a new process "
+                             "(EAGAIN): this server's user is at its process limit (RLIMIT_NPROC, which counts "
+                             "every process and thread of the user on this machine); end some, or raise the limit",
+                             data)
+    running = tasks_of_uid(drop.uid)
+    now = f", and has {running} now" if running is not None else ""
+    return SkillMcpError(
+        Refusal.SPAWN_FAILED,
+        f"could not start the script: the system refused a new process (EAGAIN) for the script user {drop.name} "
+        f"(uid {drop.uid}): scripts run with RLIMIT_NPROC {NPROC}, which counts every process and thread of that "
+        f"user on this machine, not only this server's{now}. Set SKILL_MCP_SCRIPT_USER to a user of its own for "
+        f"skill scripts, or end what else runs as {drop.name}",
+        {**data, "scriptUser": drop.name, "nproc": NPROC, **({"running": running} if running is not None else {})})
 
 
 @dataclass(slots=True)
@@ -222,7 +263,12 @@ class LocalSpawner:
             except ShimGone:
                 pass  # it died while it waited, before it touched the run: start one as if none were warm
         try:
-            return await self._hand_over(Shim.start(self.shim_python), cfg, started + plan.timeout_s)
+            cold = Shim.start(self.shim_python)
+        except SkillMcpError as err:
+            # The fork of the shim runs as this server's user, before any drop.
+            raise (process_limit_error(err, None) if err.data.get("errno") == EAGAIN else err) from None
+        try:
+            return await self._hand_over(cold, cfg, started + plan.timeout_s)
         except ShimGone:
             raise SkillMcpError(Refusal.SPAWN_FAILED, "could not start the script: the exec shim exited before "
                                 "it reached execve") from None
@@ -233,6 +279,11 @@ class LocalSpawner:
                 await shim.hand_over(cfg)
                 return shim
             raise SkillMcpError(Refusal.SPAWN_FAILED, "the script did not start within its timeout")
+        except SkillMcpError as err:
+            shim.discard()
+            if err.data.get("errno") == EAGAIN:
+                raise process_limit_error(err, self.drop) from None
+            raise
         except BaseException:
             shim.discard()
             raise

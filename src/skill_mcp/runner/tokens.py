@@ -1,8 +1,12 @@
 """Confirm tokens: a token is bound to one exact ``willRun`` and runs it once.
 
 ``token = b64url(payload) "." b64url(HMAC-SHA256(key, payload))`` where ``payload`` is the
-canonical JSON ``{"v": 1, "plan": sha256(canonical willRun), "exp": <unix s>, "n": <nonce>}``.
-The key is random per process, so a token never outlives the server that minted it.
+canonical JSON ``{"v": 1, "plan": sha256(canonical willRun), "exp": <unix s>, "n": <nonce>,
+"k": <key id>}``. The key is random per process, so a token never outlives the server that
+minted it. The key id is a one-way digest of the key: it lets a refusal say "minted by another
+server process" (a client that starts one server per call meets exactly that) instead of
+"malformed". It only chooses the words of a refusal, never whether a token passes: the MAC
+decides that, and a forged ``k`` buys a forger nothing but the other message.
 
 Checks, in order: the shape and the MAC (``TOKEN_INVALID``), the nonce already spent
 (``TOKEN_REUSED``), the expiry against the injected clock (``TOKEN_EXPIRED``), the plan the
@@ -28,6 +32,18 @@ from skill_mcp.reasons import Refusal
 DEFAULT_TTL_S = 600
 MAX_TOKEN_CHARS = 1024
 MAX_SPENT = 4096  # spent nonces kept until they expire; past this the oldest expired are dropped
+KEY_ID_CHARS = 16
+OTHER_PROCESS = (
+    "the confirm token was minted by another server process: each server process has its own key, so a "
+    "token is accepted only by the process that showed the preview. Keep the preview and the confirmation "
+    "in one session with one server process (a client that starts a new server for every call cannot "
+    "confirm this way), or use a client that answers the confirmation prompt (form elicitation)"
+)
+
+
+def key_id(key: bytes) -> str:
+    """A public name for ``key``: a domain-separated SHA-256, so it reveals nothing of the key."""
+    return hashlib.sha256(b"skill-mcp confirm-token key id\0" + key).hexdigest()[:KEY_ID_CHARS]
 
 
 def _b64(data: bytes) -> str:
@@ -49,7 +65,8 @@ class TokenBook:
 
     def mint(self, canonical_plan: bytes) -> str:
         payload = json.dumps({"v": 1, "plan": hashlib.sha256(canonical_plan).hexdigest(),
-                              "exp": int(self.clock() + self.ttl_s), "n": secrets.token_urlsafe(16)},
+                              "exp": int(self.clock() + self.ttl_s), "n": secrets.token_urlsafe(16),
+                              "k": key_id(self.key)},
                              sort_keys=True, separators=(",", ":")).encode()
         mac = hmac.new(self.key, payload, hashlib.sha256).digest()
         return f"{_b64(payload)}.{_b64(mac)}"
@@ -64,11 +81,25 @@ class TokenBook:
         except (binascii.Error, ValueError):
             raise invalid from None
         if not hmac.compare_digest(mac, hmac.new(self.key, payload, hashlib.sha256).digest()):
+            if self._minted_elsewhere(payload):
+                raise SkillMcpError(Refusal.TOKEN_INVALID, OTHER_PROCESS, {"mintedBy": "another-process"})
             raise invalid
         data = json.loads(payload)
         if not isinstance(data, dict) or data.get("v") != 1:
             raise invalid
         return data
+
+    def _minted_elsewhere(self, payload: bytes) -> bool:
+        """The payload is one of ours (shape and version) naming another key. Unauthenticated:
+        it is read only to word the refusal that follows either way."""
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            return False
+        if not isinstance(data, dict) or data.get("v") != 1:
+            return False
+        other = data.get("k")
+        return isinstance(other, str) and len(other) == KEY_ID_CHARS and other != key_id(self.key)
 
     def check(self, token: object, canonical_plan: bytes) -> str:
         """Raise the right refusal or return the nonce to ``spend`` when the run starts."""

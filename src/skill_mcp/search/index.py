@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from skill_mcp.search.postings import _Postings
-from skill_mcp.search.text import query_terms
+from skill_mcp.search.text import QueryTerm, query_terms
 from skill_mcp.search.topk import exhaustive, threshold
 
 
@@ -79,12 +79,15 @@ class Hit:
     name: str
     score: float
     fields: tuple[str, ...]  # labels of the fields any query term matched in, in field order
-    matched: tuple[str, ...]  # the words the person typed that matched (aliases name their source)
+    matched: tuple[str, ...]  # the words that matched: a typed word, or a word related to one
     section: str | None  # the heading of the body section that matched first, if any
+    # Per matched term, in term order: how it matched (``QueryTerm.label``) and the fields that
+    # term occurs in. The reason says exactly this, so it never claims a word a field lacks.
+    why: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def reason(self) -> str:
-        text = f"matched {', '.join(self.matched)} in {', '.join(self.fields)}"
+        text = "matched " + "; ".join(f"{label} in {', '.join(fields)}" for label, fields in self.why)
         if self.section:
             text += f" (section '{self.section}')"
         return text
@@ -103,13 +106,13 @@ class SearchIndex:
         """Rank skills for ``query``; at most ``limit`` hits, best first, ties by name."""
         return self.search_terms(query_terms(query), limit)
 
-    def search_terms(self, qterms: Mapping[str, tuple[float, str]], limit: int = 10) -> list[Hit]:
-        """``search`` for terms already made by ``text.query_terms`` (term -> weight, typed word)."""
+    def search_terms(self, qterms: Mapping[str, QueryTerm], limit: int = 10) -> list[Hit]:
+        """``search`` for terms already made by ``text.query_terms``."""
         if limit <= 0:
             return []
         present = [(t, qterms[t][0], p) for t in sorted(qterms) if (p := self.postings.get(t)) is not None]
-        # The reason reads the terms in term order, with the word each came from.
-        ordered = [(p, qterms[t][1]) for t, _, p in present]
+        # The reason reads the terms in term order, each with how it matched.
+        ordered = [(p, qterms[t].word, qterms[t].label(t)) for t, _, p in present]
         # Scores add the terms in a fixed order (best possible contribution first, then the
         # term), so float sums repeat.
         present.sort(key=lambda x: (-x[1] * x[2].top, x[0]))
@@ -123,11 +126,12 @@ class SearchIndex:
         best = sorted(items, key=_rank)[:limit] if len(acc) <= 4 * limit else heapq.nsmallest(limit, items, key=_rank)
         return [self._hit(doc, score, ordered) for doc, score in best]
 
-    def _hit(self, doc: int, score: float, ordered: list[tuple[_Postings, str]]) -> Hit:
+    def _hit(self, doc: int, score: float, ordered: list[tuple[_Postings, str, str]]) -> Hit:
         mask = 0
         matched: list[str] = []
+        why: list[tuple[str, tuple[str, ...]]] = []
         votes: dict[int, int] = {}
-        for post, typed in ordered:
+        for post, word, label in ordered:
             if (imp := post.impact) is not None and imp.where is not None:
                 i = imp.where[doc] - 1
                 if i < 0:
@@ -138,8 +142,9 @@ class SearchIndex:
                 if i == len(docs) or docs[i] != doc:
                     continue
             mask |= post.masks[i]
-            if typed not in matched:
-                matched.append(typed)
+            why.append((label, _LABELS[post.masks[i]]))
+            if word not in matched:
+                matched.append(word)
             section = post.sections[i]
             if section != NO_SECTION:
                 votes[section] = votes.get(section, 0) + 1
@@ -152,6 +157,7 @@ class SearchIndex:
             fields=_LABELS[mask],
             matched=tuple(matched),
             section=heads[section] if section < len(heads) else None,
+            why=tuple(why),
         )
 
 

@@ -20,7 +20,7 @@ from skill_mcp.models import Catalog, Skill
 from skill_mcp.search.build import build_sorted
 from skill_mcp.search.index import SearchDoc, SearchIndex, _idf
 from skill_mcp.search.store import KeyHasher, NowFn, Stamp, index_file, load, save, stamp_now
-from skill_mcp.search.text import query_terms, stem
+from skill_mcp.search.text import QueryTerm, query_terms, stem
 
 BODY_MAX_BYTES = 256 * 1024  # past this, the body is ranked on its first 256 KiB only
 MAX_LIMIT = 50
@@ -144,14 +144,14 @@ def index_catalog(catalog: Catalog, cache_dir: Path | None = None, *, reuse: boo
     return index
 
 
-def _ideal(index: SearchIndex, qterms: Mapping[str, tuple[float, str]]) -> float:
+def _ideal(index: SearchIndex, qterms: Mapping[str, QueryTerm]) -> float:
     """What a skill matching every typed word of ``query`` fully would score (without the name
     boost) for the query whose terms are ``qterms``: the sum of each typed term's weight times
     its IDF. A word no skill has counts at the IDF of a term in no skill, so a query that is
     half unknown words cannot be matched with confidence by the half that is known."""
     n = len(index)
     ideal = 0.0
-    for term, (weight, typed) in qterms.items():
+    for term, (weight, typed, _, _) in qterms.items():
         if stem(typed) == term:  # typed, not a related word
             post = index.postings.get(term)
             ideal += weight * _idf(n, len(post.docs) if post is not None else 0)

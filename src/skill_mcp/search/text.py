@@ -28,6 +28,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import Stemmer
 
@@ -141,18 +142,21 @@ def terms(text: str) -> Iterator[str]:
             yield term
 
 
-def _stemmed(related_words: str) -> tuple[str, ...]:
-    return tuple(t for w in related_words.split() if (t := _term_of(w)))
+# A related word as the query uses it: its term, the weight of the cue, the word as written.
+_Related = tuple[str, float, str]
 
 
-def _stemmed_tables() -> tuple[dict[str, tuple[tuple[str, float], ...]],
-                               dict[tuple[str, str], tuple[tuple[str, float], ...]]]:
+def _stemmed(related_words: str, weight: float) -> tuple[_Related, ...]:
+    return tuple((t, weight, w) for w in related_words.split() if (t := _term_of(w)))
+
+
+def _stemmed_tables() -> tuple[dict[str, tuple[_Related, ...]], dict[tuple[str, str], tuple[_Related, ...]]]:
     """``related.TABLE`` keyed by stemmed word and ``related.PHRASES`` by word pair, each with
-    its related words stemmed and weighted."""
-    words_: dict[str, tuple[tuple[str, float], ...]] = {}
+    its related words stemmed and weighted (and kept as written, for the explanation)."""
+    words_: dict[str, tuple[_Related, ...]] = {}
     for word, weight, rel in related.TABLE:
-        words_[stem(word)] = words_.get(stem(word), ()) + tuple((t, weight) for t in _stemmed(rel))
-    phrases = {(a, b): tuple((t, weight) for t in _stemmed(rel)) for a, b, weight, rel in related.PHRASES}
+        words_[stem(word)] = words_.get(stem(word), ()) + _stemmed(rel, weight)
+    phrases = {(a, b): _stemmed(rel, weight) for a, b, weight, rel in related.PHRASES}
     return words_, phrases
 
 
@@ -162,8 +166,27 @@ _RELATED, _PHRASES = _stemmed_tables()
 MAX_RELATED = 0.9  # however many cues agree, a related word stays below a typed one
 
 
-def query_terms(query: str) -> dict[str, tuple[float, str]]:
-    """Map each query term to (weight, the word the person typed), related words included.
+class QueryTerm(NamedTuple):
+    """One term of a query. ``typed`` is what the person typed that brought it in (a word, or a
+    two-word phrase for a phrase cue); ``word`` is the word that matches the term: ``typed``
+    itself, or, when ``related``, the related word as the table writes it."""
+
+    weight: float
+    typed: str
+    word: str
+    related: bool = False
+
+    def label(self, term: str) -> str:
+        """How the term matched, in words that are true: ``pdf``, ``forms (stem form)``,
+        ``test (related to tdd)``."""
+        if self.related:
+            return f"{self.word} (related to {self.typed})"
+        return self.word if term == self.word else f"{self.word} (stem {term})"
+
+
+def query_terms(query: str) -> dict[str, QueryTerm]:
+    """Map each query term to its ``QueryTerm`` (weight, typed word, matching word), related
+    words included.
 
     A term typed directly has weight 1.0, or less for a generic word, a word of an idiom or an
     irregular past form (``related``). A related word (``related.TABLE`` for one typed term,
@@ -171,7 +194,7 @@ def query_terms(query: str) -> dict[str, tuple[float, str]]:
     its terms at the weight the table gives; several cues for one term combine, and the result
     stays below MAX_RELATED, so a related word never reaches a typed one.
     """
-    out: dict[str, tuple[float, str]] = {}
+    out: dict[str, QueryTerm] = {}
     all_words = [w for w in words(query) if len(w) <= MAX_TERM_CHARS]
     pairs = list(itertools.pairwise(all_words))
     idiom = {w for pair in pairs if pair in related.IDIOMS for w in pair}
@@ -182,17 +205,20 @@ def query_terms(query: str) -> dict[str, tuple[float, str]]:
             typed.append((w, t))
             weight = (related.GENERIC if w in related.GENERIC_WORDS or w in idiom
                       else related.PAST if w in IRREGULAR else 1.0)
-            if weight > out.get(t, (0.0, ""))[0]:
-                out[t] = (weight, w)
-    suggested: list[tuple[str, tuple[tuple[str, float], ...]]] = [(w, _RELATED.get(t, ())) for w, t in typed]
+            if t not in out or weight > out[t].weight:
+                out[t] = QueryTerm(weight, w, w)
+    suggested: list[tuple[str, tuple[_Related, ...]]] = [(w, _RELATED.get(t, ())) for w, t in typed]
     suggested += [(f"{a} {b}", _PHRASES[(a, b)]) for a, b in pairs if (a, b) in _PHRASES]
     # Cues are combined as independent evidence (noisy-or): "failing" and "know why" each
     # suggest debugging at 0.5, together at 0.75; still below a typed word.
     for source, rel in suggested:
-        for term, weight in rel:
-            had, first = out.get(term, (0.0, source))
-            if had >= 1.0:
+        for term, weight, written in rel:
+            had = out.get(term)
+            had_weight = had.weight if had is not None else 0.0
+            if had_weight >= 1.0:
                 continue  # typed: never changed by a related word
-            combined = round(1.0 - (1.0 - had) * (1.0 - weight), 6)
-            out[term] = (min(combined, MAX_RELATED), first if had > weight else source)
+            combined = min(round(1.0 - (1.0 - had_weight) * (1.0 - weight), 6), MAX_RELATED)
+            # The explanation names the strongest cue: the one already there unless this is stronger.
+            out[term] = (had._replace(weight=combined) if had is not None and had_weight > weight
+                         else QueryTerm(combined, source, written, related=True))
     return out

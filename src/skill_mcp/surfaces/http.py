@@ -305,9 +305,10 @@ def serve_http(
     bound_port = sock.getsockname()[1]
     url = f"http://{_url_host(policy.host)}:{bound_port}{MCP_PATH}"
     # The URL is in the message itself (not only in the structured fields) so any log format
-    # shows it; the test harness reads it to learn the port when binding port 0.
-    logger.warning("http listening on %s", url, extra={"event": "http-listening", **describe(policy),
-                                                       "port": bound_port, "url": url})
+    # shows it; the test harness reads it to learn the port when binding port 0. Info, not
+    # warning: listening is the normal outcome (SKILL_MCP_LOG=warning hides it, as it should).
+    logger.info("http listening on %s", url, extra={"event": "http-listening", **describe(policy),
+                                                    "port": bound_port, "url": url})
     uv = _make_uvicorn_server(app, drain_seconds, cancel_seconds)
     if telemetry is not None:
         telemetry.watch_connections(lambda: len(uv.server_state.connections))

@@ -12,6 +12,13 @@ refused request never opens a session:
   token is compared as a SHA-256 digest with ``hmac.compare_digest``, so the comparison
   takes the same time whatever the presented value and its length.
 
+The token is a static bearer token, not OAuth. A 401 therefore says ``Bearer`` and nothing
+more (no ``resource_metadata`` pointer), and every ``/.well-known/`` path answers 404 with or
+without the token: MCP clients probe ``/.well-known/oauth-protected-resource`` and
+``/.well-known/oauth-authorization-server`` on a 401 (some even after a good token), and a
+401 there reads as "OAuth is configured but you are not logged in", so they start an
+interactive OAuth flow instead of reporting a wrong token. A 404 says there is none.
+
 The middleware also counts requests in flight so a SIGTERM can drain them (see
 ``surfaces.http``); while draining it refuses anything that would open new work (503).
 """
@@ -41,6 +48,7 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 # by an online attacker long before anyone notices.
 MIN_TOKEN_CHARS = 16
 MCP_SESSION_HEADER = b"mcp-session-id"
+WELL_KNOWN_PREFIX = "/.well-known/"
 STREAMS_NOT_CALLS = frozenset({"subscriptions/listen"})
 
 
@@ -241,7 +249,13 @@ class GuardMiddleware:
             if name in headers:
                 repeated.add(name)
             headers.setdefault(name, value)
-        refusal = _repeated(repeated) or self._check(headers)
+        refusal = _repeated(repeated) or self._check_names(headers)
+        if refusal is None and str(scope.get("path", "")).startswith(WELL_KNOWN_PREFIX):
+            # No OAuth metadata exists (see the module docstring); answered before the token
+            # check so a client's discovery probe learns that, token or not.
+            await _not_found(send)
+            return
+        refusal = refusal or self._check_token(headers)
         if refusal is not None:
             status, reason, message, extra = refusal
             logger.warning("http request refused", extra={"event": "http-refused", "reason": str(reason),
@@ -259,12 +273,15 @@ class GuardMiddleware:
         else:
             await self.app(scope, receive, send)
 
-    def _check(self, headers: dict[bytes, bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
+    def _check_names(self, headers: dict[bytes, bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
         host = _latin1(headers.get(b"host"))
         if not host_allowed(host, self.policy.allowed_hosts):
             return 421, Refusal.HTTP_HOST_REFUSED, "Host not allowed", []
         if not origin_allowed(_latin1(headers.get(b"origin")), self.policy.allowed_hosts):
             return 403, Refusal.HTTP_ORIGIN_REFUSED, "Origin not allowed", []
+        return None
+
+    def _check_token(self, headers: dict[bytes, bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
         digest = self.policy.token_digest
         if digest is not None and not bearer_matches(_latin1(headers.get(b"authorization")), digest):
             return (401, Refusal.HTTP_UNAUTHORIZED, "Unauthorized: a valid bearer token is required",
@@ -315,6 +332,14 @@ class GuardMiddleware:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self._idle.set()
+
+
+async def _not_found(send: Send) -> None:
+    body = b"Not Found"
+    await send({"type": "http.response.start", "status": 404,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _repeated(names: set[bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:

@@ -30,6 +30,11 @@ MAX_CURSOR_CHARS = 128
 # model about 1,500-3,000 tokens. A caller that wants more at once asks for up to the maximum.
 DEFAULT_LIST_LIMIT = 25
 MAX_LIST_LIMIT = 200
+# A skill_list page without an explicit limit also stops before it passes this many bytes of
+# answer (the text block the model reads plus structuredContent, both counted: a client may
+# pass both on). Descriptions run to 1,024 characters, so 25 of them could cost a model 50 KB;
+# the public collections' pages were 17-19 KB. An explicit limit is honoured as asked.
+LIST_PAGE_BYTES = 14 * 1024
 # skills/list: every entry carries each of its files' digests, so a page bounds the hashing
 # one call may do.
 SKILLS_PAGE = 25
@@ -68,6 +73,18 @@ def page(total: int, offset: int, limit: int) -> tuple[int, int, int | None]:
     start = min(offset, total)
     stop = min(start + limit, total)
     return start, stop, (stop if stop < total else None)
+
+
+def fit(base: int, costs: Iterable[int], budget: int) -> int:
+    """How many of the leading items fit in ``budget`` beside ``base`` bytes; at least one, so a
+    page always makes progress."""
+    used, count = base, 0
+    for cost in costs:
+        used += cost
+        if used > budget and count:
+            break
+        count += 1
+    return count
 
 
 def window(items: Sequence[T], offset: int, limit: int) -> tuple[Sequence[T], int | None]:

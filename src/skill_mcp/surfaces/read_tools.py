@@ -8,6 +8,7 @@ digests, declared scripts and their state, and every problem the scan found.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -15,9 +16,17 @@ import anyio
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import schemas
-from skill_mcp.surfaces.paging import DEFAULT_LIST_LIMIT, decode_cursor, encode_cursor, page
+from skill_mcp.surfaces.paging import DEFAULT_LIST_LIMIT, LIST_PAGE_BYTES, decode_cursor, encode_cursor, fit, page
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
-from skill_mcp.surfaces.render import skill_file_blocks, skill_list_blocks, skill_load_blocks
+from skill_mcp.surfaces.render import (
+    SKILL_MD_TEXT,
+    skill_file_blocks,
+    skill_file_metadata,
+    skill_list_blocks,
+    skill_list_line,
+    skill_load_blocks,
+    skill_load_metadata,
+)
 from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, file_record, find_skill
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
@@ -58,10 +67,11 @@ async def skill_list(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     limit = int(args.get("limit", DEFAULT_LIST_LIMIT))
     offset = decode_cursor("skill_list", args.get("cursor"))
     names = call.catalog.names()
-    start, stop, nxt = page(len(names), offset, limit)
+    start, stop, _ = page(len(names), offset, limit)
     problems = all_problems(call, call.catalog)
+    entries = [compact_entry(call, call.catalog.skills[n]) for n in names[start:stop]]
     out: dict[str, Any] = {
-        "skills": [compact_entry(call, call.catalog.skills[n]) for n in names[start:stop]],
+        "skills": [],
         "total": len(names),
         "problemCount": len(problems),
         **call.scripts.grant(),
@@ -69,9 +79,24 @@ async def skill_list(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     # Problems ride on the first page only: later pages would repeat them verbatim.
     if offset == 0:
         out["problems"] = problems
-    if nxt is not None:
-        out["nextCursor"] = encode_cursor("skill_list", nxt)
+    if "limit" not in args:
+        entries = entries[:fit(_answer_bytes(out), (_entry_bytes(e) for e in entries), LIST_PAGE_BYTES)]
+    out["skills"] = entries
+    stop = start + len(entries)
+    if stop < len(names):
+        out["nextCursor"] = encode_cursor("skill_list", stop)
     return out
+
+
+def _entry_bytes(entry: dict[str, Any]) -> int:
+    """What one entry adds to an answer: its JSON in structuredContent and its line of text."""
+    return len(json.dumps(entry, ensure_ascii=False).encode()) + len(skill_list_line(entry).encode()) + 2
+
+
+def _answer_bytes(out: dict[str, Any]) -> int:
+    """The page without its entries, both forms, with room for the cursor and the head line."""
+    text = skill_list_blocks({**out, "nextCursor": "c" * 24})[0].text
+    return len(json.dumps(out, ensure_ascii=False).encode()) + len(text.encode()) + 64
 
 
 async def skill_load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
@@ -107,10 +132,21 @@ def _load(call: ToolCall, skill: Skill, *, known_only: bool) -> dict[str, Any] |
         "uri": catfiles.skill_uri(skill, SKILL_MD),
         "description": skill.description,
         "frontmatter": dict(skill.frontmatter),
-        "instructions": catfiles.read_body(skill),
+        SKILL_MD_TEXT: _skill_md_text(skill),
         "files": files,
         "scripts": call.scripts.scripts(skill),
     }
+
+
+def _skill_md_text(skill: Skill) -> str:
+    """SKILL.md as it is now, whole (frontmatter and instructions), checked as every read is."""
+    import skill_mcp.catalog.files as catfiles
+    raw = catfiles.read_skill_file(skill, SKILL_MD, max_bytes=MAX_FILE_BYTES)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SkillMcpError(Refusal.FILE_CHANGED, "SKILL.md changed since the scan: it is no longer UTF-8",
+                            {"path": SKILL_MD}) from None
 
 
 def _entry_error(rel: str, err: SkillMcpError) -> dict[str, Any]:
@@ -216,8 +252,8 @@ def read_tools() -> tuple[ToolSpec, ...]:
             name="skill_load",
             title="Load one skill",
             description=(
-                "Load one skill by name: its instructions (the SKILL.md body), its frontmatter, and the "
-                "manifest of its files with size, sha256 digest and URI. Read the files the instructions "
+                "Load one skill by name: its SKILL.md (frontmatter and instructions) as a resource block, and "
+                "the manifest of its files with size, sha256 digest and URI. Read the files the instructions "
                 "point at with skill_file."
             ),
             input_schema=schemas.SKILL_LOAD_IN,
@@ -225,6 +261,7 @@ def read_tools() -> tuple[ToolSpec, ...]:
             handler=skill_load,
             annotations=ro,
             render=skill_load_blocks,
+            structured=skill_load_metadata,
         ),
         ToolSpec(
             name="skill_file",
@@ -233,13 +270,15 @@ def read_tools() -> tuple[ToolSpec, ...]:
                 f"Read up to {MAX_PATHS} files of one skill in one call, by paths relative to the skill "
                 f"directory (as listed by skill_load). Limits: {MAX_FILE_BYTES // 1024} KiB per file and "
                 f"{MAX_BATCH_BYTES // (1024 * 1024)} MiB per call, counted from file sizes before reading. "
-                "Text comes back as text, anything else as base64 with a MIME type. A bad path fails only "
-                "its own entry."
+                "Each file comes back as a resource block (text as text, anything else as base64 with a MIME "
+                "type); structuredContent lists path, size and digest of each. A bad path fails only its own "
+                "entry."
             ),
             input_schema=schemas.SKILL_FILE_IN,
             output_schema=schemas.SKILL_FILE_OUT,
             handler=skill_file,
             annotations=ro,
             render=skill_file_blocks,
+            structured=skill_file_metadata,
         ),
     )

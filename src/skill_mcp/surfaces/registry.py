@@ -89,6 +89,10 @@ class ToolSpec:
     output_schema: Mapping[str, Any] | None = None
     title: str | None = None
     annotations: Mapping[str, Any] | None = None
-    # Turns the structured result into the ``content`` blocks; default: the result as JSON text.
+    # Turns the handler's result into the ``content`` blocks; default: the result as JSON text.
     # A tool whose result carries file bodies renders them once, readably, instead of twice.
     render: Callable[[dict[str, Any]], list[Any]] | None = field(default=None, repr=False)
+    # The part of the handler's result that becomes ``structuredContent`` (and must satisfy
+    # ``output_schema``); default: all of it. A tool that renders file bodies into ``content``
+    # leaves them out here, so an answer carries each body once.
+    structured: Callable[[dict[str, Any]], dict[str, Any]] | None = field(default=None, repr=False)

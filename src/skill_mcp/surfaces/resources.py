@@ -160,8 +160,18 @@ def _children(skill: Skill, rel: str | None) -> list[types.Resource]:
     return out
 
 
+def directory_uri(uri: str) -> str:
+    """``skill://pdf/scripts/`` -> ``skill://pdf/scripts``: the same directory.
+
+    The Skills extension writes directory URIs without a trailing slash, and this server issues
+    them so; but ``scripts/`` is how a person or a model writes a directory, so one trailing
+    slash is accepted on a read. Only one: ``scripts//`` names nothing.
+    """
+    return uri[:-1] if uri.endswith("/") and not uri.endswith("//") else uri
+
+
 def read_directory(catalog: Catalog, uri: str, cursor: str | None) -> dict[str, Any]:
-    skill, rel = _skill_for(catalog, uri)
+    skill, rel = _skill_for(catalog, directory_uri(uri))
     if rel is not None and rel not in _directories(skill):
         raise unknown_uri(uri, "not a directory resource; read files with resources/read")
     try:

@@ -102,13 +102,13 @@ MANIFEST_FILE: dict[str, Any] = {
 
 SKILL_LOAD_OUT: dict[str, Any] = {
     "type": "object",
-    "required": ["name", "uri", "description", "frontmatter", "instructions", "files", "scripts"],
+    # SKILL.md's text travels in ``content`` (a resource block), not here: one copy per answer.
+    "required": ["name", "uri", "description", "frontmatter", "files", "scripts"],
     "properties": {
         "name": _STR,
         "uri": _STR,
         "description": _STR,
         "frontmatter": {"type": "object"},
-        "instructions": _STR,
         "files": {"type": "array", "items": MANIFEST_FILE},
         "scripts": {"type": "array", "items": SCRIPT},
     },
@@ -148,8 +148,7 @@ SKILL_FILE_OUT: dict[str, Any] = {
                     "digest": _STR,
                     "mimeType": _STR,
                     "encoding": {"enum": ["utf-8", "base64"]},
-                    "text": _STR,
-                    "blob": _STR,
+                    # The file's text or base64 travels in ``content`` (a resource block), not here.
                     "error": REFUSAL,
                 },
             },

@@ -116,5 +116,5 @@ class ToolTable:
             types.TextContent(type="text", text=json.dumps(out, ensure_ascii=False))]
         return types.CallToolResult(
             content=blocks,
-            structured_content=out,
+            structured_content=spec.structured(out) if spec.structured is not None else out,
         )

@@ -4,8 +4,9 @@ The launcher starts it exactly as it starts the real server (server uid, no capa
 no-new-privileges), so what it observes is what the server would.
 Besides forwarding ``{"op": ...}`` requests it answers ``{"op": "self"}`` with its own
 identity, capabilities and environment, for the posture tests; ``{"op": "run-and-die", "run": ...}``
-starts a run and exits while it is in progress. It plays the compromised server too: it
-forwards whatever request a test writes, forged or not.
+starts a run and exits while it is in progress; ``{"op": "deep", "depth": n}`` sends one frame
+nested ``n`` deep and reports the broker's answer, or that it closed the connection. It plays
+the compromised server too: it forwards whatever request a test writes, forged or not.
 """
 
 import json
@@ -68,6 +69,16 @@ def _run_and_die(sock: socket.socket, request: dict) -> None:
     os._exit(0)
 
 
+def _deep(sock: socket.socket, depth: int, n: int) -> dict:
+    body = b'{"v":2,"id":%d,"op":' % n + b"[" * depth + b"]" * depth + b"}"
+    sock.sendall(protocol._HEADER.pack(len(body)) + body)
+    try:
+        reply = protocol.recv(sock, first_byte_timeout=None, frame_timeout=60.0)
+    except (OSError, protocol.ProtocolError) as exc:
+        return {"ok": False, "closed": True, "detail": str(exc)}
+    return {"ok": False, "closed": True} if reply is None else {"ok": False, "closed": False, "reply": reply}
+
+
 def main() -> int:
     sock = socket.socket(fileno=int(os.environ["SKILL_MCP_BROKER_FD"]))
     for n, line in enumerate(sys.stdin):
@@ -78,6 +89,8 @@ def main() -> int:
             reply = _procs()
         elif request.get("op") == "exec":
             reply = _exec(request["argv"])
+        elif request.get("op") == "deep":
+            reply = _deep(sock, int(request["depth"]), n)
         elif request.get("op") == "run-and-die":
             _run_and_die(sock, request)
         else:
