@@ -28,6 +28,9 @@ from skill_mcp import jsonbound
 
 VERSION = 2  # 2: a run request names what to run; the broker no longer takes a plan
 MAX_FRAME = 32 * 1024 * 1024  # two 1 MiB captures, JSON-escaped at worst six bytes a byte
+# A reply may also carry a run's outputs (32 MiB, base64: 4/3 of it) beside its captures. Only
+# the server reads replies, from root; the launcher reads requests, and they stay under MAX_FRAME.
+MAX_REPLY_FRAME = 80 * 1024 * 1024
 _HEADER = struct.Struct(">I")
 
 
@@ -43,15 +46,15 @@ class BadFrame(ProtocolError):
     """
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: dict[str, Any], *, max_frame: int = MAX_FRAME) -> bytes:
     body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    if len(body) > MAX_FRAME:
-        raise ProtocolError(f"frame of {len(body)} bytes exceeds {MAX_FRAME}")
+    if len(body) > max_frame:
+        raise ProtocolError(f"frame of {len(body)} bytes exceeds {max_frame}")
     return _HEADER.pack(len(body)) + body
 
 
-def send(sock: socket.socket, message: dict[str, Any]) -> None:
-    sock.sendall(encode(message))
+def send(sock: socket.socket, message: dict[str, Any], *, max_frame: int = MAX_FRAME) -> None:
+    sock.sendall(encode(message, max_frame=max_frame))
 
 
 def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes | None:
@@ -74,7 +77,8 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes | 
     return bytes(buf)
 
 
-def recv(sock: socket.socket, *, first_byte_timeout: float | None, frame_timeout: float) -> dict[str, Any] | None:
+def recv(sock: socket.socket, *, first_byte_timeout: float | None, frame_timeout: float,
+         max_frame: int = MAX_FRAME) -> dict[str, Any] | None:
     """Read one frame; ``None`` on a clean end of stream.
 
     ``first_byte_timeout`` bounds the wait for a frame to start (``None``: wait); once a frame
@@ -97,8 +101,8 @@ def recv(sock: socket.socket, *, first_byte_timeout: float | None, frame_timeout
     if rest is None:
         raise ProtocolError("connection closed inside a frame header")
     (length,) = _HEADER.unpack(first + rest)
-    if length > MAX_FRAME:
-        raise ProtocolError(f"frame of {length} bytes exceeds {MAX_FRAME}")
+    if length > max_frame:
+        raise ProtocolError(f"frame of {length} bytes exceeds {max_frame}")
     body = _recv_exact(sock, length, deadline) if length else b""
     if body is None:
         raise ProtocolError("connection closed inside a frame")

@@ -22,8 +22,9 @@ from skill_mcp import jsonbound
 HOSTED_MARKERS = ("MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL")
 
 # The fixed half of a script's environment; a declaration cannot rename or widen it. The
-# spawner sets PATH, HOME and TMPDIR itself; LANG and TZ come from the owner's environment.
-FIXED_ENV = ("PATH", "HOME", "LANG", "TZ", "TMPDIR")
+# spawner sets PATH, HOME, TMPDIR and SKILL_OUTPUT_DIR itself; LANG and TZ come from the owner's
+# environment.
+FIXED_ENV = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "SKILL_OUTPUT_DIR")
 HOST_ENV = ("MCP_DATA_DIR",)  # handed when the host set it
 
 # Loader and interpreter start-up variables: each turns "run this declared file" into "run

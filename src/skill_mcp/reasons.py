@@ -166,6 +166,9 @@ class Refusal(StrEnum):
     HTTP_BUSY = "http-busy"  # more requests in flight than the transport serves at once
     HTTP_METRICS_UNAUTHENTICATED = "http-metrics-unauthenticated"
     HTTP_METRICS_UNAVAILABLE = "http-metrics-unavailable"
+    # A run output URI (skill-run://) that names nothing this reader may read, or that expired.
+    OUTPUT_UNKNOWN = "output-unknown"
+    OUTPUT_EXPIRED = "output-expired"
     # An answer that cannot reach a client in one server-sent event (surfaces.http_events).
     ANSWER_TOO_LARGE = "answer-too-large"
     # A handshake the SDK refuses (surfaces.handshake): data names the missing fields.

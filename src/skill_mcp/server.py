@@ -40,6 +40,8 @@ class Plugins:
     tools: tuple[ToolSpec, ...] = ()
     script_states: ScriptStates | None = None
     closers: tuple[Callable[[], Any], ...] = field(default=(), repr=False)
+    # The store of recent runs' outputs once a runner exists (skill-run:// resources).
+    run_outputs: Callable[[], Any] = field(default=lambda: None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,8 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog],
     search = SearchState(settings.cache_dir, on_build=telemetry.search_built if telemetry is not None else None)
     tools = (deferred_run_tool_spec(runner.get, telemetry), search_tool_spec(search),
              *_compat_tools(settings, search))
-    return Plugins(tools=tools, script_states=runner.states(catalog_provider), closers=(runner.stop_running,))
+    return Plugins(tools=tools, script_states=runner.states(catalog_provider), closers=(runner.stop_running,),
+                   run_outputs=runner.outputs)
 
 
 def _compat_tools(settings: Settings, search: Any) -> tuple[ToolSpec, ...]:
@@ -133,6 +136,7 @@ def build_server(
     tools: Sequence[ToolSpec] | None = None,
     script_states: ScriptStates | None = None,
     hooks: RunHooks | None = None,
+    run_outputs: Callable[[], Any] | None = None,
 ) -> Any:
     """Return a ready ``mcp.server.lowlevel.Server`` for any transport.
 
@@ -149,6 +153,7 @@ def build_server(
         provider,
         tools=tuple(tools) if tools is not None else (extra.tools if extra else ()),
         script_states=script_states if script_states is not None else (extra.script_states if extra else None),
+        run_outputs=run_outputs if run_outputs is not None else (extra.run_outputs if extra else None),
     )
 
 
@@ -238,7 +243,8 @@ def _compose(settings: Settings, catalog_provider: Callable[[], Catalog] | None,
     say_root_notes(settings)
     provider = catalog_provider or catalog_source(settings)
     extra = plugins(settings, provider, telemetry)
-    server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states)
+    server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states,
+                          run_outputs=extra.run_outputs)
     from skill_mcp.surfaces import observe
 
     if telemetry is None:

@@ -40,7 +40,7 @@ from skill_mcp.limits import (
     set_oom_score_adj,
 )
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, selftest
+from skill_mcp_launcher import caps, declared, egress_report, fence, isolation, policy, procs, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
 KEEP = (caps.CAP_SETUID, caps.CAP_SETGID, caps.CAP_KILL)
@@ -159,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         fatal(f"missing capabilities {missing}: the launcher cannot separate the server and scripts from root")
     fence_ok, fence_detail = boot_fence(start)
+    # Bound to the ruleset's log group while CAP_NET_ADMIN is still held; it counts each run's
+    # dropped direct connections after the drop (egress_report.DropLog).
+    drops = egress_report.DropLog.open() if fence_ok else egress_report.DropLog(None)
     try:
         state = drop_capabilities(start)
     except caps.CapError as exc:
@@ -181,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
                     interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
                     grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user,
-                    cleanup=cleanup)
+                    cleanup=cleanup, drops=drops)
     # With a grant (or hosted), the names to hold back are the grant's: the server starts at
     # once and the declarations are read while it boots (its first request waits on the socket).
     # Without either, the names come from the declarations, which must be read first.
@@ -266,7 +269,7 @@ def _serve_one(broker: Broker, sock: socket.socket) -> bool:
             reply = {"ok": False, "reason": str(Refusal.SPAWN_FAILED), "detail": "the broker failed", "data": {}}
     reply.update(v=brokerwire.VERSION, id=message.get("id") if message is not None else None)
     try:
-        brokerwire.send(sock, reply)
+        brokerwire.send(sock, reply, max_frame=brokerwire.MAX_REPLY_FRAME)
     except Exception as exc:  # OSError, ProtocolError, an unencodable reply
         log("reply-failed", detail=str(exc))
         return False

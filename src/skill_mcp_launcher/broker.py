@@ -21,10 +21,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, run_status
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import checks, declared, isolation, policy, procs, proxy, sandbox
+from skill_mcp_launcher import checks, declared, egress_report, isolation, policy, procs, proxy, sandbox
 
 RUN_DIR = "/run/skill-mcp"
 PROXY_DIR = f"{RUN_DIR}/proxy"
@@ -56,6 +57,8 @@ class Broker:
     environ: Mapping[str, str] = field(repr=False)
     parse_user: procs.Account
     declarations: declared.Declarations | None = None
+    # Counts a run's direct connections the ruleset dropped (bound at boot; egress_report).
+    drops: egress_report.DropLog = field(default_factory=lambda: egress_report.DropLog(None))
     declared_error: str | None = None
     limits: Limits = APPLIANCE
     runs: int = 0
@@ -149,23 +152,36 @@ class Broker:
         self._ensure_clean()
         self.runs += 1
         scratch = isolation.make_scratch(self.users.script.gid)
+        out_dir = isolation.make_output_dir(scratch, self.users.script.gid)
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
+        self.drops.take()  # whatever arrived between runs is no run's
+        proxy_log = egress_report.ProxyLog()
         try:
-            proxy_pid = self._start_proxy(job.egress)
+            proxy_pid, log_fd = self._start_proxy(job.egress)
         except BaseException:
             isolation.remove_scratch(scratch)  # nothing ran in it
             raise
         try:
             outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
-                                  self.server_fd, self.wake_fd, cleanup=self.script_cleanup)
+                                  self.server_fd, self.wake_fd, cleanup=self.script_cleanup, outputs_dir=out_dir,
+                                  side=(log_fd, proxy_log.feed))
         finally:
             self._stop_proxy(proxy_pid)
+            egress_report.read_available(log_fd, proxy_log)  # what it wrote before it was stopped
+            os.close(log_fd)
         log("run", skill_dir=job.cwd, argv0=job.argv[0], status=outcome.status, timed_out=outcome.timed_out,
             server_gone=outcome.server_gone, remaining=outcome.remaining, cleanup=outcome.cleanup,
             duration_ms=outcome.duration_ms, egress=list(job.egress))
         if outcome.spawn_error is not None:
             raise SkillMcpError(Refusal.SPAWN_FAILED, f"the script could not be started: {outcome.spawn_error}")
-        return {"ok": True, "result": _result(outcome, notes), "sweep": {
+        result = _result(outcome, notes)
+        result["egress"] = egress_report.report(proxy_log, self.drops.take())
+        declared_skill = (self.declarations.skills if self.declarations else {}).get(request.skill)
+        result["notes"] = [*result["notes"], *egress_report.grant_notes(
+            request.skill, request.script, proxy_log.refused, declared_skill.egress if declared_skill else ())]
+        if outcome.outputs is not None:
+            result["outputs"] = outputs.to_wire(outcome.outputs)
+        return {"ok": True, "result": result, "sweep": {
             "remaining": outcome.remaining, "scratchRemoved": not outcome.scratch_left,
             **self.script_cleanup.report()}}
 
@@ -181,8 +197,10 @@ class Broker:
                                 {"sweep": {"remaining": cleanup.remaining, "scratchRemoved": not cleanup.scratch,
                                            **cleanup.report()}})
 
-    def _start_proxy(self, hosts: tuple[str, ...]) -> int:
-        """Start this run's tinyproxy and prove the listener scripts reach is its own socket.
+    def _start_proxy(self, hosts: tuple[str, ...]) -> tuple[int, int]:
+        """Start this run's tinyproxy and prove the listener scripts reach is its own socket; return
+        its pid and the read end of its log (its stdout: ``egress_report.ProxyLog`` keeps the host
+        names it allowed and refused, and nothing else of it is read or logged).
 
         Tinyproxy cannot take a listening socket from its parent, so the launcher cannot own
         the socket; it verifies instead (``_verify_proxy``), and a port that another uid bound
@@ -192,13 +210,14 @@ class Broker:
         so a listener of any other uid can never complete a handshake with a script.
         """
         files = proxy.write_config(PROXY_DIR, hosts)
+        log_r, log_w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - child
             try:
                 procs.reset_signals()
                 null = os.open("/dev/null", os.O_RDONLY)
                 os.dup2(null, 0)
-                os.dup2(2, 1)  # tinyproxy's messages go to the container's stderr, never stdout
+                os.dup2(log_w, 1)  # its log lines carry URLs: to the launcher only, never the container's log
                 procs.close_fds_from(3)
                 procs.drop_to(self.users.proxy)
                 os.execve(proxy.TINYPROXY, proxy.argv(files), {"PATH": FIXED_PATH})  # noqa: S606 - an argv array, never a shell
@@ -206,12 +225,15 @@ class Broker:
                 os.write(2, f"proxy start failed: {exc}\n".encode())
             os._exit(127)
         self.reaper.watch(pid)
+        os.close(log_w)
+        os.set_blocking(log_r, False)
         try:
             self._verify_proxy(pid)
         except BaseException:
             self._stop_proxy(pid)
+            os.close(log_r)
             raise
-        return pid
+        return pid, log_r
 
     def _verify_proxy(self, pid: int) -> None:
         deadline = time.monotonic() + PROXY_START_S

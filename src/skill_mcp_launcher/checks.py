@@ -14,6 +14,7 @@ This module checks types and sizes only; ``policy`` decides.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,12 +22,13 @@ from typing import Any
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.grantrules import NAME_RE
 from skill_mcp.limits import FIXED_PATH, MAX_ARG_CHARS, MAX_ARGS, MAX_ARGS_TOTAL_CHARS
+from skill_mcp.outputs import OUTPUT_DIR_NAME, OUTPUT_ENV
 from skill_mcp.reasons import Refusal
 
 REQUEST_KEYS = frozenset({"skill", "script", "args", "timeout_s", "interpreter", "env", "egress"})
 MAX_NAMES = 256
 # Set by the broker for every run; a request cannot name a value for them.
-BROKER_ENV = ("PATH", "HOME", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+BROKER_ENV = ("PATH", "HOME", "TMPDIR", "SKILL_OUTPUT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
               "NO_PROXY", "no_proxy")
 
 
@@ -113,4 +115,5 @@ def run_env(env: Mapping[str, str], scratch: str, proxy_port: int) -> dict[str, 
     url = f"http://127.0.0.1:{proxy_port}"
     out.update(PATH=FIXED_PATH, HOME=scratch, TMPDIR=scratch, HTTP_PROXY=url, HTTPS_PROXY=url,
                http_proxy=url, https_proxy=url)
+    out[OUTPUT_ENV] = os.path.join(scratch, OUTPUT_DIR_NAME)
     return out

@@ -41,6 +41,7 @@ import stat
 from collections.abc import Iterator
 
 from skill_mcp import trees
+from skill_mcp.outputs import OUTPUT_DIR_NAME
 
 SCRATCH_ROOT = "/run/skill-mcp/scratch"
 SCRATCH_PREFIX = "run-"
@@ -84,6 +85,20 @@ def make_scratch(gid: int) -> str:
             raise OSError(f"the run directory {path} came out {st.st_uid}:{st.st_gid} {stat.S_IMODE(st.st_mode):o}")
         return path
     raise FileExistsError(f"no fresh run directory name under {SCRATCH_ROOT}")
+
+
+def make_output_dir(scratch: str, gid: int) -> str:
+    """The run's empty output directory inside ``scratch``, ``root:gid`` 0770 like the scratch itself
+    (made with the effective gid switched for the one ``mkdir``, as ``make_scratch`` does)."""
+    path = os.path.join(scratch, OUTPUT_DIR_NAME)
+    saved = os.getegid()
+    os.setegid(gid)
+    try:
+        os.mkdir(path, 0o700)
+    finally:
+        os.setegid(saved)
+    os.chmod(path, 0o770)  # noqa: S103 - the script group writes here
+    return path
 
 
 def remove_scratch(path: str) -> bool:

@@ -14,6 +14,7 @@ import pwd
 import selectors
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -227,12 +228,18 @@ class Cleanup:
             return "running"
         return "failed" if self.failure is not None else "done"
 
-    def start(self, reaper: Reaper, scratch: tuple[str, ...] = (), kill_timeout: float = 5.0) -> None:
-        """Kill every process of the uid, then start the clean-up child. Never while one runs."""
+    def start(self, reaper: Reaper, scratch: tuple[str, ...] = (), kill_timeout: float = 5.0,
+              between: Callable[[], object] | None = None) -> None:
+        """Kill every process of the uid, then start the clean-up child. Never while one runs.
+
+        ``between`` runs after the kill and before the removal: the one moment what the run
+        left can be read with nothing of the uid alive to change it (a run's outputs)."""
         if self.pid is not None:
             raise RuntimeError("a clean-up of this uid is still running; sweeping now would end it")
         self.scratch.extend(p for p in scratch if p not in self.scratch)
         self.remaining = kill_all(self.account, reaper, kill_timeout)
+        if between is not None:
+            between()
         self.failure = "the clean-up is still running"
         self.pid = _as_user(self.account, reaper, kill=False, scratch=tuple(self.scratch))
 
@@ -267,12 +274,13 @@ class Cleanup:
             state = self.settle(reaper, timeout)
         return state
 
-    def after_run(self, reaper: Reaper, scratch: str, timeout: float = 5.0) -> CleanupState:
+    def after_run(self, reaper: Reaper, scratch: str, timeout: float = 5.0,
+                  between: Callable[[], object] | None = None) -> CleanupState:
         """After a run: kill the uid (up to ``timeout``), start removing what it left, and wait for
         that until 2 s past the same bound; what is not done by then stays ``running`` for the next
         request to wait on (the reply to this one must not wait on a million files)."""
         deadline = time.monotonic() + timeout + 2.0
-        self.start(reaper, (scratch,), kill_timeout=timeout)
+        self.start(reaper, (scratch,), kill_timeout=timeout, between=between)
         return self.settle(reaper, max(0.5, deadline - time.monotonic()))
 
     def report(self) -> dict[str, object]:

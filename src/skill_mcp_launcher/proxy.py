@@ -81,7 +81,8 @@ def write_config(run_dir: str, hosts: tuple[str, ...], *, port: int = PROXY_PORT
         "Allow 127.0.0.1",
         "Timeout 60",
         "MaxClients 32",
-        "LogLevel Warning",
+        # Connect: one line when a host is reached or refused (egress_report keeps only the names).
+        "LogLevel Connect",
         "DisableViaHeader Yes",
         f'Filter "{filt}"',
         "FilterType ere",

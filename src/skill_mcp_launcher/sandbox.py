@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from skill_mcp import outputs
 from skill_mcp.limits import DRAIN_S, SCRIPT_OOM_SCORE_ADJ, TERM_GRACE_S, Capture, Limits, set_oom_score_adj
 from skill_mcp_launcher import procs
 
@@ -85,11 +86,13 @@ class Outcome:
     scratch_left: bool = False
     cleanup: procs.CleanupState = "done"
     duration_ms: int = 0
+    outputs: outputs.Collected | None = None  # what the script left in its output directory
 
 
 def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
         scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None,
-        wake_fd: int | None = None, cleanup: procs.Cleanup | None = None) -> Outcome:
+        wake_fd: int | None = None, cleanup: procs.Cleanup | None = None,
+        outputs_dir: str | None = None, side: tuple[int, Callable[[bytes], None]] | None = None) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
 
     ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep,
@@ -99,6 +102,13 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     will read this run's result, and the run ends at once (SIGKILL, then the sweep) instead of
     running on until its own timeout. ``wake_fd`` is the signal wakeup pipe: a stop signal
     must wake the capture loop so that ``stopping`` is asked at once, not at the next output.
+
+    ``side`` is one more descriptor drained during the run into its callback (the proxy's log),
+    so that its writer never blocks on a full pipe.
+
+    ``outputs_dir`` (inside ``scratch``) is read after every process of the uid is killed and
+    before anything is removed, by descriptor (``skill_mcp.outputs``): root reads there only
+    the script uid's own single-link regular files, and no process is left to swap them.
     """
     result = Outcome()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -112,12 +122,17 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
     try:
-        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started, stopping, (server_fd, wake_fd))
+        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started, stopping, (server_fd, wake_fd),
+                   side)
     finally:
         # The sweep kills whatever still holds the pipes (a detached grandchild), so the
         # final read below meets end-of-file instead of waiting on a process we do not own.
         cleanup = cleanup if cleanup is not None else procs.Cleanup(account)
-        result.cleanup = cleanup.after_run(reaper, scratch)
+        def collect() -> None:
+            if outputs_dir is not None:
+                result.outputs = outputs.collect(outputs_dir, uid=account.uid)
+
+        result.cleanup = cleanup.after_run(reaper, scratch, between=collect)
         result.remaining = cleanup.remaining
         for fd, cap in ((out_r, result.out), (err_r, result.err)):
             _read_rest(fd, cap)
@@ -147,6 +162,7 @@ class _Supervisor:
     server_fd: int | None = None
     wake_fd: int | None = None
     server_gone: bool = False
+    side: tuple[int, Callable[[bytes], None]] | None = None
 
     def done(self, now: float) -> bool:
         if self.server_gone:
@@ -173,6 +189,13 @@ class _Supervisor:
         return max(0.0, min(wake) - now) if wake else 0.05
 
     def on_ready(self, fd: int, sel: selectors.BaseSelector) -> None:
+        if self.side is not None and fd == self.side[0]:
+            chunk = _read(fd)
+            if chunk == b"":
+                sel.unregister(fd)
+            elif chunk:
+                self.side[1](chunk)
+            return
         if fd == self.wake_fd:
             _read(fd)  # a signal arrived; enforce_deadline asks ``stopping`` on this turn
             return
@@ -205,7 +228,7 @@ class _Supervisor:
 
 def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, reaper: procs.Reaper,
                result: Outcome, started: float, stopping: Callable[[], bool],
-               watch: tuple[int | None, int | None]) -> None:
+               watch: tuple[int | None, int | None], side: tuple[int, Callable[[bytes], None]] | None = None) -> None:
     """Capture until the script has exited and its pipes are drained, the server died, or the hard bound."""
     pidfd = os.pidfd_open(pid)
     sup = _Supervisor(pid=pid, pidfd=pidfd, rep_r=rep_r, result=result, reaper=reaper,
@@ -220,6 +243,9 @@ def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, r
         for watched in watch:
             if watched is not None:
                 sel.register(watched, selectors.EVENT_READ)
+        if side is not None:
+            sup.side = side
+            sel.register(side[0], selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if sup.done(now):

@@ -17,7 +17,8 @@ LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "declared", "fence", "is
 # The leaves both sides share: path rules, reasons, run limits, tree removal, the grant rules, the
 # broker's framing and the depth-bounded JSON decode.
 ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons", "skill_mcp.limits",
-                   "skill_mcp.trees", "skill_mcp.grantrules", "skill_mcp.brokerwire", "skill_mcp.jsonbound"}
+                   "skill_mcp.trees", "skill_mcp.grantrules", "skill_mcp.brokerwire", "skill_mcp.jsonbound",
+                   "skill_mcp.outputs"}
 ALLOWED_LIBRARIES = {"prctl", "_prctl", "psutil"}  # top-level names: psutil's own submodules come with it
 
 

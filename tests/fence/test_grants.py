@@ -81,7 +81,7 @@ def test_several_rows_for_one_script_are_a_union(catalog) -> None:  # type: igno
 
 
 @pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONSTARTUP", "NODE_OPTIONS",
-                                  "BASH_ENV", "ENV", "BASH_FUNC_x%%", "PATH", "TMPDIR", "HOME", "MCP_DATA_DIR",
+                                  "BASH_ENV", "ENV", "BASH_FUNC_x%%", "PATH", "TMPDIR", "SKILL_OUTPUT_DIR", "HOME", "MCP_DATA_DIR",
                                   "GCONV_PATH", "LC_ALL", "PERL5OPT", "9X", "A=B", ""])
 def test_loader_and_fixed_variables_are_forbidden(name: str) -> None:
     assert forbidden_variable(name) is not None

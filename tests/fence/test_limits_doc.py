@@ -7,7 +7,7 @@ import re
 import resource
 from pathlib import Path
 
-from skill_mcp import limits
+from skill_mcp import limits, outputs
 from skill_mcp_launcher import procs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +32,11 @@ def expected_rows() -> dict[str, tuple[str, str]]:
     kib = 1024
     args = f"{limits.MAX_ARGS}, each {limits.MAX_ARG_CHARS // kib} KiB, {limits.MAX_ARGS_TOTAL_CHARS // kib} KiB in all"
     interpreters = f"{', '.join(limits.KNOWN)} on {limits.FIXED_PATH}"
-    return {**limits.limits_table(), "arguments": (args, args), "interpreters": (interpreters, interpreters)}
+    per_run = (f"{outputs.MAX_OUTPUT_FILES} files, {outputs.MAX_OUTPUT_BYTES // limits.MIB} MiB"
+               " (the rest reported as dropped)")
+    kept = f"{outputs.RETAIN_S // 60} min, {outputs.RETAIN_BYTES // limits.MIB} MiB across runs, oldest first out"
+    return {**limits.limits_table(), "arguments": (args, args), "interpreters": (interpreters, interpreters),
+            "outputs per run": (per_run, per_run), "outputs kept": (kept, kept)}
 
 
 def test_docs_limits_table_matches_the_code() -> None:

@@ -90,7 +90,7 @@ def test_the_environment_is_built_from_nothing(catalog: Catalog) -> None:
     env = {"DEMO_KEY": SECRET, "OTHER_SECRET": "x", "LD_PRELOAD": "/evil.so", "PYTHONPATH": "/evil",
            "LANG": "C.UTF-8", "HOME": "/home/u"}
     plan = make_runner(env).prepare(catalog, "demo", "scripts/ok.py", []).plan
-    assert set(plan.env) == {"PATH", "HOME", "LANG", "TMPDIR", "DEMO_KEY"}
+    assert set(plan.env) == {"PATH", "HOME", "LANG", "TMPDIR", "SKILL_OUTPUT_DIR", "DEMO_KEY"}
     assert plan.env["DEMO_KEY"] == SECRET
 
 

@@ -6,12 +6,12 @@ from skill_mcp.runner.script_env import run_env
 from skill_mcp.runner.types import TMPDIR_PLACEHOLDER
 
 PLAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/owner", "LANG": "C.UTF-8", "TMPDIR": TMPDIR_PLACEHOLDER,
-            "API_KEY": "k"}
+            "SKILL_OUTPUT_DIR": TMPDIR_PLACEHOLDER, "API_KEY": "k"}
 
 
 def test_a_script_under_the_servers_uid_keeps_the_owners_home() -> None:
     env = run_env(PLAN_ENV, "/tmp/skill-mcp-run-1-x", own_uid=False)
-    assert env == {**PLAN_ENV, "TMPDIR": "/tmp/skill-mcp-run-1-x"}
+    assert env == {**PLAN_ENV, "TMPDIR": "/tmp/skill-mcp-run-1-x", "SKILL_OUTPUT_DIR": "/tmp/skill-mcp-run-1-x/out"}
 
 
 def test_a_script_under_a_uid_of_its_own_gets_the_run_directory_as_home() -> None:

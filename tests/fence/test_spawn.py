@@ -144,7 +144,7 @@ def test_the_environment_holds_only_the_allowlist_and_granted_names(root: Path) 
     source = "process.stdout.write(require('fs').readFileSync('/proc/self/environ', 'utf8'))\n"
     out = run(root, "node", source, environ=environ, env=("WANTED",))
     names = {kv.split("=", 1)[0] for kv in out["stdout"].split("\0") if kv}
-    assert names == {"PATH", "LANG", "TMPDIR", "WANTED"} | ({"HOME"} if "HOME" in os.environ else set())
+    assert names == {"PATH", "LANG", "TMPDIR", "SKILL_OUTPUT_DIR", "WANTED"} | ({"HOME"} if "HOME" in os.environ else set())
     assert SECRET not in out["stdout"] and "WANTED=granted-value" in out["stdout"]
 
 

@@ -277,7 +277,7 @@ def test_warm_and_cold_starts_hand_the_script_the_same_process(root: Path, warm_
     shape = json.loads(out["stdout"])
     uid = (NOBODY,) * 3 if os.geteuid() == 0 else (os.getuid(),) * 3
     assert shape == {"argv": ["$(id)", "a b"], "cwd": str(root / "t"), "stdin": "/dev/null",
-                     "env": sorted({"PATH", "TMPDIR"} | ({"HOME"} if os.geteuid() == 0 else set())),
+                     "env": sorted({"PATH", "TMPDIR", "SKILL_OUTPUT_DIR"} | ({"HOME"} if os.geteuid() == 0 else set())),
                      "tmp": "0o700", "session": True, "fds": ["0", "1", "2", "3"],
                      "limits": [[0, 0], [256, 256]], "uid": list(uid), "groups": [], "nnp": ["1"]}
     runner.stop_running()

@@ -109,7 +109,7 @@ def test_the_seed_example_serves_the_pack_found_in_the_repository() -> None:
     index = _cli("index", "--json", "--packs-root", str(REPO))
     listed = _cli("list", "--json", "--packs-root", str(REPO))
     assert [Path(p["path"]) for p in index["packs"]] == [BUNDLED_ROOT]
-    assert len(listed["skills"]) == index["packs"][0]["skills"] == 50
+    assert len(listed["skills"]) == index["packs"][0]["skills"] == 51
 
 
 def test_a_build_output_copy_of_a_pack_is_not_served_beside_its_original(tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ def test_a_build_output_copy_of_a_pack_is_not_served_beside_its_original(tmp_pat
     index = _cli("index", "--json", "--packs-root", str(root))
     listed = _cli("list", "--json", "--packs-root", str(root))
     assert [Path(p["path"]) for p in index["packs"]] == [root / "src" / "pkg" / "bundled"]
-    assert len(listed["skills"]) == 50
+    assert len(listed["skills"]) == 51
     assert not [p for p in index["problems"] if p["reason"] == "duplicate-name"]
     # Positive control: the same copy under a plain grouping directory is a pack like any other.
     shutil.move(str(root / "build"), str(root / "other"))

@@ -39,7 +39,7 @@ async def test_the_skillmcp_profile_offers_the_seeds_three_tools_with_its_shapes
         packs = (await client.call_tool("list_packs", {})).structured_content
         assert packs is not None and packs["total"] == 1
         (pack,) = packs["packs"]
-        assert pack["name"] == "skill-mcp-bundled" and pack["count"] == 50 and "govern" in pack["phases"]
+        assert pack["name"] == "skill-mcp-bundled" and pack["count"] == 51 and "govern" in pack["phases"]
         skill = (await client.call_tool("get_skill", {"name": "check-stdout-purity"})).structured_content
         assert skill is not None and skill["uri"] == "skill://check-stdout-purity/SKILL.md"
         assert skill["phase"] == "verify" and skill["markdown"].lstrip().startswith("#")

@@ -130,7 +130,7 @@ def test_narrowing_does_what_choose_tools_and_make_read_only_say() -> None:
         return json.loads(done.stdout)
 
     full = tools({})
-    assert "io.modelcontextprotocol/skills" in full["capabilities"]["extensions"] and full["prompts"] == 50
+    assert "io.modelcontextprotocol/skills" in full["capabilities"]["extensions"] and full["prompts"] == 51
     read_only = tools({"MCP_ENABLED_TOOLS": "skill_list,skill_search,skill_load,skill_file"})
     assert sorted(t["name"] for t in read_only["tools"]) == ["skill_file", "skill_list", "skill_load", "skill_search"]
     assert "extensions" not in read_only["capabilities"] and "prompts" not in read_only["capabilities"]

@@ -1,4 +1,4 @@
-"""The bundled pack: 50 skills in seven phases, each well-formed and served with no problem."""
+"""The bundled pack: 51 skills in seven phases, each well-formed and served with no problem."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ def _skills() -> list[tuple[str, dict, str]]:
     return out
 
 
-def test_the_pack_has_fifty_skills_in_the_seven_phases() -> None:
+def test_the_pack_has_fifty_one_skills_in_the_seven_phases() -> None:
     skills = _skills()
-    assert len(skills) == 50
+    assert len(skills) == 51
     phases = Counter(fm["metadata"]["phase"] for _, fm, _ in skills)
     assert set(phases) == set(PHASES), phases
     assert min(phases.values()) >= 4, phases
@@ -95,7 +95,7 @@ def test_the_server_with_no_skills_directory_serves_the_whole_pack_with_no_probl
     assert sorted(catalog.skills) == [d.name for d in skill_dirs()]
     declared = {name: [r.interpreter for r in s.declaration.run] for name, s in catalog.skills.items()
                 if s.declaration and s.declaration.run}
-    assert sorted(i for v in declared.values() for i in v) == ["node", "python", "python"], declared
+    assert sorted(i for v in declared.values() for i in v) == ["node", "python", "python", "python"], declared
     assert all(not s.missing_scripts for s in catalog.skills.values())
 
 

@@ -14,6 +14,7 @@ from mcp import Client, StdioServerParameters
 
 from skill_mcp.cli.main import build_parser
 from skill_mcp.config import ENV_VARS
+from skill_mcp.grantrules import FIXED_ENV
 from skill_mcp.reasons import ExtensionRule, ProblemReason, Refusal
 from tests.pack.extract import (
     REASONISH,
@@ -143,7 +144,8 @@ def test_the_command_check_rejects_a_flag_that_does_not_exist() -> None:  # nega
 def test_every_variable_the_pack_names_is_a_documented_variable() -> None:
     named = {m for text in pack_text().values() for m in VARIABLE.findall(text)}
     assert "MCP_SKILL_RUN" in named and "SKILLS_DIR" in named
-    assert sorted(named - set(ENV_VARS)) == []
+    # The server reads ENV_VARS; it sets FIXED_ENV (SKILL_OUTPUT_DIR among them) for each script.
+    assert sorted(named - set(ENV_VARS) - set(FIXED_ENV)) == []
 
 
 def test_every_tool_name_the_pack_names_is_one_of_the_five_tools() -> None:

@@ -93,7 +93,7 @@ def test_a_tampered_skill_in_a_copy_is_refused_and_its_neighbours_served(tmp_pat
     script.write_bytes(script.read_bytes() + b"\n# changed after locking\n")
     catalog = build_catalog(load_settings([str(copy)], {}))
     assert [(p.reason, p.skill) for p in catalog.problems] == [("digest-mismatch", "check-stdout-purity")]
-    assert "check-stdout-purity" not in catalog.skills and len(catalog.skills) == 49
+    assert "check-stdout-purity" not in catalog.skills and len(catalog.skills) == 50
 
 
 def test_the_pack_still_verifies_after_pip_compiles_its_python_files(tmp_path: Path) -> None:
@@ -106,5 +106,5 @@ def test_the_pack_still_verifies_after_pip_compiles_its_python_files(tmp_path: P
     assert list(copy.glob("*/scripts/__pycache__/*.pyc"))
     catalog = build_catalog(load_settings([str(copy)], {}))
     assert [p.to_dict() for p in catalog.problems] == []
-    assert len(catalog.skills) == 50
+    assert len(catalog.skills) == 51
     assert _cli("pack", "lock", str(copy), "--check").returncode == 0

@@ -134,7 +134,7 @@ CHECK = "scripts/check_skills.py"
 def test_skills_check_finds_the_bundled_pack_clean(tmp_path: Path) -> None:
     out = run_direct("validate-skills-directory", [python(), CHECK], tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "ok: 50 skills served, 0 errors, 0 warnings (strict floors applied)" in out.stdout
+    assert "ok: 51 skills served, 0 errors, 0 warnings (strict floors applied)" in out.stdout
 
 
 def _write(path: Path, text: str) -> None:
@@ -224,7 +224,7 @@ def _run_cases() -> list[tuple[str, str, list[str], str]]:
     """(skill, script, args, text the output must contain) for each declared script."""
     cases = [
         ("check-stdout-purity", "scripts/check_stdout.py", ["--", python(), "-c", FAKE_SERVER], "PASS"),
-        ("validate-skills-directory", CHECK, [], "ok: 50 skills served, 0 errors"),
+        ("validate-skills-directory", CHECK, [], "ok: 51 skills served, 0 errors"),
     ]
     if "node" in INTERPRETERS.paths:
         cases.append(("print-client-config", "scripts/print_config.js",
@@ -259,7 +259,7 @@ async def test_each_declared_script_runs_through_skill_run_after_confirmation(er
                                    env={"SKILL_MCP_LOG": "warning"})
     async with Client(params, mode=era, read_timeout_seconds=90) as client:
         listing = (await client.call_tool("skill_list", {"limit": 200})).structured_content
-        assert listing["grantFrom"] == "declaration" and listing["total"] == 50
+        assert listing["grantFrom"] == "declaration" and listing["total"] == 51
         for skill, script, args, expected in _run_cases():
             call = {"skill": skill, "script": script, "args": args}
             first = await client.call_tool("skill_run", call)

@@ -182,7 +182,7 @@ def _token_preview(tool: str, out: dict[str, Any]) -> dict[str, Any] | None:
 
 
 async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: Confirmer,
-                tap: _Tap | None = None) -> dict[str, Any]:
+                tap: _Tap | None = None, out_dir: str | None = None) -> dict[str, Any]:
     import anyio
     from mcp import Client
     from mcp.shared.exceptions import MCPError
@@ -202,12 +202,42 @@ async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: 
                     if not await confirmer.decide(confirm_message(preview["preview"]["willRun"])):
                         return {**out, "declined": True}
                     out = _result(await client.call_tool(tool, {**arguments, "confirmToken": preview["confirmToken"]}))
+                finished = _finished_run(tool, out)
+                if out_dir is not None and finished is not None:
+                    # Read in this session: the outputs are this server's, kept in its memory.
+                    out["saved"] = await _save_outputs(client, finished.get("outputs") or [], out_dir)
         except MCPError as err:
             # A JSON-RPC error (an unknown tool, for example): refused before any tool ran.
             names = [t.name for t in (await client.list_tools()).tools]
             return {"isError": True, "content": [], "tools": names,
                     "protocolError": {"code": err.error.code, "message": err.error.message}}
     return out
+
+
+async def _save_outputs(client: Any, outputs: list[dict[str, Any]], out_dir: str) -> list[str]:
+    """Write each output under ``out_dir`` by its path; never outside it, never through a link."""
+    import base64
+    import os
+
+    import mcp_types as types
+
+    from skill_mcp.paths import relpath_problem
+
+    os.makedirs(out_dir, exist_ok=True)
+    saved = []
+    for entry in outputs:
+        rel = entry.get("path", "")
+        if relpath_problem(rel) is not None:
+            continue
+        item = (await client.read_resource(entry["uri"])).contents[0]
+        data = item.text.encode("utf-8") if isinstance(item, types.TextResourceContents) else base64.b64decode(item.blob)
+        target = os.path.join(out_dir, *rel.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        saved.append(target)
+    return saved
 
 
 def _finished_run(tool: str, out: dict[str, Any]) -> dict[str, Any] | None:
@@ -231,6 +261,10 @@ def _print_run(result: dict[str, Any], streamed: bool) -> None:
     cut = [name for name, was in sorted((result.get("truncated") or {}).items()) if was]
     warn(f"skill-mcp: {result.get('skill')} {result.get('script')}: {result['status']} ({ended}, "
          f"{result.get('durationMs')} ms" + (f"; {' and '.join(cut)} truncated" if cut else "") + ")")
+    outputs = result.get("outputs") or []
+    if outputs:
+        warn(f"skill-mcp: the script wrote {len(outputs)} file(s): "
+             + ", ".join(o["path"] for o in outputs) + " (--out DIR saves them)")
 
 
 def _tool_hint(tool: str, names: list[str]) -> str:
@@ -254,7 +288,7 @@ def run_call(args: argparse.Namespace) -> int:
     # --json prints the whole result on stdout, so the script's output must not stream there.
     tap = _Tap() if args.tool == "skill_run" and not args.json else None
     try:
-        out = anyio.run(_call, settings, args.tool, arguments, confirmer, tap)
+        out = anyio.run(_call, settings, args.tool, arguments, confirmer, tap, getattr(args, "out", None))
     except TimeoutError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"{args.tool}: no answer in {CALL_TIMEOUT_S:.0f} s") from err
     tools = out.pop("tools", [])
@@ -270,6 +304,9 @@ def run_call(args: argparse.Namespace) -> int:
         for item in out["content"]:
             text = item.get("text", (item.get("resource") or {}).get("text"))
             emit(text if isinstance(text, str) else json.dumps(item, sort_keys=True))
+    if not args.json and out.get("saved") is not None:
+        warn(f"skill-mcp: saved {len(out['saved'])} output file(s) to {args.out}"
+             + "".join(f"\n  {path}" for path in out["saved"]))
     if "protocolError" in out:
         warn(f"skill-mcp: {args.tool}: {out['protocolError']['message']} (JSON-RPC {out['protocolError']['code']})")
         if args.tool in SEED_TOOLS:

@@ -109,6 +109,8 @@ def _call(p: argparse.ArgumentParser) -> None:
     p.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object (default {})")
     p.add_argument("--yes", "-y", action="store_true",
                    help="confirm a skill_run without asking (scripts, CI); else asked on a terminal, declined without one")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="save the files a skill_run's script wrote (its outputs) into DIR")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.client_cmds:run_call")
 

@@ -30,6 +30,7 @@ from skill_mcp.runner.audit import FENCED_NOTE, AuditSink, audit_record, looks_f
 from skill_mcp.runner.grants import GrantSet, build_grants
 from skill_mcp.runner.harden import HardenReport
 from skill_mcp.runner.interpreters import Interpreters, resolve_interpreters
+from skill_mcp.runner.output_store import OutputStore, kept_outputs
 from skill_mcp.runner.plan import Prepared, prepare
 from skill_mcp.runner.report import Blocked, FenceReport, fence_report
 from skill_mcp.runner.spawn_local import LocalSpawner, UserDrop
@@ -37,6 +38,8 @@ from skill_mcp.runner.tokens import TokenBook
 from skill_mcp.runner.types import OutputTap, Spawner
 
 DEFAULT_SCRIPT_USER = "nobody"
+STANDALONE_EGRESS = ("standalone: no egress fence, so nothing was refused or counted; a script whose skill "
+                     "declares no egress has no network, one that declares egress reaches any host")
 
 
 def resolve_drop(script_user: str | None, euid: int) -> UserDrop | SkillMcpError | None:
@@ -79,6 +82,8 @@ class Runner:
     runs_as: str | None = None
     fenced: bool | None = None  # None: not asked yet; decided on the first failed run (no boot cost)
     audit: AuditSink = stderr_sink
+    # The files recent runs wrote, served back as skill-run:// resources (runner.output_store).
+    outputs: OutputStore = field(default_factory=OutputStore, repr=False)
     _busy: bool = field(default=False, repr=False)
     _grants: tuple[Catalog, GrantSet] | None = field(default=None, repr=False)
 
@@ -165,9 +170,11 @@ class Runner:
         return {"status": "confirmation-required", "preview": {"willRun": dict(prepared.will_run)},
                 "confirmToken": self.tokens.mint(prepared.canonical())}
 
-    async def execute(self, prepared: Prepared, *, token: str | None = None, confirmed: bool = False
-                      ) -> dict[str, Any]:
-        """Run once. Exactly one of ``token`` (token flow) or ``confirmed`` (accepted elicitation)."""
+    async def execute(self, prepared: Prepared, *, token: str | None = None, confirmed: bool = False,
+                      scope: str | None = None) -> dict[str, Any]:
+        """Run once. Exactly one of ``token`` (token flow) or ``confirmed`` (accepted elicitation).
+
+        The run's outputs are kept for readers in ``scope`` (an HTTP session; None: by id alone)."""
         if self._busy:
             raise SkillMcpError(Refusal.BUSY, "another skill_run is in progress; one runs at a time")
         if token is not None:
@@ -187,6 +194,10 @@ class Runner:
         if result.status != "ok" and self.looks_fenced():
             out["notes"] = [*out.get("notes", []), FENCED_NOTE]
         out["skill"], out["script"] = prepared.plan.skill, prepared.plan.script
+        # Standalone has no fence to report from (the appliance's broker sends its own report).
+        out.setdefault("egress", {"fenced": False, "detail": STANDALONE_EGRESS})
+        if result.outputs is not None:
+            out.update(kept_outputs(self.outputs, result.outputs, scope))
         self.audit(audit_record(prepared.plan, result, spawner=self.spawner.name))
         return out
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog, Problem, Skill
     from skill_mcp.runner.core import FenceStates, Runner
     from skill_mcp.runner.types import OutputTap
+    from skill_mcp.runner.output_store import OutputStore
 
 
 class DeferredRunner:
@@ -75,6 +76,10 @@ class DeferredRunner:
                     self._runner = self._build()
                 runner = self._runner
         return runner
+
+    def outputs(self) -> OutputStore | None:
+        """The runner's store of run outputs; None while no runner exists (no script has run)."""
+        return self._runner.outputs if self._runner is not None else None
 
     def stop_running(self) -> None:
         """Server shutdown: end the script in progress; a runner never built has none."""

@@ -9,6 +9,7 @@ A script never inherits the server's environment. It gets, in this order:
   the run's private directory when the script runs under a uid of its own: the server's home
   is not the dropped user's to write);
 - ``TMPDIR``: a private directory the spawner makes for each run and removes after it;
+- ``SKILL_OUTPUT_DIR``: an empty directory inside it, whose files come back as the run's outputs;
 - ``MCP_DATA_DIR`` when the host set it;
 - the variables the script declares and the owner grants (``runner.grants``), and nothing else.
 
@@ -25,10 +26,12 @@ variables added): it runs as root and imports only the shared leaves of ``skill_
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from skill_mcp.limits import FIXED_PATH
+from skill_mcp.outputs import OUTPUT_DIR_NAME, OUTPUT_ENV
 from skill_mcp.runner.types import TMPDIR_PLACEHOLDER
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -54,6 +57,9 @@ def plan_env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | Non
             fields.append({"name": name, "from": "fixed"})
     env["TMPDIR"] = TMPDIR_PLACEHOLDER
     fields.append({"name": "TMPDIR", "from": "fixed", "note": "a private directory per run, removed after"})
+    env[OUTPUT_ENV] = TMPDIR_PLACEHOLDER
+    fields.append({"name": OUTPUT_ENV, "from": "fixed",
+                   "note": "an empty directory per run; the files left there come back as skill-run:// resources"})
     if data_dir:
         env["MCP_DATA_DIR"] = data_dir
         fields.append({"name": "MCP_DATA_DIR", "from": "host"})
@@ -74,6 +80,7 @@ def run_env(plan_env: Mapping[str, str], run_dir: str, *, own_uid: bool) -> dict
     run's private directory, and ``HOME`` too when the script runs under a uid of its own."""
     env = dict(plan_env)
     env["TMPDIR"] = run_dir
+    env[OUTPUT_ENV] = os.path.join(run_dir, OUTPUT_DIR_NAME)
     if own_uid:
         env["HOME"] = run_dir
     return env

@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from skill_mcp import brokerwire
+from skill_mcp import brokerwire, outputs
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.types import RunPlan, RunResult
@@ -55,9 +55,26 @@ def result_from_wire(data: dict[str, Any]) -> RunResult:
             truncated_stdout=bool(data["truncated_stdout"]), truncated_stderr=bool(data["truncated_stderr"]),
             dropped_bytes=int(data["dropped_bytes"]), duration_ms=int(data["duration_ms"]),
             notes=tuple(str(n) for n in data.get("notes", ())),
+            # Re-checked here (caps, names, digests): the broker read them by descriptor as root.
+            outputs=outputs.from_wire(data["outputs"]) if "outputs" in data else None,
+            egress=_egress(data.get("egress")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SkillMcpError(Refusal.SPAWN_FAILED, f"the broker sent a malformed result: {exc}") from None
+
+
+def _egress(raw: Any) -> dict[str, Any] | None:
+    """The broker's egress report, kept to its shape: host-name lists and a count."""
+    if not isinstance(raw, dict):
+        return None
+    hosts = {k: [str(h)[:253] for h in raw.get(k, ())][:64] for k in ("allowed", "refused")
+             if isinstance(raw.get(k, ()), list)}
+    count = raw.get("directDropped")
+    out: dict[str, Any] = {"fenced": True, "allowed": hosts.get("allowed", []), "refused": hosts.get("refused", []),
+                           "directDropped": count if isinstance(count, int) and not isinstance(count, bool) else None}
+    if raw.get("directDroppedAtLeast") is True:
+        out["directDroppedAtLeast"] = True
+    return out
 
 
 def _refusal(reason: Any) -> Refusal:
@@ -88,7 +105,8 @@ class BrokerSpawner:
             message = {"v": brokerwire.VERSION, "id": self._next_id, **message}
             try:
                 brokerwire.send(self.sock, message)
-                reply = brokerwire.recv(self.sock, first_byte_timeout=timeout, frame_timeout=timeout)
+                reply = brokerwire.recv(self.sock, first_byte_timeout=timeout, frame_timeout=timeout,
+                                        max_frame=brokerwire.MAX_REPLY_FRAME)
             except (OSError, brokerwire.ProtocolError) as exc:
                 self._broken = str(exc)
                 raise SkillMcpError(Refusal.SPAWN_FAILED, f"the spawn-broker did not answer: {exc}") from None

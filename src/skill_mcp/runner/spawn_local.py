@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
+from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import SCRIPT_OOM_SCORE_ADJ, STANDALONE, Capture, run_status
 from skill_mcp.reasons import Refusal
@@ -211,13 +212,21 @@ class LocalSpawner:
         await self._remove_unremoved()
         tmp = rundirs.make()
         try:
+            out_dir = outputs.make_output_dir(tmp)
             if self.drop is not None:
                 os.chown(tmp, self.drop.uid, self.drop.gid)
+                os.chown(out_dir, self.drop.uid, self.drop.gid)
             shim = await self._launch(plan, self._config(plan, tmp), started)
             try:
                 result = await self._supervise(plan, shim, started)
             finally:
                 shim.discard()  # reaped by now unless supervision itself failed; then killed here
+            # Read by descriptor only, as the script's own files (see skill_mcp.outputs): the
+            # process group is gone; a detached grandchild still writing loses its file.
+            # Up to 32 MiB of reads: off the event loop.
+            owner = self.drop.uid if self.drop is not None else os.geteuid()
+            found = await anyio.to_thread.run_sync(functools.partial(outputs.collect, out_dir, uid=owner))
+            result = dataclasses.replace(result, outputs=found)
         finally:
             left = await self._remove(tmp)
             # The next run's shim starts now, not while this script runs: its start-up would compete

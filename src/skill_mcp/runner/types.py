@@ -12,8 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-# The limits and timeouts live in ``skill_mcp.limits``, shared with the appliance's broker.
 from skill_mcp.limits import CAPTURE_LIMIT, DEFAULT_TIMEOUT_S, DRAIN_S, MAX_TIMEOUT_S, TERM_GRACE_S, RunStatus
+
+# The limits and timeouts live in ``skill_mcp.limits``, shared with the appliance's broker.
+from skill_mcp.outputs import Collected
 
 __all__ = ["CAPTURE_LIMIT", "DEFAULT_TIMEOUT_S", "DRAIN_S", "MAX_TIMEOUT_S", "TERM_GRACE_S", "TMPDIR_PLACEHOLDER",
            "OutputTap", "RunPlan", "RunResult", "RunStatus", "Spawner"]
@@ -58,6 +60,12 @@ class RunResult:
     dropped_bytes: int
     duration_ms: int
     notes: tuple[str, ...] = ()
+    # The files the script left in its output directory (``skill_mcp.outputs``); None when the
+    # spawner collected none (a run that never started).
+    outputs: Collected | None = field(default=None, repr=False, compare=False)
+    # What the appliance's fence refused during the run: {allowed, refused, directDropped}, names
+    # and counts only; None standalone, which has no fence.
+    egress: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +78,7 @@ class RunResult:
             "droppedBytes": self.dropped_bytes,
             "durationMs": self.duration_ms,
             **({"notes": list(self.notes)} if self.notes else {}),
+            **({"egress": dict(self.egress)} if self.egress is not None else {}),
         }
 
 

@@ -24,7 +24,7 @@ from skill_mcp.catalog.digest_memo import DigestMemo
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces import prompts, resources, skills_ext
+from skill_mcp.surfaces import prompts, resources, run_outputs, skills_ext
 from skill_mcp.surfaces.client_logs import ClientLogForwarder
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.handshake import initialize_detail_middleware
@@ -163,6 +163,8 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
     async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         if not content:
             raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
+        if params.uri.startswith(run_outputs.SCHEME):
+            return run_outputs.read_output(state.run_outputs, params.uri, ctx)
         catalog = state.catalog()
         if resources.small_read(catalog, params.uri):
             return resources.read_resource(catalog, params.uri)
@@ -183,12 +185,14 @@ def assemble(
     *,
     tools: Sequence[ToolSpec] = (),
     script_states: ScriptStates | None = None,
+    run_outputs: Callable[[], Any] | None = None,
 ) -> SkillServer:
     if script_states is None:
         from skill_mcp.surfaces.declared import DeclaredScripts
 
         script_states = DeclaredScripts(settings)
-    state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states)
+    state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states,
+                         run_outputs=run_outputs or (lambda: None))
     specs = [*read_tools(), *tools]
     table = ToolTable(_select_tools(settings, specs), state)
     content = not settings.narrowed

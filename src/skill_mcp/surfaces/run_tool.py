@@ -30,6 +30,7 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces import run_outputs
 from skill_mcp.surfaces.registry import ToolCall, ToolHandler, ToolOutput, ToolSpec
 
 if TYPE_CHECKING:  # pragma: no cover - typing only: the runner is imported when it is built
@@ -80,6 +81,21 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "droppedBytes": {"type": "integer", "minimum": 0},
         "durationMs": {"type": "integer", "minimum": 0},
         "notes": {"type": "array", "items": {"type": "string"}},
+        # what the fence allowed and refused (appliance), or that there is none (standalone)
+        "egress": {"type": "object", "properties": {
+            "fenced": {"type": "boolean"}, "detail": {"type": "string"},
+            "allowed": {"type": "array", "items": {"type": "string"}},
+            "refused": {"type": "array", "items": {"type": "string"}},
+            "directDropped": {"type": ["integer", "null"]}, "directDroppedAtLeast": {"type": "boolean"}}},
+        # the files the script left in SKILL_OUTPUT_DIR, each also a resource_link in content
+        "outputs": {"type": "array", "items": {"type": "object", "properties": {
+            "uri": {"type": "string"}, "name": {"type": "string"}, "path": {"type": "string"},
+            "mimeType": {"type": "string"}, "size": {"type": "integer", "minimum": 0},
+            "sha256": {"type": "string"}}, "required": ["uri", "path", "size", "sha256"]}},
+        "outputsDropped": {"type": "object", "properties": {
+            "count": {"type": "integer", "minimum": 0}, "complete": {"type": "boolean"},
+            "first": {"type": "array", "items": {"type": "object", "properties": {
+                "path": {"type": "string"}, "why": {"type": "string"}}}}}},
     },
     "required": ["status"],
 }
@@ -193,10 +209,10 @@ class SkillRun:
                 span.set_attributes(_plan_attributes(prepared))
             return prepared
 
-    async def _execute(self, prepared: Prepared, *, token: str, via: str) -> dict[str, Any]:
+    async def _execute(self, prepared: Prepared, *, token: str, via: str, scope: str | None) -> dict[str, Any]:
         attrs = {**_plan_attributes(prepared), "skill_mcp.confirmation": via}
         with self._span("skill_run run", attrs) as span, self._refusals(span):
-            out = await self.runner.execute(prepared, token=token)
+            out = await self.runner.execute(prepared, token=token, scope=scope)
             if span is not None and self.telemetry is not None:
                 from skill_mcp.telemetry import clean
 
@@ -224,6 +240,8 @@ class SkillRun:
 
     async def _call(self, call: ToolCall, args: dict[str, Any]) -> ToolOutput:
         out = await self._answer(call, args)
+        if isinstance(out, dict) and out.get("outputs"):
+            out = run_outputs.describe(out, self.runner.outputs)
         if _over_http(call) and isinstance(out, dict) and out.get("status") in RUN_STATUSES:
             # The answer may have to travel as one server-sent event (always after a mid-call
             # confirmation): cut the output to what a client accepts rather than lose the result.
@@ -236,10 +254,10 @@ class SkillRun:
         prepared = self._prepare(call, args)
         token = args.get("confirmToken")
         if token is not None:
-            return await self._execute(prepared, token=token, via="token")
+            return await self._execute(prepared, token=token, via="token", scope=run_outputs.output_scope(call.request))
         params = call.params
         if params is not None and (params.input_responses or params.request_state):
-            return await self._modern_retry(prepared, params)
+            return await self._modern_retry(prepared, params, call)
         if not _form_elicitation(call):
             return self._preview(prepared)
         if call.request.protocol_version == MODERN:
@@ -255,7 +273,7 @@ class SkillRun:
     def _preview(self, prepared: Prepared) -> dict[str, Any]:
         return {**self.runner.preview(prepared), "howToConfirm": HOW_TO_CONFIRM}
 
-    async def _modern_retry(self, prepared: Prepared, params: Any) -> dict[str, Any]:
+    async def _modern_retry(self, prepared: Prepared, params: Any, call: ToolCall) -> dict[str, Any]:
         response = (params.input_responses or {}).get(CONFIRM_KEY)
         action = getattr(response, "action", None)
         with self._span("skill_run confirmation", {"skill_mcp.confirmation": "input-response",
@@ -267,7 +285,8 @@ class SkillRun:
                 raise SkillMcpError(Refusal.TOKEN_INVALID, "the retry carries no requestState")
         # ``prepared`` was built by this retry; the token in requestState is bound to the plan
         # the user saw, so a script edited since is refused as draft-changed.
-        return await self._execute(prepared, token=params.request_state, via="input-response")
+        return await self._execute(prepared, token=params.request_state, via="input-response",
+                                   scope=run_outputs.output_scope(call.request))
 
     async def _handshake(self, call: ToolCall, args: dict[str, Any], prepared: Prepared) -> ToolOutput:
         token = self.runner.tokens.mint(prepared.canonical())
@@ -286,7 +305,8 @@ class SkillRun:
                 span.set_attribute("skill_mcp.confirmation.action", str(result.action))
             if not _accepted(result.action, result.content):
                 raise _declined(result.action)
-        return await self._execute(self._prepare(call, args), token=token, via="elicitation")
+        return await self._execute(self._prepare(call, args), token=token, via="elicitation",
+                                   scope=run_outputs.output_scope(call.request))
 
 
 def run_tool_spec(runner: Runner, telemetry: Telemetry | None = None) -> ToolSpec:
@@ -310,6 +330,7 @@ def _spec(handler: ToolHandler) -> ToolSpec:
         input_schema=INPUT_SCHEMA,
         output_schema=OUTPUT_SCHEMA,
         handler=handler,
+        render=run_outputs.render_run,
         annotations={"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
                      "openWorldHint": True},
     )

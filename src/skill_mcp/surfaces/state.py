@@ -28,6 +28,8 @@ class SurfaceState:
     catalog_provider: Callable[[], Catalog] = field(repr=False)
     memo: catfiles.DigestMemo = field(repr=False)
     scripts: ScriptStates
+    # The runner's store of run outputs, or None before any runner exists (runner.output_store).
+    run_outputs: Callable[[], Any] = field(default=lambda: None, repr=False)
 
     def catalog(self) -> Catalog:
         return self.catalog_provider()

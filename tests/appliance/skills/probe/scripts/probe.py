@@ -858,6 +858,54 @@ def memhog(args):
     return {"children": n, "ends": ends}
 
 
+PIXEL = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c63f8cfc0f01f0005000201b5b5b0f30000000049454e44ae426082")
+
+
+def outputs(args):
+    """Leave results in SKILL_OUTPUT_DIR beside what must never come back: links to /proc/1 and to
+    the launcher's own directories, a FIFO, an undecodable name, a 4 KB path; ``many N`` leaves N."""
+    out = os.environ["SKILL_OUTPUT_DIR"]
+    if args[:1] == ["many"]:
+        for i in range(int(args[1])):
+            with open(os.path.join(out, f"f{i:05d}.txt"), "w") as fh:
+                fh.write(str(i))
+        return {"wrote": int(args[1])}
+    with open(os.path.join(out, "report.md"), "w") as fh:
+        fh.write("# report\n")
+    with open(os.path.join(out, "pixel.png"), "wb") as fh:
+        fh.write(PIXEL)
+    os.makedirs(os.path.join(out, "sub"))
+    with open(os.path.join(out, "sub", "nested.csv"), "w") as fh:
+        fh.write("a,b\n1,2\n")
+    os.symlink("/proc/1/environ", os.path.join(out, "environ"))
+    os.symlink("/run/skill-mcp", os.path.join(out, "launcher"))
+    os.symlink(os.path.dirname(os.environ["TMPDIR"]), os.path.join(out, "runs"))
+    os.mkfifo(os.path.join(out, "pipe"))
+    with open(os.path.join(os.fsencode(out), b"odd\xff\xfe.txt"), "w") as fh:
+        fh.write("odd")
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(40):
+        os.mkdir("d" * 100, dir_fd=fd)
+        nxt = os.open("d" * 100, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+    leaf = os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+    os.write(leaf, b"deep")
+    os.close(leaf)
+    os.close(fd)
+    return {"wrote": out}
+
+
+def egress(args):
+    """One run that reaches a granted host, asks for an undeclared and a declared-but-ungranted
+    one, and tries a direct connection: the result's egress report must name exactly that."""
+    got = {}
+    for url in ("http://allowed.test/", "http://other.test/", "http://declared-not-granted.example/"):
+        got[url] = net(["proxy", url, "10"])
+    got["direct"] = net(["direct", args[0], "3"])
+    return got
+
+
 MODES = {"id": ident, "env": env, "envhash": envhash, "read": read, "list": listdir, "write": write,
          "exists": exists, "scratch": scratch, "ptrace": ptrace, "kill": kill, "cmdlines": cmdlines,
          "procs": procs, "server": server, "ipc": ipc, "setuid": setuid_exec, "abort": abort, "sleep": sleep,
@@ -867,7 +915,7 @@ MODES = {"id": ident, "env": env, "envhash": envhash, "read": read, "list": list
          "selfstop": selfstop, "spin": spin, "balloon": balloon, "diskfill": diskfill, "fds": fds, "net": net,
          "echo": echo, "rebind": rebind, "cmd": cmd, "shim": shim, "plant": plant, "seek": seek, "fill": fill,
          "writable": writable, "keyring": keyring, "deep": deep, "deepfill": deepfill, "manyfiles": manyfiles,
-         "census": census, "memhog": memhog}
+         "census": census, "memhog": memhog, "outputs": outputs, "egress": egress}
 
 if __name__ == "__main__":
     result = MODES[sys.argv[1]](sys.argv[2:])
