@@ -16,6 +16,7 @@ never protocol prose. The modules:
     shim          the server's side of the exec shim started ahead of each run
     _exec_shim    the stdlib shim that applies limits and the uid drop, then execs
     rundirs       the per-run private directories
+    output_store  the files recent runs wrote, kept bounded for skill-run:// reads
     spawn_broker  the appliance spawner: a client of the launcher's spawn-broker
     declared      the declarations as JSON, for the launcher (run as an unprivileged uid)
     report        what ``skill_list`` says about scripts

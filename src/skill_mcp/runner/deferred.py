@@ -31,8 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
     from skill_mcp.models import Catalog, Problem, Skill
     from skill_mcp.runner.core import FenceStates, Runner
-    from skill_mcp.runner.types import OutputTap
     from skill_mcp.runner.output_store import OutputStore
+    from skill_mcp.runner.types import OutputTap
 
 
 class DeferredRunner:
