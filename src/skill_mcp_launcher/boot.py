@@ -29,8 +29,8 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 
-from skill_mcp import brokerwire
-from skill_mcp.limits import FIXED_PATH, find_interpreters
+from skill_mcp import brokerwire, confine
+from skill_mcp.limits import FIXED_PATH, MIN_LANDLOCK_ABI, find_interpreters
 from skill_mcp_launcher import caps, declared, fence, isolation, policy, procs, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
@@ -91,6 +91,19 @@ def start_server(command: Sequence[str], env: Mapping[str, str], account: procs.
     return pid
 
 
+def boot_sandbox() -> tuple[bool, str]:
+    """Whether this kernel can confine a run (Landlock at the minimum ABI, and seccomp): asked once.
+
+    Without it the appliance serves every skill and runs no script (``sandbox-unavailable``):
+    isolation by construction is the appliance's promise, never a best effort.
+    """
+    try:
+        abi = confine.probe(MIN_LANDLOCK_ABI)
+    except confine.SandboxUnavailable as exc:
+        return False, exc.detail
+    return True, f"Landlock ABI {abi} and a seccomp filter"
+
+
 def boot_fence(state: caps.CapState) -> tuple[bool, str]:
     if not state.has(caps.CAP_NET_ADMIN):
         return False, "the container was started without NET_ADMIN, so the egress ruleset cannot be loaded"
@@ -144,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         fatal(f"missing capabilities {missing}: the launcher cannot separate the server and scripts from root")
     fence_ok, fence_detail = boot_fence(start)
+    sandbox_ok, sandbox_detail = boot_sandbox()
     try:
         state = drop_capabilities(start)
     except caps.CapError as exc:
@@ -152,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Leftovers of an earlier life of this container (a restart keeps a writable layer, /dev/shm
     # and any volume): processes, files and IPC objects of the script uid, old run directories.
     procs.sweep(users.script, reaper, scratch=_prepare_dirs(), timeout=2.0)
-    log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective),
+    log("boot", fence=fence_ok, detail=fence_detail, sandbox=sandbox_ok, sandbox_detail=sandbox_detail, caps=caps.describe(state.effective),
         bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
         **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
     environ = dict(os.environ)
@@ -162,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fatal(f"users: {exc}")
     broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
                     interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
-                    grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user)
+                    sandbox_ok=sandbox_ok, sandbox_detail=sandbox_detail, grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user)
     # With a grant (or hosted), the names to hold back are the grant's: the server starts at
     # once and the declarations are read while it boots (its first request waits on the socket).
     # Without either, the names come from the declarations, which must be read first.

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, run_status
+from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, appliance_sandbox, run_status
 from skill_mcp.reasons import Refusal
 from skill_mcp_launcher import checks, declared, isolation, policy, procs, proxy, sandbox
 
@@ -51,6 +51,9 @@ class Broker:
     # scripts (the server is given none of the granted ones).
     environ: Mapping[str, str] = field(repr=False)
     parse_user: procs.Account
+    # Whether this kernel can confine a run (``boot.boot_sandbox``): without it no script runs.
+    sandbox_ok: bool = False
+    sandbox_detail: str = "not probed"
     declarations: declared.Declarations | None = None
     declared_error: str | None = None
     limits: Limits = APPLIANCE
@@ -66,6 +69,7 @@ class Broker:
     def hello(self) -> dict[str, Any]:
         known = self.declarations
         return {"ok": True, "fence": self.fence_ok, "fenceDetail": self.fence_detail,
+                "sandbox": self.sandbox_ok, "sandboxDetail": self.sandbox_detail,
                 "interpreters": self.interpreters, "proxyPort": proxy.PROXY_PORT, "runs": self.runs,
                 "grantFrom": self.grants.source,
                 "declarations": {"skills": len(known.skills) if known else 0,
@@ -114,6 +118,9 @@ class Broker:
         if not self.fence_ok:
             raise SkillMcpError(Refusal.FENCE_UNAVAILABLE,
                                 f"this appliance runs no scripts: {self.fence_detail}")
+        if not self.sandbox_ok:
+            raise SkillMcpError(Refusal.SANDBOX_UNAVAILABLE,
+                                f"this appliance runs no scripts: the kernel cannot confine them ({self.sandbox_detail})")
         request = checks.parse_request(raw)
         job = policy.decide(request, skills=self._skills(request.skill), grants=self.grants,
                             interpreters=self.interpreters, roots=self.roots, environ=self.environ)
@@ -121,6 +128,9 @@ class Broker:
         self.runs += 1
         scratch = isolation.make_scratch(self.users.script.gid)
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
+        # The sandbox from the broker's own decision (the job), never from the server's word.
+        rules = appliance_sandbox(skill_dir=job.cwd, scratch=scratch, interpreters=self.interpreters.values(),
+                                  proxy_port=proxy.PROXY_PORT)
         try:
             proxy_pid = self._start_proxy(job.egress)
         except BaseException:
@@ -128,7 +138,7 @@ class Broker:
             raise
         try:
             outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
-                                  self.server_fd, self.wake_fd)
+                                  self.server_fd, self.wake_fd, rules=rules)
         finally:
             self._stop_proxy(proxy_pid)
         log("run", skill_dir=job.cwd, argv0=job.argv[0], status=outcome.status, timed_out=outcome.timed_out,

@@ -2,7 +2,9 @@
 
 The order inside the forked child is the privilege-drop pipeline: new session, standard
 streams, descriptors closed, resource limits (while still allowed to set them), groups,
-gid, uid, no-new-privileges, then ``execve`` in the skill's directory. A failure at any step is
+gid, uid, no-new-privileges, the run's kernel sandbox (``skill_mcp.confine``: Landlock and a
+seccomp filter, from the rules the broker built from its own decision), then ``execve`` in the
+skill's directory. A failure at any step is
 reported through a close-on-exec pipe and the child exits; nothing runs half-dropped. The
 run's private scratch directory is made before the fork and removed after the sweep, both by
 the privileged side (``isolation``).
@@ -19,7 +21,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from skill_mcp.limits import DRAIN_S, TERM_GRACE_S, Capture, Limits
+from skill_mcp import confine
+from skill_mcp.limits import DRAIN_S, TERM_GRACE_S, Capture, Limits, Sandbox
 from skill_mcp_launcher import procs
 
 # The limits, the capture bound and the grace periods live in skill_mcp.limits (shared with
@@ -40,7 +43,7 @@ class Job:
     egress: tuple[str, ...]
 
 
-def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits,
+def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, rules: Sandbox | None,
            out_w: int, err_w: int, report_w: int) -> None:  # pragma: no cover - runs in the child
     step = "setsid"
     try:
@@ -59,6 +62,9 @@ def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Lim
         procs.drop_to(account)
         step = "chdir"
         os.chdir(job.cwd)
+        if rules is not None:
+            step = "sandbox"
+            confine.apply(rules)
         step = "exec"
         os.execve(job.argv[0], list(job.argv), dict(env))  # noqa: S606 - an argv array, never a shell
     except BaseException as exc:
@@ -82,7 +88,7 @@ class Outcome:
 
 def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
         scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None,
-        wake_fd: int | None = None) -> Outcome:
+        wake_fd: int | None = None, *, rules: Sandbox | None) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
 
     ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep.
@@ -91,6 +97,9 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     will read this run's result, and the run ends at once (SIGKILL, then the sweep) instead of
     running on until its own timeout. ``wake_fd`` is the signal wakeup pipe: a stop signal
     must wake the capture loop so that ``stopping`` is asked at once, not at the next output.
+    ``rules`` is the run's kernel sandbox (``limits.appliance_sandbox``), applied in the child
+    after the drop; the broker never runs a script without one (``None`` is for tests of the
+    drop pipeline alone).
     """
     result = Outcome()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -99,7 +108,7 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # pragma: no cover
-        _child(job, env, account, limits, out_w, err_w, rep_w)
+        _child(job, env, account, limits, rules, out_w, err_w, rep_w)
     reaper.watch(pid)
     for fd in (out_w, err_w, rep_w):
         os.close(fd)

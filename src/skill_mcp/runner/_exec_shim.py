@@ -1,12 +1,13 @@
 """Re-exec shim: applies limits and the uid drop, then becomes the interpreter.
 
-Run as ``python -I -S _exec_shim.py CFG_FD STATUS_FD SERVER_PID PRCTL_DIR`` by ``runner.shim``
+Run as ``python -I -S _exec_shim.py CFG_FD STATUS_FD SERVER_PID PRCTL_DIR PACKAGE_DIR`` by ``runner.shim``
 (never imported by the server). It exists so that nothing runs between ``fork`` and ``exec`` in
 the server: Python's ``preexec_fn`` is unsafe in a threaded process, and ``subprocess`` has no
 rlimit option. The standard library and ``python-prctl`` only (dumpable, the parent-death signal,
 no-new-privileges), found in ``PRCTL_DIR`` - the server's own site-packages - because ``-I -S``
 keeps the caller's environment and site-packages out of it; the server starts it with an empty
-environment.
+environment. ``PACKAGE_DIR`` is the directory holding the server's ``skill_mcp`` package, for the
+one leaf it imports from it: ``skill_mcp.confine`` (Landlock and seccomp through ctypes).
 
 It may be started ahead of the run it will serve (a *warm* shim): it imports what it needs,
 makes itself non-dumpable, ties its life to the server's (``PR_SET_PDEATHSIG``, then the check
@@ -14,7 +15,8 @@ that the server is still its parent) and blocks reading ``CFG_FD``. A run costs 
 comes after that read. It serves at most one run: it execs or exits.
 
 Protocol: the parent writes one ``marshal``-encoded dict to ``CFG_FD`` (argv, env, cwd, rlimits,
-optional uid/gid) and closes it; the values travel through a pipe, never
+optional uid/gid, and ``sandbox``: the run's ``limits.Sandbox`` in its wire form, or ``None``
+only when the owner opted out of confinement) and closes it; the values travel through a pipe, never
 through this process's argv or environment, so they do not show up in ``/proc/<pid>/cmdline``
 or ``/proc/<pid>/environ``. EOF with no configuration means the server discarded this shim or
 died: it exits at once. ``STATUS_FD`` is close-on-exec. Just before ``execve`` the shim writes
@@ -82,7 +84,7 @@ def _drop(uid: int, gid: int) -> None:
         raise RuntimeError("the uid drop did not stick")
 
 
-def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int) -> None:
+def _become(cfg: dict[str, Any], prctl: Any, confine: Any, server: int, status_fd: int) -> None:
     os.chdir(cfg["cwd"])
     for name, (soft, hard) in cfg.get("rlimits", {}).items():
         resource.setrlimit(_LIMITS[name], (soft, hard))
@@ -94,6 +96,10 @@ def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int) -> Non
     # the script must get the default actions (a write to a closed pipe ends it).
     for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
         _signal.signal(sig, _signal.SIG_DFL)
+    if cfg.get("sandbox") is not None:
+        # Last, after no-new-privileges and the uid drop: from here on this process (and the
+        # script it becomes) reads, writes and reaches only what the rules allow.
+        confine.apply(cfg["sandbox"])
     argv = cfg["argv"]
     os.write(status_fd, EXEC_NEXT)
     os.execve(argv[0], argv, cfg["env"])  # noqa: S606 - an argv array is the point: no shell
@@ -104,7 +110,10 @@ def main() -> None:
     os.set_inheritable(status_fd, False)  # closes on a successful execve: EOF means "running"
     try:
         sys.path.append(sys.argv[4])
+        sys.path.append(sys.argv[5])
         import prctl
+
+        from skill_mcp import confine
 
         # While it waits (possibly for minutes) no same-uid process may ptrace it or read its
         # memory; execve makes the script dumpable again, as it would be without the shim.
@@ -113,7 +122,7 @@ def main() -> None:
         cfg = _read_all(cfg_fd)  # a warm shim waits here
         if cfg is None:
             os._exit(0)  # discarded, or the server is gone: nothing to report, nobody to report to
-        _become(cfg, prctl, server, status_fd)
+        _become(cfg, prctl, confine, server, status_fd)
     except BaseException as exc:  # every failure must reach the parent
         os.write(status_fd, f"{type(exc).__name__}: {exc}".encode(errors="replace")[:4000])
         os._exit(127)
