@@ -14,9 +14,11 @@ import sys
 
 LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "declared", "fence", "isolation", "policy", "procs",
                     "proxy", "sandbox")
-# The leaves both sides share: path rules, reasons, run limits, the grant rules and the broker's framing.
+# The leaves both sides share: path rules, reasons, run limits, the grant rules, the broker's framing
+# and the run's kernel sandbox (the Landlock and libseccomp bindings, and what applies them).
 ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons", "skill_mcp.limits",
-                   "skill_mcp.grantrules", "skill_mcp.brokerwire"}
+                   "skill_mcp.grantrules", "skill_mcp.brokerwire", "skill_mcp.confine", "skill_mcp.landlock",
+                   "skill_mcp.seccomp"}
 ALLOWED_LIBRARIES = {"prctl", "_prctl", "psutil"}  # top-level names: psutil's own submodules come with it
 
 
