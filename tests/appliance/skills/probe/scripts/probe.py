@@ -605,9 +605,13 @@ def plant(args):
     for path in (os.path.join(tmp, "note"), f"/tmp/plant-{tag}", f"/dev/shm/plant-{tag}", f"/var/tmp/plant-{tag}",
                  f"/run/plant-{tag}"):
         out["wrote"][path] = write([path])["write"]
-    for top in (tmp, "/tmp"):  # a directory its owner locked itself out of
+    for top in (tmp, "/tmp"):  # a directory its owner locked itself out of (the sandbox refuses /tmp)
         locked = os.path.join(top, f"locked-{tag}")
-        os.makedirs(os.path.join(locked, "inner"), exist_ok=True)
+        try:
+            os.makedirs(os.path.join(locked, "inner"), exist_ok=True)
+        except OSError as exc:
+            out["wrote"][locked] = err(exc)
+            continue
         write([os.path.join(locked, "inner", "secret")])
         os.chmod(os.path.join(locked, "inner"), 0)
         os.chmod(locked, 0)
@@ -616,10 +620,14 @@ def plant(args):
     mq = libc.mq_open(f"/plant-{tag}".encode(), os.O_CREAT | os.O_RDWR, 0o666, None)
     out["mq"] = "ok" if mq >= 0 and os.path.exists(f"/dev/mqueue/plant-{tag}") else err(OSError(ctypes.get_errno(), ""))
     keys = _keys(tag)
-    out["ipc"] = {"shm": libc.shmget(keys["shm"], 4096, IPC_CREAT | 0o666),
-                  "msg": libc.msgget(keys["msg"], IPC_CREAT | 0o666),
-                  "sem": libc.semget(keys["sem"], 1, IPC_CREAT | 0o666)}
-    out["given_away"] = _give_away(libc, "msg", out["ipc"]["msg"], 10001)
+    made = {"shm": libc.shmget(keys["shm"], 4096, IPC_CREAT | 0o666)}
+    made["shm_errno"] = ctypes.get_errno() if made["shm"] < 0 else 0
+    made["msg"] = libc.msgget(keys["msg"], IPC_CREAT | 0o666)
+    made["sem"] = libc.semget(keys["sem"], 1, IPC_CREAT | 0o666)
+    out["ipc"] = {k: v for k, v in made.items() if k != "shm_errno"}
+    out["ipc_errno"] = errno.errorcode.get(made["shm_errno"], "") if made["shm_errno"] else "ok"
+    out["given_away"] = (_give_away(libc, "msg", out["ipc"]["msg"], 10001) if out["ipc"]["msg"] >= 0
+                         else "not made")
     out["squat"] = {}
     for name in ("run-1", f"run-{int(tag) + 1}", f"run-{int(tag) + 2}", "run-" + "0" * 32):
         try:
