@@ -206,7 +206,10 @@ def ipc(args):
 
 
 def setuid_exec(args):
-    proc = subprocess.run([args[0], "-u"], capture_output=True, timeout=10, check=False)
+    try:
+        proc = subprocess.run([args[0], "-u"], capture_output=True, timeout=10, check=False)
+    except OSError as exc:
+        return {"euid_after_exec": None, "exec": err(exc)}
     return {"euid_after_exec": proc.stdout.decode().strip(), "rc": proc.returncode}
 
 
@@ -233,11 +236,20 @@ def silent(args):
     return {"slept": float(args[0])}
 
 
+def _announce(info):
+    """Say that the run has started, in the run's own directory: its sandbox lets it write nowhere
+    else. The test finds this process by the marker in its arguments (args[0]) and reads the file
+    there (``tests.security.harness.announced``)."""
+    path = os.path.join(os.environ["TMPDIR"], "announce.json")
+    with open(path + ".tmp", "w") as fh:
+        fh.write(json.dumps(info))
+    os.rename(path + ".tmp", path)
+
+
 def pidfile(args):
-    """Write our pid to args[0], then sleep args[1] seconds (the test kills the server meanwhile)."""
-    with open(args[0] + ".tmp", "w") as fh:
-        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid()}))
-    os.rename(args[0] + ".tmp", args[0])
+    """Announce our pid (args[0] is the test's marker), then sleep args[1] seconds (the test kills
+    the server meanwhile)."""
+    _announce({"pid": os.getpid(), "ppid": os.getppid()})
     time.sleep(float(args[1]))
     return {"slept": True}
 
@@ -246,26 +258,29 @@ def leave(args):
     """Leave a secret in this run's TMPDIR, then like ``pidfile`` (the test kills the server meanwhile)."""
     with open(os.path.join(os.environ["TMPDIR"], "secret"), "w") as fh:
         fh.write(args[2])
-    with open(args[0] + ".tmp", "w") as fh:
-        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "TMPDIR": os.environ["TMPDIR"]}))
-    os.rename(args[0] + ".tmp", args[0])
+    _announce({"pid": os.getpid(), "ppid": os.getppid(), "TMPDIR": os.environ["TMPDIR"]})
     time.sleep(float(args[1]))
     return {"slept": True}
 
 
-def rundirs(_):
-    """The run directories beside this run's own, and whether an earlier run's secret is readable."""
+def rundirs(args):
+    """The run directories beside this run's own (when it may list them: the sandbox refuses), and
+    whether an earlier run's secret is readable there or in the directories named in ARGS."""
     tmp = os.environ["TMPDIR"]
     parent = os.path.dirname(tmp)
-    seen = sorted(os.path.join(parent, n) for n in os.listdir(parent) if n.startswith("skill-mcp-run-"))
+    try:
+        seen = sorted(os.path.join(parent, n) for n in os.listdir(parent) if n.startswith("skill-mcp-run-"))
+        listed = "ok"
+    except OSError as exc:
+        seen, listed = [], err(exc)
     secrets_read = []
-    for path in seen:
+    for path in [*seen, *args]:
         try:
             with open(os.path.join(path, "secret")) as fh:
                 secrets_read.append(fh.read())
         except OSError:
             pass
-    return {"TMPDIR": tmp, "seen": seen, "secrets": secrets_read}
+    return {"TMPDIR": tmp, "seen": seen, "listed": listed, "secrets": secrets_read}
 
 
 def linger(_):
@@ -549,11 +564,10 @@ def _sibling_shim(deadline):
 def shim(args):
     """Reach for the shim the server keeps waiting for its next run: attach, signal, read it.
 
-    Writes our pid to args[0] first: the test then makes the server start that shim (a preview).
+    Announces our pid first (args[0] is the test's marker): the test then makes the server start
+    that shim (a preview).
     """
-    with open(args[0] + ".tmp", "w") as fh:
-        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid()}))
-    os.rename(args[0] + ".tmp", args[0])
+    _announce({"pid": os.getpid(), "ppid": os.getppid()})
     pid = _sibling_shim(time.monotonic() + 20)
     if pid is None:
         return {"found": None}
