@@ -21,7 +21,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from skill_mcp.limits import PROXY_PORT  # one home: the sandbox's TCP rule names it too
+from skill_mcp.limits import PROXY_PORT as PROXY_PORT  # re-exported: one home, the sandbox rule names it too
 
 TINYPROXY = "/usr/bin/tinyproxy"
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")

@@ -5,7 +5,6 @@ root server, another run of the same unprivileged user - cannot read what the ki
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import wait_until
 from tests.security.conftest import SECRET
 from tests.security.harness import Session, announced, last_json
 

@@ -301,13 +301,14 @@ def _ipc() -> dict[str, str]:
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     out: dict[str, str] = {}
-    for name, make, drop in (
+    calls: tuple[tuple[str, Callable[[], int], Callable[[int], object]], ...] = (
             ("shmget", lambda: libc.shmget(0, 4096, IPC_CREAT | 0o600), lambda i: libc.shmctl(i, IPC_RMID, None)),
             ("msgget", lambda: libc.msgget(0, IPC_CREAT | 0o600), lambda i: libc.msgctl(i, IPC_RMID, None)),
             ("semget", lambda: libc.semget(0, 1, IPC_CREAT | 0o600), lambda i: libc.semctl(i, 0, IPC_RMID)),
             ("mq_open", lambda: libc.mq_open(f"/selftest-{os.getpid()}".encode(), os.O_CREAT | os.O_RDWR, 0o600,
                                              None), lambda i: libc.mq_unlink(f"/selftest-{os.getpid()}".encode())),
-            ("io_uring_setup", lambda: libc.syscall(425, 1, None), os.close)):
+            ("io_uring_setup", lambda: libc.syscall(425, 1, None), os.close))
+    for name, make, drop in calls:
         made = make()
         out[name] = "ok" if made >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
         if made >= 0:
