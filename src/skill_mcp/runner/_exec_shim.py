@@ -115,6 +115,14 @@ def main() -> None:
 
         from skill_mcp import confine
 
+        # Load libseccomp and touch the ctypes paths now, while the shim may still be waiting, so a
+        # run pays about 1.5 ms for its sandbox rather than three times that on first use. A kernel
+        # that cannot confine is reported by the apply at the run, not here.
+        try:
+            confine.probe(0)
+        except confine.SandboxUnavailable:
+            pass
+
         # While it waits (possibly for minutes) no same-uid process may ptrace it or read its
         # memory; execve makes the script dumpable again, as it would be without the shim.
         prctl.set_dumpable(False)
