@@ -118,7 +118,7 @@ def main() -> None:
         # Load libseccomp and touch the ctypes paths now, while the shim may still be waiting, so a
         # run pays about 1.5 ms for its sandbox rather than three times that on first use. A kernel
         # that cannot confine is reported by the apply at the run, not here.
-        try:
+        try:  # noqa: SIM105 - contextlib is one import more on every cold start
             confine.probe(0)
         except confine.SandboxUnavailable:
             pass
