@@ -33,6 +33,7 @@ ENV_VARS: Mapping[str, str] = {
     "MCP_SKILL_RUN": "the owner's grants: which declared scripts may run, with which variables and hosts",
     "MCP_CONFIRM_ELICITATION": "'off' disables elicitation; confirmation then uses the token round trip",
     "MCP_SKILL_ALLOW_UNSCRUBBED": "'1' lets a hosted server run scripts although the environ wipe failed",
+    "SKILL_MCP_UNCONFINED": "'1' lets a standalone (not hosted) server run scripts without a kernel sandbox where the kernel cannot confine them",
     "MCP_ENABLED_TOOLS": "comma list narrowing the registered tools; also hides prompts and resources",
     "SKILL_MCP_COMPAT": "'skillmcp' also offers the skillmcp design notes' tools: list_packs, search_skills, get_skill",
     "MCP_HTTP_TOKEN": "bearer token required by the HTTP transport",
@@ -76,6 +77,9 @@ class Settings:
     skill_run: str | None = None  # raw MCP_SKILL_RUN; parsed by runner.grants
     confirm_elicitation: bool = True
     allow_unscrubbed: bool = False
+    # SKILL_MCP_UNCONFINED=1: where the kernel cannot confine a run, a standalone server runs its
+    # scripts without the sandbox (and warns) instead of refusing them. Never honoured when hosted.
+    allow_unconfined: bool = False
     data_dir: Path | None = None
     script_user: str | None = None
     broker_fd: int | None = None
@@ -155,6 +159,7 @@ def load_settings(
         skill_run=env.get("MCP_SKILL_RUN"),
         confirm_elicitation=env.get("MCP_CONFIRM_ELICITATION", "").strip().lower() != "off",
         allow_unscrubbed=env.get("MCP_SKILL_ALLOW_UNSCRUBBED", "").strip() == "1",
+        allow_unconfined=env.get("SKILL_MCP_UNCONFINED", "").strip() == "1",
         data_dir=Path(data_dir) if data_dir else None,
         script_user=env.get("SKILL_MCP_SCRIPT_USER") or None,
         broker_fd=int(broker_fd) if broker_fd and broker_fd.isdigit() else None,

@@ -132,6 +132,8 @@ class Refusal(StrEnum):
     ENVIRON_UNSCRUBBED = "environ-unscrubbed"
     ROOT_WITHOUT_DROP = "root-without-drop"
     FENCE_UNAVAILABLE = "fence-unavailable"
+    # The kernel cannot confine a run (no Landlock, an ABI below the minimum, no seccomp).
+    SANDBOX_UNAVAILABLE = "sandbox-unavailable"
     BUSY = "busy"
     DECLINED = "declined"
     SPAWN_FAILED = "spawn-failed"

@@ -31,10 +31,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from skill_mcp import brokerwire
+from skill_mcp import brokerwire, confine
 from skill_mcp.limits import (
     FIXED_PATH,
     LAUNCHER_OOM_SCORE_ADJ,
+    MIN_LANDLOCK_ABI,
     SERVER_OOM_SCORE_ADJ,
     find_interpreters,
     set_oom_score_adj,
@@ -103,6 +104,19 @@ def start_server(command: Sequence[str], env: Mapping[str, str], account: procs.
     return pid
 
 
+def boot_sandbox() -> tuple[bool, str]:
+    """Whether this kernel can confine a run (Landlock at the minimum ABI, and seccomp): asked once.
+
+    Without it the appliance serves every skill and runs no script (``sandbox-unavailable``):
+    isolation by construction is the appliance's promise, never a best effort.
+    """
+    try:
+        abi = confine.probe(MIN_LANDLOCK_ABI)
+    except confine.SandboxUnavailable as exc:
+        return False, exc.detail
+    return True, f"Landlock ABI {abi} and a seccomp filter"
+
+
 def boot_fence(state: caps.CapState) -> tuple[bool, str]:
     if not state.has(caps.CAP_NET_ADMIN):
         return False, "the container was started without NET_ADMIN, so the egress ruleset cannot be loaded"
@@ -162,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Bound to the ruleset's log group while CAP_NET_ADMIN is still held; it counts each run's
     # dropped direct connections after the drop (egress_report.DropLog).
     drops = egress_report.DropLog.open() if fence_ok else egress_report.DropLog(None)
+    sandbox_ok, sandbox_detail = boot_sandbox()
     try:
         state = drop_capabilities(start)
     except caps.CapError as exc:
@@ -172,7 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cleanup = procs.Cleanup(users.script)
     cleanup.start(reaper, _prepare_dirs(), kill_timeout=2.0)
     cleanup.settle(reaper, 2.0)  # not done yet: the first run waits for it (Broker._ensure_clean)
-    log("boot", fence=fence_ok, detail=fence_detail, caps=caps.describe(state.effective), cleanup=cleanup.state,
+    log("boot", fence=fence_ok, detail=fence_detail, sandbox=sandbox_ok, sandbox_detail=sandbox_detail,
+        caps=caps.describe(state.effective), cleanup=cleanup.state,
         oom_score_adj=oom_score,
         bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
         **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
@@ -183,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fatal(f"users: {exc}")
     broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
                     interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
+                    sandbox_ok=sandbox_ok, sandbox_detail=sandbox_detail,
                     grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user,
                     cleanup=cleanup, drops=drops)
     # With a grant (or hosted), the names to hold back are the grant's: the server starts at

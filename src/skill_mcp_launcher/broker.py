@@ -23,7 +23,7 @@ from typing import Any
 
 from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, run_status
+from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, appliance_sandbox, run_status
 from skill_mcp.reasons import Refusal
 from skill_mcp_launcher import checks, declared, egress_report, isolation, policy, procs, proxy, sandbox
 
@@ -56,6 +56,9 @@ class Broker:
     # scripts (the server is given none of the granted ones).
     environ: Mapping[str, str] = field(repr=False)
     parse_user: procs.Account
+    # Whether this kernel can confine a run (``boot.boot_sandbox``): without it no script runs.
+    sandbox_ok: bool = False
+    sandbox_detail: str = "not probed"
     declarations: declared.Declarations | None = None
     # Counts a run's direct connections the ruleset dropped (bound at boot; egress_report).
     drops: egress_report.DropLog = field(default_factory=lambda: egress_report.DropLog(None))
@@ -85,6 +88,7 @@ class Broker:
     def hello(self) -> dict[str, Any]:
         known = self.declarations
         return {"ok": True, "fence": self.fence_ok, "fenceDetail": self.fence_detail,
+                "sandbox": self.sandbox_ok, "sandboxDetail": self.sandbox_detail,
                 "interpreters": self.interpreters, "proxyPort": proxy.PROXY_PORT, "runs": self.runs,
                 "grantFrom": self.grants.source, "cleanup": self.script_cleanup.state,
                 "declarations": {"skills": len(known.skills) if known else 0,
@@ -145,6 +149,9 @@ class Broker:
         if not self.fence_ok:
             raise SkillMcpError(Refusal.FENCE_UNAVAILABLE,
                                 f"this appliance runs no scripts: {self.fence_detail}")
+        if not self.sandbox_ok:
+            raise SkillMcpError(Refusal.SANDBOX_UNAVAILABLE,
+                                f"this appliance runs no scripts: the kernel cannot confine them ({self.sandbox_detail})")
         request = checks.parse_request(raw)
         job = policy.decide(request, skills=self._skills(request.skill), grants=self.grants,
                             interpreters=self.interpreters, roots=self.roots, environ=self.environ)
@@ -154,6 +161,9 @@ class Broker:
         scratch = isolation.make_scratch(self.users.script.gid)
         out_dir = isolation.make_output_dir(scratch, self.users.script.gid)
         env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
+        # The sandbox from the broker's own decision (the job), never from the server's word.
+        rules = appliance_sandbox(skill_dir=job.cwd, scratch=scratch, interpreters=self.interpreters.values(),
+                                  proxy_port=proxy.PROXY_PORT)
         self.drops.take()  # whatever arrived between runs is no run's
         proxy_log = egress_report.ProxyLog()
         try:
@@ -164,7 +174,7 @@ class Broker:
         try:
             outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
                                   self.server_fd, self.wake_fd, cleanup=self.script_cleanup, outputs_dir=out_dir,
-                                  side=(log_fd, proxy_log.feed))
+                                  side=(log_fd, proxy_log.feed), rules=rules)
         finally:
             self._stop_proxy(proxy_pid)
             egress_report.read_available(log_fd, proxy_log)  # what it wrote before it was stopped

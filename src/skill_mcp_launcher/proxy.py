@@ -32,7 +32,8 @@ import sys
 from dataclasses import dataclass
 from enum import Enum
 
-PROXY_PORT = 8888
+from skill_mcp.limits import PROXY_PORT as PROXY_PORT  # re-exported: one home, the sandbox rule names it too
+
 TINYPROXY = "/usr/bin/tinyproxy"
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 

@@ -3,7 +3,9 @@
 The order inside the forked child is the privilege-drop pipeline: new session, standard
 streams, descriptors closed, resource limits (while still allowed to set them), the OOM score
 (1000: the first process the kernel kills when memory runs out), groups,
-gid, uid, no-new-privileges, then ``execve`` in the skill's directory. A failure at any step is
+gid, uid, no-new-privileges, the run's kernel sandbox (``skill_mcp.confine``: Landlock and a
+seccomp filter, from the rules the broker built from its own decision), then ``execve`` in the
+skill's directory. A failure at any step is
 reported through a close-on-exec pipe and the child exits; nothing runs half-dropped. The
 run's private scratch directory is made before the fork and removed after the sweep, both by
 the privileged side (``isolation``).
@@ -20,8 +22,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from skill_mcp import outputs
-from skill_mcp.limits import DRAIN_S, SCRIPT_OOM_SCORE_ADJ, TERM_GRACE_S, Capture, Limits, set_oom_score_adj
+from skill_mcp import confine, outputs
+from skill_mcp.limits import DRAIN_S, SCRIPT_OOM_SCORE_ADJ, TERM_GRACE_S, Capture, Limits, Sandbox, set_oom_score_adj
 from skill_mcp_launcher import procs
 
 # The limits, the capture bound and the grace periods live in skill_mcp.limits (shared with
@@ -42,7 +44,7 @@ class Job:
     egress: tuple[str, ...]
 
 
-def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits,
+def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, rules: Sandbox | None,
            out_w: int, err_w: int, report_w: int) -> None:  # pragma: no cover - runs in the child
     step = "setsid"
     try:
@@ -66,6 +68,9 @@ def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Lim
         procs.drop_to(account)
         step = "chdir"
         os.chdir(job.cwd)
+        if rules is not None:
+            step = "sandbox"
+            confine.apply(rules)
         step = "exec"
         os.execve(job.argv[0], list(job.argv), dict(env))  # noqa: S606 - an argv array, never a shell
     except BaseException as exc:
@@ -92,7 +97,8 @@ class Outcome:
 def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
         scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None,
         wake_fd: int | None = None, cleanup: procs.Cleanup | None = None,
-        outputs_dir: str | None = None, side: tuple[int, Callable[[bytes], None]] | None = None) -> Outcome:
+        outputs_dir: str | None = None, side: tuple[int, Callable[[bytes], None]] | None = None, *,
+        rules: Sandbox | None) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
 
     ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep,
@@ -109,6 +115,9 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     ``outputs_dir`` (inside ``scratch``) is read after every process of the uid is killed and
     before anything is removed, by descriptor (``skill_mcp.outputs``): root reads there only
     the script uid's own single-link regular files, and no process is left to swap them.
+    ``rules`` is the run's kernel sandbox (``limits.appliance_sandbox``), applied in the child
+    after the drop; the broker never runs a script without one (``None`` is for tests of the
+    drop pipeline alone).
     """
     result = Outcome()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -117,7 +126,7 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # pragma: no cover
-        _child(job, env, account, limits, out_w, err_w, rep_w)
+        _child(job, env, account, limits, rules, out_w, err_w, rep_w)
     reaper.watch(pid)
     for fd in (out_w, err_w, rep_w):
         os.close(fd)

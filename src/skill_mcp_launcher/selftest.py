@@ -45,7 +45,8 @@ INSTALL_ROOT = "/run/skill-mcp-selftest"
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "selftest_skill")
 PROPERTIES = ("uids", "capabilities", "no-new-privileges", "container-grant", "nproc", "server-hardening",
               "secret-separation", "skills-read-only", "runs-isolated", "cleanup-complete", "egress-default-deny",
-              "egress-allowed-host", "ruleset-locked", "no-leftover-processes")
+              "egress-allowed-host", "ruleset-locked", "no-leftover-processes", "sandbox-files", "sandbox-network",
+              "sandbox-ipc", "sandbox-scopes")
 
 SKILL_MD = """---
 name: {name}

@@ -31,7 +31,11 @@ IMAGE = os.environ.get("SKILL_MCP_IMAGE", "skill-mcp:dev")
 CAPS = ("SETUID", "SETGID", "KILL", "NET_ADMIN", "SETPCAP")
 HARDENING = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
              "--tmpfs", "/run:rw,nosuid,nodev,size=64m", "--tmpfs", "/tmp:rw,nosuid,nodev,size=64m"]
-SKILLS_MOUNT = ["-v", f"{SKILLS}:/skills:ro"]
+# With the skills, the probe's code is also mounted where the runtime lives (read by every run's
+# sandbox), so that another skill (``quiet``) can run the same code: a run may not read another
+# skill's files.
+PROBE_LIB = ["-v", f"{SKILLS / 'probe' / 'scripts'}:/usr/local/lib/skill-mcp-test:ro"]
+SKILLS_MOUNT = ["-v", f"{SKILLS}:/skills:ro", *PROBE_LIB]
 HELPER_CMD = ["/opt/skill-mcp/bin/python", "-I", "/helpers/broker_client.py"]
 PY = "/usr/bin/python3.11"
 

@@ -1,10 +1,12 @@
 """Runs share nothing: what one run leaves anywhere it can write is gone before the next starts.
 
-One skill's run (``probe``) plants files in its scratch directory, /tmp, /dev/shm and
-/dev/mqueue, System V shared memory, a semaphore set and a message queue (one given away to
-another uid with ``IPC_SET``), a directory it locked itself out of, and tries to squat the run
-directory names it could guess. The next run, of another skill (``quiet``), looks for all of
-it, by name and by owner. The mechanism is described in ``skill_mcp_launcher.isolation``.
+One skill's run (``probe``) tries to plant files in its scratch directory, /tmp, /dev/shm,
+/var/tmp and /run, a POSIX message queue, System V shared memory, a semaphore set and a message
+queue, a directory it locked itself out of, and to squat the run directory names it could guess.
+Its sandbox (``skill_mcp.confine``) lets only the scratch directory's plants land: every shared
+place and every IPC object is refused outright, and these tests assert that stronger denial
+where the plant used to land. The next run, of another skill (``quiet``), looks for all of it, by
+name and by owner. The clean-up behind it is ``skill_mcp_launcher.isolation``.
 """
 
 from __future__ import annotations
@@ -56,12 +58,15 @@ def _server_view(app: Appliance) -> list[str]:
 def _planted(reply: dict, tag: str) -> dict:
     assert reply.get("ok"), reply
     out = reply["out"]
-    # Positive controls: each plant really landed where the script uid can write.
     tmp = out["TMPDIR"]
-    for path in (f"{tmp}/note", f"{tmp}/locked-{tag}", f"/tmp/plant-{tag}", f"/tmp/locked-{tag}",
-                 f"/dev/shm/plant-{tag}"):
+    # Positive controls: the plants in the run's own directory landed.
+    for path in (f"{tmp}/note", f"{tmp}/locked-{tag}"):
         assert out["wrote"][path] == "ok", (path, out["wrote"])
-    assert out["mq"] == "ok" and min(out["ipc"].values()) >= 0 and out["given_away"] == "ok", out
+    # The sandbox refuses every shared place and every IPC object before anything is left there.
+    for path in (f"/tmp/plant-{tag}", f"/tmp/locked-{tag}", f"/dev/shm/plant-{tag}", f"/run/plant-{tag}"):
+        assert out["wrote"][path] == "EACCES", (path, out["wrote"])
+    assert out["wrote"][f"/var/tmp/plant-{tag}"] in ("EACCES", "EROFS")  # EROFS: the read-only root, first
+    assert out["mq"] == "EPERM" and max(out["ipc"].values()) == -1 and out["ipc_errno"] == "EPERM", out
     return out
 
 
@@ -83,20 +88,22 @@ def test_a_run_sees_nothing_an_earlier_run_of_another_skill_left_fifty_times(app
 
 
 def test_the_server_side_scan_sees_a_plant_while_its_run_is_alive(image: str) -> None:
-    """Positive control for the scans above: while the planting run is still running, both the
-    server uid's scan and the next-run probe's owner scan do find what it left."""
+    """Positive control for the scans above: the server uid's scan does see a file of the script
+    uid in a shared place (one root puts there, since the sandbox refuses the script), and while
+    the planting run is alive its plant is in its own run directory and nowhere else."""
     app = Appliance(image)
     try:
         assert app.request({"op": "hello"})["ok"]
+        subprocess.run(["docker", "exec", "--user", "10002:10002", app.name, "/usr/bin/touch", "/tmp/plant-by-exec"],
+                       capture_output=True, timeout=30, check=True)
+        assert "/tmp/plant-by-exec" in _server_view(app)  # the scan sees the script uid's files
+        subprocess.run(["docker", "exec", app.name, "/usr/bin/rm", "-f", "/tmp/plant-by-exec"], capture_output=True,
+                       timeout=30, check=True)
         assert app.proc.stdin is not None
         app.proc.stdin.write((json.dumps(probe_plan("plant", "7", "60")) + "\n").encode())
         app.proc.stdin.flush()
-        seen: list[str] = []
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and "/tmp/plant-7" not in seen:
-            seen = _server_view(app)
-        assert {"/tmp/plant-7", "/dev/shm/plant-7", "/dev/mqueue/plant-7"} <= set(seen), seen
-        assert sum(1 for s in seen if s.startswith(("shm#", "msg#", "sem#"))) == 3
+        wait_until(lambda: _exists_in(app.name, f"{SCRATCH_ROOT}/*/note", glob=True), "the run's own plant", 30)
+        assert _server_view(app) == []  # while it runs, nothing of it in any shared place
     finally:
         app.close()
 
@@ -104,10 +111,14 @@ def test_the_server_side_scan_sees_a_plant_while_its_run_is_alive(image: str) ->
 def test_a_run_that_fills_every_writable_place_cannot_stop_the_next_one(appliance: Appliance) -> None:
     filled = appliance.run("fill")
     assert filled["ok"], filled
-    # Positive control: the writes really ran out of space.
-    assert {v["stopped"] for v in filled["out"].values()} == {"ENOSPC"}, filled["out"]
+    out = filled["out"]
+    # Positive control: the run directory really ran out of space; the shared places were refused.
+    assert out.pop("/tmp")["stopped"] == out.pop("/dev/shm")["stopped"] == "EACCES", filled["out"]
+    assert {v["stopped"] for v in out.values()} == {"ENOSPC"}, filled["out"]
     after = appliance.run("scratch", skill="quiet")
-    assert after["ok"] and set(after["out"]["wrote"].values()) == {"ok"}, after
+    assert after["ok"], after
+    wrote = after["out"]["wrote"]
+    assert wrote.pop(f"{after['out']['TMPDIR']}/note") == "ok" and set(wrote.values()) == {"EACCES"}, after
 
 
 def test_the_script_uid_can_write_only_where_the_launcher_cleans(appliance: Appliance) -> None:
@@ -136,6 +147,10 @@ def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
         try:
             assert first.request({"op": "hello"})["ok"]
             assert first.proc.stdin is not None
+            # The sandbox refuses the script /var/tmp, so root plants a file of the script uid there,
+            # as a run of an older image (or a deployment without the sandbox) could have left it.
+            subprocess.run(["docker", "exec", "--user", "10002:10002", first.name, "/usr/bin/touch",
+                            "/var/tmp/plant-3"], capture_output=True, timeout=30, check=True)
             first.proc.stdin.write((json.dumps(probe_plan("plant", "3", "60")) + "\n").encode())
             first.proc.stdin.flush()
             wait_until(lambda: _exists_in(first.name, "/var/tmp/plant-3"), "the planted file", 30)  # positive control
@@ -152,7 +167,11 @@ def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
         subprocess.run(["docker", "volume", "rm", "-f", volume], capture_output=True, timeout=60, check=False)
 
 
-def _exists_in(container: str, path: str) -> bool:
+def _exists_in(container: str, path: str, glob: bool = False) -> bool:
+    if glob:  # a pattern: python's glob as root in the container, never a shell
+        code = f"import glob, sys; sys.exit(0 if glob.glob({path!r}) else 1)"
+        return subprocess.run(["docker", "exec", container, "/usr/bin/python3", "-c", code], capture_output=True,
+                              timeout=30, check=False).returncode == 0
     return subprocess.run(["docker", "exec", container, "/usr/bin/test", "-e", path], capture_output=True,
                           timeout=30, check=False).returncode == 0
 

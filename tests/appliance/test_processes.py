@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from tests.appliance.conftest import Appliance
@@ -79,7 +81,13 @@ def test_timeout_kills_the_script_and_the_call_returns(appliance: Appliance) -> 
 
 def test_system_v_ipc_objects_do_not_outlive_the_run(appliance: Appliance) -> None:
     made = appliance.run("ipc", "create")["out"]
-    assert made["shm"] >= 0 and made["msg"] >= 0  # positive control: the kernel let it create them
+    assert made["shm"] == made["msg"] == -1  # the run's sandbox refuses System V IPC outright
+    # The sweep behind it, as defence in depth: an object of the script uid made outside any run
+    # (docker exec, as an older image's run could have) is seen by a run, and gone after it.
+    code = "import ctypes; print(ctypes.CDLL(None).shmget(0, 4096, 0o1000 | 0o600))"
+    subprocess.run(["docker", "exec", "--user", "10002:10002", appliance.name, "/usr/bin/python3", "-c", code],
+                   capture_output=True, timeout=30, check=True)
+    assert appliance.run("ipc", "list")["out"]["mine"] != []  # positive control: the listing sees it
     assert appliance.run("ipc", "list")["out"] == {"mine": []}
 
 

@@ -49,12 +49,20 @@ def healthy() -> dict[str, Any]:
             "nproc": {"out": {"forked": 62, "refused": "EAGAIN", "bound": 2048, "rlimit": [64, 64]}},
             "plant": {"out": {"scratch": "/run/skill-mcp/scratch/x", "shm_key": 1, "sleeper": 99,
                               "wrote": {"/run/skill-mcp/scratch/x/selftest-planted-0123456789abcdef": "ok",
-                                        "/tmp/selftest-planted-0123456789abcdef": "ok"}}},
+                                        "/tmp/selftest-planted-0123456789abcdef": "EACCES"}}},
             "find": {"out": {"seen": {"/tmp/selftest-planted-0123456789abcdef": False}, "shm_seen": False}},
             "litter": {"out": {"scratch": "/run/skill-mcp/scratch/y", "files": 20000, "levels": 1100,
                                "deep": {"/run/skill-mcp/scratch/y": "ok", "/tmp": "EACCES"}}},
             "after": {"out": {"earlier_scratch": False, "tmp_tree": False, "own_entries": 0, "others": [],
                               "scratch": "/run/skill-mcp/scratch/z"}},
+            "confine": {"out": {"reads": {"/skills/other/SKILL.md": "EACCES", "/run/skill-mcp/scratch": "EACCES"},
+                                "writes": {"/tmp": "EACCES", "/var/tmp": "EACCES", "/dev/shm": "EACCES",
+                                           "/run": "EACCES"},
+                                "own_read": "ok", "own_write": "ok",
+                                "connect_other": {"result": "EACCES"}, "connect_proxy": {"result": "connected"},
+                                "ipc": dict.fromkeys(("shmget", "msgget", "semget", "mq_open", "io_uring_setup"),
+                                                     "EPERM"),
+                                "abstract": "EPERM", "signal_server": "EPERM"}},
         },
     }
 
@@ -121,6 +129,14 @@ WEAKENED = [
     ("server.nft", {"rc": 0}, "ruleset-locked", "server flush"),
     ("leftovers", [{"pid": 7, "name": "python3", "state": "S"}], "no-leftover-processes", "outlived"),
     ("root_processes_seen", 0, "no-leftover-processes", "hidepid"),
+    ("runs.confine.out.reads", {"/skills/other/SKILL.md": "ok"}, "sandbox-files", "/skills/other/SKILL.md"),
+    ("runs.confine.out.writes", {"/dev/shm": "ok"}, "sandbox-files", "/dev/shm"),
+    ("runs.confine.out.own_write", "EACCES", "sandbox-files", "prove nothing"),
+    ("runs.confine.out.connect_other", {"result": "connected"}, "sandbox-network", "other than the proxy"),
+    ("runs.confine.out.connect_proxy", {"result": "EACCES"}, "sandbox-network", "prove"),
+    ("runs.confine.out.ipc", {"shmget": "ok", "mq_open": "EPERM"}, "sandbox-ipc", "shmget"),
+    ("runs.confine.out.abstract", "connected", "sandbox-scopes", "abstract socket"),
+    ("runs.confine.out.signal_server", "ok", "sandbox-scopes", "signal"),
 ]
 
 
@@ -143,6 +159,18 @@ def test_fence_unavailable_fails_egress_and_makes_run_properties_not_applicable(
     assert got["nproc"] == (verdicts.NA, "no script runs in this deployment (fence unavailable: "
                                          "the container was started without NET_ADMIN)")
     assert got["server-hardening"][0] == got["container-grant"][0] == verdicts.HELD
+
+
+def test_a_kernel_that_cannot_confine_fails_every_sandbox_property_by_name() -> None:
+    obs = healthy()
+    obs["runs"] = {}
+    obs["sandbox_unavailable"] = "the kernel offers no Landlock (ENOSYS)"
+    got = states(obs)
+    sandbox = [p for p in got if p.startswith("sandbox-")]
+    assert len(sandbox) == 4 and all(got[p][0] == verdicts.FAILED and "sandbox-unavailable" in got[p][1]
+                                     for p in sandbox)
+    assert got["nproc"][0] == verdicts.NA and "sandbox unavailable" in got["nproc"][1]
+    assert got["server-hardening"][0] == verdicts.HELD  # what needs no run still holds
 
 
 def test_a_probe_that_did_not_run_is_a_failure_never_a_pass() -> None:

@@ -93,3 +93,28 @@ def nobody_python() -> tuple[str, str] | None:
         if probe.returncode == 0:
             return candidate, pythonpath
     return None
+
+
+def wait_for_argv0(name: str, within_s: float = 30.0) -> int:
+    """The pid of the process whose argv[0] is ``name`` (``exec -a NAME ...``), once one runs.
+
+    How a test learns that its script is running: the script's sandbox lets it write nothing
+    outside its run directory, so it cannot announce itself on a FIFO of the test's. A bounded
+    poll of /proc for a condition, not a sleep to let things settle.
+    """
+    import time
+
+    wanted = name.encode() + b"\0"
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if fh.read().startswith(wanted):
+                        return int(entry)
+            except OSError:
+                continue
+        time.sleep(0.02)
+    raise TimeoutError(f"no process named {name!r} started within {within_s} s")

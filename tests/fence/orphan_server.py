@@ -1,6 +1,6 @@
 """A minimal "server" for the orphan test: runs one long script through a Runner until killed.
 
-Argv: ``SKILL_ROOT``. The script announces itself on the FIFO ``SKILL_ROOT/started`` (its pid).
+Argv: ``SKILL_ROOT``. The script names itself (``exec -a``) so that the test finds its pid.
 """
 
 from __future__ import annotations

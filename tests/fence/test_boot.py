@@ -33,8 +33,16 @@ def test_a_broker_without_its_fence_refuses_every_run() -> None:
     assert silent is not None and silent.reason == Refusal.FENCE_UNAVAILABLE
 
 
-def test_a_broker_with_its_fence_is_accepted() -> None:  # positive control
-    assert broker_refusal(FakeBroker({"fence": True})) is None
+def test_a_broker_whose_kernel_cannot_confine_refuses_every_run() -> None:
+    refusal = broker_refusal(FakeBroker({"fence": True, "sandbox": False, "sandboxDetail": "no Landlock (ENOSYS)"}))
+    assert refusal is not None and refusal.reason == Refusal.SANDBOX_UNAVAILABLE and "Landlock" in refusal.detail
+    # A broker that does not say it can confine is taken as one that cannot.
+    silent = broker_refusal(FakeBroker({"fence": True}))
+    assert silent is not None and silent.reason == Refusal.SANDBOX_UNAVAILABLE
+
+
+def test_a_broker_with_its_fence_and_sandbox_is_accepted() -> None:  # positive control
+    assert broker_refusal(FakeBroker({"fence": True, "sandbox": True})) is None
 
 
 @pytest.fixture()

@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 
 from skill_mcp.config import load_settings
 from skill_mcp.reasons import Refusal
-from tests.demo_skill import ECHO, Prompts, write_demo
+from tests.demo_skill import ECHO, Marker, Prompts, records_log, write_demo
 
 pytestmark = pytest.mark.anyio
 
@@ -29,8 +29,15 @@ def skills(root: Path) -> Path:
     return write_demo(root)
 
 
+# Runs the server with its stderr appended to the file named first: the audit lines Marker reads.
+LOGGED = ("import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)\n"
+          "os.dup2(fd, 2)\nos.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n")
+
+
 def server_params(roots: list[Path], env: Mapping[str, str] | None = None) -> StdioServerParameters:
-    args = ["-m", "skill_mcp.server"]
+    out = roots[0] / "out"
+    args = ["-c", LOGGED, str(out / "server.log")] if out.is_dir() else []
+    args += ["-m", "skill_mcp.server"]
     for r in roots:
         args += ["--skills-dir", str(r)]
     return StdioServerParameters(command=sys.executable, args=args, env={"SKILL_MCP_LOG": "warning", **(env or {})})
@@ -50,8 +57,9 @@ async def run(client: Client, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     return bool(result.is_error), dict(result.structured_content)
 
 
-def marker(skills: Path) -> Path:
-    return skills / "out" / "ran"
+def marker(skills: Path) -> Marker:
+    log = skills / "out" / "server.log"
+    return Marker(lambda: log.read_text(encoding="utf-8") if log.exists() else "", str(skills / "out" / "ran"))
 
 
 async def test_token_flow_runs_once_and_refuses_each_misuse(skills: Path, era: str) -> None:
@@ -200,7 +208,8 @@ async def test_an_expired_token_is_refused_through_the_sdk(skills: Path, era: st
     settings = load_settings([str(skills)], {"PATH": "/usr/bin:/bin"})
     catalog = build_catalog(settings)
     clock = Clock()
-    runner = Runner.create(settings, harden=HardenReport(True, True), clock=clock, audit=lambda record: None)
+    records: list[dict[str, Any]] = []
+    runner = Runner.create(settings, harden=HardenReport(True, True), clock=clock, audit=records.append)
     server = build_server(settings, lambda: catalog, tools=[run_tool_spec(runner)],
                           script_states=runner.states(lambda: catalog))
     async with Client(server, mode=era) as client:
@@ -209,7 +218,7 @@ async def test_an_expired_token_is_refused_through_the_sdk(skills: Path, era: st
         err, out = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))],
                              confirmToken=first["confirmToken"])
     assert err and out["reason"] == Refusal.TOKEN_EXPIRED
-    assert not marker(skills).exists()
+    assert not Marker(records_log(records), str(marker(skills))).exists()
 
 
 async def test_a_script_edited_while_the_prompt_is_open_is_refused(skills: Path, era: str) -> None:

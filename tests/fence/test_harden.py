@@ -67,7 +67,16 @@ def test_a_same_uid_script_cannot_read_the_server_environ_or_mem(root: Path) -> 
     assert "mem_opened" not in probe  # non-dumpable: /proc/<pid>/mem cannot even be opened
 
 
+def test_a_confined_script_cannot_read_an_unhardened_servers_environ_or_mem(root: Path) -> None:
+    # The sandbox alone: Landlock refuses the ptrace-guarded /proc files of any process outside
+    # the script's domain, so a server whose hardening failed still keeps its secrets.
+    probe = serve_as_nobody(root, "confined-only")["probe"]
+    assert SECRET not in probe.get("environ", "") and SECRET not in probe.get("mem", "")
+    assert probe.get("environ_errno") == 13 and "mem_opened" not in probe
+
+
 def test_positive_control_an_unhardened_server_leaks_to_the_same_probe(root: Path) -> None:
+    # Neither the hardening nor the sandbox: the same probe reads the secret, so the tests above can fail.
     probe = serve_as_nobody(root, "plain")["probe"]
     assert SECRET in probe["environ"] and SECRET in probe["mem"]
 

@@ -81,3 +81,17 @@ def test_standalone_and_broker_share_one_interpreter_set_and_capture_bound() -> 
 
     assert interpreters.CANDIDATES is limits.CANDIDATES and types.CAPTURE_LIMIT == limits.CAPTURE_LIMIT
     assert sandbox.Capture is limits.Capture and sandbox.Limits is limits.Limits
+
+
+def test_the_sandbox_rows_name_the_port_the_launchers_proxy_listens_on() -> None:
+    from skill_mcp_launcher import proxy
+
+    assert proxy.PROXY_PORT == limits.PROXY_PORT
+    assert documented_table()["sandbox: TCP"][1] == f"connect to port {proxy.PROXY_PORT} only; no bind"
+
+
+def test_a_changed_sandbox_rule_in_the_table_is_caught() -> None:
+    # Positive control for the sandbox rows: an edited rule no longer matches the code's.
+    text = DOC.read_text(encoding="utf-8").replace("connect to port 8888 only", "connect to port 8080 only")
+    assert documented_table(text)["sandbox: TCP"] != expected_rows()["sandbox: TCP"]
+    assert limits.sandbox_table(8080)["sandbox: TCP"] == documented_table(text)["sandbox: TCP"]

@@ -24,7 +24,7 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.runner.interpreters import Interpreters
 from skill_mcp.runner.types import CAPTURE_LIMIT
 
-from .helpers import catalog_of, make_runner, make_skill
+from .helpers import catalog_of, make_runner, make_skill, wait_for_argv0
 
 SECRET = "hunter2-server-secret"
 
@@ -272,17 +272,14 @@ def test_no_descriptor_leaks_across_runs(root: Path) -> None:
 
 def test_a_cancelled_call_ends_the_script_and_releases_the_lock(root: Path) -> None:
     # What happens when the server shuts down (or the caller goes away) mid-run.
-    fifo = root / "started"
-    os.mkfifo(fifo)
-    fifo.chmod(0o666)  # the script may run as nobody
-    source = f"echo $$ > {fifo}\nexec sleep 120\n"
+    name = f"skill-mcp-cancelled-{os.getpid()}"
+    source = f"exec -a {name} sleep 120\n"
     skill = make_skill(root, "t", {"a.sh": source, "b.sh": "echo b\n"},
                        [ScriptDecl("a.sh", "bash", timeout=120), ScriptDecl("b.sh", "bash")])
     catalog = catalog_of(skill)
 
-    def wait_started() -> bytes:
-        with open(fifo, "rb") as fh:  # blocks until the script opened the FIFO: it is running
-            return fh.read()
+    def wait_started() -> int:
+        return wait_for_argv0(name)  # the script is running
 
     script_pid: list[int] = []
 
@@ -290,7 +287,7 @@ def test_a_cancelled_call_ends_the_script_and_releases_the_lock(root: Path) -> N
         runner = make_runner()
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: runner.execute(runner.prepare(catalog, "t", "a.sh", []), confirmed=True))
-            script_pid.append(int(await anyio.to_thread.run_sync(wait_started)))
+            script_pid.append(await anyio.to_thread.run_sync(wait_started))
             tg.cancel_scope.cancel()
         assert not runner._busy
         after = await runner.execute(runner.prepare(catalog, "t", "b.sh", []), confirmed=True)
@@ -304,16 +301,13 @@ def test_a_cancelled_call_ends_the_script_and_releases_the_lock(root: Path) -> N
 
 def test_stop_running_ends_the_script_and_its_call_returns_a_result(root: Path) -> None:
     # Server shutdown (Plugins.closers): the in-flight call is answered, not cut.
-    fifo = root / "started"
-    os.mkfifo(fifo)
-    fifo.chmod(0o666)
-    source = f"echo partial\necho started > {fifo}\nexec sleep 120\n"
+    name = f"skill-mcp-stopped-{os.getpid()}"
+    source = f"echo partial\nexec -a {name} sleep 120\n"
     skill = make_skill(root, "t", {"a.sh": source}, [ScriptDecl("a.sh", "bash", timeout=120)])
     catalog = catalog_of(skill)
 
-    def wait_started() -> bytes:
-        with open(fifo, "rb") as fh:
-            return fh.read()
+    def wait_started() -> int:
+        return wait_for_argv0(name)
 
     async def main() -> dict[str, Any]:
         runner = make_runner()
@@ -351,17 +345,14 @@ def test_a_script_does_not_outlive_a_server_killed_with_sigkill(root: Path) -> N
     import subprocess
     import sys
 
-    fifo = root / "started"
-    os.mkfifo(fifo)
-    fifo.chmod(0o666)
+    name = f"skill-mcp-orphan-{os.getpid()}"
     (root / "long").mkdir()
-    (root / "long" / "long.sh").write_text(f"echo $$ > {fifo}\nexec sleep 120\n", encoding="utf-8")
+    (root / "long" / "long.sh").write_text(f"exec -a {name} sleep 120\n", encoding="utf-8")
     server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("orphan_server.py")), str(root)],
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        with open(fifo, "rb") as fh:  # blocks until the script runs
-            script_pid = int(fh.read())
+        script_pid = wait_for_argv0(name)  # the script runs
         pidfd = os.pidfd_open(script_pid)
         try:
             assert not select.select([pidfd], [], [], 0)[0]  # positive control: alive while the server is

@@ -27,7 +27,7 @@ import anyio
 import pytest
 
 from skill_mcp.models import ScriptDecl
-from skill_mcp.runner.shim import EXEC_NEXT, SHIM, prctl_dir
+from skill_mcp.runner.shim import EXEC_NEXT, PACKAGE_DIR, SHIM, prctl_dir
 from skill_mcp.runner.spawn_local import LocalSpawner
 from tests.helpers import wait_until
 
@@ -287,7 +287,7 @@ def _shim(server_pid: int, cfg: bytes | None) -> tuple[int, bytes]:
     """Run the shim by hand: its exit code and what it wrote on the status pipe."""
     cfg_r, cfg_w = os.pipe()
     st_r, st_w = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-I", "-S", SHIM, str(cfg_r), str(st_w), str(server_pid), prctl_dir()],
+    proc = subprocess.Popen([sys.executable, "-I", "-S", SHIM, str(cfg_r), str(st_w), str(server_pid), prctl_dir(), PACKAGE_DIR],
                             env={}, pass_fds=(cfg_r, st_w), stdout=subprocess.DEVNULL)
     os.close(cfg_r)
     os.close(st_w)

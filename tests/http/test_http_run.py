@@ -3,8 +3,8 @@
 Handshake era: the server asks through elicitation/create on the call's SSE stream and reads
 the answer from the client's next POST in the same session. 2026-07-28 era: no session; the
 server returns an InputRequiredResult and runs on the client's retry carrying the answer and
-the requestState. Without elicitation: the confirmToken round trip. The script appends to a
-marker file, so "ran exactly once" and "ran not at all" are facts on disk.
+the requestState. Without elicitation: the confirmToken round trip. The script's first argument
+is a label found in the server's audit lines (``tests.demo_skill.Marker``), so "ran exactly once" and "ran not at all" are facts.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.demo_skill import Prompts, demo_root
+from tests.demo_skill import Marker, Prompts, demo_root
 from tests.http.harness import HttpServer, http_client, running_http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -36,11 +36,8 @@ def server(skills: Path) -> Iterator[HttpServer]:
 
 
 @pytest.fixture
-def mark(skills: Path, request: pytest.FixtureRequest) -> Path:
-    path = skills / "out" / f"{request.node.name}".replace("/", "_")
-    if path.exists():
-        path.unlink()
-    return path
+def mark(skills: Path, server: HttpServer, request: pytest.FixtureRequest) -> Marker:
+    return Marker(lambda: server.stderr, str(skills / "out" / f"{request.node.name}".replace("/", "_")))
 
 
 async def _run(client: Any, **arguments: Any) -> tuple[bool, dict[str, Any]]:
@@ -49,7 +46,7 @@ async def _run(client: Any, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     return bool(result.is_error), dict(result.structured_content)
 
 
-async def test_token_round_trip_runs_exactly_once_over_http(server: HttpServer, era: str, mark: Path) -> None:
+async def test_token_round_trip_runs_exactly_once_over_http(server: HttpServer, era: str, mark: Marker) -> None:
     args = {"skill": "demo", "script": "scripts/echo.py", "args": [str(mark), "a b", "$(id)"]}
     async with http_client(server.url, token=TOKEN, mode=era) as client:
         err, first = await _run(client, **args)
@@ -62,7 +59,7 @@ async def test_token_round_trip_runs_exactly_once_over_http(server: HttpServer, 
     assert mark.read_text() == "ran\n"
 
 
-async def test_elicitation_accept_runs_the_script_over_http(server: HttpServer, era: str, mark: Path) -> None:
+async def test_elicitation_accept_runs_the_script_over_http(server: HttpServer, era: str, mark: Marker) -> None:
     prompts = Prompts("accept")
     async with http_client(server.url, token=TOKEN, mode=era, elicitation_callback=prompts) as client:
         err, out = await _run(client, skill="demo", script="scripts/echo.py", args=[str(mark), "x"])
@@ -72,7 +69,7 @@ async def test_elicitation_accept_runs_the_script_over_http(server: HttpServer, 
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
-async def test_elicitation_decline_runs_nothing_over_http(server: HttpServer, era: str, mark: Path,
+async def test_elicitation_decline_runs_nothing_over_http(server: HttpServer, era: str, mark: Marker,
                                                           action: str) -> None:
     prompts = Prompts(action)
     async with http_client(server.url, token=TOKEN, mode=era, elicitation_callback=prompts) as client:
@@ -82,7 +79,7 @@ async def test_elicitation_decline_runs_nothing_over_http(server: HttpServer, er
 
 
 async def test_a_confirm_token_is_bound_to_the_plan_not_to_the_connection(server: HttpServer, era: str,
-                                                                          mark: Path) -> None:
+                                                                          mark: Marker) -> None:
     """Tokens bind the plan, not the connection: a second client with the same bearer token is the
     same principal. This pins that (documented in docs/http.md) rather than assuming isolation."""
     args = {"skill": "demo", "script": "scripts/echo.py", "args": [str(mark)]}

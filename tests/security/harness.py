@@ -125,3 +125,32 @@ def open_session(params: StdioServerParameters, mode: str = "legacy", read_timeo
         client = portal.call(lambda: Client(params, mode=mode, read_timeout_seconds=read_timeout))
         stack.enter_context(portal.wrap_async_context_manager(client))
         yield Session(portal=portal, client=client, skill=skill)
+
+
+def announced(marker: Path, timeout: float = 20.0) -> dict[str, Any]:
+    """What the probe run whose arguments name ``marker`` announced (``probe.py``'s ``_announce``).
+
+    A run's sandbox lets it write only its own run directory, so the probe leaves its pid there;
+    the test finds the process by its command line and reads the file through its ``TMPDIR``
+    (``/proc/<pid>/environ``: the test is root or the script's own uid). A bounded poll.
+    """
+    import time
+
+    wanted = str(marker).encode()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for proc in psutil.process_iter(["pid"]):
+            try:
+                with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
+                    if wanted not in fh.read().split(b"\0"):
+                        continue
+                with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+                    env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+                note = Path(env[b"TMPDIR"].decode()) / "announce.json"
+                if note.exists():
+                    info: dict[str, Any] = json.loads(note.read_text(encoding="utf-8"))
+                    return info
+            except (OSError, KeyError, ValueError):
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"no run naming {marker} announced itself within {timeout} s")

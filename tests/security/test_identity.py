@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,19 +54,18 @@ def test_script_runs_with_no_new_privs(server: Session) -> None:
 
 
 @pytest.fixture
-def setuid_id() -> Iterator[Path]:
-    """A root-owned setuid copy of id(1), in a directory only the test made (removed after)."""
+def setuid_id(sec_root: Path) -> Iterator[Path]:
+    """A root-owned setuid copy of id(1) inside the probe's own skill (the one place besides the
+    runtime its sandbox lets it execute from), removed after."""
     if os.geteuid() != 0:
         pytest.skip("making a setuid-root binary needs root")
-    base = Path(tempfile.mkdtemp(prefix="skill-mcp-suid-"))
-    base.chmod(0o755)
-    target = base / "id-suid"
+    target = sec_root / "sec" / f"id-suid-{os.getpid()}"
     shutil.copy("/usr/bin/id", target)
     target.chmod(0o4755)
     try:
         yield target
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        target.unlink()
 
 
 @root_only

@@ -18,7 +18,7 @@ import pytest
 from skill_mcp.reasons import Refusal
 from tests.helpers import eventually, wait_until
 from tests.security.conftest import no_script_processes, server_env
-from tests.security.harness import Session, kill_uid, last_json, open_session, procs_of_uid, server_params
+from tests.security.harness import Session, announced, kill_uid, last_json, open_session, procs_of_uid, server_params
 
 SHORT = "scripts/short.py"
 BOUND_S = 2 + 2 + 5 + 3  # timeout + TERM grace + KILL wait + slack: the call always returns by then
@@ -172,7 +172,7 @@ def test_second_concurrent_run_is_refused_busy(server: Session, sec_root: Path) 
     long_run = server.portal.start_task_soon(server.client.call_tool, "skill_run",
                                              {"skill": "sec", "script": "scripts/probe.py", "args": args,
                                               "confirmToken": first["confirmToken"]})
-    wait_until(pidfile.exists, "the first run to start", 20)
+    announced(pidfile)  # the first run started
     err, out = server.run("sec", "scripts/probe.py", ["echo", "second"])
     assert err and out["reason"] == Refusal.BUSY
     result = long_run.result(timeout=30)
@@ -191,8 +191,7 @@ def test_server_killed_mid_run_leaves_no_orphan(how: str, sec_root: Path, script
         pending = session.portal.start_task_soon(session.client.call_tool, "skill_run",
                                                  {"skill": "sec", "script": "scripts/probe.py", "args": args,
                                                   "confirmToken": token})
-        wait_until(pidfile.exists, "the script to start", 20)
-        info = json.loads(pidfile.read_text())
+        info = announced(pidfile)
         assert _alive(info["pid"])  # positive control: the script is running when the server goes
         if how == "stdin-EOF":
             pending.cancel()

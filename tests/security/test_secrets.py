@@ -10,13 +10,15 @@ running as ``nobody``.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.helpers import wait_until
 from tests.security.conftest import SECRET
-from tests.security.harness import Session, last_json
+from tests.security.harness import Session, announced, last_json
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the cross-uid boundary exists only when the server is root")
 
@@ -46,7 +48,10 @@ def test_script_cannot_list_server_descriptors(server: Session) -> None:
 def test_script_cannot_ptrace_server(server: Session) -> None:
     out = server.probe("ptrace", str(_server_pid(server)))["out"]
     assert out["target"] == "EPERM"
-    assert out["own_child"] == "ok"  # positive control: ptrace itself works on its own child
+    # The sandbox's filter refuses ptrace outright, even of the script's own child...
+    assert out["own_child"] == "EPERM"
+    # ...and the positive control is the same probe outside the sandbox, which may trace its child.
+    assert _unconfined_probe("ptrace", "999999999")["own_child"] == "ok"  # a pid that does not exist: ESRCH
 
 
 @root_only
@@ -67,13 +72,13 @@ def test_script_cannot_attach_to_signal_or_read_the_shim_waiting_for_the_next_ru
     pending = server.portal.start_task_soon(server.client.call_tool, "skill_run",
                                             {"skill": "sec", "script": "scripts/probe.py", "args": args,
                                              "confirmToken": token})
-    wait_until(pidfile.exists, "the probe to start", 20)
+    announced(pidfile)  # the probe started
     assert server.preview("sec", "scripts/probe.py", ["echo", "next"])[1]["status"] == "confirmation-required"
     result = pending.result(timeout=60)
     out = last_json(result.structured_content["stdout"])
     assert out["found"] is not None  # positive control: it is there, a sibling of the script
     assert (out["ptrace"], out["read"], out["kill"], out["kill0"]) == ("EPERM", "EACCES", "EPERM", "EPERM")
-    assert out["own_child"] == "ok"
+    assert out["own_child"] == "EPERM"  # the sandbox refuses ptrace itself; see test_script_cannot_ptrace_server
     assert server.probe("echo", "still-runs")["out"] == {"argv": ["still-runs"]}  # it serves the next run
 
 
@@ -109,3 +114,11 @@ def test_script_dumps_no_core(server: Session) -> None:
     assert out["signal"] == 6  # positive control: the child really died of SIGABRT
     assert out["core_dumped"] is False and out["core_files"] == []
     assert server.probe("id")["out"]["core"] == [0, 0]
+
+
+def _unconfined_probe(*args: str) -> dict[str, Any]:
+    """The suite's probe run directly by the test (no server, no sandbox): the positive control."""
+    from tests.security.conftest import PROBE
+
+    done = subprocess.run([sys.executable, str(PROBE), *args], capture_output=True, timeout=60, check=True)
+    return dict(last_json(done.stdout.decode()))

@@ -25,7 +25,7 @@ from skill_mcp.runner.harden import HardenReport
 from skill_mcp.runner.plan import Prepared
 from skill_mcp.server import build_server
 from skill_mcp.surfaces.run_tool import run_tool_spec
-from tests.demo_skill import demo_root
+from tests.demo_skill import Marker, demo_root, records_log
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +48,9 @@ def _server(root: Path) -> tuple[Any, CountingRunner]:
     grant = json.dumps([{"skill": "demo", "script": "scripts/echo.py"}])
     settings = load_settings([str(root)], {"PATH": "/usr/bin:/bin", "MCP_SKILL_RUN": grant})
     catalog = build_catalog(settings)
-    runner = CountingRunner.create(settings, harden=HardenReport(True, True), audit=lambda record: None)
+    records: list[dict[str, Any]] = []
+    runner = CountingRunner.create(settings, harden=HardenReport(True, True), audit=records.append)
+    runner.__dict__["records"] = records
     assert isinstance(runner, CountingRunner)
     server = build_server(settings, lambda: catalog, tools=[run_tool_spec(runner)],
                           script_states=runner.states(lambda: catalog))
@@ -62,7 +64,7 @@ async def _accept(ctx: Any, params: Any) -> types.ElicitResult:
 @pytest.mark.parametrize(("era", "prepares"), [("2026-07-28", 2), ("legacy", 2)])
 async def test_an_accepted_confirmation_prepares_once_per_decision(skills: Path, era: str, prepares: int) -> None:
     server, runner = _server(skills)
-    mark = skills / "out" / f"decisions-{era}"
+    mark = Marker(records_log(runner.__dict__["records"]), str(skills / "out" / f"decisions-{era}"))
     async with Client(server, mode=era, elicitation_callback=_accept) as client:  # type: ignore[arg-type]
         result = await client.call_tool("skill_run", {"skill": "demo", "script": "scripts/echo.py",
                                                       "args": [str(mark), "x"]})

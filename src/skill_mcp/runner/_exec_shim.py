@@ -1,12 +1,13 @@
 """Re-exec shim: applies limits and the uid drop, then becomes the interpreter.
 
-Run as ``python -I -S _exec_shim.py CFG_FD STATUS_FD SERVER_PID PRCTL_DIR`` by ``runner.shim``
+Run as ``python -I -S _exec_shim.py CFG_FD STATUS_FD SERVER_PID PRCTL_DIR PACKAGE_DIR`` by ``runner.shim``
 (never imported by the server). It exists so that nothing runs between ``fork`` and ``exec`` in
 the server: Python's ``preexec_fn`` is unsafe in a threaded process, and ``subprocess`` has no
 rlimit option. The standard library and ``python-prctl`` only (dumpable, the parent-death signal,
 no-new-privileges), found in ``PRCTL_DIR`` - the server's own site-packages - because ``-I -S``
 keeps the caller's environment and site-packages out of it; the server starts it with an empty
-environment.
+environment. ``PACKAGE_DIR`` is the directory holding the server's ``skill_mcp`` package, for the
+one leaf it imports from it: ``skill_mcp.confine`` (Landlock and seccomp through ctypes).
 
 It may be started ahead of the run it will serve (a *warm* shim): it imports what it needs,
 makes itself non-dumpable, ties its life to the server's (``PR_SET_PDEATHSIG``, then the check
@@ -14,7 +15,8 @@ that the server is still its parent) and blocks reading ``CFG_FD``. A run costs 
 comes after that read. It serves at most one run: it execs or exits.
 
 Protocol: the parent writes one ``marshal``-encoded dict to ``CFG_FD`` (argv, env, cwd, rlimits,
-optional uid/gid, the script's ``oom_score_adj``) and closes it; the values travel through a pipe, never
+optional uid/gid, the script's ``oom_score_adj``, and ``sandbox``: the run's ``limits.Sandbox`` in its
+wire form, or ``None`` only when the owner opted out of confinement) and closes it; the values travel through a pipe, never
 through this process's argv or environment, so they do not show up in ``/proc/<pid>/cmdline``
 or ``/proc/<pid>/environ``. EOF with no configuration means the server discarded this shim or
 died: it exits at once. ``STATUS_FD`` is close-on-exec. Just before ``execve`` the shim writes
@@ -107,7 +109,7 @@ def _check_oom_score(wanted: int) -> None:
         raise RuntimeError(f"oom_score_adj is {got}, the run asks for {wanted}")
 
 
-def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int) -> None:
+def _become(cfg: dict[str, Any], prctl: Any, confine: Any, server: int, status_fd: int) -> None:
     os.chdir(cfg["cwd"])
     for name, (soft, hard) in cfg.get("rlimits", {}).items():
         resource.setrlimit(_LIMITS[name], (soft, hard))
@@ -121,6 +123,10 @@ def _become(cfg: dict[str, Any], prctl: Any, server: int, status_fd: int) -> Non
         _signal.signal(sig, _signal.SIG_DFL)
     if cfg.get("oom_score_adj") is not None:
         _check_oom_score(int(cfg["oom_score_adj"]))
+    if cfg.get("sandbox") is not None:
+        # Last, after no-new-privileges and the uid drop: from here on this process (and the
+        # script it becomes) reads, writes and reaches only what the rules allow.
+        confine.apply(cfg["sandbox"])
     argv = cfg["argv"]
     os.write(status_fd, EXEC_NEXT)
     os.execve(argv[0], argv, cfg["env"])  # noqa: S606 - an argv array is the point: no shell
@@ -132,7 +138,18 @@ def main() -> None:
     try:
         _mark_for_oom()
         sys.path.append(sys.argv[4])
+        sys.path.append(sys.argv[5])
         import prctl
+
+        from skill_mcp import confine
+
+        # Load libseccomp and touch the ctypes paths now, while the shim may still be waiting, so a
+        # run pays about 1.5 ms for its sandbox rather than three times that on first use. A kernel
+        # that cannot confine is reported by the apply at the run, not here.
+        try:  # noqa: SIM105 - contextlib is one import more on every cold start
+            confine.probe(0)
+        except confine.SandboxUnavailable:
+            pass
 
         # While it waits (possibly for minutes) no same-uid process may ptrace it or read its
         # memory; execve makes the script dumpable again, as it would be without the shim.
@@ -141,7 +158,7 @@ def main() -> None:
         cfg = _read_all(cfg_fd)  # a warm shim waits here
         if cfg is None:
             os._exit(0)  # discarded, or the server is gone: nothing to report, nobody to report to
-        _become(cfg, prctl, server, status_fd)
+        _become(cfg, prctl, confine, server, status_fd)
     except BaseException as exc:  # every failure must reach the parent
         os.write(status_fd, f"{type(exc).__name__}: {exc}".encode(errors="replace")[:4000])
         os._exit(127)

@@ -22,8 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skill_mcp import confine
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import MIN_LANDLOCK_ABI
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.audit import FENCED_NOTE, AuditSink, audit_record, looks_fenced, stderr_sink
@@ -59,6 +61,29 @@ def resolve_drop(script_user: str | None, euid: int) -> UserDrop | SkillMcpError
     return UserDrop(uid=entry.pw_uid, gid=entry.pw_gid, name=entry.pw_name)
 
 
+def local_sandbox(settings: Settings, audit: AuditSink,
+                  probe: Callable[[int], int] = confine.probe) -> tuple[bool, SkillMcpError | None]:
+    """(confine runs?, the refusal every run gets): whether this kernel can confine a standalone run.
+
+    Where it cannot, the server runs no script, unless the owner of a server that is not hosted
+    set ``SKILL_MCP_UNCONFINED=1``: then scripts run without the sandbox and that is said on
+    stderr now, once. ``probe`` changes nothing; the shim applies the rules at each run.
+    """
+    try:
+        probe(MIN_LANDLOCK_ABI)
+    except confine.SandboxUnavailable as exc:
+        if settings.allow_unconfined and not settings.hosted:
+            audit({"event": "warning", "reason": str(Refusal.SANDBOX_UNAVAILABLE),
+                   "detail": f"scripts run WITHOUT a kernel sandbox (SKILL_MCP_UNCONFINED=1): {exc.detail}; a script "
+                             "reads and writes everything this user can and reaches any host"})
+            return False, None
+        fix = ("a hosted server runs no script without it" if settings.hosted
+               else "set SKILL_MCP_UNCONFINED=1 to run scripts without it, at that risk")
+        return True, SkillMcpError(Refusal.SANDBOX_UNAVAILABLE,
+                                   f"this kernel cannot confine a script: {exc.detail}; {fix}")
+    return True, None
+
+
 def broker_refusal(broker: Any) -> SkillMcpError | None:
     """Ask the appliance's broker (bounded) whether its fence is in force; refuse every run if not."""
     try:
@@ -68,6 +93,9 @@ def broker_refusal(broker: Any) -> SkillMcpError | None:
     if not facts.get("fence"):
         return SkillMcpError(Refusal.FENCE_UNAVAILABLE, "the appliance's egress fence is not in force: "
                              + str(facts.get("fenceDetail") or "no detail"))
+    if not facts.get("sandbox"):
+        return SkillMcpError(Refusal.SANDBOX_UNAVAILABLE, "the appliance's kernel cannot confine a script: "
+                             + str(facts.get("sandboxDetail") or "its broker did not say it can"))
     return None
 
 
@@ -112,7 +140,11 @@ class Runner:
             if isinstance(drop, SkillMcpError):
                 boot_refusal, drop = drop, None
             runs_as = drop.describe() if drop else None
-            spawner = LocalSpawner(drop=drop, on_output=on_output)
+            interpreters = interpreters or resolve_interpreters()
+            confined, refusal = local_sandbox(settings, audit)
+            boot_refusal = boot_refusal or refusal
+            spawner = LocalSpawner(drop=drop, confined=confined, runtimes=tuple(interpreters.paths.values()),
+                                   on_output=on_output)
         return cls(settings=settings, interpreters=interpreters or resolve_interpreters(), spawner=spawner,
                    tokens=TokenBook(clock=clock), harden=harden, boot_refusal=boot_refusal, runs_as=runs_as,
                    fenced=fenced, audit=audit)

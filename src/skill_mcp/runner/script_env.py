@@ -6,8 +6,9 @@ A script never inherits the server's environment. It gets, in this order:
   were resolved on the fixed path at boot, so a script's ``PATH`` never decides which
   interpreter runs);
 - ``HOME``, ``LANG`` and ``TZ`` from the owner's environment when set (``HOME`` is replaced by
-  the run's private directory when the script runs under a uid of its own: the server's home
-  is not the dropped user's to write);
+  the run's private directory when the script is confined, which is every run unless the owner
+  opted out with ``SKILL_MCP_UNCONFINED=1``, or runs under a uid of its own: its sandbox lets it
+  read and write no other home, and the server's home is not the dropped user's to write);
 - ``TMPDIR``: a private directory the spawner makes for each run and removes after it;
 - ``SKILL_OUTPUT_DIR``: an empty directory inside it, whose files come back as the run's outputs;
 - ``MCP_DATA_DIR`` when the host set it;
@@ -75,12 +76,13 @@ def plan_env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | Non
     return env, fields
 
 
-def run_env(plan_env: Mapping[str, str], run_dir: str, *, own_uid: bool) -> dict[str, str]:
+def run_env(plan_env: Mapping[str, str], run_dir: str, *, private_home: bool) -> dict[str, str]:
     """The environment the local spawner execs the script with: the plan's, with ``TMPDIR`` the
-    run's private directory, and ``HOME`` too when the script runs under a uid of its own."""
+    run's private directory, and ``HOME`` too when ``private_home``: the script is confined (its
+    sandbox lets it write nowhere else) or runs under a uid of its own."""
     env = dict(plan_env)
     env["TMPDIR"] = run_dir
     env[OUTPUT_ENV] = os.path.join(run_dir, OUTPUT_DIR_NAME)
-    if own_uid:
+    if private_home:
         env["HOME"] = run_dir
     return env

@@ -34,6 +34,9 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 
 SHIM = str(Path(__file__).with_name("_exec_shim.py"))
+# The directory holding the ``skill_mcp`` package: the shim runs with ``-S`` (no site-packages,
+# and so no editable install's finder) and imports ``skill_mcp.confine`` from here.
+PACKAGE_DIR = str(Path(__file__).resolve().parents[2])
 EXEC_NEXT = b"\x00"  # _exec_shim.EXEC_NEXT: written just before execve
 STATUS_CAP = 4096
 KILL_WAIT_S = 5.0  # after SIGKILL; only a process stuck in the kernel takes longer
@@ -110,7 +113,7 @@ class Shim:
         ours = (out_r, err_r, cfg_w, st_r)
         try:
             proc = subprocess.Popen(
-                [python, "-I", "-S", SHIM, str(cfg_r), str(st_w), str(os.getpid()), prctl_dir()],
+                [python, "-I", "-S", SHIM, str(cfg_r), str(st_w), str(os.getpid()), prctl_dir(), PACKAGE_DIR],
                 stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, cwd="/", env={},
                 start_new_session=True, pass_fds=(cfg_r, st_w), close_fds=True)
         except OSError as exc:

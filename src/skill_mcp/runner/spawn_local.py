@@ -47,7 +47,7 @@ import anyio.to_thread
 
 from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import SCRIPT_OOM_SCORE_ADJ, STANDALONE, Capture, run_status
+from skill_mcp.limits import SCRIPT_OOM_SCORE_ADJ, STANDALONE, Capture, Sandbox, run_status, standalone_sandbox
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
 from skill_mcp.runner.script_env import run_env
@@ -151,6 +151,10 @@ class LocalSpawner:
     drain_s: float = DRAIN_S
     warm_ahead: bool = True  # False: every run starts its shim cold
     on_output: OutputTap | None = None  # sees the script's output as it is written (runner.types)
+    # Every run in a kernel sandbox of its own (``limits.standalone_sandbox``); False only when the
+    # owner opted out (``SKILL_MCP_UNCONFINED=1``) on a kernel that cannot confine.
+    confined: bool = True
+    runtimes: tuple[str, ...] = ()  # the interpreters' real paths: their prefixes are readable
     _slot: WarmSlot = field(init=False, repr=False)
     _waiting: anyio.CancelScope | None = field(default=None, repr=False)
     _stopping: bool = field(default=False, repr=False)
@@ -192,10 +196,11 @@ class LocalSpawner:
             self._waiting.cancel()
 
     def _config(self, plan: RunPlan, tmp: str) -> bytes:
-        env = run_env(plan.env, tmp, own_uid=self.drop is not None)
+        env = run_env(plan.env, tmp, private_home=self.confined or self.drop is not None)
         limits: dict[str, tuple[int, int]] = {"core": (0, 0), "nofile": (NOFILE, NOFILE), "fsize": (FSIZE, FSIZE)}
         cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits,
-                                  "oom_score_adj": SCRIPT_OOM_SCORE_ADJ}
+                                  "oom_score_adj": SCRIPT_OOM_SCORE_ADJ,
+                                  "sandbox": self.sandbox(plan, tmp).wire() if self.confined else None}
         if self.drop is not None:
             limits["nproc"] = (NPROC, NPROC)
             cfg.update(uid=self.drop.uid, gid=self.drop.gid)
@@ -203,6 +208,11 @@ class LocalSpawner:
         # of a cold start (bench/README.md, "Figures behind design choices"); the pipe is a private
         # channel from this process, so the format is never read from anyone else.
         return marshal.dumps(cfg)
+
+    def sandbox(self, plan: RunPlan, tmp: str) -> Sandbox:
+        """The run's sandbox, from the plan alone: its skill, its run directory, MCP_DATA_DIR, egress."""
+        return standalone_sandbox(skill_dir=plan.cwd, run_dir=tmp, interpreters=(plan.interpreter_path, *self.runtimes),
+                                  data_dir=plan.env.get("MCP_DATA_DIR") or None, egress=bool(plan.egress))
 
     async def run(self, plan: RunPlan) -> RunResult:
         # The wall clock starts now, before any shim is handed the run: the time a shim still takes

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from skill_mcp.limits import PROXY_PORT
 from skill_mcp.selftest import observe, verdicts
 from skill_mcp.selftest.wire import Wire, WireError
 
@@ -84,6 +85,9 @@ class Driver:
         if record["isError"] and result.get("reason") == "fence-unavailable":
             self.obs["fence_unavailable"] = result.get("detail")
             raise _Stop("the fence is unavailable")
+        if record["isError"] and result.get("reason") == "sandbox-unavailable":
+            self.obs["sandbox_unavailable"] = result.get("detail")
+            raise _Stop("the kernel cannot confine a run")
         lines = str(result.get("stdout", "")).strip().splitlines()
         with contextlib.suppress(ValueError, IndexError):
             record["out"] = json.loads(lines[-1])
@@ -126,6 +130,7 @@ class Driver:
             self.run("egress", str(port), UNDECLARED, self.facts["probe_host"] or "",
                      self.facts["probe_address"] or "")
             self.obs["listener_hits"] = _accepted(listener)
+        self.confinement()
         self.run("nproc")
         planted = self.run("plant", self.obs["token"])
         script_uid = posture.get("uid")
@@ -144,6 +149,21 @@ class Driver:
             # name, until it is done. Asking again is what a client does.
             self.obs["cleanup_refused"] += 1
             time.sleep(1.0)
+
+    def confinement(self) -> None:
+        """The run's kernel sandbox, judged by what the probe could not do (and could)."""
+        name = f"skill-mcp-selftest-{self.obs['token']}"
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener, \
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as abstract:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(8)
+            listener.setblocking(False)
+            abstract.bind("\0" + name)
+            abstract.listen(8)
+            abstract.setblocking(False)
+            self.run("confine", str(listener.getsockname()[1]), str(PROXY_PORT), name,
+                     str(os.getpid()), *self.facts["operator_roots"])
+            self.obs["confine_hits"] = _accepted(listener) + _accepted(abstract)
 
     def secret_scan(self, tee: Tee) -> None:
         prefix, sha = self.facts["canary_prefix"].encode(), self.facts["canary_sha256"]

@@ -52,6 +52,9 @@ def _run(obs: dict[str, Any], mode: str) -> dict[str, Any]:
     fence = obs.get("fence_unavailable")
     if fence:
         raise _Skip(NA, f"no script runs in this deployment (fence unavailable: {fence})")
+    sandbox = obs.get("sandbox_unavailable")
+    if sandbox:
+        raise _Skip(NA, f"no script runs in this deployment (sandbox unavailable: {sandbox})")
     run = obs.get("runs", {}).get(mode)
     if run is None:
         raise _Skip(FAILED, f"the {mode} probe did not run (the self-test stopped early: {obs.get('stopped', '?')})")
@@ -298,6 +301,54 @@ def no_leftover_processes(obs: dict[str, Any]) -> tuple[str, str]:
     return HELD, f"none after a run that left a detached grandchild (pid {planted['sleeper']})"
 
 
+def _confined(obs: dict[str, Any]) -> dict[str, Any]:
+    """The confine probe's report; a kernel that cannot confine FAILS every sandbox property by name."""
+    if obs.get("sandbox_unavailable"):
+        raise _Skip(FAILED, f"sandbox-unavailable: {obs['sandbox_unavailable']} - the kernel offers no Landlock "
+                            f"(ABI 3 or later) or no seccomp, or the container's seccomp profile refuses them; "
+                            "no script runs, see fence.md")
+    return _run(obs, "confine")
+
+
+def sandbox_files(obs: dict[str, Any]) -> tuple[str, str]:
+    out = _confined(obs)
+    leaked = [p for p, r in {**out["reads"], **out["writes"]}.items() if r not in DENIED]
+    if leaked:
+        return FAILED, f"the script reached {', '.join(leaked)}: the run's Landlock rules are not in force"
+    if out["own_read"] != "ok" or out["own_write"] != "ok":
+        return FAILED, (f"the script could not read its own bundle ({out['own_read']}) or write its run directory "
+                        f"({out['own_write']}), so the denials prove nothing")
+    return HELD, (f"{len(out['reads'])} reads (other skills, the run directories' root) and writes to "
+                  f"{', '.join(out['writes'])} refused; its own bundle and TMPDIR work")
+
+
+def sandbox_network(obs: dict[str, Any]) -> tuple[str, str]:
+    out = _confined(obs)
+    other, proxy = out["connect_other"]["result"], out["connect_proxy"]["result"]
+    if other == "connected" or obs.get("confine_hits"):
+        return FAILED, "the script connected to a loopback port other than the proxy's"
+    if proxy != "connected":
+        return FAILED, f"the script could not reach the egress proxy's port ({proxy}), so the denial proves nothing"
+    return HELD, f"TCP to another loopback port refused ({other}); the proxy's port reached"
+
+
+def sandbox_ipc(obs: dict[str, Any]) -> tuple[str, str]:
+    out = _confined(obs)["ipc"]
+    made = [name for name, r in out.items() if r not in DENIED]
+    if made:
+        return FAILED, f"the script made {', '.join(made)}: the run's seccomp filter is not in force"
+    return HELD, f"{', '.join(out)} refused ({', '.join(sorted(set(out.values())))})"
+
+
+def sandbox_scopes(obs: dict[str, Any]) -> tuple[str, str]:
+    out = _confined(obs)
+    if out["abstract"] == "connected" or out["signal_server"] == "ok":
+        return FAILED, (f"the script reached outside its run (abstract socket: {out['abstract']}, signal to the "
+                        f"server: {out['signal_server']})")
+    return HELD, f"an abstract unix socket outside the run ({out['abstract']}) and a signal to the server " \
+                 f"({out['signal_server']}) refused"
+
+
 CHECKS: tuple[tuple[str, str, Callable[[dict[str, Any]], tuple[str, str]]], ...] = (
     ("uids", "script and server run as distinct non-root uids", uids),
     ("capabilities", "no capabilities and an empty bounding set (script, server)", capabilities),
@@ -314,6 +365,10 @@ CHECKS: tuple[tuple[str, str, Callable[[dict[str, Any]], tuple[str, str]]], ...]
     ("egress-allowed-host", "a declared and granted host is reachable through the proxy", egress_allowed_host),
     ("ruleset-locked", "the ruleset cannot be changed by the script and server uids", ruleset_locked),
     ("no-leftover-processes", "no process of the script uid left after a run", no_leftover_processes),
+    ("sandbox-files", "a run reads only the runtime and its skill, and writes only its run directory", sandbox_files),
+    ("sandbox-network", "a run connects to the egress proxy's port only", sandbox_network),
+    ("sandbox-ipc", "a run makes no System V or POSIX IPC and no io_uring", sandbox_ipc),
+    ("sandbox-scopes", "a run reaches no abstract socket and signals no process outside it", sandbox_scopes),
 )
 
 

@@ -349,9 +349,71 @@ def after(args: list[str]) -> dict[str, Any]:
             "own_entries": len(os.listdir(scratch)) if scratch else 0, "others": others, "scratch": scratch}
 
 
+
+def _open_read(path: str) -> None:
+    with open(path, "rb") as fh:
+        fh.read(1)
+
+
+def _ipc() -> dict[str, str]:
+    """Each System V / POSIX IPC object and an io_uring, asked for and removed again if made."""
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    out: dict[str, str] = {}
+    calls: tuple[tuple[str, Callable[[], int], Callable[[int], object]], ...] = (
+            ("shmget", lambda: libc.shmget(0, 4096, IPC_CREAT | 0o600), lambda i: libc.shmctl(i, IPC_RMID, None)),
+            ("msgget", lambda: libc.msgget(0, IPC_CREAT | 0o600), lambda i: libc.msgctl(i, IPC_RMID, None)),
+            ("semget", lambda: libc.semget(0, 1, IPC_CREAT | 0o600), lambda i: libc.semctl(i, 0, IPC_RMID)),
+            ("mq_open", lambda: libc.mq_open(f"/selftest-{os.getpid()}".encode(), os.O_CREAT | os.O_RDWR, 0o600,
+                                             None), lambda i: libc.mq_unlink(f"/selftest-{os.getpid()}".encode())),
+            ("io_uring_setup", lambda: libc.syscall(425, 1, None), os.close))
+    for name, make, drop in calls:
+        made = make()
+        out[name] = "ok" if made >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+        if made >= 0:
+            with contextlib.suppress(OSError):
+                drop(made)
+    return out
+
+
+def _abstract(name: str) -> str:
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(CONNECT_S)
+            sock.connect("\0" + name)
+    except OSError as exc:
+        return err(exc)
+    return "connected"
+
+
+def confine(args: list[str]) -> dict[str, Any]:
+    """The run's kernel sandbox, by effect. ARGS = listener-port proxy-port abstract-name server-pid roots...
+
+    Files: another skill's SKILL.md and the shared writable places (denied), its own script and
+    TMPDIR (allowed). Network: a loopback listener that is not the proxy (denied), the proxy's port
+    (allowed). IPC: System V, POSIX queues, io_uring (denied). Scopes: an abstract unix socket the
+    agent listens on, and a signal to the server (denied).
+    """
+    port, proxy, abstract, server = int(args[0]), int(args[1]), args[2], int(args[3])
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    others = [d for d in _skill_dirs(args[4:]) if os.path.exists(os.path.join(d, "SKILL.md"))
+              and os.path.realpath(d) != os.path.realpath(own)]
+    scratch = os.environ.get("TMPDIR", "")
+    reads = {path: _try(functools.partial(_open_read, path))
+             for path in [os.path.join(d, "SKILL.md") for d in others[:5]] + ["/run/skill-mcp/scratch"]}
+    writes = _write_attempts(["/tmp", "/var/tmp", "/dev/shm", "/run"])  # noqa: S108 - the attempts are the point
+    return {
+        "reads": reads, "writes": writes,
+        "own_read": _try(functools.partial(_open_read, os.path.abspath(__file__))),
+        "own_write": _write_attempts([scratch]).get(scratch, "no TMPDIR") if scratch else "no TMPDIR",
+        "connect_other": _connect("127.0.0.1", port), "connect_proxy": _connect("127.0.0.1", proxy),
+        "ipc": _ipc(), "abstract": _abstract(abstract), "signal_server": _try(lambda: os.kill(server, 0)),
+    }
+
+
 MODES: dict[str, Callable[[list[str]], dict[str, Any]]] = {"posture": posture, "egress": egress, "nproc": nproc,
-                                                           "plant": plant, "find": find, "litter": litter,
-                                                           "after": after}
+                                                           "plant": plant, "find": find, "confine": confine,
+                                                           "litter": litter, "after": after}
 
 
 def main() -> int:

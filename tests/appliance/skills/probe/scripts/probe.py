@@ -206,7 +206,10 @@ def ipc(args):
 
 
 def setuid_exec(args):
-    proc = subprocess.run([args[0], "-u"], capture_output=True, timeout=10, check=False)
+    try:
+        proc = subprocess.run([args[0], "-u"], capture_output=True, timeout=10, check=False)
+    except OSError as exc:
+        return {"euid_after_exec": None, "exec": err(exc)}
     return {"euid_after_exec": proc.stdout.decode().strip(), "rc": proc.returncode}
 
 
@@ -233,11 +236,20 @@ def silent(args):
     return {"slept": float(args[0])}
 
 
+def _announce(info):
+    """Say that the run has started, in the run's own directory: its sandbox lets it write nowhere
+    else. The test finds this process by the marker in its arguments (args[0]) and reads the file
+    there (``tests.security.harness.announced``)."""
+    path = os.path.join(os.environ["TMPDIR"], "announce.json")
+    with open(path + ".tmp", "w") as fh:
+        fh.write(json.dumps(info))
+    os.rename(path + ".tmp", path)
+
+
 def pidfile(args):
-    """Write our pid to args[0], then sleep args[1] seconds (the test kills the server meanwhile)."""
-    with open(args[0] + ".tmp", "w") as fh:
-        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid()}))
-    os.rename(args[0] + ".tmp", args[0])
+    """Announce our pid (args[0] is the test's marker), then sleep args[1] seconds (the test kills
+    the server meanwhile)."""
+    _announce({"pid": os.getpid(), "ppid": os.getppid()})
     time.sleep(float(args[1]))
     return {"slept": True}
 
@@ -246,26 +258,29 @@ def leave(args):
     """Leave a secret in this run's TMPDIR, then like ``pidfile`` (the test kills the server meanwhile)."""
     with open(os.path.join(os.environ["TMPDIR"], "secret"), "w") as fh:
         fh.write(args[2])
-    with open(args[0] + ".tmp", "w") as fh:
-        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "TMPDIR": os.environ["TMPDIR"]}))
-    os.rename(args[0] + ".tmp", args[0])
+    _announce({"pid": os.getpid(), "ppid": os.getppid(), "TMPDIR": os.environ["TMPDIR"]})
     time.sleep(float(args[1]))
     return {"slept": True}
 
 
-def rundirs(_):
-    """The run directories beside this run's own, and whether an earlier run's secret is readable."""
+def rundirs(args):
+    """The run directories beside this run's own (when it may list them: the sandbox refuses), and
+    whether an earlier run's secret is readable there or in the directories named in ARGS."""
     tmp = os.environ["TMPDIR"]
     parent = os.path.dirname(tmp)
-    seen = sorted(os.path.join(parent, n) for n in os.listdir(parent) if n.startswith("skill-mcp-run-"))
+    try:
+        seen = sorted(os.path.join(parent, n) for n in os.listdir(parent) if n.startswith("skill-mcp-run-"))
+        listed = "ok"
+    except OSError as exc:
+        seen, listed = [], err(exc)
     secrets_read = []
-    for path in seen:
+    for path in [*seen, *args]:
         try:
             with open(os.path.join(path, "secret")) as fh:
                 secrets_read.append(fh.read())
         except OSError:
             pass
-    return {"TMPDIR": tmp, "seen": seen, "secrets": secrets_read}
+    return {"TMPDIR": tmp, "seen": seen, "listed": listed, "secrets": secrets_read}
 
 
 def linger(_):
@@ -491,7 +506,12 @@ def rebind(args):
     hits = []
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", int(args[1])))
+    try:
+        srv.bind(("127.0.0.1", int(args[1])))
+    except OSError as exc:  # the run's sandbox refuses every TCP bind: fetch a port nothing of ours holds
+        srv.close()
+        return {"listen": err(exc), "fetch": net(["proxy", f"http://{name}:{int(args[1]) or 80}/", str(timeout)]),
+                "listener_hits": 0}
     srv.listen(4)
     srv.settimeout(timeout + 5)
     port = srv.getsockname()[1]
@@ -510,7 +530,7 @@ def rebind(args):
     out = net(["proxy", f"http://{name}:{port}/", str(timeout)])
     srv.close()
     thread.join(1)
-    return {"fetch": out, "listener_hits": len(hits)}
+    return {"listen": "ok", "fetch": out, "listener_hits": len(hits)}
 
 
 def cmd(args):
@@ -549,11 +569,10 @@ def _sibling_shim(deadline):
 def shim(args):
     """Reach for the shim the server keeps waiting for its next run: attach, signal, read it.
 
-    Writes our pid to args[0] first: the test then makes the server start that shim (a preview).
+    Announces our pid first (args[0] is the test's marker): the test then makes the server start
+    that shim (a preview).
     """
-    with open(args[0] + ".tmp", "w") as fh:
-        fh.write(json.dumps({"pid": os.getpid(), "ppid": os.getppid()}))
-    os.rename(args[0] + ".tmp", args[0])
+    _announce({"pid": os.getpid(), "ppid": os.getppid()})
     pid = _sibling_shim(time.monotonic() + 20)
     if pid is None:
         return {"found": None}
@@ -605,9 +624,13 @@ def plant(args):
     for path in (os.path.join(tmp, "note"), f"/tmp/plant-{tag}", f"/dev/shm/plant-{tag}", f"/var/tmp/plant-{tag}",
                  f"/run/plant-{tag}"):
         out["wrote"][path] = write([path])["write"]
-    for top in (tmp, "/tmp"):  # a directory its owner locked itself out of
+    for top in (tmp, "/tmp"):  # a directory its owner locked itself out of (the sandbox refuses /tmp)
         locked = os.path.join(top, f"locked-{tag}")
-        os.makedirs(os.path.join(locked, "inner"), exist_ok=True)
+        try:
+            os.makedirs(os.path.join(locked, "inner"), exist_ok=True)
+        except OSError as exc:
+            out["wrote"][locked] = err(exc)
+            continue
         write([os.path.join(locked, "inner", "secret")])
         os.chmod(os.path.join(locked, "inner"), 0)
         os.chmod(locked, 0)
@@ -616,10 +639,14 @@ def plant(args):
     mq = libc.mq_open(f"/plant-{tag}".encode(), os.O_CREAT | os.O_RDWR, 0o666, None)
     out["mq"] = "ok" if mq >= 0 and os.path.exists(f"/dev/mqueue/plant-{tag}") else err(OSError(ctypes.get_errno(), ""))
     keys = _keys(tag)
-    out["ipc"] = {"shm": libc.shmget(keys["shm"], 4096, IPC_CREAT | 0o666),
-                  "msg": libc.msgget(keys["msg"], IPC_CREAT | 0o666),
-                  "sem": libc.semget(keys["sem"], 1, IPC_CREAT | 0o666)}
-    out["given_away"] = _give_away(libc, "msg", out["ipc"]["msg"], 10001)
+    made = {"shm": libc.shmget(keys["shm"], 4096, IPC_CREAT | 0o666)}
+    made["shm_errno"] = ctypes.get_errno() if made["shm"] < 0 else 0
+    made["msg"] = libc.msgget(keys["msg"], IPC_CREAT | 0o666)
+    made["sem"] = libc.semget(keys["sem"], 1, IPC_CREAT | 0o666)
+    out["ipc"] = {k: v for k, v in made.items() if k != "shm_errno"}
+    out["ipc_errno"] = errno.errorcode.get(made["shm_errno"], "") if made["shm_errno"] else "ok"
+    out["given_away"] = (_give_away(libc, "msg", out["ipc"]["msg"], 10001) if out["ipc"]["msg"] >= 0
+                         else "not made")
     out["squat"] = {}
     for name in ("run-1", f"run-{int(tag) + 1}", f"run-{int(tag) + 2}", "run-" + "0" * 32):
         try:

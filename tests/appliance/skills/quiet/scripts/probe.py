@@ -1,9 +1,11 @@
 """The probe skill's script, run from a skill that declares no egress.
 
-The fence decides which file is launched, not what a launched script may read: this entry
-point runs the probe skill's code, so both skills probe with exactly the same behaviour.
+A run's sandbox lets it read its own skill and the runtime, never another skill, so the probe's
+code reaches this skill the way a library would: the test harness mounts it read-only under
+/usr/local/lib/skill-mcp-test (``tests/appliance/conftest.PROBE_LIB``). Both skills then probe
+with exactly the same behaviour.
 """
 
 import runpy
 
-runpy.run_path("/skills/probe/scripts/probe.py", run_name="__main__")
+runpy.run_path("/usr/local/lib/skill-mcp-test/probe.py", run_name="__main__")
