@@ -346,7 +346,16 @@ def after(args: list[str]) -> dict[str, Any]:
     scratch = os.environ.get("TMPDIR", "")
     return {"earlier_scratch": os.path.lexists(earlier) if earlier else False,
             "tmp_tree": os.path.lexists(f"/tmp/selftest-litter-{token}"),  # noqa: S108
-            "own_entries": len(os.listdir(scratch)) if scratch else 0, "others": others, "scratch": scratch}
+            "own_entries": len(_left(scratch)) if scratch else 0, "others": others, "scratch": scratch}
+
+
+def _left(scratch: str) -> list[str]:
+    """What a fresh run directory holds besides the run's own empty output directory."""
+    out = os.environ.get("SKILL_OUTPUT_DIR", "")
+    entries = os.listdir(scratch)
+    if out and os.path.dirname(out) == scratch and os.path.basename(out) in entries and not os.listdir(out):
+        entries.remove(os.path.basename(out))
+    return entries
 
 
 

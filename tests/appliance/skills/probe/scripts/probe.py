@@ -677,6 +677,15 @@ def _owned_below(top, uid, skip):
     return found
 
 
+def _left(tmp):
+    """What is in a run directory besides the run's own empty output directory (SKILL_OUTPUT_DIR)."""
+    out = os.environ.get("SKILL_OUTPUT_DIR", "")
+    entries = sorted(os.listdir(tmp))
+    if out and os.path.dirname(out) == tmp and os.path.basename(out) in entries and not os.listdir(out):
+        entries.remove(os.path.basename(out))
+    return entries
+
+
 def seek(args):
     """Everything of this uid's that is not this run's own, and the earlier run's objects by name."""
     uid, tmp = os.getuid(), os.environ["TMPDIR"]
@@ -701,7 +710,7 @@ def seek(args):
                 cols = line.split()
                 if uid in (int(cols[header.index("uid")]), int(cols[header.index("cuid")])):
                     found.append(f"sysv-{kind}#{cols[1]}")
-    return {"TMPDIR": tmp, "scratch_empty": os.listdir(tmp) == [], "found": sorted(set(found))}
+    return {"TMPDIR": tmp, "scratch_empty": _left(tmp) == [], "found": sorted(set(found))}
 
 
 def fill(args):
@@ -860,7 +869,7 @@ def census(args):
                         cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace")[:200]
                     others.append({"pid": int(entry), "cmdline": cmdline})
     st = os.statvfs(tmp)
-    return {"TMPDIR": tmp, "read": found, "others": others, "entries": sorted(os.listdir(tmp)),
+    return {"TMPDIR": tmp, "read": found, "others": others, "entries": _left(tmp),
             "free_mib": st.f_bavail * st.f_frsize // (1 << 20)}
 
 
