@@ -11,6 +11,7 @@ under a user of the test's own so nothing else shares the uid; removed after).
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -105,11 +106,10 @@ async def test_script_cannot_start_when_its_user_is_at_nproc_and_the_refusal_say
             assert (out["errno"], out["limit"], out["scriptUser"], out["nproc"]) == (
                 "EAGAIN", "RLIMIT_NPROC", NPROC_USER, STANDALONE.nproc)
             assert out["running"] >= STANDALONE.nproc
-            assert not (skills / "out" / "ran").exists()
-            # Positive control, same server: once the other processes are gone the script runs.
+            # Positive control, same server: once the other processes are gone the script runs (the
+            # demo prints what it was given; a refused spawn ran nothing at all).
             holder.stop()
             err, out = await _run(client, skills)
-            assert not err and out["status"] == "ok", out
-        assert (skills / "out" / "ran").read_text() == "ran\n"
+            assert not err and out["status"] == "ok" and json.loads(out["stdout"]) == [], out
     finally:
         holder.stop()
