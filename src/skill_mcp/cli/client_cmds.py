@@ -115,8 +115,8 @@ async def _advertised(settings: Any) -> dict[str, Any]:
     async with Client(_server(settings, None), mode="legacy") as client:
         caps = client.server_capabilities
         tools = (await client.list_tools()).tools
-        prompts = (await client.list_prompts()).prompts if caps.prompts is not None else []
-        resources = (await client.list_resources()).resources if caps.resources is not None else []
+        prompts = await _every(client.list_prompts, "prompts") if caps.prompts is not None else []
+        resources = await _every(client.list_resources, "resources") if caps.resources is not None else []
         info = client.server_info
         return {
             "server": _dump(info) if info is not None else None,
@@ -126,6 +126,19 @@ async def _advertised(settings: Any) -> dict[str, Any]:
             "prompts": len(prompts),
             "resources": len(resources),
         }
+
+
+async def _every(lister: Any, field: str, pages: int = 10_000) -> list[Any]:
+    """Every item of a paginated list, following ``nextCursor`` (bounded)."""
+    items: list[Any] = []
+    cursor = None
+    for _ in range(pages):
+        page = await lister(cursor=cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
 
 
 def run_tools(args: argparse.Namespace) -> int:
