@@ -83,7 +83,7 @@ def test_setuid_binary_gains_nothing(server: Session, setuid_id: Path) -> None:
 
 def test_environment_is_exactly_the_allowlist_plus_grants(server: Session) -> None:
     env = server.probe("env")["out"]["env"]
-    allowed = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "MCP_DATA_DIR", "SEC_GRANTED"}
+    allowed = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "SKILL_OUTPUT_DIR", "MCP_DATA_DIR", "SEC_GRANTED"}
     assert set(env) <= allowed, set(env) - allowed
     assert env["SEC_GRANTED"] == GRANTED  # positive control: the granted variable arrives, value intact
     assert {"PATH", "HOME", "TMPDIR"} <= set(env)

@@ -204,7 +204,8 @@ async def test_no_exported_attribute_carries_an_argument_env_or_file_canary(skil
         out = await _run(client, [CANARY, f"--flag={CANARY}"])
         assert CANARY in out["stdout"]  # positive control: the argument reached the script
         notes = await client.call_tool("skill_file", {"name": "probe", "paths": ["references/notes.md"]})
-        assert CANARY in json.dumps(notes.structured_content)  # and the file's content the client
+        # and the file's content the client (its body travels in content, once)
+        assert CANARY in json.dumps([block.model_dump(mode="json") for block in notes.content])
         refused = await client.call_tool("skill_load", {"name": f"no-{CANARY}"})
         assert refused.is_error
         with pytest.raises(MCPError):
