@@ -51,7 +51,7 @@ def test_script_is_script_uid_without_groups_capabilities_or_new_privileges(app:
 def test_appliance_environment_is_exactly_the_allowlist(app: AppServer) -> None:
     env = app.session.probe("env")["out"]["env"]
     env.pop("LC_CTYPE", None) if env.get("LC_CTYPE") == "C.UTF-8" else None  # PEP 538: python sets it itself
-    assert set(env) <= {"PATH", "HOME", "LANG", "TZ", "TMPDIR", *PROXY_ENV}, env
+    assert set(env) <= {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "SKILL_OUTPUT_DIR", *PROXY_ENV}, env
     assert "SEC_SERVER_SECRET" not in env and SECRET not in "".join(env.values())
     assert env["HTTP_PROXY"] == "http://127.0.0.1:8888"  # positive control: the broker's own variables
 
