@@ -35,7 +35,7 @@ ENV_VARS: Mapping[str, str] = {
     "MCP_SKILL_ALLOW_UNSCRUBBED": "'1' lets a hosted server run scripts although the environ wipe failed",
     "SKILL_MCP_UNCONFINED": "'1' lets a standalone (not hosted) server run scripts without a kernel sandbox where the kernel cannot confine them",
     "MCP_ENABLED_TOOLS": "comma list narrowing the registered tools; also hides prompts and resources",
-    "SKILL_MCP_COMPAT": "'skillmcp' also offers the skillmcp design notes' tools: list_packs, search_skills, get_skill",
+    "SKILL_MCP_COMPAT": "'skillmcp' also offers list_packs, search_skills, get_skill, the tools of the earlier skillmcp interface, for prompts written against those names",
     "MCP_HTTP_TOKEN": "bearer token required by the HTTP transport",
     "SKILL_MCP_SCRIPT_USER": "user (name or uid) scripts drop to when the standalone server runs as root",
     "SKILL_MCP_LOG": "log level (debug, info, warning, error); logs are JSON lines on stderr",
