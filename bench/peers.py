@@ -230,6 +230,7 @@ class ServerRuns:
     answer: list[float] = field(default_factory=list)  # spawn -> the first full list answer
     entries: int = 0  # skills the answer listed
     error: str = ""  # why it failed ("" when it did not)
+    skipped: str = ""  # why it was not started (its venv is absent: "not set up")
 
 
 @dataclass(slots=True)
@@ -238,6 +239,7 @@ class PeerCorpus:
     skills: int
     servers: dict[str, ServerRuns] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)  # kept for the report's verdicts
+    skipped: list[str] = field(default_factory=list)  # peers not set up
 
 
 def _tail(path: Path) -> str:
@@ -293,7 +295,7 @@ async def measure(label: str, root: Path, runs: int, peers: Sequence[Peer], peer
         entry = result.servers[peer.name] = ServerRuns(peer.answer)
         why = set_up(peer, peers_dir)
         if why is not None:
-            entry.error = why
+            entry.skipped = why
             continue
         errlog = logs / f"{peer.name}-{label}.log"
         errlog.unlink(missing_ok=True)
@@ -315,6 +317,7 @@ async def measure(label: str, root: Path, runs: int, peers: Sequence[Peer], peer
         shutil.rmtree(warm_dir, ignore_errors=True)
     result.skills = cold.entries or skills
     result.failed = [name for name, r in result.servers.items() if r.error]
+    result.skipped = [name for name, r in result.servers.items() if r.skipped]
     return result
 
 
@@ -342,6 +345,9 @@ def table(results: Sequence[PeerCorpus]) -> list[str]:
         cold = _med(r.servers["ours (cold)"].answer)
         places = {mode: [name for name, _ in rank(r, mode)] for mode in ("warm", "cold")}
         for name, runs in r.servers.items():
+            if runs.skipped:
+                lines.append(f"| {r.label} | {name} | | | {runs.skipped} | | | |")
+                continue
             if runs.error and not runs.answer:
                 lines.append(f"| {r.label} | {name} | | | **failed**: {runs.error} | | | |")
                 continue

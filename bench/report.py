@@ -207,6 +207,11 @@ def _first_answer_targets(run: Run) -> None:
 def _peer_targets(run: Run) -> None:
     """First on ready + the first full list answer, cold and warm, at every corpus the peers were measured on."""
     for r in run.peers:
+        if len(peer_bench.rank(r, "warm")) < 2:
+            run.verdicts.append(f"- first on ready + first full list answer at {r.label}: not measured (no peer "
+                                f"answered; not set up: {', '.join(r.skipped) or 'none'}; failed: "
+                                f"{', '.join(r.failed) or 'none'})")
+            continue
         for mode in ("warm", "cold"):
             order = peer_bench.rank(r, mode)
             place = [name for name, _ in order].index(f"ours ({mode})") + 1
@@ -216,7 +221,9 @@ def _peer_targets(run: Run) -> None:
                     f"{ms(Summary.of(r.servers[f'ours ({mode})'].answer).median)} ms, place **{place} of "
                     f"{len(order)}**{f' (behind {ahead})' if ahead else ''} — {'met' if place == 1 else 'MISSED'}")
             if failed:
-                line += f"; not answering: {', '.join(failed)}"
+                line += f"; failed: {', '.join(failed)}"
+            if r.skipped:
+                line += f"; not set up: {', '.join(r.skipped)}"
             run.verdicts.append(line)
 
 
@@ -267,7 +274,7 @@ def render(run: Run) -> str:
                 *first_answer_table(run.first_answer), ""]
     out += ["## Peers side by side: ready + the first full list answer", ""]
     if run.peers:
-        out += [f"Per corpus and repetition ({run.peer_runs} repetitions), each server is started through the "
+        out += [f"Per corpus and repetition ({run.peer_runs} per corpus), each server is started through the "
                 "SDK's stdio client and timed from spawn through initialize → tools/list (*ready*) to its first "
                 "full list answer, ours cold, ours warm and every peer in turn, rotating who goes first. None of "
                 "the peers keeps anything between starts, so its one figure stands for its cold and warm start "
