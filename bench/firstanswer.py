@@ -221,19 +221,25 @@ LIMITS: dict[str, dict[str, tuple[float, float]]] = {
 def table(results: Sequence[FirstAnswer]) -> list[str]:
     lines = ["| corpus | skills | pages | mode | floor ready (ms) | floor ready + walk (ms) | ours ready (ms) "
              "| ours ready + walk (ms) | ÷ floor, median of paired ratios | ratio of medians | limit "
-             "| first search after ready (ms) | limit (ms) | peak RSS − floor (MiB) |",
-             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| first search after ready (ms) | limit (ms) | peak RSS − floor (MiB) | above the floor per skill: "
+             "time (µs), RSS (KiB) |",
+             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         floor_rss = _med([float(k) for k in r.floor_rss_kib])
         for name, mode in (("cold", r.cold), ("warm", r.warm)):
             limits = LIMITS.get(r.label, {}).get(name)
             walk_s = _med(mode.walk)
-            rss = (_med([float(k) for k in mode.rss_kib]) - floor_rss) / 1024
+            rss_kib = _med([float(k) for k in mode.rss_kib]) - floor_rss
+            rss = rss_kib / 1024
+            # What grows with N: ours' ready + walk less the floor's, and the RSS above the floor,
+            # per skill (flat across sizes = linear in N; bench/README.md says which costs they are).
+            per_skill_us = (walk_s - _med(r.floor_walk)) / r.skills * 1e6 if r.skills else math.nan
+            per_skill = "n/a" if math.isnan(per_skill_us) else f"{per_skill_us:.0f}, {rss_kib / r.skills:.2f}"
             lines.append(f"| {r.label} | {r.skills} | {r.pages} | {name} | {ms(_med(r.floor_ready))} "
                          f"| {ms(_med(r.floor_walk))} | {ms(_med(mode.ready))} | {ms(walk_s)} "
                          f"| {times(paired(mode.walk, r.floor_walk))} | {times(ratio(walk_s, _med(r.floor_walk)))} "
                          f"| {f'{limits[0]:g}x' if limits else ''} | {ms(_med(mode.search))} "
-                         f"| {f'{limits[1] * 1000:g}' if limits else ''} | {rss:.1f} |")
+                         f"| {f'{limits[1] * 1000:g}' if limits else ''} | {rss:.1f} | {per_skill} |")
     return lines
 
 
