@@ -18,7 +18,7 @@ never protocol prose. The modules:
     rundirs       the per-run private directories
     output_store  the files recent runs wrote, kept bounded for skill-run:// reads
     spawn_broker  the appliance spawner: a client of the launcher's spawn-broker
-    declared      the declarations as JSON, for the launcher (run as an unprivileged uid)
+    dump_declarations  the declared-skills document (``declwire``) for the launcher, run as an unprivileged uid
     report        what ``skill_list`` says about scripts
     audit         the per-run audit line and the "this machine looks fenced" note
 
