@@ -58,7 +58,7 @@ HEAVY_AT_START = (
     "google.protobuf",
 )
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
-NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "prctl", "skill_mcp.surfaces.stdio")
+NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "skill_mcp.proctools", "skill_mcp.surfaces.stdio")
 
 
 class Server:
@@ -73,18 +73,26 @@ class Server:
         self._out = b""
         self._err = b""
 
-    def _read(self, fd: int, until: bytes, buf: bytes) -> tuple[bytes, bytes]:
+    def _read(self, stream: str, until: bytes) -> bytes:
+        """Read ``stream`` ("out" or "err") up to ``until``, draining both pipes meanwhile: the import
+        profile on stderr outgrows a pipe's buffer, and a server blocked writing it answers nothing."""
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        fds = {self.proc.stdout.fileno(): "out", self.proc.stderr.fileno(): "err"}
+        bufs = {"out": self._out, "err": self._err}
         deadline = time.monotonic() + WAIT_S
-        while until not in buf:
+        while until not in bufs[stream]:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            ready = select.select(list(fds), [], [], left)[0] if left > 0 else []
+            if not ready:
                 raise TimeoutError(f"no {until!r} from the server within {WAIT_S:.0f} s")
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise EOFError(f"the server closed the pipe before {until!r}")
-            buf += chunk
-        head, _, rest = buf.partition(until)
-        return head + until, rest
+            for fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk and fds[fd] == stream:
+                    raise EOFError(f"the server closed the pipe before {until!r}")
+                bufs[fds[fd]] += chunk
+        head, _, bufs[stream] = bufs[stream].partition(until)
+        self._out, self._err = bufs["out"], bufs["err"]
+        return head + until
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -94,8 +102,7 @@ class Server:
             message["params"] = params
         self.proc.stdin.write(json.dumps(message).encode() + b"\n")
         self.proc.stdin.flush()
-        line, self._out = self._read(self.proc.stdout.fileno(), b"\n", self._out)
-        return dict(json.loads(line))
+        return dict(json.loads(self._read("out", b"\n")))
 
     def notify(self, method: str) -> None:
         assert self.proc.stdin is not None
@@ -107,9 +114,8 @@ class Server:
         assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
         self.proc.stdin.write(b"not json\n")
         self.proc.stdin.flush()
-        line, self._out = self._read(self.proc.stdout.fileno(), b"\n", self._out)
-        assert json.loads(line)["error"]["code"] == -32700
-        text, self._err = self._read(self.proc.stderr.fileno(), b"unparseable input line", self._err)
+        assert json.loads(self._read("out", b"\n"))["error"]["code"] == -32700
+        text = self._read("err", b"unparseable input line")
         names = set()
         for row in text.decode(errors="replace").splitlines():
             if row.startswith("import time:") and "|" in row:

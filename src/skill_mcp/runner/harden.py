@@ -12,7 +12,7 @@ the server was started with) and, while the server is dumpable, ``/proc/<server 
    rebuilt (``clearenv`` then ``setenv`` from ``os.environ``) in heap memory, where
    ``/proc/<pid>/environ`` never looks; a child started without an explicit ``env`` still
    inherits a correct environment.
-2. sets ``PR_SET_DUMPABLE`` to 0 through ``python-prctl``, so a same-uid process can neither
+2. sets ``PR_SET_DUMPABLE`` to 0 (``proctools.set_nondumpable``, the launcher's too), so a same-uid process can neither
    open ``/proc/<pid>/environ`` or ``/proc/<pid>/mem`` nor ptrace the server (the files become
    root-owned). The wipe itself stays on ctypes: ``memset``, ``clearenv`` and ``setenv`` are
    libc's, and no library wraps them.
@@ -27,7 +27,7 @@ import ctypes
 import os
 from dataclasses import dataclass
 
-import prctl
+from skill_mcp.proctools import set_nondumpable
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,16 +73,6 @@ def scrub_environ_block() -> str | None:
         left = fh.read(end - start + 1)
     if left.strip(b"\x00"):
         return "the environment block still holds data after the wipe"
-    return None
-
-
-def set_nondumpable() -> str | None:
-    try:
-        prctl.set_dumpable(False)
-    except OSError as exc:
-        return f"prctl(PR_SET_DUMPABLE, 0) failed: {exc.strerror}"
-    if prctl.get_dumpable():
-        return "the process is still dumpable after prctl"
     return None
 
 

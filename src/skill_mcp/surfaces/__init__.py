@@ -13,7 +13,7 @@ Thin translation between the catalog (and the runner's results) and protocol sha
     search_tool   skill_search
     run_tool      skill_run: the runner's protocol face and the confirmation glue
     run_outputs   a run's files as resource links, and resources/read of skill-run:// URIs
-    declared      ScriptStates of a server with no runner plugged in
+    declared_scripts  ScriptStates of a server with no runner plugged in
     seed_tools    the optional skillmcp profile (list_packs, search_skills, get_skill)
     prompts       one prompt per skill
     resources     skill:// resources, resources/read, directory reads

@@ -188,7 +188,7 @@ def assemble(
     run_outputs: Callable[[], Any] | None = None,
 ) -> SkillServer:
     if script_states is None:
-        from skill_mcp.surfaces.declared import DeclaredScripts
+        from skill_mcp.surfaces.declared_scripts import DeclaredScripts
 
         script_states = DeclaredScripts(settings)
     state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states,
