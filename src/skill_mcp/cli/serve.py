@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,
                                         allowed_hosts=tuple(args.allowed_hosts), catalog_provider=provider,
                                         metrics=getattr(args, "metrics", None)))
-        from skill_mcp.server import serve_stdio
+        from skill_mcp.server import serve_stdio_early
     except ImportError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"the server could not be loaded: {err}") from err
     except SkillMcpError as err:
@@ -104,6 +104,6 @@ def run(args: argparse.Namespace) -> int:
         raise exits.CliError(exits.UNAVAILABLE, f"cannot listen on {args.http}: {err.strerror}"
                              + _LISTEN_ERRORS[err.errno], str(Refusal.HTTP_LISTEN_FAILED)) from err
     try:
-        return _blocking(serve_stdio(settings, provider))
+        return serve_stdio_early(settings, provider)
     except SkillMcpError as err:
         raise exits.CliError(exits.UNAVAILABLE, err.detail, str(err.reason)) from err

@@ -95,6 +95,19 @@ def unscrubbed_warning(report: HardenReport) -> dict[str, str] | None:
                       f"this server's environment: {report.detail}"}
 
 
+_EARLY: list[HardenReport] = []
+
+
+def harden_early() -> None:
+    """Harden now, before a thread is started; the next ``harden_taken`` returns this report."""
+    _EARLY.append(harden_process())
+
+
+def harden_taken() -> HardenReport:
+    """The report of an earlier ``harden_early`` (once), else ``harden_process()`` now."""
+    return _EARLY.pop() if _EARLY else harden_process()
+
+
 def harden_process() -> HardenReport:
     """Wipe the environ block and make the process non-dumpable. Never raises."""
     problems = []
