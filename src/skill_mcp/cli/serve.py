@@ -6,7 +6,6 @@ Stdout belongs to the protocol from here on: nothing in this module prints.
 from __future__ import annotations
 
 import errno
-import inspect
 import os
 import sys
 from pathlib import Path
@@ -28,6 +27,8 @@ _LISTEN_ERRORS = {
 
 def _blocking(result: Any) -> int:
     """Accept a blocking entry point or an async one; map its return to an exit code."""
+    import inspect  # not on the stdio path, which answers the handshake before this would be needed
+
     if inspect.isawaitable(result):
         import anyio
 
