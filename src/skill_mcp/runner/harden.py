@@ -99,13 +99,13 @@ _EARLY: list[HardenReport] = []
 
 
 def harden_early() -> None:
-    """Harden now, before a thread is started; the next ``harden_taken`` returns this report."""
+    """Harden now, before a thread is started; the next ``take_early`` returns this report."""
     _EARLY.append(harden_process())
 
 
-def harden_taken() -> HardenReport:
-    """The report of an earlier ``harden_early`` (once), else ``harden_process()`` now."""
-    return _EARLY.pop() if _EARLY else harden_process()
+def take_early() -> HardenReport | None:
+    """The report of an earlier ``harden_early`` (once); None when the process has not hardened."""
+    return _EARLY.pop() if _EARLY else None
 
 
 def harden_process() -> HardenReport:
