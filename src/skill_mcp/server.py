@@ -324,6 +324,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     answers a plain ``initialize`` and ``tools/list``; then the server serves, reading first
     every byte read so far. Otherwise this is ``serve_stdio``. Returns an exit code.
     """
+    import signal
     import threading
 
     from skill_mcp.surfaces import early
@@ -351,16 +352,32 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
         finally:
             os.write(wake_w, b"!")
 
+    # SIGTERM and SIGINT stop this phase as they stop serving (_stop_on_signal): noted, and
+    # written to the wake pipe so the wait ends; a frame being written is finished first.
+    received: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    os.set_blocking(wake_w, False)
+    old_wakeup = signal.set_wakeup_fd(wake_w)
     loader = threading.Thread(target=load, name="skill-mcp-load", daemon=True)
     loader.start()
     try:
         handover = early.answer_early(state, 0, 1, wake_r)
         loader.join()
     finally:
+        signal.set_wakeup_fd(old_wakeup)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         os.close(wake_r)
         os.close(wake_w)
     if isinstance(built[0], BaseException):
         raise built[0]
+    if received:
+        log.info("signal received; stopping", extra={"signal": signal.Signals(received[0]).name})
+        for close in built[0].closers:
+            close()
+        log.info("stopped serving over stdio")
+        return INTERRUPTED_EXIT if signal.SIGINT in received else 0
     import anyio
 
     return int(anyio.run(_serve_composed, settings, built[0], None, handover))
