@@ -362,8 +362,9 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     loader = threading.Thread(target=load, name="skill-mcp-load", daemon=True)
     loader.start()
     try:
-        handover = early.answer_early(state, 0, 1, wake_r)
-        loader.join()
+        with early.diverted() as (wire_in, wire_out):
+            handover = early.answer_early(state, wire_in, wire_out, wake_r)
+            loader.join()
     finally:
         signal.set_wakeup_fd(old_wakeup)
         for sig, handler in previous.items():

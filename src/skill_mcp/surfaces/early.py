@@ -25,9 +25,12 @@ import the SDK.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import select
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -155,6 +158,38 @@ def _write_all(fd: int, data: bytes) -> None:
             select.select([], [fd], [])
 
 
+@contextmanager
+def diverted() -> Iterator[tuple[int, int]]:
+    """The wire on private descriptors while the early phase lasts, as ``stdio.run_stdio`` has
+    it while serving: fd 0 points at /dev/null and fd 1 at stderr (or /dev/null without one),
+    so the loading thread can neither read protocol bytes nor write into the protocol. Both are
+    put back on exit, for ``run_stdio`` to claim."""
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    try:
+        wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    except BaseException:
+        os.close(wire_in)
+        raise
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            os.dup2(null, 0)
+            try:
+                os.dup2(2, 1)
+            except OSError as err:
+                if err.errno != errno.EBADF:
+                    raise
+                os.dup2(null, 1)
+        finally:
+            os.close(null)
+        yield wire_in, wire_out
+    finally:
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        os.close(wire_in)
+        os.close(wire_out)
+
+
 def answer_early(state: EarlyHandshake, fd_in: int, fd_out: int, wake: int) -> Handover:
     """Answer plain handshake lines from ``fd_in`` on ``fd_out`` until ``wake`` is readable (the
     SDK server is ready), a line is not plain, or input ends; return what the SDK server needs."""
@@ -190,7 +225,14 @@ def answer_early(state: EarlyHandshake, fd_in: int, fd_out: int, wake: int) -> H
                 break
             done = newline + 1
             if frame:
-                _write_all(fd_out, frame.encode())
+                try:
+                    _write_all(fd_out, frame.encode())
+                except OSError:
+                    # The client is gone (EPIPE, ...): not answered after all; the SDK server's
+                    # writer meets the same error and ends the session as it always does.
+                    state.answered.popitem()
+                    stop = True
+                    break
         if stop:
             break
     return Handover(prefix=bytes(buf), answered=dict(state.answered))
