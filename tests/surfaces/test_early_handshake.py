@@ -86,6 +86,22 @@ def test_the_early_handshake_is_the_sdk_servers_byte_for_byte(tmp_path: Path, ve
     assert len(early) == 2
 
 
+RICH_CAPABILITIES = {"roots": {"listChanged": True}, "sampling": {"context": {}, "tools": {}},
+                     "elicitation": {"form": {}, "url": {}}, "experimental": {"x": {"y": 1}},
+                     "tasks": {"requests": {"sampling": {"createMessage": {}}}}, "extensions": {"e": {}}}
+
+
+def test_a_rich_plain_initialize_is_answered_early_as_the_sdk_server_answers_it(tmp_path: Path) -> None:
+    root = _skills(tmp_path)
+    init = _initialize(LATEST_HANDSHAKE_VERSION)
+    init["params"].update(capabilities=RICH_CAPABILITIES,
+                          clientInfo={"name": "n", "version": "1", "title": "T", "description": "d",
+                                      "websiteUrl": "https://example.org"})
+    assert EarlyHandshake("", "0").answer(json.dumps(init).encode())  # taken by the early path
+    handshake = [init, INITIALIZED, TOOLS_LIST]
+    assert _exchange(root, handshake) == _exchange(root, [PING, *handshake])[1:]
+
+
 def test_the_root_notes_are_appended_as_the_sdk_server_appends_them(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-dir"
     handshake = [_initialize(LATEST_HANDSHAKE_VERSION), INITIALIZED, TOOLS_LIST]
@@ -119,6 +135,11 @@ def test_a_session_goes_on_after_the_early_handshake(tmp_path: Path) -> None:
     {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {"protocolVersion": LATEST_HANDSHAKE_VERSION}},
     {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "_meta": {}}},
     {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "capabilities": {"roots": 1}}},
+    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "capabilities": {"roots": {"listChanged": "yes"}}}},
+    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "capabilities": {"sampling": {"context": 1}}}},
+    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "capabilities": {"future": {}}}},
+    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "clientInfo": {"name": "n"}}},
+    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "clientInfo": {"name": "n", "version": "1", "icons": []}}},
     {**_initialize(LATEST_HANDSHAKE_VERSION), "id": True},
     {**_initialize(LATEST_HANDSHAKE_VERSION), "id": None},
     {**_initialize(LATEST_HANDSHAKE_VERSION), "extra": 1},

@@ -8,8 +8,8 @@ answers frozen in ``early_answers`` (``tests/surfaces/test_early_handshake.py`` 
 byte for byte equal to what the SDK server answers).
 
 Only the plain path is answered here: an ``initialize`` whose params are exactly
-``protocolVersion``, ``capabilities`` (known keys, objects) and ``clientInfo`` (``name``,
-``version``, optional ``title``, strings), then ``notifications/initialized``, then
+``protocolVersion``, ``capabilities`` (the known ones, in their plain form) and ``clientInfo``
+(``name``, ``version``, optional ``title``, ``description``, ``websiteUrl``; strings), then ``notifications/initialized``, then
 ``tools/list`` without params. The first line that is anything else (not JSON, another
 method, a cursor, a repeated id, ...) ends this phase unread, as does the server being ready
 or end of input; from then on the SDK server serves.
@@ -42,8 +42,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 MAX_EARLY_LINE = 64 * 1024  # a longer line is not a plain handshake: the SDK server reads it
 _CHUNK = 64 * 1024
 _INIT_KEYS = frozenset({"protocolVersion", "capabilities", "clientInfo"})
-_CLIENT_CAPS = frozenset({"experimental", "roots", "sampling", "elicitation", "tasks", "extensions"})
-_CLIENT_INFO = frozenset({"name", "version", "title"})
+_OPEN_CAPS = frozenset({"experimental", "extensions"})  # dict[str, dict[str, Any]]
+_NESTED_CAPS = frozenset({"sampling", "elicitation", "tasks"})  # objects of objects, all the way down
+_CLIENT_INFO = frozenset({"name", "version", "title", "description", "websiteUrl"})  # strings; icons: not plain
 _MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 
 
@@ -88,6 +89,22 @@ def _plain_id(message: dict[str, Any]) -> int | str | None:
     return rid
 
 
+def _objects_all_the_way(value: Any) -> bool:
+    return isinstance(value, dict) and all(_objects_all_the_way(v) for v in value.values())
+
+
+def _plain_capability(name: str, value: Any) -> bool:
+    """A client capability exactly as the SDK's ``ClientCapabilities`` reads it, in the plain
+    form (anything else, even what the SDK would accept, is left to the SDK server)."""
+    if not isinstance(value, dict):
+        return False
+    if name == "roots":
+        return set(value) <= {"listChanged"} and all(isinstance(v, bool) for v in value.values())
+    if name in _OPEN_CAPS:
+        return all(isinstance(v, dict) for v in value.values())
+    return name in _NESTED_CAPS and _objects_all_the_way(value)
+
+
 def _plain_initialize(params: Any) -> str | None:
     """The requested protocol version when ``params`` is a plain, valid ``initialize``."""
     if not isinstance(params, dict) or set(params) != _INIT_KEYS:
@@ -95,7 +112,7 @@ def _plain_initialize(params: Any) -> str | None:
     version, caps, info = params["protocolVersion"], params["capabilities"], params["clientInfo"]
     if not isinstance(version, str) or not isinstance(caps, dict) or not isinstance(info, dict):
         return None
-    if not set(caps) <= _CLIENT_CAPS or not all(isinstance(v, dict) for v in caps.values()):
+    if not all(_plain_capability(name, value) for name, value in caps.items()):
         return None
     if not {"name", "version"} <= set(info) <= _CLIENT_INFO or not all(isinstance(v, str) for v in info.values()):
         return None
