@@ -434,15 +434,13 @@ async def _serve_composed(settings: Settings, parts: _Composed, telemetry: Telem
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    import anyio
-
     parser = argparse.ArgumentParser(prog="python -m skill_mcp.server", description="serve skills over stdio")
     parser.add_argument("--skills-dir", dest="skills_dirs", action="append", default=[], metavar="DIR")
     parser.add_argument("--watch", action="store_true", help="rebuild the catalog when files change")
     args = parser.parse_args(argv)
     settings = load_settings(args.skills_dirs, watch=args.watch)
     try:
-        return anyio.run(serve_stdio, settings)
+        return serve_stdio_early(settings)
     except KeyboardInterrupt:
         return 130
 
