@@ -44,13 +44,17 @@ TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 def _exchange(root: Path, messages: list[dict[str, Any]], env: dict[str, str] | None = None) -> list[bytes]:
     """Every stdout line ``skill-mcp serve`` writes for ``messages`` (stdin then closed)."""
+    return _run(root, messages, env)[0]
+
+
+def _run(root: Path, messages: list[dict[str, Any]], env: dict[str, str] | None = None) -> tuple[list[bytes], str]:
     full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "SKILL_MCP_LOG": "warning",
             "SKILL_MCP_CACHE": "off", **(env or {})}
     data = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
     done = subprocess.run([SKILL_MCP, "serve", "--skills-dir", str(root)], input=data, capture_output=True,
                           env=full, timeout=120, check=False)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
-    return done.stdout.splitlines(keepends=True)
+    return done.stdout.splitlines(keepends=True), done.stderr.decode(errors="replace")
 
 
 def _result_json(frame: bytes, rid: int | str) -> str:
@@ -126,8 +130,9 @@ def test_a_session_goes_on_after_the_early_handshake(tmp_path: Path) -> None:
     # The SDK server got the replayed handshake: a tool call answers, and no answer is repeated.
     root = _skills(tmp_path)
     call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "skill_list", "arguments": {}}}
-    frames = _exchange(root, [_initialize(LATEST_HANDSHAKE_VERSION), INITIALIZED, TOOLS_LIST, call])
+    frames, err = _run(root, [_initialize(LATEST_HANDSHAKE_VERSION), INITIALIZED, TOOLS_LIST, call])
     assert [json.loads(f)["id"] for f in frames] == [1, 2, 3]
+    assert "differed" not in err  # the SDK server's own answers to the replayed requests were the same
     assert json.loads(frames[2])["result"]["structuredContent"]["total"] == 1
 
 
