@@ -10,6 +10,12 @@ handshake caused is already on stderr, before the warning. Heavy modules must no
 them; the same markers after ``skill_list``, ``skill_run`` and ``skill_search`` show each one
 turning up when it is first needed, so the pin can fail. No timing is asserted (pallets/click's
 ``test_imports`` idea, for a server).
+
+The handshake itself is answered before the SDK is imported (``surfaces.early``; a worker thread
+imports and composes the server meanwhile). That is pinned by making the SDK unimportable: with
+``PYTHONPATH`` first naming packages ``mcp``, ``mcp_types``, ``pydantic``, ``pydantic_core`` and
+``anyio`` whose import writes its name to a file and never returns, the server must still answer
+``initialize`` and ``tools/list``; any of them imported on the answering path would hang it.
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ HEAVY_AT_START = (
 )
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
 NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "skill_mcp.proctools", "skill_mcp.surfaces.stdio")
+# Not needed to answer a plain initialize and tools/list at all (surfaces.early): the SDK and what it stands on.
+SDK_STACK = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio")
+HANG = "import os, time\nos.write(os.open({mark!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), b{name!r} + b'\\n')\ntime.sleep(3600)\n"
 
 
 class Server:
@@ -192,3 +201,56 @@ def test_configured_telemetry_is_imported_before_the_first_answer(tmp_path: Path
         running.close()
     wanted = ("skill_mcp.telemetry", "opentelemetry.sdk", "opentelemetry.exporter")
     assert _loaded(seen, wanted) == list(wanted)
+
+
+def _unimportable_sdk(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """``PYTHONPATH`` naming packages that shadow the SDK stack and hang on import, and the file
+    each one writes its name to first."""
+    shadow, mark = tmp_path / "shadow", tmp_path / "imported"
+    for name in SDK_STACK:
+        (shadow / name).mkdir(parents=True)
+        (shadow / name / "__init__.py").write_text(HANG.format(mark=str(mark), name=name), encoding="utf-8")
+    return {"PYTHONPATH": str(shadow)}, mark
+
+
+def _shadows_reached(mark: Path) -> set[str]:
+    """The shadow packages the worker thread has tried to import (waits for the first)."""
+    deadline = time.monotonic() + WAIT_S
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return set(mark.read_text(encoding="utf-8").split()) & set(SDK_STACK)
+
+
+def _kill(running: Server) -> None:
+    running.proc.kill()
+    running.close()
+
+
+def test_the_handshake_is_answered_while_the_sdk_cannot_be_imported(tmp_path: Path) -> None:
+    env, mark = _unimportable_sdk(tmp_path)
+    running = Server(build_tree(tmp_path / "skills"), env)
+    try:
+        init = running.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                              "clientInfo": {"name": "imports", "version": "0"}})
+        assert init["result"]["serverInfo"]["name"] == "skill-mcp"
+        running.notify("notifications/initialized")
+        tools = running.request("tools/list")
+        assert "skill_run" in {t["name"] for t in tools["result"]["tools"]}
+        # The worker thread is (or will be) stuck in a shadow, so the SDK server cannot have answered.
+        assert _shadows_reached(mark)
+    finally:
+        _kill(running)
+
+
+def test_a_request_past_the_handshake_waits_for_the_sdk(tmp_path: Path) -> None:
+    # The control: the same shadows do stop the SDK server, so nothing but the early path answers.
+    env, mark = _unimportable_sdk(tmp_path)
+    running = Server(build_tree(tmp_path / "skills"), env)
+    try:
+        assert running.proc.stdin is not None and running.proc.stdout is not None
+        running.proc.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        running.proc.stdin.flush()
+        assert _shadows_reached(mark)
+        assert not select.select([running.proc.stdout.fileno()], [], [], 3.0)[0]
+    finally:
+        _kill(running)

@@ -85,6 +85,19 @@ def unscrubbed_warning(report: HardenReport) -> dict[str, str] | None:
                       f"this server's environment: {report.detail}"}
 
 
+_EARLY: list[HardenReport] = []
+
+
+def harden_early() -> None:
+    """Harden now, before a thread is started; the next ``take_early`` returns this report."""
+    _EARLY.append(harden_process())
+
+
+def take_early() -> HardenReport | None:
+    """The report of an earlier ``harden_early`` (once); None when the process has not hardened."""
+    return _EARLY.pop() if _EARLY else None
+
+
 def harden_process() -> HardenReport:
     """Wipe the environ block and make the process non-dumpable. Never raises."""
     problems = []
