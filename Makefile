@@ -45,6 +45,7 @@ lint: install
 	$(BIN)/mypy src/skill_mcp src/skill_mcp_launcher bench
 
 # `make bench BENCH_ARGS=--load` adds the load figure through HAProxy (needs Docker and both images).
+# The peers side by side need their venvs first: `$(BIN)/python -m bench.peers --setup` (bench/README.md).
 BENCH_ARGS ?=
 
 bench: install
