@@ -110,7 +110,7 @@ def catalog_source(settings: Settings) -> Callable[[], Catalog]:
     runs that loop beside the server and ``on_change`` tells connected clients.
     """
     if settings.watch:
-        from skill_mcp.watch import LiveCatalog
+        from skill_mcp.catalog.watch import LiveCatalog
 
         return LiveCatalog(settings)
     return static_catalog(settings)
@@ -277,15 +277,15 @@ def serve_http(
     metrics: str | None = None,
     **bounds: float,
 ) -> int:
-    """Serve over Streamable HTTP (``surfaces.http``) until SIGTERM/SIGINT; returns an exit code.
+    """Serve over Streamable HTTP (``surfaces.http.transport``) until SIGTERM/SIGINT; returns an exit code.
 
     The server is the one stdio serves; the runner's closers become the drain's stop hooks and
     the catalog watcher runs beside it. ``server_factory(settings)`` serves another
     ``mcp.server.lowlevel.Server`` with neither. ``bounds`` are ``drain_seconds`` /
     ``cancel_seconds``. Raises ``SkillMcpError`` (``http-*``) before binding on unsafe exposure.
     """
-    from skill_mcp.surfaces.http import Served
-    from skill_mcp.surfaces.http import serve_http as run_http
+    from skill_mcp.surfaces.http.transport import Served
+    from skill_mcp.surfaces.http.transport import serve_http as run_http
 
     configure_logging(settings.log_level)  # before the composition, which may log the roots' notes
     metrics = metrics if metrics is not None else settings.metrics
@@ -318,7 +318,7 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
     """Serve over this process's stdin/stdout until stdin closes; returns an exit code."""
     import anyio
 
-    from skill_mcp.surfaces.stdio import run_stdio
+    from skill_mcp.surfaces.stdio.transport import run_stdio
 
     configure_logging(settings.log_level)
     telemetry = telemetry_for(settings)

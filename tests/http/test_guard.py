@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.http_guard import (
+from skill_mcp.surfaces.http.guard import (
     LOOPBACK_NAMES,
     bearer_matches,
     decide_exposure,
@@ -159,7 +159,7 @@ def test_no_other_presented_token_matches(presented: str) -> None:
     ],
 )
 def test_only_a_single_request_has_an_id_to_answer(body: bytes | None, expected: object) -> None:
-    from skill_mcp.surfaces.http_drain import request_id_of
+    from skill_mcp.surfaces.http.drain import request_id_of
 
     assert request_id_of(body) == expected
 
@@ -167,7 +167,7 @@ def test_only_a_single_request_has_an_id_to_answer(body: bytes | None, expected:
 def test_a_websocket_scope_is_closed_without_reaching_the_app() -> None:
     import anyio
 
-    from skill_mcp.surfaces.http_guard import GuardMiddleware
+    from skill_mcp.surfaces.http.guard import GuardMiddleware
 
     reached: list[str] = []
     sent: list[dict[str, object]] = []
@@ -202,7 +202,7 @@ def test_a_repeated_host_origin_or_authorization_header_is_refused(extra: list[t
                                                                     status: int) -> None:
     import anyio
 
-    from skill_mcp.surfaces.http_guard import GuardMiddleware
+    from skill_mcp.surfaces.http.guard import GuardMiddleware
 
     sent: list[dict[str, object]] = []
 
@@ -226,7 +226,7 @@ def test_the_listening_socket_is_tcp_with_nodelay() -> None:
     without it each answer on a kept-alive connection waited ~40 ms for a delayed ACK."""
     import socket
 
-    from skill_mcp.surfaces.http import _bind
+    from skill_mcp.surfaces.http.transport import _bind
 
     sock = _bind("127.0.0.1", 0)
     try:

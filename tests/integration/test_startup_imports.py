@@ -47,7 +47,7 @@ HEAVY_AT_START = (
     "skill_mcp.runner.spawn_local",
     "skill_mcp.surfaces.content",
     "skill_mcp.surfaces.http",
-    "skill_mcp.watch",
+    "skill_mcp.catalog.watch",
     # Telemetry with nothing configured: the composition root asks telemetry_config (stdlib) and
     # stops there; the SDK, the exporters and our telemetry module are never imported.
     "skill_mcp.telemetry",
@@ -58,7 +58,7 @@ HEAVY_AT_START = (
     "google.protobuf",
 )
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
-NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "prctl", "skill_mcp.surfaces.stdio")
+NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "prctl", "skill_mcp.surfaces.stdio.transport")
 
 
 class Server:
@@ -74,15 +74,31 @@ class Server:
         self._err = b""
 
     def _read(self, fd: int, until: bytes, buf: bytes) -> tuple[bytes, bytes]:
+        # The other pipe is drained into its buffer meanwhile: the import lines fill more than a
+        # pipe holds (64 KiB with telemetry on), and a server blocked on a full stderr never answers.
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        other = err if fd == out else out
+        watched = [fd, other]
         deadline = time.monotonic() + WAIT_S
         while until not in buf:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            ready = select.select(watched, [], [], left)[0] if left > 0 else []
+            if not ready:
                 raise TimeoutError(f"no {until!r} from the server within {WAIT_S:.0f} s")
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise EOFError(f"the server closed the pipe before {until!r}")
-            buf += chunk
+            if other in ready:
+                extra = os.read(other, 65536)
+                if not extra:
+                    watched.remove(other)
+                elif other == err:
+                    self._err += extra
+                else:
+                    self._out += extra
+            if fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise EOFError(f"the server closed the pipe before {until!r}")
+                buf += chunk
         head, _, rest = buf.partition(until)
         return head + until, rest
 

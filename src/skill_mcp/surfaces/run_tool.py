@@ -245,7 +245,7 @@ class SkillRun:
         if _over_http(call) and isinstance(out, dict) and out.get("status") in RUN_STATUSES:
             # The answer may have to travel as one server-sent event (always after a mid-call
             # confirmation): cut the output to what a client accepts rather than lose the result.
-            from skill_mcp.surfaces.http_events import fit_run_output
+            from skill_mcp.surfaces.http.events import fit_run_output
 
             out = fit_run_output(out)
         return out

@@ -25,9 +25,9 @@ from typing import Any, cast
 
 from mcp.server.stdio import stdio_server
 
-from skill_mcp.surfaces.frame_writer import FrameWriter
-from skill_mcp.surfaces.stdin_lines import StdinLines
-from skill_mcp.surfaces.unparseable import answer_unparseable
+from skill_mcp.surfaces.stdio.frame_writer import FrameWriter
+from skill_mcp.surfaces.stdio.stdin_lines import StdinLines
+from skill_mcp.surfaces.stdio.unparseable import answer_unparseable
 
 log = logging.getLogger("skill_mcp.stdio")
 

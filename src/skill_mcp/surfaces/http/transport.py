@@ -4,8 +4,8 @@ The MCP server object is the same one stdio serves; this module only puts the SD
 Streamable HTTP app (both protocol eras: the handshake era with ``Mcp-Session-Id`` and the
 2026-07-28 per-request era) behind ``GuardMiddleware`` and ``EventSizing`` (answers as JSON
 when they can be, never an event a client refuses) and runs it with uvicorn, whose connections
-go through ``surfaces.http_protocol`` (a request-head deadline, connection caps that evict the
-oldest waiting connection, and an in-flight limit; the bounds are in ``surfaces.http_conn``).
+go through ``surfaces.http.protocol`` (a request-head deadline, connection caps that evict the
+oldest waiting connection, and an in-flight limit; the bounds are in ``surfaces.http.conn``).
 
 Shutdown (SIGTERM or SIGINT), in order:
 
@@ -42,16 +42,16 @@ from sse_starlette.sse import AppStatus
 from starlette.types import ASGIApp
 
 from skill_mcp.config import Settings
-from skill_mcp.surfaces.http_conn import DEFAULT_LIMITS, ConnectionGate, ConnectionLimits
-from skill_mcp.surfaces.http_events import EventSizing
-from skill_mcp.surfaces.http_guard import (
+from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, ConnectionGate, ConnectionLimits
+from skill_mcp.surfaces.http.events import EventSizing
+from skill_mcp.surfaces.http.guard import (
     ExposurePolicy,
     GuardMiddleware,
     decide_exposure,
     describe,
     parse_host_port,
 )
-from skill_mcp.surfaces.http_protocol import GatedH11Protocol, Shedding
+from skill_mcp.surfaces.http.protocol import GatedH11Protocol, Shedding
 
 __all__ = ["HttpApp", "build_http_app", "parse_host_port", "serve_http"]
 
@@ -114,7 +114,7 @@ def build_http_app(server: Any, policy: ExposurePolicy, *, stop_hooks: Iterable[
     inner_app: ASGIApp = EventSizing(starlette_app)
     if telemetry is not None:
         # Inside the guard: a scrape passes the same Host, Origin and token checks as a call.
-        from skill_mcp.surfaces.http_metrics import ActiveRequests, MetricsRoute
+        from skill_mcp.surfaces.http.metrics import ActiveRequests, MetricsRoute
 
         inner_app = ActiveRequests(inner_app, telemetry)
         if metrics_path is not None:
@@ -245,7 +245,7 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
         # uvicorn's own limit_concurrency counts open connections, idle ones included, so idle
         # sockets that cost an attacker nothing made it answer 503 to everyone. The gated
         # protocol counts only requests in flight, caps connections by evicting the oldest
-        # waiting one, and closes a connection whose request head is late (surfaces.http_conn).
+        # waiting one, and closes a connection whose request head is late (surfaces.http.conn).
         http=cast("type[asyncio.Protocol]", functools.partial(GatedH11Protocol,
                                                                shedding=Shedding(ConnectionGate(limits)))),
         h11_max_incomplete_event_size=limits.max_head_bytes,
@@ -292,7 +292,7 @@ def serve_http(
     from skill_mcp.logs import configure_logging
 
     configure_logging(settings.log_level)
-    from skill_mcp.surfaces.http_metrics import decide_metrics
+    from skill_mcp.surfaces.http.metrics import decide_metrics
 
     policy = decide_exposure(host, port, token, no_auth, allowed_hosts)
     plan = decide_metrics(metrics, policy, MCP_PATH)
@@ -331,7 +331,7 @@ def _metrics_listener(plan: Any, telemetry: Any) -> Any:
     """The scrape endpoint's own listener when ``--metrics HOST:PORT`` asked for one."""
     if plan is None or plan.host is None or telemetry is None:
         return None
-    from skill_mcp.surfaces.http_metrics import MetricsListener
+    from skill_mcp.surfaces.http.metrics import MetricsListener
 
     listener = MetricsListener(plan, telemetry)
     listener.start()

@@ -20,7 +20,7 @@ without the token: MCP clients probe ``/.well-known/oauth-protected-resource`` a
 interactive OAuth flow instead of reporting a wrong token. A 404 says there is none.
 
 The middleware also counts requests in flight so a SIGTERM can drain them (see
-``surfaces.http``); while draining it refuses anything that would open new work (503).
+``surfaces.http.transport``); while draining it refuses anything that would open new work (503).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.http_drain import BODY_PEEK_LIMIT, ResponseWatch, answer_stopped, buffered, parse_request
+from skill_mcp.surfaces.http.drain import BODY_PEEK_LIMIT, ResponseWatch, answer_stopped, buffered, parse_request
 
 logger = logging.getLogger("skill_mcp.http")
 

@@ -15,7 +15,7 @@ its directory still exists keeps its previous record in the new catalog, with a
 A deliberately broken skill therefore stays served in its last good form until the server
 restarts; ``skill-mcp validate`` reports it either way.
 
-This module imports no ``mcp``: it sits beside the catalog.
+This module imports no ``mcp``: it is the catalog's second provider, beside ``catalog.lazy``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from skill_mcp.catalog import build_catalog
+from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem
 from skill_mcp.reasons import Level, ProblemReason

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.http_guard import (
+from skill_mcp.surfaces.http.guard import (
     LOOPBACK_NAMES,
     ExposurePolicy,
     host_allowed,
