@@ -106,7 +106,7 @@ def catalog_source(settings: Settings) -> Callable[[], Catalog]:
 
     With ``settings.watch`` a reloading provider belongs here (``serve --watch``): a zero-arg
     callable returning the current catalog that also has ``async def run(on_change)``, a
-    watcher loop that swaps the catalog and then awaits ``on_change()``. ``watch_catalog``
+    watcher loop that swaps the catalog and then awaits ``on_change()``. ``announce_reloads``
     runs that loop beside the server and ``on_change`` tells connected clients.
     """
     if settings.watch:
@@ -116,7 +116,7 @@ def catalog_source(settings: Settings) -> Callable[[], Catalog]:
     return static_catalog(settings)
 
 
-async def watch_catalog(provider: Callable[[], Catalog], server: Any) -> None:
+async def announce_reloads(provider: Callable[[], Catalog], server: Any) -> None:
     """Run ``provider.run(on_change)`` when the provider reloads and the server can announce.
 
     Returns at once for a static catalog; transports start it in their task group and cancel
@@ -284,8 +284,7 @@ def serve_http(
     ``mcp.server.lowlevel.Server`` with neither. ``bounds`` are ``drain_seconds`` /
     ``cancel_seconds``. Raises ``SkillMcpError`` (``http-*``) before binding on unsafe exposure.
     """
-    from skill_mcp.surfaces.http.transport import Served
-    from skill_mcp.surfaces.http.transport import serve_http as run_http
+    from skill_mcp.surfaces.http.transport import Served, run_http
 
     configure_logging(settings.log_level)  # before the composition, which may log the roots' notes
     metrics = metrics if metrics is not None else settings.metrics
@@ -303,7 +302,7 @@ def serve_http(
         parts = _compose(settings, catalog_provider, telemetry, transport="tcp")
 
         async def watch() -> None:
-            await watch_catalog(parts.provider, parts.server)
+            await announce_reloads(parts.provider, parts.server)
 
         served = Served(parts.server, parts.closers, (watch,), telemetry=telemetry)
     try:
@@ -336,7 +335,7 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
     received: list[int] = []
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_catalog, provider, server)
+            tg.start_soon(announce_reloads, provider, server)
             tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
             await run_stdio(server)
             tg.cancel_scope.cancel()

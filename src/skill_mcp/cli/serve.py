@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         raise exits.CliError(exits.USAGE, "--metrics needs --http (over stdio, export with the OTEL_* variables)")
     settings = load_settings(args.skills_dirs, os.environ, watch=args.watch)
     # --watch: a provider that reloads; both transports run its watcher beside the server and
-    # announce list_changed after each swap (server.watch_catalog).
+    # announce list_changed after each swap (server.announce_reloads).
     provider: Any = None
     if args.watch:
         from skill_mcp.catalog.watch import LiveCatalog

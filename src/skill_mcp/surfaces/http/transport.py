@@ -53,7 +53,7 @@ from skill_mcp.surfaces.http.guard import (
 )
 from skill_mcp.surfaces.http.protocol import GatedH11Protocol, Shedding
 
-__all__ = ["HttpApp", "build_http_app", "parse_host_port", "serve_http"]
+__all__ = ["HttpApp", "Served", "build_http_app", "parse_host_port", "run_http"]
 
 logger = logging.getLogger("skill_mcp.http")
 
@@ -270,7 +270,7 @@ class Served:
     telemetry: Any = None  # skill_mcp.telemetry.Telemetry when any export is configured
 
 
-def serve_http(
+def run_http(
     settings: Settings,
     host: str,
     port: int,
