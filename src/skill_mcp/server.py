@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from skill_mcp import __version__
 from skill_mcp.catalog.lazy import LazyCatalog
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog
     from skill_mcp.runner.audit import AuditSink
     from skill_mcp.runner.types import OutputTap
+    from skill_mcp.surfaces.app import SkillServer
     from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
     from skill_mcp.telemetry import Telemetry
 
@@ -37,8 +38,8 @@ log = logging.getLogger("skill_mcp.server")
 class Plugins:
     """What the runner and search add to a server: tools, the script-state view, stop hooks."""
 
+    script_states: ScriptStates
     tools: tuple[ToolSpec, ...] = ()
-    script_states: ScriptStates | None = None
     closers: tuple[Callable[[], Any], ...] = field(default=(), repr=False)
     # The store of recent runs' outputs once a runner exists (skill-run:// resources).
     run_outputs: Callable[[], Any] = field(default=lambda: None, repr=False)
@@ -129,6 +130,17 @@ async def announce_reloads(provider: Callable[[], Catalog], server: Any) -> None
     await run(announcer.announce)
 
 
+@overload
+def build_server(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None, *,
+                 hooks: RunHooks | None = None) -> SkillServer: ...
+
+
+@overload
+def build_server(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None, *,
+                 tools: Sequence[ToolSpec], script_states: ScriptStates,
+                 run_outputs: Callable[[], Any] | None = None) -> SkillServer: ...
+
+
 def build_server(
     settings: Settings,
     catalog_provider: Callable[[], Catalog] | None = None,
@@ -137,24 +149,26 @@ def build_server(
     script_states: ScriptStates | None = None,
     hooks: RunHooks | None = None,
     run_outputs: Callable[[], Any] | None = None,
-) -> Any:
-    """Return a ready ``mcp.server.lowlevel.Server`` for any transport.
+) -> SkillServer:
+    """Return a ready server for any transport.
 
     ``catalog_provider`` is called per request (a reloading catalog swaps what it returns);
-    by default the catalog is built once from ``settings``. ``tools`` / ``script_states``
-    default to what ``plugins`` collects (with ``hooks`` for its runner).
+    by default the catalog is built once from ``settings``. Without ``tools`` the server gets
+    what ``plugins`` collects (the runner's ``skill_run``, with ``hooks``, and its script states).
+    With ``tools``, ``script_states`` must come too: what ``skill_list`` says of scripts and
+    grants is the word of whatever runs them (``runner.states``; ``surfaces.declared``'s
+    ``DeclaredScripts`` for a server that runs none), never a default chosen here.
     """
     from skill_mcp.surfaces.app import assemble
 
+    if (tools is None) != (script_states is None) or (tools is not None and hooks is not None):
+        raise TypeError("build_server: give tools and script_states together (hooks only without them)")
     provider = catalog_provider or static_catalog(settings)
-    extra = plugins(settings, provider, hooks=hooks) if tools is None and script_states is None else None
-    return assemble(
-        settings,
-        provider,
-        tools=tuple(tools) if tools is not None else (extra.tools if extra else ()),
-        script_states=script_states if script_states is not None else (extra.script_states if extra else None),
-        run_outputs=run_outputs if run_outputs is not None else (extra.run_outputs if extra else None),
-    )
+    if tools is None or script_states is None:  # both None (checked above); spelled so for mypy
+        extra = plugins(settings, provider, hooks=hooks)
+        return assemble(settings, provider, tools=extra.tools, script_states=extra.script_states,
+                        run_outputs=extra.run_outputs)
+    return assemble(settings, provider, tools=tuple(tools), script_states=script_states, run_outputs=run_outputs)
 
 
 def _banner(settings: Settings, catalog: Catalog) -> str:
@@ -199,7 +213,7 @@ class _Composed:
     """One server and its parts, built the same way for every transport."""
 
     provider: Callable[[], Catalog]
-    server: Any
+    server: SkillServer
     closers: tuple[Callable[[], Any], ...]
 
 

@@ -184,13 +184,11 @@ def assemble(
     catalog_provider: Callable[[], Catalog],
     *,
     tools: Sequence[ToolSpec] = (),
-    script_states: ScriptStates | None = None,
+    script_states: ScriptStates,
     run_outputs: Callable[[], Any] | None = None,
 ) -> SkillServer:
-    if script_states is None:
-        from skill_mcp.surfaces.declared import DeclaredScripts
-
-        script_states = DeclaredScripts(settings)
+    """One server over ``catalog_provider``: the read tools and ``tools``; ``script_states`` is
+    what its ``skill_list`` and ``skill_load`` say of scripts (``server.build_server`` passes it)."""
     state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states,
                          run_outputs=run_outputs or (lambda: None))
     specs = [*read_tools(), *tools]
