@@ -12,9 +12,11 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.http.guard import (
     LOOPBACK_NAMES,
+    accepted_names,
     bearer_matches,
     decide_exposure,
     host_allowed,
+    host_refused,
     is_loopback,
     origin_allowed,
     parse_host_port,
@@ -238,3 +240,25 @@ def test_the_listening_socket_is_tcp_with_nodelay() -> None:
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize(
+    ("hosts", "why"),
+    [
+        (["localhost:8000"], None),  # positive control: one allowed Host
+        (["LOCALHOST"], None),
+        ([], "Host not allowed"),
+        (["evil.example.com"], "Host not allowed"),
+        (["localhost", "localhost"], "more than one Host header"),  # two, even both allowed
+    ],
+)
+def test_one_host_check_for_the_mcp_port_and_the_metrics_listener(hosts: list[str], why: str | None) -> None:
+    # The guard and the --metrics listener both call host_refused over accepted_names.
+    assert host_refused(hosts, accepted_names("127.0.0.1", ())) == why
+
+
+def test_accepted_names_per_bind() -> None:
+    assert accepted_names("127.0.0.1", ()) == frozenset(LOOPBACK_NAMES)
+    assert accepted_names("10.0.0.5", [" MCP.example.com "]) == {"10.0.0.5", "mcp.example.com"}
+    assert accepted_names("::", ()) == frozenset()  # a wildcard with no name: each caller refuses it
+    assert accepted_names("fe80::1", ()) == {"[fe80::1]"}

@@ -42,7 +42,7 @@ from sse_starlette.sse import AppStatus
 from starlette.types import ASGIApp
 
 from skill_mcp.config import Settings
-from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, ConnectionGate, ConnectionLimits
+from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, ConnectionGate
 from skill_mcp.surfaces.http.events import EventSizing
 from skill_mcp.surfaces.http.guard import (
     ExposurePolicy,
@@ -230,7 +230,7 @@ class _DrainingServer(uvicorn.Server):
 
 
 def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: float,
-                         limits: ConnectionLimits = DEFAULT_LIMITS) -> _DrainingServer:
+                         gate: ConnectionGate) -> _DrainingServer:
     # sse-starlette ends every SSE response the moment uvicorn sees SIGTERM, which would cut the
     # calls in flight (their answers travel on SSE) before the drain. Take that decision back:
     # the streams end after the drain (above). Process-wide, like the signal itself.
@@ -246,11 +246,10 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
         # sockets that cost an attacker nothing made it answer 503 to everyone. The gated
         # protocol counts only requests in flight, caps connections by evicting the oldest
         # waiting one, and closes a connection whose request head is late (surfaces.http.conn).
-        http=cast("type[asyncio.Protocol]", functools.partial(GatedH11Protocol,
-                                                               shedding=Shedding(ConnectionGate(limits)))),
-        h11_max_incomplete_event_size=limits.max_head_bytes,
+        http=cast("type[asyncio.Protocol]", functools.partial(GatedH11Protocol, shedding=Shedding(gate))),
+        h11_max_incomplete_event_size=gate.limits.max_head_bytes,
         # An idle keep-alive connection is closed after this; it holds no call.
-        timeout_keep_alive=limits.keep_alive_s,
+        timeout_keep_alive=gate.limits.keep_alive_s,
         # No WebSocket surface exists (the guard refuses the scope); without a WebSocket
         # protocol an upgrade request stays a plain request on this connection.
         ws="none",
@@ -312,9 +311,11 @@ def run_http(
     # warning: listening is the normal outcome (SKILL_MCP_LOG=warning hides it, as it should).
     logger.info("http listening on %s", url, extra={"event": "http-listening", **describe(policy),
                                                     "port": bound_port, "url": url})
-    uv = _make_uvicorn_server(app, drain_seconds, cancel_seconds)
+    gate = ConnectionGate(DEFAULT_LIMITS)
+    uv = _make_uvicorn_server(app, drain_seconds, cancel_seconds, gate)
     if telemetry is not None:
-        telemetry.watch_connections(lambda: len(uv.server_state.connections))
+        # The gate's own count: every connection it admitted and has not yet forgotten.
+        telemetry.watch_connections(lambda: gate.total)
     try:
         uv.run(sockets=[sock])
     finally:
