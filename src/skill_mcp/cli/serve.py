@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if args.http:
             # Imported here: the SDK and the server are heavy and --help must stay fast.
             from skill_mcp.server import serve_http
-            from skill_mcp.surfaces.http.transport import parse_host_port
+            from skill_mcp.surfaces.http.guard import parse_host_port
 
             host, port = parse_host_port(args.http)
             return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,

@@ -44,16 +44,10 @@ from starlette.types import ASGIApp
 from skill_mcp.config import Settings
 from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, ConnectionGate
 from skill_mcp.surfaces.http.events import EventSizing
-from skill_mcp.surfaces.http.guard import (
-    ExposurePolicy,
-    GuardMiddleware,
-    decide_exposure,
-    describe,
-    parse_host_port,
-)
+from skill_mcp.surfaces.http.guard import ExposurePolicy, GuardMiddleware, decide_exposure, describe
 from skill_mcp.surfaces.http.protocol import GatedH11Protocol, Shedding
 
-__all__ = ["HttpApp", "Served", "build_http_app", "parse_host_port", "run_http"]
+__all__ = ["HttpApp", "Served", "build_http_app", "run_http"]
 
 logger = logging.getLogger("skill_mcp.http")
 
