@@ -58,7 +58,7 @@ HEAVY_AT_START = (
     "google.protobuf",
 )
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
-NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "prctl", "skill_mcp.surfaces.stdio.transport")
+NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "prctl", "skill_mcp.surfaces.stdio")
 
 
 class Server:
