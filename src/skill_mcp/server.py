@@ -156,19 +156,20 @@ def build_server(
     by default the catalog is built once from ``settings``. Without ``tools`` the server gets
     what ``plugins`` collects (the runner's ``skill_run``, with ``hooks``, and its script states).
     With ``tools``, ``script_states`` must come too: what ``skill_list`` says of scripts and
-    grants is the word of whatever runs them (``runner.states``; ``surfaces.declared``'s
-    ``DeclaredScripts`` for a server that runs none), never a default chosen here.
+    grants is the word of whatever runs them (``runner.states``; ``DeclaredScripts`` for a
+    server that runs none), never a default chosen here. A half call raises ``TypeError``.
     """
     from skill_mcp.surfaces.app import assemble
 
-    if (tools is None) != (script_states is None) or (tools is not None and hooks is not None):
-        raise TypeError("build_server: give tools and script_states together (hooks only without them)")
     provider = catalog_provider or static_catalog(settings)
-    if tools is None or script_states is None:  # both None (checked above); spelled so for mypy
-        extra = plugins(settings, provider, hooks=hooks)
-        return assemble(settings, provider, tools=extra.tools, script_states=extra.script_states,
-                        run_outputs=extra.run_outputs)
-    return assemble(settings, provider, tools=tuple(tools), script_states=script_states, run_outputs=run_outputs)
+    if tools is not None and script_states is not None and hooks is None:
+        return assemble(settings, provider, tools=tuple(tools), script_states=script_states,
+                        run_outputs=run_outputs)
+    if tools is not None or script_states is not None or run_outputs is not None:
+        raise TypeError("build_server: give tools and script_states together (and hooks only without them)")
+    extra = plugins(settings, provider, hooks=hooks)
+    return assemble(settings, provider, tools=extra.tools, script_states=extra.script_states,
+                    run_outputs=extra.run_outputs)
 
 
 def _banner(settings: Settings, catalog: Catalog) -> str:
