@@ -9,7 +9,7 @@ as a ratio to it, measured in the same run.
     python -m bench.floor --replay ANSWERS.json
 
 With ``--skill-mcp-transport`` the same trivial server runs on skill-mcp's own stdio transport
-(``skill_mcp.surfaces.stdio.run_stdio``: event-loop reads and writes) instead of the SDK's
+(``skill_mcp.surfaces.stdio.transport.run_stdio``: event-loop reads and writes) instead of the SDK's
 ``stdio_server``. The targets' floor is the plain one; this second floor separates what our
 transport saves on every message from what the catalog costs per call.
 
@@ -103,7 +103,7 @@ async def _serve(our_transport: bool, replay: Path | None = None, load_time: Pat
         gc.freeze()
         load_time.write_text(f"{time.perf_counter() - start:.6f}\n", encoding="ascii")
     if our_transport:
-        from skill_mcp.surfaces.stdio import run_stdio
+        from skill_mcp.surfaces.stdio.transport import run_stdio
 
         await run_stdio(server)
         return

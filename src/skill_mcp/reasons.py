@@ -171,7 +171,7 @@ class Refusal(StrEnum):
     # A run output URI (skill-run://) that names nothing this reader may read, or that expired.
     OUTPUT_UNKNOWN = "output-unknown"
     OUTPUT_EXPIRED = "output-expired"
-    # An answer that cannot reach a client in one server-sent event (surfaces.http_events).
+    # An answer that cannot reach a client in one server-sent event (surfaces.http.events).
     ANSWER_TOO_LARGE = "answer-too-large"
     # A handshake the SDK refuses (surfaces.handshake): data names the missing fields.
     INVALID_INITIALIZE = "invalid-initialize"

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from skill_mcp import __version__
 from skill_mcp.catalog.lazy import LazyCatalog
@@ -28,8 +28,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog
     from skill_mcp.runner.audit import AuditSink
     from skill_mcp.runner.types import OutputTap
-    from skill_mcp.surfaces.early import Handover
+    from skill_mcp.surfaces.app import SkillServer
     from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
+    from skill_mcp.surfaces.stdio.early import Handover
     from skill_mcp.telemetry import Telemetry
 
 log = logging.getLogger("skill_mcp.server")
@@ -39,8 +40,8 @@ log = logging.getLogger("skill_mcp.server")
 class Plugins:
     """What the runner and search add to a server: tools, the script-state view, stop hooks."""
 
+    script_states: ScriptStates
     tools: tuple[ToolSpec, ...] = ()
-    script_states: ScriptStates | None = None
     closers: tuple[Callable[[], Any], ...] = field(default=(), repr=False)
     # The store of recent runs' outputs once a runner exists (skill-run:// resources).
     run_outputs: Callable[[], Any] = field(default=lambda: None, repr=False)
@@ -108,17 +109,17 @@ def catalog_source(settings: Settings) -> Callable[[], Catalog]:
 
     With ``settings.watch`` a reloading provider belongs here (``serve --watch``): a zero-arg
     callable returning the current catalog that also has ``async def run(on_change)``, a
-    watcher loop that swaps the catalog and then awaits ``on_change()``. ``watch_catalog``
+    watcher loop that swaps the catalog and then awaits ``on_change()``. ``announce_reloads``
     runs that loop beside the server and ``on_change`` tells connected clients.
     """
     if settings.watch:
-        from skill_mcp.watch import LiveCatalog
+        from skill_mcp.catalog.watch import LiveCatalog
 
         return LiveCatalog(settings)
     return static_catalog(settings)
 
 
-async def watch_catalog(provider: Callable[[], Catalog], server: Any) -> None:
+async def announce_reloads(provider: Callable[[], Catalog], server: Any) -> None:
     """Run ``provider.run(on_change)`` when the provider reloads and the server can announce.
 
     Returns at once for a static catalog; transports start it in their task group and cancel
@@ -131,6 +132,17 @@ async def watch_catalog(provider: Callable[[], Catalog], server: Any) -> None:
     await run(announcer.announce)
 
 
+@overload
+def build_server(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None, *,
+                 hooks: RunHooks | None = None) -> SkillServer: ...
+
+
+@overload
+def build_server(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None, *,
+                 tools: Sequence[ToolSpec], script_states: ScriptStates,
+                 run_outputs: Callable[[], Any] | None = None) -> SkillServer: ...
+
+
 def build_server(
     settings: Settings,
     catalog_provider: Callable[[], Catalog] | None = None,
@@ -139,24 +151,27 @@ def build_server(
     script_states: ScriptStates | None = None,
     hooks: RunHooks | None = None,
     run_outputs: Callable[[], Any] | None = None,
-) -> Any:
-    """Return a ready ``mcp.server.lowlevel.Server`` for any transport.
+) -> SkillServer:
+    """Return a ready server for any transport.
 
     ``catalog_provider`` is called per request (a reloading catalog swaps what it returns);
-    by default the catalog is built once from ``settings``. ``tools`` / ``script_states``
-    default to what ``plugins`` collects (with ``hooks`` for its runner).
+    by default the catalog is built once from ``settings``. Without ``tools`` the server gets
+    what ``plugins`` collects (the runner's ``skill_run``, with ``hooks``, and its script states).
+    With ``tools``, ``script_states`` must come too: what ``skill_list`` says of scripts and
+    grants is the word of whatever runs them (``runner.states``; ``DeclaredScripts`` for a
+    server that runs none), never a default chosen here. A half call raises ``TypeError``.
     """
     from skill_mcp.surfaces.app import assemble
 
     provider = catalog_provider or static_catalog(settings)
-    extra = plugins(settings, provider, hooks=hooks) if tools is None and script_states is None else None
-    return assemble(
-        settings,
-        provider,
-        tools=tuple(tools) if tools is not None else (extra.tools if extra else ()),
-        script_states=script_states if script_states is not None else (extra.script_states if extra else None),
-        run_outputs=run_outputs if run_outputs is not None else (extra.run_outputs if extra else None),
-    )
+    if tools is not None and script_states is not None and hooks is None:
+        return assemble(settings, provider, tools=tuple(tools), script_states=script_states,
+                        run_outputs=run_outputs)
+    if tools is not None or script_states is not None or run_outputs is not None:
+        raise TypeError("build_server: give tools and script_states together (and hooks only without them)")
+    extra = plugins(settings, provider, hooks=hooks)
+    return assemble(settings, provider, tools=extra.tools, script_states=extra.script_states,
+                    run_outputs=extra.run_outputs)
 
 
 def _banner(settings: Settings, catalog: Catalog) -> str:
@@ -201,7 +216,7 @@ class _Composed:
     """One server and its parts, built the same way for every transport."""
 
     provider: Callable[[], Catalog]
-    server: Any
+    server: SkillServer
     closers: tuple[Callable[[], Any], ...]
 
 
@@ -279,15 +294,14 @@ def serve_http(
     metrics: str | None = None,
     **bounds: float,
 ) -> int:
-    """Serve over Streamable HTTP (``surfaces.http``) until SIGTERM/SIGINT; returns an exit code.
+    """Serve over Streamable HTTP (``surfaces.http.transport``) until SIGTERM/SIGINT; returns an exit code.
 
     The server is the one stdio serves; the runner's closers become the drain's stop hooks and
     the catalog watcher runs beside it. ``server_factory(settings)`` serves another
     ``mcp.server.lowlevel.Server`` with neither. ``bounds`` are ``drain_seconds`` /
     ``cancel_seconds``. Raises ``SkillMcpError`` (``http-*``) before binding on unsafe exposure.
     """
-    from skill_mcp.surfaces.http import Served
-    from skill_mcp.surfaces.http import serve_http as run_http
+    from skill_mcp.surfaces.http.transport import Served, run_http
 
     configure_logging(settings.log_level)  # before the composition, which may log the roots' notes
     metrics = metrics if metrics is not None else settings.metrics
@@ -305,7 +319,7 @@ def serve_http(
         parts = _compose(settings, catalog_provider, telemetry, transport="tcp")
 
         async def watch() -> None:
-            await watch_catalog(parts.provider, parts.server)
+            await announce_reloads(parts.provider, parts.server)
 
         served = Served(parts.server, parts.closers, (watch,), telemetry=telemetry)
     try:
@@ -317,7 +331,7 @@ def serve_http(
 
 
 def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None) -> int:
-    """``serve_stdio``, with the handshake answered while the SDK loads (``surfaces.early``).
+    """``serve_stdio``, with the handshake answered while the SDK loads (``surfaces.stdio.early``).
 
     Where the frozen answers are this server's (``early.eligible``), the process hardens
     itself, then a worker thread imports the SDK and composes the server while this thread
@@ -327,7 +341,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     import signal
     import threading
 
-    from skill_mcp.surfaces import early
+    from skill_mcp.surfaces.stdio import early
 
     if not early.eligible(settings, stdin_is_terminal=sys.stdin.isatty()):
         import anyio
@@ -346,7 +360,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
             built.append(_compose(settings, catalog_provider, None, transport="pipe"))
             import anyio  # noqa: F401  - what serving needs, imported here too
 
-            from skill_mcp.surfaces.stdio import run_stdio  # noqa: F401
+            from skill_mcp.surfaces.stdio.transport import run_stdio  # noqa: F401
         except BaseException as err:  # handed to the main thread, which raises it
             built.append(err)
         finally:
@@ -396,7 +410,7 @@ async def _serve_composed(settings: Settings, parts: _Composed, telemetry: Telem
                           early: Handover | None = None) -> int:
     import anyio
 
-    from skill_mcp.surfaces.stdio import run_stdio
+    from skill_mcp.surfaces.stdio.transport import run_stdio
 
     provider, server = parts.provider, parts.server
     started = time.monotonic()
@@ -411,7 +425,7 @@ async def _serve_composed(settings: Settings, parts: _Composed, telemetry: Telem
     received: list[int] = []
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_catalog, provider, server)
+            tg.start_soon(announce_reloads, provider, server)
             tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
             await run_stdio(server, early)
             tg.cancel_scope.cancel()

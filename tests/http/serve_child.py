@@ -27,7 +27,7 @@ def main() -> int:
     from skill_mcp.config import load_settings
     from skill_mcp.errors import SkillMcpError
     from skill_mcp.server import serve_http
-    from skill_mcp.surfaces.http import parse_host_port
+    from skill_mcp.surfaces.http.guard import parse_host_port
 
     settings = load_settings(args.skills_dirs, os.environ)
     token = os.environ.get("MCP_HTTP_TOKEN")

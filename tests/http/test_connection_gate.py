@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skill_mcp.surfaces.http_conn import ConnectionGate, ConnectionLimits, ShedTally, peer_key
+from skill_mcp.surfaces.http.conn import ConnectionGate, ConnectionLimits, ShedTally, peer_key
 
 SMALL = ConnectionLimits(max_in_flight=2, max_per_peer=3, max_connections=5)
 

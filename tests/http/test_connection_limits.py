@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import pytest
 
-from skill_mcp.surfaces.http_conn import DEFAULT_LIMITS, LOG_EVERY_S
+from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, LOG_EVERY_S
 from tests.helpers import eventually
 from tests.http.flood import PARTIAL_HEAD, connect, flood, is_closed, modern_tools_list
 from tests.http.harness import HttpServer, http_client, running_http_server

@@ -19,7 +19,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from skill_mcp.surfaces.http_events import (
+from skill_mcp.surfaces.http.events import (
     CLIENT_EVENT_LIMIT,
     event_data,
     event_lines,

@@ -10,11 +10,13 @@ from hypothesis import strategies as st
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.http_guard import (
+from skill_mcp.surfaces.http.guard import (
     LOOPBACK_NAMES,
+    accepted_names,
     bearer_matches,
     decide_exposure,
     host_allowed,
+    host_refused,
     is_loopback,
     origin_allowed,
     parse_host_port,
@@ -159,7 +161,7 @@ def test_no_other_presented_token_matches(presented: str) -> None:
     ],
 )
 def test_only_a_single_request_has_an_id_to_answer(body: bytes | None, expected: object) -> None:
-    from skill_mcp.surfaces.http_drain import request_id_of
+    from skill_mcp.surfaces.http.drain import request_id_of
 
     assert request_id_of(body) == expected
 
@@ -167,7 +169,7 @@ def test_only_a_single_request_has_an_id_to_answer(body: bytes | None, expected:
 def test_a_websocket_scope_is_closed_without_reaching_the_app() -> None:
     import anyio
 
-    from skill_mcp.surfaces.http_guard import GuardMiddleware
+    from skill_mcp.surfaces.http.guard import GuardMiddleware
 
     reached: list[str] = []
     sent: list[dict[str, object]] = []
@@ -202,7 +204,7 @@ def test_a_repeated_host_origin_or_authorization_header_is_refused(extra: list[t
                                                                     status: int) -> None:
     import anyio
 
-    from skill_mcp.surfaces.http_guard import GuardMiddleware
+    from skill_mcp.surfaces.http.guard import GuardMiddleware
 
     sent: list[dict[str, object]] = []
 
@@ -226,7 +228,7 @@ def test_the_listening_socket_is_tcp_with_nodelay() -> None:
     without it each answer on a kept-alive connection waited ~40 ms for a delayed ACK."""
     import socket
 
-    from skill_mcp.surfaces.http import _bind
+    from skill_mcp.surfaces.http.transport import _bind
 
     sock = _bind("127.0.0.1", 0)
     try:
@@ -238,3 +240,25 @@ def test_the_listening_socket_is_tcp_with_nodelay() -> None:
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize(
+    ("hosts", "why"),
+    [
+        (["localhost:8000"], None),  # positive control: one allowed Host
+        (["LOCALHOST"], None),
+        ([], "Host not allowed"),
+        (["evil.example.com"], "Host not allowed"),
+        (["localhost", "localhost"], "more than one Host header"),  # two, even both allowed
+    ],
+)
+def test_one_host_check_for_the_mcp_port_and_the_metrics_listener(hosts: list[str], why: str | None) -> None:
+    # The guard and the --metrics listener both call host_refused over accepted_names.
+    assert host_refused(hosts, accepted_names("127.0.0.1", ())) == why
+
+
+def test_accepted_names_per_bind() -> None:
+    assert accepted_names("127.0.0.1", ()) == frozenset(LOOPBACK_NAMES)
+    assert accepted_names("10.0.0.5", [" MCP.example.com "]) == {"10.0.0.5", "mcp.example.com"}
+    assert accepted_names("::", ()) == frozenset()  # a wildcard with no name: each caller refuses it
+    assert accepted_names("fe80::1", ()) == {"[fe80::1]"}

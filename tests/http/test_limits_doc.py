@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skill_mcp.surfaces.http_conn import DEFAULT_LIMITS, ConnectionLimits
+from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, ConnectionLimits
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "http.md"
 

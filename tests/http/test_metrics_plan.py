@@ -6,8 +6,8 @@ import pytest
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.http_guard import decide_exposure
-from skill_mcp.surfaces.http_metrics import MetricsPlan, decide_metrics
+from skill_mcp.surfaces.http.guard import decide_exposure
+from skill_mcp.surfaces.http.metrics import MetricsPlan, decide_metrics
 
 TOKEN = "plan-token-0123456789abcdef"
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "[::1]"})

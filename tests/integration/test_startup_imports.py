@@ -11,7 +11,7 @@ them; the same markers after ``skill_list``, ``skill_run`` and ``skill_search`` 
 turning up when it is first needed, so the pin can fail. No timing is asserted (pallets/click's
 ``test_imports`` idea, for a server).
 
-The handshake itself is answered before the SDK is imported (``surfaces.early``; a worker thread
+The handshake itself is answered before the SDK is imported (``surfaces.stdio.early``; a worker thread
 imports and composes the server meanwhile). That is pinned by making the SDK unimportable: with
 ``PYTHONPATH`` first naming packages ``mcp``, ``mcp_types``, ``pydantic``, ``pydantic_core`` and
 ``anyio`` whose import writes its name to a file and never returns, the server must still answer
@@ -53,7 +53,7 @@ HEAVY_AT_START = (
     "skill_mcp.runner.spawn_local",
     "skill_mcp.surfaces.content",
     "skill_mcp.surfaces.http",
-    "skill_mcp.watch",
+    "skill_mcp.catalog.watch",
     # Telemetry with nothing configured: the composition root asks telemetry_config (stdlib) and
     # stops there; the SDK, the exporters and our telemetry module are never imported.
     "skill_mcp.telemetry",
@@ -65,7 +65,7 @@ HEAVY_AT_START = (
 )
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
 NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "skill_mcp.proctools", "skill_mcp.surfaces.stdio")
-# Not needed to answer a plain initialize and tools/list at all (surfaces.early): the SDK and what it stands on.
+# Not needed to answer a plain initialize and tools/list at all (surfaces.stdio.early): the SDK and what it stands on.
 SDK_STACK = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio")
 HANG = "import os, time\nos.write(os.open({mark!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), b{name!r} + b'\\n')\ntime.sleep(3600)\n"
 

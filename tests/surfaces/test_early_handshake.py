@@ -1,6 +1,6 @@
 """The handshake answered before the SDK is imported is the SDK server's own, byte for byte.
 
-``skill_mcp.surfaces.early`` answers a plain ``initialize`` and ``tools/list`` from the frozen
+``skill_mcp.surfaces.stdio.early`` answers a plain ``initialize`` and ``tools/list`` from the frozen
 ``early_answers`` while the SDK loads. Here the real console script answers the same requests
 twice: once on the early path, and once with a ``ping`` first (not a handshake line, so the SDK
 server answers everything). Every answer must be the same bytes, for each protocol version the
@@ -9,7 +9,7 @@ or a schema changes, these fail; regenerate with
 
     python -m tests.surfaces.test_early_handshake --write
 
-then read the diff of ``src/skill_mcp/surfaces/early_answers.py``.
+then read the diff of ``src/skill_mcp/surfaces/stdio/early_answers.py``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from skill_mcp.surfaces import early_answers
-from skill_mcp.surfaces.early import EarlyHandshake
+from skill_mcp.surfaces.stdio import early_answers
+from skill_mcp.surfaces.stdio.early import EarlyHandshake
 
 SKILL_MCP = str(Path(sys.executable).with_name("skill-mcp"))
 FROZEN = Path(early_answers.__file__)
@@ -170,7 +170,7 @@ def test_tools_list_is_answered_early_only_after_the_plain_handshake() -> None:
 
 
 def _write(answers: dict[str, Any]) -> None:
-    body = ['"""The SDK server\'s own handshake answers, frozen for ``surfaces.early`` (generated).',
+    body = ['"""The SDK server\'s own handshake answers, frozen for ``surfaces.stdio.early`` (generated).',
             "", "Written by ``python -m tests.surfaces.test_early_handshake --write``, which reads them from the",
             "real server; that test file holds them equal. Do not edit by hand.", '"""', "",
             "from __future__ import annotations", "", "from typing import Any", ""]

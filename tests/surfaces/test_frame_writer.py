@@ -17,8 +17,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skill_mcp.surfaces import frame_writer
-from skill_mcp.surfaces.frame_writer import FrameWriter
+from skill_mcp.surfaces.stdio import frame_writer
+from skill_mcp.surfaces.stdio.frame_writer import FrameWriter
 
 pytestmark = pytest.mark.anyio
 

@@ -13,6 +13,7 @@ from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
 from skill_mcp.server import build_server
+from skill_mcp.surfaces.declared_scripts import DeclaredScripts
 from tests.helpers import write_skill
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +41,7 @@ def _setup(tmp_path: Path, *, watch: bool) -> tuple[Path, Swappable, Any]:
     write_skill(root, "first")
     settings = load_settings([str(root)], {}, watch=watch)
     provider = Swappable(settings)
-    return root, provider, build_server(settings, provider, tools=())
+    return root, provider, build_server(settings, provider, tools=(), script_states=DeclaredScripts(settings))
 
 
 async def test_a_handshake_era_client_hears_list_changed_and_sees_the_new_skill(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.content import encode, guess_mime
 from skill_mcp.surfaces.paging import decode_cursor, encode_cursor, page, stream_window, window
 from skill_mcp.surfaces.resources import parse_skill_uri
-from skill_mcp.surfaces.unparseable import reply_for
+from skill_mcp.surfaces.stdio.unparseable import reply_for
 
 
 @given(st.sampled_from(["skills", "resources", "skill_list"]), st.integers(min_value=0, max_value=10**9))

@@ -7,7 +7,7 @@ import os
 import anyio
 import pytest
 
-from skill_mcp.surfaces.stdin_lines import TOO_LONG, StdinLines
+from skill_mcp.surfaces.stdio.stdin_lines import TOO_LONG, StdinLines
 
 pytestmark = pytest.mark.anyio
 

@@ -67,10 +67,10 @@ def run(args: argparse.Namespace) -> int:
         raise exits.CliError(exits.USAGE, "--metrics needs --http (over stdio, export with the OTEL_* variables)")
     settings = load_settings(args.skills_dirs, os.environ, watch=args.watch)
     # --watch: a provider that reloads; both transports run its watcher beside the server and
-    # announce list_changed after each swap (server.watch_catalog).
+    # announce list_changed after each swap (server.announce_reloads).
     provider: Any = None
     if args.watch:
-        from skill_mcp.watch import LiveCatalog
+        from skill_mcp.catalog.watch import LiveCatalog
 
         provider = LiveCatalog(settings)
     else:
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         if args.http:
             # Imported here: the SDK and the server are heavy and --help must stay fast.
             from skill_mcp.server import serve_http
-            from skill_mcp.surfaces.http import parse_host_port
+            from skill_mcp.surfaces.http.guard import parse_host_port
 
             host, port = parse_host_port(args.http)
             return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,

@@ -197,10 +197,16 @@ class Runner:
             warm()
         return prepared
 
+    def confirmation_token(self, prepared: Prepared) -> str:
+        """A token bound to ``prepared``'s plan, which ``execute`` accepts once: the only place a
+        token is minted (the preview's ``confirmToken``, a 2026-07-28 ``requestState``, the token
+        a mid-call confirmation runs with). A plan changed since is refused as ``DRAFT_CHANGED``."""
+        return self.tokens.mint(prepared.canonical())
+
     def preview(self, prepared: Prepared) -> dict[str, Any]:
         """What the user must approve, and the token bound to it; the surface words the next step."""
         return {"status": "confirmation-required", "preview": {"willRun": dict(prepared.will_run)},
-                "confirmToken": self.tokens.mint(prepared.canonical())}
+                "confirmToken": self.confirmation_token(prepared)}
 
     async def execute(self, prepared: Prepared, *, token: str | None = None, confirmed: bool = False,
                       scope: str | None = None) -> dict[str, Any]:

@@ -36,7 +36,7 @@ GrantFrom = grantrules.GrantSource  # one vocabulary for both sides
 # The fixed allowlist, the forbidden list and the row syntax live in ``skill_mcp.grantrules``,
 # which the appliance's broker applies too: one list for both sides.
 __all__ = ["FIXED_ENV", "HOST_ENV", "GrantRow", "GrantSet", "ScriptGrant", "build_grants", "declared_forbidden",
-           "forbidden_variable", "parse_rows"]
+           "forbidden_variable", "rows_and_problems"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +68,9 @@ def _problem(reason: ProblemReason, detail: str, skill: str | None = None) -> Pr
     return Problem(path="MCP_SKILL_RUN", reason=reason, detail=detail, level=level, skill=skill)
 
 
-def parse_rows(raw: str) -> tuple[tuple[GrantRow, ...], tuple[Problem, ...]]:
-    """Parse ``MCP_SKILL_RUN``. A malformed value yields no rows and one ``grant-invalid``."""
+def rows_and_problems(raw: str) -> tuple[tuple[GrantRow, ...], tuple[Problem, ...]]:
+    """``MCP_SKILL_RUN`` parsed by ``grantrules.parse_rows``, each error worded as a catalog
+    ``Problem``: a malformed value yields no rows and one ``grant-invalid``."""
     rows, errors, _invalid = grantrules.parse_rows(raw)
     return rows, tuple(_problem(ProblemReason.GRANT_INVALID, e) for e in errors)
 
@@ -135,7 +136,7 @@ def build_grants(catalog: Catalog, raw: str | None, *, hosted: bool) -> GrantSet
     """Intersect ``MCP_SKILL_RUN`` (or the default for this mode) with the catalog's declarations."""
     source = grantrules.grant_source(raw, hosted=hosted)
     if raw is not None:
-        rows, problems = parse_rows(raw)
+        rows, problems = rows_and_problems(raw)
         acc, found = _row_grants(rows, catalog.skills)
         note = ("grants come from MCP_SKILL_RUN only; a declared script without a row does not run"
                 if hosted else None)

@@ -1,4 +1,4 @@
-"""Surfaces: the only package that imports the MCP SDK (``early`` and ``early_answers`` do not).
+"""Surfaces: the only package that imports the MCP SDK (``stdio.early`` and ``stdio.early_answers`` do not).
 
 Thin translation between the catalog (and the runner's results) and protocol shapes:
 
@@ -22,22 +22,13 @@ Thin translation between the catalog (and the runner's results) and protocol sha
     paging        every page size, cursor and page window
     errors        the one mapping from SkillMcpError to a tool error or a -32602
     handshake     what a refused initialize lacks
-    early         a plain handshake answered before the SDK is imported (stdlib only)
-    early_answers the SDK server's own handshake answers, frozen (generated; held equal by a test)
     client_logs   logging/setLevel: this server's log records forwarded to the client
     live          list_changed notifications when the catalog changes (serve --watch)
-    stdio         the stdio transport: claims fds 0 and 1 and serves on them
-    stdin_lines   stdin read on the event loop, one bounded line at a time
-    frame_writer  stdout written from the event loop, one whole frame at a time
-    unparseable   -32700 / -32600 answers for lines the SDK drops; the end-of-input drain
-    http          the Streamable HTTP transport (through the SDK)
-    http_guard    the HTTP edge: who may reach the server, and from where
-    http_events   HTTP answers in a form every official client accepts, whatever their size
-    http_drain    answering calls a shutdown drain has to stop
-    http_conn     the HTTP connection bounds: head deadline, caps that evict, in-flight limit
-    http_protocol uvicorn's h11 protocol under those bounds
-    http_metrics  the Prometheus scrape endpoint (--metrics) and the HTTP request gauge
     observe       the request middleware that records spans and durations (telemetry on)
+    stdio/        the stdio transport, a package (its docstring lists its modules)
+    http/         the Streamable HTTP transport, a package (its docstring lists its modules)
+
+Both transports serve the one server ``app`` assembles.
 
 Importing this package stays cheap: only the registry types are re-exported here.
 """

@@ -26,13 +26,13 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import prompts, resources, run_outputs, skills_ext
 from skill_mcp.surfaces.client_logs import ClientLogForwarder
-from skill_mcp.surfaces.early import root_notes
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.handshake import initialize_detail_middleware
 from skill_mcp.surfaces.live import ChangeAnnouncer
 from skill_mcp.surfaces.read_tools import read_tools
 from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
 from skill_mcp.surfaces.state import SurfaceState
+from skill_mcp.surfaces.stdio.early import root_notes
 from skill_mcp.surfaces.tools import ToolTable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -174,13 +174,11 @@ def assemble(
     catalog_provider: Callable[[], Catalog],
     *,
     tools: Sequence[ToolSpec] = (),
-    script_states: ScriptStates | None = None,
+    script_states: ScriptStates,
     run_outputs: Callable[[], Any] | None = None,
 ) -> SkillServer:
-    if script_states is None:
-        from skill_mcp.surfaces.declared_scripts import DeclaredScripts
-
-        script_states = DeclaredScripts(settings)
+    """One server over ``catalog_provider``: the read tools and ``tools``; ``script_states`` is
+    what its ``skill_list`` and ``skill_load`` say of scripts (``server.build_server`` passes it)."""
     state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states,
                          run_outputs=run_outputs or (lambda: None))
     specs = [*read_tools(), *tools]

@@ -245,7 +245,7 @@ class SkillRun:
         if _over_http(call) and isinstance(out, dict) and out.get("status") in RUN_STATUSES:
             # The answer may have to travel as one server-sent event (always after a mid-call
             # confirmation): cut the output to what a client accepts rather than lose the result.
-            from skill_mcp.surfaces.http_events import fit_run_output
+            from skill_mcp.surfaces.http.events import fit_run_output
 
             out = fit_run_output(out)
         return out
@@ -268,7 +268,7 @@ class SkillRun:
         request = types.ElicitRequest(params=types.ElicitRequestFormParams(
             message=confirm_message(dict(prepared.will_run)), requested_schema=CONFIRM_SCHEMA))
         return types.InputRequiredResult(input_requests={CONFIRM_KEY: request},
-                                         request_state=self.runner.tokens.mint(prepared.canonical()))
+                                         request_state=self.runner.confirmation_token(prepared))
 
     def _preview(self, prepared: Prepared) -> dict[str, Any]:
         return {**self.runner.preview(prepared), "howToConfirm": HOW_TO_CONFIRM}
@@ -289,7 +289,7 @@ class SkillRun:
                                    scope=run_outputs.output_scope(call.request))
 
     async def _handshake(self, call: ToolCall, args: dict[str, Any], prepared: Prepared) -> ToolOutput:
-        token = self.runner.tokens.mint(prepared.canonical())
+        token = self.runner.confirmation_token(prepared)
         with self._span("skill_run confirmation", {"skill_mcp.confirmation": "elicitation"}) as span, \
                 self._refusals(span):
             try:

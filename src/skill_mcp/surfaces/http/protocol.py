@@ -2,7 +2,7 @@
 
 ``GatedH11Protocol`` is handed to ``uvicorn.Config(http=...)``; everything else of uvicorn (the
 parser, keep-alive, the ASGI cycle, its graceful shutdown) stays as it is. It tells the
-``ConnectionGate`` (``surfaces.http_conn``) each state change of its connection:
+``ConnectionGate`` (``surfaces.http.conn``) each state change of its connection:
 
 * opened: admitted, possibly evicting the oldest waiting connection of its peer (or of the
   heaviest peer at the global cap); the head deadline starts;
@@ -32,7 +32,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.http_conn import ConnectionGate, ShedTally, peer_key
+from skill_mcp.surfaces.http.conn import ConnectionGate, ShedTally, peer_key
 
 __all__ = ["GatedH11Protocol", "Shedding"]
 

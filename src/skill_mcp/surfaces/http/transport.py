@@ -4,8 +4,8 @@ The MCP server object is the same one stdio serves; this module only puts the SD
 Streamable HTTP app (both protocol eras: the handshake era with ``Mcp-Session-Id`` and the
 2026-07-28 per-request era) behind ``GuardMiddleware`` and ``EventSizing`` (answers as JSON
 when they can be, never an event a client refuses) and runs it with uvicorn, whose connections
-go through ``surfaces.http_protocol`` (a request-head deadline, connection caps that evict the
-oldest waiting connection, and an in-flight limit; the bounds are in ``surfaces.http_conn``).
+go through ``surfaces.http.protocol`` (a request-head deadline, connection caps that evict the
+oldest waiting connection, and an in-flight limit; the bounds are in ``surfaces.http.conn``).
 
 Shutdown (SIGTERM or SIGINT), in order:
 
@@ -42,18 +42,12 @@ from sse_starlette.sse import AppStatus
 from starlette.types import ASGIApp
 
 from skill_mcp.config import Settings
-from skill_mcp.surfaces.http_conn import DEFAULT_LIMITS, ConnectionGate, ConnectionLimits
-from skill_mcp.surfaces.http_events import EventSizing
-from skill_mcp.surfaces.http_guard import (
-    ExposurePolicy,
-    GuardMiddleware,
-    decide_exposure,
-    describe,
-    parse_host_port,
-)
-from skill_mcp.surfaces.http_protocol import GatedH11Protocol, Shedding
+from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, ConnectionGate
+from skill_mcp.surfaces.http.events import EventSizing
+from skill_mcp.surfaces.http.guard import ExposurePolicy, GuardMiddleware, decide_exposure, describe
+from skill_mcp.surfaces.http.protocol import GatedH11Protocol, Shedding
 
-__all__ = ["HttpApp", "build_http_app", "parse_host_port", "serve_http"]
+__all__ = ["HttpApp", "Served", "build_http_app", "run_http"]
 
 logger = logging.getLogger("skill_mcp.http")
 
@@ -114,7 +108,7 @@ def build_http_app(server: Any, policy: ExposurePolicy, *, stop_hooks: Iterable[
     inner_app: ASGIApp = EventSizing(starlette_app)
     if telemetry is not None:
         # Inside the guard: a scrape passes the same Host, Origin and token checks as a call.
-        from skill_mcp.surfaces.http_metrics import ActiveRequests, MetricsRoute
+        from skill_mcp.surfaces.http.metrics import ActiveRequests, MetricsRoute
 
         inner_app = ActiveRequests(inner_app, telemetry)
         if metrics_path is not None:
@@ -230,7 +224,7 @@ class _DrainingServer(uvicorn.Server):
 
 
 def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: float,
-                         limits: ConnectionLimits = DEFAULT_LIMITS) -> _DrainingServer:
+                         gate: ConnectionGate) -> _DrainingServer:
     # sse-starlette ends every SSE response the moment uvicorn sees SIGTERM, which would cut the
     # calls in flight (their answers travel on SSE) before the drain. Take that decision back:
     # the streams end after the drain (above). Process-wide, like the signal itself.
@@ -245,12 +239,11 @@ def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: flo
         # uvicorn's own limit_concurrency counts open connections, idle ones included, so idle
         # sockets that cost an attacker nothing made it answer 503 to everyone. The gated
         # protocol counts only requests in flight, caps connections by evicting the oldest
-        # waiting one, and closes a connection whose request head is late (surfaces.http_conn).
-        http=cast("type[asyncio.Protocol]", functools.partial(GatedH11Protocol,
-                                                               shedding=Shedding(ConnectionGate(limits)))),
-        h11_max_incomplete_event_size=limits.max_head_bytes,
+        # waiting one, and closes a connection whose request head is late (surfaces.http.conn).
+        http=cast("type[asyncio.Protocol]", functools.partial(GatedH11Protocol, shedding=Shedding(gate))),
+        h11_max_incomplete_event_size=gate.limits.max_head_bytes,
         # An idle keep-alive connection is closed after this; it holds no call.
-        timeout_keep_alive=limits.keep_alive_s,
+        timeout_keep_alive=gate.limits.keep_alive_s,
         # No WebSocket surface exists (the guard refuses the scope); without a WebSocket
         # protocol an upgrade request stays a plain request on this connection.
         ws="none",
@@ -270,7 +263,7 @@ class Served:
     telemetry: Any = None  # skill_mcp.telemetry.Telemetry when any export is configured
 
 
-def serve_http(
+def run_http(
     settings: Settings,
     host: str,
     port: int,
@@ -292,7 +285,7 @@ def serve_http(
     from skill_mcp.logs import configure_logging
 
     configure_logging(settings.log_level)
-    from skill_mcp.surfaces.http_metrics import decide_metrics
+    from skill_mcp.surfaces.http.metrics import decide_metrics
 
     policy = decide_exposure(host, port, token, no_auth, allowed_hosts)
     plan = decide_metrics(metrics, policy, MCP_PATH)
@@ -312,9 +305,11 @@ def serve_http(
     # warning: listening is the normal outcome (SKILL_MCP_LOG=warning hides it, as it should).
     logger.info("http listening on %s", url, extra={"event": "http-listening", **describe(policy),
                                                     "port": bound_port, "url": url})
-    uv = _make_uvicorn_server(app, drain_seconds, cancel_seconds)
+    gate = ConnectionGate(DEFAULT_LIMITS)
+    uv = _make_uvicorn_server(app, drain_seconds, cancel_seconds, gate)
     if telemetry is not None:
-        telemetry.watch_connections(lambda: len(uv.server_state.connections))
+        # The gate's own count: every connection it admitted and has not yet forgotten.
+        telemetry.watch_connections(lambda: gate.total)
     try:
         uv.run(sockets=[sock])
     finally:
@@ -331,7 +326,7 @@ def _metrics_listener(plan: Any, telemetry: Any) -> Any:
     """The scrape endpoint's own listener when ``--metrics HOST:PORT`` asked for one."""
     if plan is None or plan.host is None or telemetry is None:
         return None
-    from skill_mcp.surfaces.http_metrics import MetricsListener
+    from skill_mcp.surfaces.http.metrics import MetricsListener
 
     listener = MetricsListener(plan, telemetry)
     listener.start()

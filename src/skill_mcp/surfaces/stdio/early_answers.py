@@ -1,4 +1,4 @@
-"""The SDK server's own handshake answers, frozen for ``surfaces.early`` (generated).
+"""The SDK server's own handshake answers, frozen for ``surfaces.stdio.early`` (generated).
 
 Written by ``python -m tests.surfaces.test_early_handshake --write``, which reads them from the
 real server; that test file holds them equal. Do not edit by hand.

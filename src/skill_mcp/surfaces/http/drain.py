@@ -1,4 +1,4 @@
-"""Answering calls the drain has to stop (see ``surfaces.http``).
+"""Answering calls the drain has to stop (see ``surfaces.http.transport``).
 
 To answer a call whose stream is being cut at shutdown, the guard needs its JSON-RPC id (read
 from the request body, which it buffers and replays to the SDK) and what has already gone out

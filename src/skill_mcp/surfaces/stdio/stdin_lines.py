@@ -28,7 +28,7 @@ class StdinLines:
     def __init__(self, fd: int, max_line: int = MAX_LINE_BYTES, *, prefix: bytes = b"") -> None:
         self._fd = fd
         self._max = max_line
-        self._buf = bytearray(prefix)  # bytes read from ``fd`` before (``surfaces.early``): served first
+        self._buf = bytearray(prefix)  # bytes read from ``fd`` before (``surfaces.stdio.early``): served first
         self._eof = False
         self._dropping = False  # inside an over-long line: discard up to its newline
         self._pollable = True

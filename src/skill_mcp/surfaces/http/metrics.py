@@ -25,12 +25,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.http_guard import (
+from skill_mcp.surfaces.http.guard import (
     LOOPBACK_NAMES,
     ExposurePolicy,
-    host_allowed,
-    is_loopback,
-    is_wildcard,
+    accepted_names,
+    host_refused,
     parse_host_port,
 )
 
@@ -69,21 +68,17 @@ def decide_metrics(spec: str | None, policy: ExposurePolicy, mcp_path: str) -> M
                                 {"metrics": spec})
         return MetricsPlan(path=spec)
     host, port = parse_host_port(spec)
-    names = {h for h in policy.allowed_hosts if h not in LOOPBACK_NAMES}
-    if is_loopback(host):
-        names.update(LOOPBACK_NAMES)
-    elif is_wildcard(host):
-        if not names:
-            raise SkillMcpError(Refusal.HTTP_ALLOWED_HOSTS_REQUIRED,
-                                f"--metrics {spec} listens on every interface: name the host names scrapers use "
-                                "(--allowed-host) so the Host check has a list", {"metrics": spec})
-    else:
-        names.add(f"[{host.lower()}]" if ":" in host else host.lower())
+    # The MCP port's names but its loopback ones, which only a loopback listener accepts.
+    names = accepted_names(host, [h for h in policy.allowed_hosts if h not in LOOPBACK_NAMES])
+    if not names:
+        raise SkillMcpError(Refusal.HTTP_ALLOWED_HOSTS_REQUIRED,
+                            f"--metrics {spec} listens on every interface: name the host names scrapers use "
+                            "(--allowed-host) so the Host check has a list", {"metrics": spec})
     if port == policy.port and port != 0:
         raise SkillMcpError(Refusal.HTTP_ADDRESS_INVALID,
                             f"--metrics {spec}: the MCP port; use a path (--metrics /metrics) to share it",
                             {"metrics": spec})
-    return MetricsPlan(host=host, port=port, allowed_hosts=frozenset(names))
+    return MetricsPlan(host=host, port=port, allowed_hosts=names)
 
 
 class MetricsRoute:
@@ -199,12 +194,12 @@ class MetricsListener:
                     self.wfile.write(body)
 
             def do_GET(self) -> None:
-                hosts = self.headers.get_all("Host") or []
-                if len(hosts) != 1 or not host_allowed(hosts[0], allowed):
+                why = host_refused(self.headers.get_all("Host") or [], allowed)
+                if why is not None:
                     logger.warning("metrics request refused", extra={"event": "http-refused",
                                                                      "reason": str(Refusal.HTTP_HOST_REFUSED),
                                                                      "status": 421, "path": SCRAPE_PATH})
-                    self._send(421, b"Host not allowed\n")
+                    self._send(421, f"{why}\n".encode())
                     return
                 if self.path.split("?", 1)[0] != SCRAPE_PATH:
                     self._send(404, b"not found\n")

@@ -18,7 +18,7 @@ module is what replaces both, in three parts:
 * ``ShedTally`` - what was evicted or cut, summed into one log line at most every
   ``LOG_EVERY_S`` seconds, so a flood cannot flood the log.
 
-The uvicorn side (``surfaces.http_protocol``) calls the gate at each state change.
+The uvicorn side (``surfaces.http.protocol``) calls the gate at each state change.
 
 A flood from one address can still evict a legitimate client's connection in the moment
 between its connect and the end of its head (a few milliseconds on a healthy network): it
@@ -88,7 +88,7 @@ def peer_key(client: tuple[str, int] | None) -> str:
 
 
 class Tracked(Protocol):
-    """A connection as the gate sees it (``surfaces.http_protocol.GatedH11Protocol``)."""
+    """A connection as the gate sees it (``surfaces.http.protocol.GatedH11Protocol``)."""
 
     peer: str
 

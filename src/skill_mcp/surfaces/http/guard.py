@@ -20,7 +20,7 @@ without the token: MCP clients probe ``/.well-known/oauth-protected-resource`` a
 interactive OAuth flow instead of reporting a wrong token. A 404 says there is none.
 
 The middleware also counts requests in flight so a SIGTERM can drain them (see
-``surfaces.http``); while draining it refuses anything that would open new work (503).
+``surfaces.http.transport``); while draining it refuses anything that would open new work (503).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import hmac
 import ipaddress
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.http_drain import BODY_PEEK_LIMIT, ResponseWatch, answer_stopped, buffered, parse_request
+from skill_mcp.surfaces.http.drain import BODY_PEEK_LIMIT, ResponseWatch, answer_stopped, buffered, parse_request
 
 logger = logging.getLogger("skill_mcp.http")
 
@@ -145,18 +145,36 @@ def decide_exposure(
                             f"--no-auth is allowed only on a loopback address, not {host!r}", {"host": host})
     if token is not None:
         _check_token(token)
-    names = {h.strip().lower() for h in allowed_hosts if h.strip()}
+    names = accepted_names(host, allowed_hosts)
+    if not names:
+        raise SkillMcpError(Refusal.HTTP_ALLOWED_HOSTS_REQUIRED,
+                            f"binding {host!r} listens on every interface: name the host names clients "
+                            "use (--allowed-host) so DNS-rebinding protection has a list to check")
+    digest = hashlib.sha256(token.encode("ascii")).digest() if token is not None else None
+    return ExposurePolicy(host=host, port=port, allowed_hosts=names, token_digest=digest)
+
+
+def accepted_names(host: str, extra: Iterable[str]) -> frozenset[str]:
+    """The ``Host`` names a listener bound on ``host`` accepts (the MCP port and ``--metrics
+    HOST:PORT`` alike): the loopback names on loopback, else the bind address itself, and the
+    ``extra`` names (``--allowed-host``), lower case. Empty only for a wildcard bind with no
+    extra name, which each caller refuses: DNS-rebinding protection needs a closed list."""
+    names = {h.strip().lower() for h in extra if h.strip()}
     if is_loopback(host):
         names.update(LOOPBACK_NAMES)
-    elif is_wildcard(host):
-        if not names:
-            raise SkillMcpError(Refusal.HTTP_ALLOWED_HOSTS_REQUIRED,
-                                f"binding {host!r} listens on every interface: name the host names clients "
-                                "use (--allowed-host) so DNS-rebinding protection has a list to check")
-    else:
+    elif not is_wildcard(host):
         names.add(_host_name(host))
-    digest = hashlib.sha256(token.encode("ascii")).digest() if token is not None else None
-    return ExposurePolicy(host=host, port=port, allowed_hosts=frozenset(names), token_digest=digest)
+    return frozenset(names)
+
+
+def host_refused(values: Sequence[str], allowed: frozenset[str]) -> str | None:
+    """Why a request's ``Host`` headers are refused (421), or None: exactly one, naming an allowed
+    host. Two are refused whatever they say, since a layer behind could read the other one."""
+    if len(values) > 1:
+        return "more than one Host header"
+    if not values or not host_allowed(values[0], allowed):
+        return "Host not allowed"
+    return None
 
 
 def host_allowed(value: str | None, allowed: frozenset[str]) -> bool:
@@ -249,7 +267,8 @@ class GuardMiddleware:
             if name in headers:
                 repeated.add(name)
             headers.setdefault(name, value)
-        refusal = _repeated(repeated) or self._check_names(headers)
+        hosts = [value.decode("latin-1") for key, value in scope["headers"] if key.lower() == b"host"]
+        refusal = self._check_host(hosts) or _repeated(repeated) or self._check_origin(headers)
         if refusal is None and str(scope.get("path", "")).startswith(WELL_KNOWN_PREFIX):
             # No OAuth metadata exists (see the module docstring); answered before the token
             # check so a client's discovery probe learns that, token or not.
@@ -273,10 +292,11 @@ class GuardMiddleware:
         else:
             await self.app(scope, receive, send)
 
-    def _check_names(self, headers: dict[bytes, bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
-        host = _latin1(headers.get(b"host"))
-        if not host_allowed(host, self.policy.allowed_hosts):
-            return 421, Refusal.HTTP_HOST_REFUSED, "Host not allowed", []
+    def _check_host(self, hosts: list[str]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
+        why = host_refused(hosts, self.policy.allowed_hosts)
+        return (421, Refusal.HTTP_HOST_REFUSED, why, []) if why is not None else None
+
+    def _check_origin(self, headers: dict[bytes, bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
         if not origin_allowed(_latin1(headers.get(b"origin")), self.policy.allowed_hosts):
             return 403, Refusal.HTTP_ORIGIN_REFUSED, "Origin not allowed", []
         return None
@@ -343,9 +363,7 @@ async def _not_found(send: Send) -> None:
 
 
 def _repeated(names: set[bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
-    """Two Host, Origin or Authorization headers: layers behind could read the other one."""
-    if b"host" in names:
-        return 421, Refusal.HTTP_HOST_REFUSED, "more than one Host header", []
+    """Two Origin or Authorization headers (Host: ``host_refused``): layers behind could read the other one."""
     if b"origin" in names:
         return 403, Refusal.HTTP_ORIGIN_REFUSED, "more than one Origin header", []
     if b"authorization" in names:

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mcp.server.stdio import stdio_server
 
-from skill_mcp.surfaces.frame_writer import FrameWriter
-from skill_mcp.surfaces.stdin_lines import StdinLines
-from skill_mcp.surfaces.unparseable import answer_unparseable
+from skill_mcp.surfaces.stdio.frame_writer import FrameWriter
+from skill_mcp.surfaces.stdio.stdin_lines import StdinLines
+from skill_mcp.surfaces.stdio.unparseable import answer_unparseable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from skill_mcp.surfaces.early import Handover
+    from skill_mcp.surfaces.stdio.early import Handover
 
 log = logging.getLogger("skill_mcp.stdio")
 
@@ -74,7 +74,7 @@ def _claim(fd: int, divert: Callable[[int], None]) -> Iterator[int]:
 
 
 class _DropAnswered:
-    """The writer, minus the SDK's answers to requests ``surfaces.early`` answered already."""
+    """The writer, minus the SDK's answers to requests ``surfaces.stdio.early`` answered already."""
 
     def __init__(self, frames: FrameWriter, answered: dict[int | str, str]) -> None:
         self._frames = frames
@@ -102,7 +102,7 @@ class _DropAnswered:
 async def run_stdio(server: Any, early: Handover | None = None) -> None:
     """Serve ``server`` on this process's stdin/stdout until stdin closes or we are cancelled.
 
-    ``early``: what ``surfaces.early`` read and answered before ``server`` existed; the bytes are
+    ``early``: what ``surfaces.stdio.early`` read and answered before ``server`` existed; the bytes are
     served first and the server's answers to the requests answered there are dropped.
     """
     with _claim(0, lambda fd: _to_devnull(fd, os.O_RDONLY)) as wire_in, _claim(1, _to_stderr) as wire_out:

@@ -4,7 +4,7 @@
 ``catalog_provider``) and always see one whole catalog, never a half-built one, because a
 new catalog is built completely off to the side and then swapped in with one assignment.
 
-``watch_catalog`` waits for file changes under the roots (``watchfiles``, debounced), rebuilds,
+``reload_on_change`` waits for file changes under the roots (``watchfiles``, debounced), rebuilds,
 and swaps when what is served actually changed; then it calls ``on_swap`` so the surfaces can
 tell clients (``notifications/*/list_changed``).
 
@@ -15,7 +15,7 @@ its directory still exists keeps its previous record in the new catalog, with a
 A deliberately broken skill therefore stays served in its last good form until the server
 restarts; ``skill-mcp validate`` reports it either way.
 
-This module imports no ``mcp``: it sits beside the catalog.
+This module imports no ``mcp``: it is the catalog's second provider, beside ``catalog.lazy``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from skill_mcp.catalog import build_catalog
+from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem
 from skill_mcp.reasons import Level, ProblemReason
@@ -89,7 +89,7 @@ class LiveCatalog:
     async def run(self, on_change: Callable[[], Awaitable[None]]) -> None:
         """Watch the roots until cancelled; after each swap, ``await on_change()``."""
         await anyio.to_thread.run_sync(self)  # the baseline to compare the first change with
-        await watch_catalog(self._settings, self, on_change)
+        await reload_on_change(self._settings, self, on_change)
 
 
 def fingerprint(catalog: Catalog) -> tuple[Any, ...]:
@@ -146,7 +146,7 @@ def watched_paths(settings: Settings) -> list[Path]:
     return paths
 
 
-async def watch_catalog(
+async def reload_on_change(
     settings: Settings,
     live: LiveCatalog,
     on_swap: Callable[[], Awaitable[None]],
