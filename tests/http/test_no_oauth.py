@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,13 +20,11 @@ import httpx2
 import pytest
 
 from tests.http.harness import HttpServer, child_env, running_http_server, server_argv
+from tests.verifiers.judges import INSPECTOR, NODE, inspector_or_skip
 
 TOKEN = "no-oauth-token-0123456789abcdef"
 WRONG = "wrong-token-0123456789abcdef"
 CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "corpus"
-REPO = Path(__file__).resolve().parents[2]
-NODE_BIN = REPO / "tools" / "conformance" / "node_modules" / ".bin"
-INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 WELL_KNOWN = ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
               "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -98,19 +95,14 @@ def test_an_empty_token_file_is_named_as_empty(tmp_path: Path) -> None:
 
 
 def _inspector(url: str, token: str, home: Path) -> subprocess.CompletedProcess[str]:
-    node = NODE_BIN / "node"
-    npx = shutil.which("npx")
-    if not node.exists() or npx is None:
-        message = "Node 22 missing: run .ci/setup.d/node.sh (npm ci in tools/conformance)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    env = {"PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(home),
-           "npm_config_cache": str(Path.home() / ".npm"),  # the cache npx filled before, not the empty HOME
+    # The Inspector installed by `npm ci` in tools/verifiers (.ci/setup.d/node.sh), not an npx
+    # download: the version is the lock file's, and a first run does not wait on the registry.
+    inspector_or_skip()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "NO_COLOR": "1",
            "MCP_INSPECTOR_SECRET_STORE": "memory"}
     # --stored-auth-only is the Inspector's non-interactive mode: without a terminal it never
     # starts OAuth itself, so what it reports is what the server answered.
-    argv = [npx, "-y", INSPECTOR, "--cli", url, "--transport", "http", "--method", "tools/list",
+    argv = [str(NODE), str(INSPECTOR), "--transport", "http", "--server-url", url, "--method", "tools/list",
             "--stored-auth-only", "--header", f"Authorization: Bearer {token}"]
     return subprocess.run(argv, capture_output=True, text=True, timeout=200, env=env, stdin=subprocess.DEVNULL,
                           check=False)
