@@ -52,9 +52,10 @@ from typing import Any
 
 from skill_mcp import __version__
 from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned, remove_superseded
-from skill_mcp.catalog.codec import decode_loaded, encode_loaded
+from skill_mcp.catalog.codec import CachedFiles, decode_loaded, encode_loaded
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import file_digest
+from skill_mcp.catalog.filetier import files_hold
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Skill, SkillFile
 
@@ -160,8 +161,13 @@ class CatalogCache:
             raise ValueError("the file is shorter than it was")
         return body
 
-    def reuse(self, real: str, found_at: str, root_real: str) -> Loaded | None:
-        """The cached result for this skill directory when every stamp still holds, else None."""
+    def reuse(self, real: str, found_at: str, root_real: str, *, files: bool = True) -> Loaded | None:
+        """The cached result for this skill directory when its stamps still hold, else None.
+
+        The listing tier (the directories and SKILL.md) is always checked; the file tier (every
+        other file's row) too when ``files``, else it is left to ``catalog.filetier`` for the
+        first answer that carries a fact about those files.
+        """
         span = self._old_skills.get(real)
         if span is None:
             return None
@@ -170,6 +176,12 @@ class CatalogCache:
             if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"]):
                 return None
             loaded = decode_loaded(entry, real, self._root(root_real), root_real)
+            skill = loaded.skill
+            if files and skill is not None:
+                rows = skill.files
+                assert isinstance(rows, CachedFiles)
+                if not files_hold(skill.prefix, rows):
+                    return None
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:
             log.info("catalog cache entry discarded", extra={"skill": real, "why": str(exc)[:200]})
             return None
@@ -185,12 +197,16 @@ class CatalogCache:
         t0 = self.t0_ns
         if any(racy(s[4], t0) for s in loaded.stamps):
             return
+        try:
+            entry = encode_loaded(loaded, found_at, root_real)
+        except ValueError as exc:  # a stamp that disagrees with the record: never written
+            log.info("catalog cache entry not written", extra={"skill": real, "why": str(exc)[:200]})
+            return
         writer = self._open_writer()
         if writer is None:
             return
         try:
-            writer.add(b"S", real, json.dumps(encode_loaded(loaded, found_at, root_real), ensure_ascii=False,
-                                              separators=(",", ":")).encode("utf-8"))
+            writer.add(b"S", real, json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
         except OSError as exc:
             self._give_up(exc)
             return

@@ -224,10 +224,12 @@ def _discover(settings: Settings) -> _Found:
 Progress = Callable[[int, int], None]  # (done, known so far): skills loaded, candidates found
 
 
-def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | None = None
+def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | None = None, *,
+              check_files: bool = True, reload: frozenset[str] = frozenset()
               ) -> tuple[dict[str, Skill], set[str]]:
     """Load (or take from the cache) every candidate once; the skills by real directory, and the
-    prefixes of those whose result the stamps pin (the cache may keep their digests)."""
+    prefixes of those whose result the stamps pin (the cache may keep their digests). A
+    directory in ``reload`` is read from disk whatever the cache holds."""
     loaded: dict[str, Skill] = {}
     stampable: set[str] = set()
     seen: set[str] = set()
@@ -252,7 +254,8 @@ def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | No
             problems.append(Problem(found_at, ProblemReason.NAME_MISMATCH,
                                     f"a link to {real_name!r}: served under its target's name {real_name!r}; "
                                     "write grants against that name", Level.WARNING, real_name))
-        result = cache.reuse(real, found_at, root_real) if cache is not None else None
+        result = cache.reuse(real, found_at, root_real, files=check_files) \
+            if cache is not None and real not in reload else None
         if result is None:
             result = load_skill(Path(real), Path(found_at), Path(root_real))
             if cache is not None:
@@ -300,7 +303,8 @@ def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:
 
 
 def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None,
-                  cache: CatalogCache | None = None, progress: Progress | None = None) -> Catalog:
+                  cache: CatalogCache | None = None, progress: Progress | None = None,
+                  check_files: bool = True, reload: frozenset[str] = frozenset()) -> Catalog:
     """Scan every root once. One bad skill costs itself, never the listing.
 
     Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
@@ -309,12 +313,19 @@ def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo |
     (``catalog.cache``), and the cache is brought up to date; ``cache`` overrides that (tests
     pass one with an injected clock). ``progress(done, known)`` is called before each skill is
     read and once at the end (a command line shows it on a terminal).
+
+    ``check_files`` False checks only the listing tier of each cached result (SKILL.md and the
+    directories) and leaves each skill's file tier to ``catalog.filetier``, which a server runs
+    before the first answer that carries facts about that skill's files; a caller that reads
+    file facts from the catalog itself (the commands, ``validate``) keeps the default. The real
+    directories in ``reload`` are read from disk whatever the cache holds (what the file tier
+    found changed), and their entries replaced.
     """
     found = _discover(settings)
     cache = cache or _open_cache(settings, found.roots_real)
     digests = memo or DigestMemo()
     try:
-        loaded, stampable = _load_all(found, cache, progress)
+        loaded, stampable = _load_all(found, cache, progress, check_files=check_files, reload=reload)
         digest: Callable[[Skill, SkillFile], str] = (
             (lambda skill, entry: file_digest(digests, skill, entry)) if cache is None
             else cache.digest_fn(digests, lambda skill: skill.prefix in stampable))
