@@ -10,11 +10,16 @@ pack's verification computed, each with the stamp of the file it hashed.
 
 Rules that make it never wrong rather than usually right:
 
-* **Validated before use.** An entry is used only when ``lstat`` of every stamped path gives the
-  same inode, size, mtime and ctime now; anything else (a changed, added, removed or renamed
-  file changes a stamp of the file or of its directory) reloads that skill from disk. Discovery
-  (which directories are skills) and the cross-skill passes (packs, duplicate names) run fresh
-  on every build; only per-skill work is reused.
+* **Validated before use, in two tiers.** An entry is used only when ``lstat`` of every stamped
+  path it depends on gives the same inode, size, mtime and ctime now; anything else (a changed,
+  added, removed or renamed file changes a stamp of the file or of its directory) reloads that
+  skill from disk. The *listing tier* (the skill directory, every directory walked, SKILL.md:
+  ``stamps`` in the entry) decides everything a listing says and is checked by every build; the
+  *file tier* (every other file, a ctime in its file row) is checked with it by default, and by
+  ``catalog.filetier`` before the first answer that carries the skill's file facts when the build
+  leaves it (``reuse(files=False)``: a server's warm start). Discovery (which directories are
+  skills) and the cross-skill passes (packs, duplicate names) run fresh on every build; only
+  per-skill work is reused.
 * **Never a racy entry.** A write in the same timestamp tick as our read leaves every stamp as
   it was. So an entry is written only when each of its stamps' ctime is older than the moment
   this scan began, read from the filesystem clock (the mtime of a marker file made in the cache
