@@ -59,7 +59,7 @@ from skill_mcp import __version__
 from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned, remove_superseded
 from skill_mcp.catalog.codec import CachedFiles, decode_loaded, encode_loaded
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
-from skill_mcp.catalog.files import file_digest
+from skill_mcp.catalog.files import SKILL_MD, file_digest
 from skill_mcp.catalog.filetier import files_hold
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Skill, SkillFile
@@ -97,11 +97,12 @@ def cache_file(cache_dir: Path, roots_real: Iterable[str]) -> Path:
     return cache_dir / f"catalog-{where}-{code_fingerprint()[:24]}.v{FORMAT}"
 
 
-def stamps_hold(base: str, stamps: Iterable[Any]) -> bool:
-    """True when every stamped path under ``base`` is, by ``lstat``, what it was."""
+def stamps_hold(base: str, stamps: Iterable[Any], skill_md: os.stat_result | None = None) -> bool:
+    """True when every stamped path under ``base`` is, by ``lstat``, what it was; ``skill_md`` is
+    an ``lstat`` of SKILL.md this build already took (discovery's), used for its stamps."""
     for rel, ino, size, mtime_ns, ctime_ns in stamps:
         try:
-            st = os.lstat(f"{base}/{rel}" if rel else base)
+            st = skill_md if rel == SKILL_MD and skill_md is not None else os.lstat(f"{base}/{rel}" if rel else base)
         except OSError:
             return False
         if (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (ino, size, mtime_ns, ctime_ns):
@@ -166,19 +167,21 @@ class CatalogCache:
             raise ValueError("the file is shorter than it was")
         return body
 
-    def reuse(self, real: str, found_at: str, root_real: str, *, files: bool = True) -> Loaded | None:
+    def reuse(self, real: str, found_at: str, root_real: str, *, files: bool = True,
+              skill_md: os.stat_result | None = None) -> Loaded | None:
         """The cached result for this skill directory when its stamps still hold, else None.
 
         The listing tier (the directories and SKILL.md) is always checked; the file tier (every
         other file's row) too when ``files``, else it is left to ``catalog.filetier`` for the
-        first answer that carries a fact about those files.
+        first answer that carries a fact about those files. ``skill_md``: the ``lstat`` of its
+        SKILL.md that discovery took during this build, checked in place of another.
         """
         span = self._old_skills.get(real)
         if span is None:
             return None
         try:
             entry = json.loads(self._body(span))
-            if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"]):
+            if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"], skill_md):
                 return None
             loaded = decode_loaded(entry, real, self._root(root_real), root_real)
             skill = loaded.skill

@@ -102,6 +102,18 @@ class _Walk:
         # Real paths known without ``realpath``: a directory entry that is not a link, inside a
         # directory whose real path is known, is that path plus its name.
         self.reals: dict[str, str] = {}
+        # The ``lstat`` of each candidate's SKILL.md, taken to decide it is a candidate: the
+        # cache checks that stamp with it rather than with a second ``lstat`` (``catalog.cache``).
+        self.skill_md: dict[str, os.stat_result] = {}
+
+    def has_skill_md(self, path: str) -> bool:
+        """``_has_skill_md``, keeping the ``lstat`` it took."""
+        try:
+            st = os.lstat(f"{path}/{SKILL_MD}")
+        except OSError:
+            return False
+        self.skill_md[path] = st
+        return True
 
     def children(self, directory: str) -> list[os.DirEntry[str]] | None:
         try:
@@ -117,7 +129,7 @@ class _Walk:
             self.packs.append(container)
         container_real = self.reals.get(container) or os.path.realpath(container)
         self.reals[container] = container_real
-        if _has_skill_md(container):
+        if self.has_skill_md(container):
             return [container]
         found: list[str] = []
         for entry in self.children(container) or ():
@@ -129,7 +141,7 @@ class _Walk:
                     self.reals[child] = _join(container_real, entry.name)
             except OSError:
                 continue
-            if _has_skill_md(child):
+            if self.has_skill_md(child):
                 found.append(child)
             elif depth < MAX_DEPTH - 1 and (entry.name in CONTAINER_NAMES or _has_pack(child)):
                 found.extend(self.candidates(child, depth + 1))
@@ -194,6 +206,7 @@ class _Found:
     queue: deque[tuple[str, str]] = field(default_factory=deque)  # (found_at, root_real)
     roots_real: list[str] = field(default_factory=list)
     reals: dict[str, str] = field(default_factory=dict)
+    skill_md: dict[str, os.stat_result] = field(default_factory=dict)  # candidate -> lstat of its SKILL.md
 
 
 def _discover(settings: Settings) -> _Found:
@@ -213,6 +226,7 @@ def _discover(settings: Settings) -> _Found:
             # walk reported something (a directory without SKILL.md, say) has explained itself.
             found.problems.append(_root_empty(str(root)))
         found.reals.update(walk.reals)
+        found.skill_md.update(walk.skill_md)
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill. The walk
         # knows the real path of every candidate that is not a link (no lstat needed here).
@@ -254,7 +268,7 @@ def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | No
             problems.append(Problem(found_at, ProblemReason.NAME_MISMATCH,
                                     f"a link to {real_name!r}: served under its target's name {real_name!r}; "
                                     "write grants against that name", Level.WARNING, real_name))
-        result = cache.reuse(real, found_at, root_real, files=check_files) \
+        result = cache.reuse(real, found_at, root_real, files=check_files, skill_md=found.skill_md.get(found_at)) \
             if cache is not None and real not in reload else None
         if result is None:
             result = load_skill(Path(real), Path(found_at), Path(root_real))
