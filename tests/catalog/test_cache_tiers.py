@@ -347,3 +347,39 @@ async def test_a_reload_that_refuses_the_skill_removes_it_from_the_listing(tree:
         reported = _structured(await client.call_tool("skill_list", {}))["problems"]
         assert any(p["reason"] == "frontmatter-parse" and p.get("skill") == "one" for p in reported)
     assert after == await _expected(tree, skill_list)
+
+
+def test_a_watch_rebuild_checks_both_tiers(tree: Path, tmp_path: Path) -> None:
+    """``serve --watch`` starts on the listing tier, but its rebuild after a change checks every
+    file too: a file rewritten in place changes no directory stamp, and an entry reused unchecked
+    would compare equal to the record served before and never be swapped in."""
+    from skill_mcp.watch import LiveCatalog, rebuild
+
+    _write_cache(tree, tmp_path / "c")
+    settings = _settings(tree, tmp_path / "c")
+    live = LiveCatalog(settings)
+    first = live()
+    assert isinstance(first.skills["one"].files, CachedFiles) and not first.skills["one"].files.checked
+    assert not rebuild(settings, live, 1)  # the control: nothing changed, nothing swapped
+    change(tree)
+    assert rebuild(settings, live, 2)
+    guide = live().skills["one"].file("references/guide.md")
+    assert guide is not None and guide.size == (tree / GUIDE).stat().st_size
+    assert live().skills == build_catalog(_settings(tree, None)).skills
+
+
+def test_a_cached_build_checking_both_tiers_sees_a_file_rewritten_in_place(tree: Path, tmp_path: Path) -> None:
+    """The commands' build (``check_files`` by default) reloads a skill whose file changed in
+    place; the listing-tier build reuses it, unchecked, for the file tier to find."""
+    _write_cache(tree, tmp_path / "c")
+    change(tree)
+    settings = _settings(tree, tmp_path / "c")
+    listing = build_catalog(settings, check_files=False)
+    one = listing.skills["one"].files
+    assert isinstance(one, CachedFiles) and not one.checked
+    from skill_mcp.catalog.filetier import stale
+
+    assert stale(listing.skills.values()) == [listing.skills["one"]]
+    full = build_catalog(settings)
+    assert not isinstance(full.skills["one"].files, CachedFiles)
+    assert full.skills == build_catalog(_settings(tree, None)).skills
