@@ -1,5 +1,8 @@
 """A catalog provider that scans on first use, not at start-up.
 
+With the catalog cache, that scan checks each cached skill's listing tier only; ``refresh``
+reloads the skills whose file tier an answer found changed (``catalog.filetier``).
+
 Nothing in the MCP handshake (``initialize``, ``tools/list``) depends on the skills found, so
 a server can answer both before it has looked at a single directory; the scan (O(N) in the
 number of skills) is paid by the first request that needs the catalog. Thread-safe: concurrent
@@ -111,8 +114,10 @@ def kept_for_life(build: Callable[[], Catalog]) -> Catalog:
     next full collection); at 10,000 skills that was a few hundred milliseconds of the first
     listing (bench/README.md, "Figures behind design choices"). So the collector pauses for the
     build, and then ``gc.freeze`` moves everything alive into the permanent generation, which
-    collections skip. Only a catalog built once per process is frozen (``LazyCatalog``); a
-    reloading one (``watch.LiveCatalog``) is replaced and freed, so its builds are not.
+    collections skip. Only ``LazyCatalog``'s builds are frozen: its one build, and the rare rebuild
+    its ``refresh`` makes when a skill's files changed (the catalog it replaces is acyclic, so
+    reference counting frees it, frozen or not); a reloading one (``watch.LiveCatalog``) is
+    replaced on every change, so its builds are not.
     """
     with collector_paused():
         catalog = build()
