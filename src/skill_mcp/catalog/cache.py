@@ -97,12 +97,17 @@ def cache_file(cache_dir: Path, roots_real: Iterable[str]) -> Path:
     return cache_dir / f"catalog-{where}-{code_fingerprint()[:24]}.v{FORMAT}"
 
 
-def stamps_hold(base: str, stamps: Iterable[Any], skill_md: os.stat_result | None = None) -> bool:
+def stamps_hold(base: str, stamps: Iterable[Any], skill_md: tuple[int, int, int, int] | None = None) -> bool:
     """True when every stamped path under ``base`` is, by ``lstat``, what it was; ``skill_md`` is
-    an ``lstat`` of SKILL.md this build already took (discovery's), used for its stamps."""
+    what an ``lstat`` of SKILL.md this build already took (discovery's) saw: inode, size, mtime
+    and ctime, used for its stamps."""
     for rel, ino, size, mtime_ns, ctime_ns in stamps:
+        if rel == SKILL_MD and skill_md is not None:
+            if skill_md != (ino, size, mtime_ns, ctime_ns):
+                return False
+            continue
         try:
-            st = skill_md if rel == SKILL_MD and skill_md is not None else os.lstat(f"{base}/{rel}" if rel else base)
+            st = os.lstat(f"{base}/{rel}" if rel else base)
         except OSError:
             return False
         if (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (ino, size, mtime_ns, ctime_ns):
@@ -168,7 +173,7 @@ class CatalogCache:
         return body
 
     def reuse(self, real: str, found_at: str, root_real: str, *, files: bool = True,
-              skill_md: os.stat_result | None = None) -> Loaded | None:
+              skill_md: tuple[int, int, int, int] | None = None) -> Loaded | None:
         """The cached result for this skill directory when its stamps still hold, else None.
 
         The listing tier (the directories and SKILL.md) is always checked; the file tier (every

@@ -102,17 +102,19 @@ class _Walk:
         # Real paths known without ``realpath``: a directory entry that is not a link, inside a
         # directory whose real path is known, is that path plus its name.
         self.reals: dict[str, str] = {}
-        # The ``lstat`` of each candidate's SKILL.md, taken to decide it is a candidate: the
-        # cache checks that stamp with it rather than with a second ``lstat`` (``catalog.cache``).
-        self.skill_md: dict[str, os.stat_result] = {}
+        # What the ``lstat`` of each candidate's SKILL.md saw (inode, size, mtime, ctime), taken to
+        # decide it is a candidate: the cache checks that stamp with it rather than with a second
+        # ``lstat`` (``catalog.cache``). Four numbers, not the stat result: a warm build holds
+        # one per skill until its entry is checked.
+        self.skill_md: dict[str, tuple[int, int, int, int]] = {}
 
     def has_skill_md(self, path: str) -> bool:
-        """``_has_skill_md``, keeping the ``lstat`` it took."""
+        """``_has_skill_md``, keeping what the ``lstat`` it took saw."""
         try:
             st = os.lstat(f"{path}/{SKILL_MD}")
         except OSError:
             return False
-        self.skill_md[path] = st
+        self.skill_md[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         return True
 
     def children(self, directory: str) -> list[os.DirEntry[str]] | None:
@@ -206,7 +208,7 @@ class _Found:
     queue: deque[tuple[str, str]] = field(default_factory=deque)  # (found_at, root_real)
     roots_real: list[str] = field(default_factory=list)
     reals: dict[str, str] = field(default_factory=dict)
-    skill_md: dict[str, os.stat_result] = field(default_factory=dict)  # candidate -> lstat of its SKILL.md
+    skill_md: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # candidate -> its SKILL.md seen
 
 
 def _discover(settings: Settings) -> _Found:
@@ -268,7 +270,7 @@ def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | No
             problems.append(Problem(found_at, ProblemReason.NAME_MISMATCH,
                                     f"a link to {real_name!r}: served under its target's name {real_name!r}; "
                                     "write grants against that name", Level.WARNING, real_name))
-        result = cache.reuse(real, found_at, root_real, files=check_files, skill_md=found.skill_md.get(found_at)) \
+        result = cache.reuse(real, found_at, root_real, files=check_files, skill_md=found.skill_md.pop(found_at, None)) \
             if cache is not None and real not in reload else None
         if result is None:
             result = load_skill(Path(real), Path(found_at), Path(root_real))
