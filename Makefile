@@ -33,14 +33,19 @@ install: $(DEV)
 run: $(RUNTIME)
 	@$(BIN)/skill-mcp serve
 
+# Branch coverage is reported, never enforced (no threshold). Here and not in pyproject's addopts,
+# so that a single-file run stays quiet; [tool.coverage.run] in pyproject.toml says what is measured.
+COV := --cov=skill_mcp --cov=skill_mcp_launcher --cov-branch --cov-report=term:skip-covered
+
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(COV)
 
 lint: install
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src/skill_mcp src/skill_mcp_launcher bench
 
 # `make bench BENCH_ARGS=--load` adds the load figure through HAProxy (needs Docker and both images).
+# The peers side by side need their venvs first: `$(BIN)/python -m bench.peers --setup` (bench/README.md).
 BENCH_ARGS ?=
 
 bench: install
