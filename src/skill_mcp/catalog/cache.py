@@ -10,11 +10,16 @@ pack's verification computed, each with the stamp of the file it hashed.
 
 Rules that make it never wrong rather than usually right:
 
-* **Validated before use.** An entry is used only when ``lstat`` of every stamped path gives the
-  same inode, size, mtime and ctime now; anything else (a changed, added, removed or renamed
-  file changes a stamp of the file or of its directory) reloads that skill from disk. Discovery
-  (which directories are skills) and the cross-skill passes (packs, duplicate names) run fresh
-  on every build; only per-skill work is reused.
+* **Validated before use, in two tiers.** An entry is used only when ``lstat`` of every stamped
+  path it depends on gives the same inode, size, mtime and ctime now; anything else (a changed,
+  added, removed or renamed file changes a stamp of the file or of its directory) reloads that
+  skill from disk. The *listing tier* (the skill directory, every directory walked, SKILL.md:
+  ``stamps`` in the entry) decides everything a listing says and is checked by every build; the
+  *file tier* (every other file, a ctime in its file row) is checked with it by default, and by
+  ``catalog.filetier`` before the first answer that carries the skill's file facts when the build
+  leaves it (``reuse(files=False)``: a server's warm start). Discovery (which directories are
+  skills) and the cross-skill passes (packs, duplicate names) run fresh on every build; only
+  per-skill work is reused.
 * **Never a racy entry.** A write in the same timestamp tick as our read leaves every stamp as
   it was. So an entry is written only when each of its stamps' ctime is older than the moment
   this scan began, read from the filesystem clock (the mtime of a marker file made in the cache
@@ -52,9 +57,10 @@ from typing import Any
 
 from skill_mcp import __version__
 from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned, remove_superseded
-from skill_mcp.catalog.codec import decode_loaded, encode_loaded
+from skill_mcp.catalog.codec import CachedFiles, decode_loaded, encode_loaded
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
-from skill_mcp.catalog.files import file_digest
+from skill_mcp.catalog.files import SKILL_MD, file_digest
+from skill_mcp.catalog.filetier import files_hold
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Skill, SkillFile
 
@@ -91,9 +97,15 @@ def cache_file(cache_dir: Path, roots_real: Iterable[str]) -> Path:
     return cache_dir / f"catalog-{where}-{code_fingerprint()[:24]}.v{FORMAT}"
 
 
-def stamps_hold(base: str, stamps: Iterable[Any]) -> bool:
-    """True when every stamped path under ``base`` is, by ``lstat``, what it was."""
+def stamps_hold(base: str, stamps: Iterable[Any], skill_md: tuple[int, int, int, int] | None = None) -> bool:
+    """True when every stamped path under ``base`` is, by ``lstat``, what it was; ``skill_md`` is
+    what an ``lstat`` of SKILL.md this build already took (discovery's) saw: inode, size, mtime
+    and ctime, used for its stamps."""
     for rel, ino, size, mtime_ns, ctime_ns in stamps:
+        if rel == SKILL_MD and skill_md is not None:
+            if skill_md != (ino, size, mtime_ns, ctime_ns):
+                return False
+            continue
         try:
             st = os.lstat(f"{base}/{rel}" if rel else base)
         except OSError:
@@ -160,16 +172,29 @@ class CatalogCache:
             raise ValueError("the file is shorter than it was")
         return body
 
-    def reuse(self, real: str, found_at: str, root_real: str) -> Loaded | None:
-        """The cached result for this skill directory when every stamp still holds, else None."""
+    def reuse(self, real: str, found_at: str, root_real: str, *, files: bool = True,
+              skill_md: tuple[int, int, int, int] | None = None) -> Loaded | None:
+        """The cached result for this skill directory when its stamps still hold, else None.
+
+        The listing tier (the directories and SKILL.md) is always checked; the file tier (every
+        other file's row) too when ``files``, else it is left to ``catalog.filetier`` for the
+        first answer that carries a fact about those files. ``skill_md``: the ``lstat`` of its
+        SKILL.md that discovery took during this build, checked in place of another.
+        """
         span = self._old_skills.get(real)
         if span is None:
             return None
         try:
             entry = json.loads(self._body(span))
-            if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"]):
+            if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"], skill_md):
                 return None
             loaded = decode_loaded(entry, real, self._root(root_real), root_real)
+            skill = loaded.skill
+            if files and skill is not None:
+                rows = skill.files
+                assert isinstance(rows, CachedFiles)
+                if not files_hold(skill.prefix, rows):
+                    return None
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:
             log.info("catalog cache entry discarded", extra={"skill": real, "why": str(exc)[:200]})
             return None
@@ -185,12 +210,16 @@ class CatalogCache:
         t0 = self.t0_ns
         if any(racy(s[4], t0) for s in loaded.stamps):
             return
+        try:
+            entry = encode_loaded(loaded, found_at, root_real)
+        except ValueError as exc:  # a stamp that disagrees with the record: never written
+            log.info("catalog cache entry not written", extra={"skill": real, "why": str(exc)[:200]})
+            return
         writer = self._open_writer()
         if writer is None:
             return
         try:
-            writer.add(b"S", real, json.dumps(encode_loaded(loaded, found_at, root_real), ensure_ascii=False,
-                                              separators=(",", ":")).encode("utf-8"))
+            writer.add(b"S", real, json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
         except OSError as exc:
             self._give_up(exc)
             return

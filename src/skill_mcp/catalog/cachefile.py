@@ -24,7 +24,7 @@ from skill_mcp import __version__
 
 log = logging.getLogger("skill_mcp.catalog")
 
-FORMAT = 1
+FORMAT = 2  # 2: stamps split in a listing tier and a file tier (a ctime in each file row)
 MAGIC = b"skill-mcp-catalog-cache"
 MAX_CACHE_BYTES = 1024 * 1024 * 1024
 HEADER_BYTES = 512

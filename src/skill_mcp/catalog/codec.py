@@ -12,24 +12,31 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
+from skill_mcp.catalog.files import SKILL_MD
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill, SkillFile
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
 
 def _file_row(row: Any) -> bool:
-    """Whether ``row`` is ``[rel, size, mtime_ns, ino]``; its path is interned on the way (the
-    same few names, ``SKILL.md`` first, recur in every skill)."""
-    if (type(row) is list and len(row) == 4 and type(row[0]) is str and type(row[1]) is int
-            and type(row[2]) is int and type(row[3]) is int):
+    """Whether ``row`` is ``[rel, size, mtime_ns, ino, ctime_ns]``; its path is interned on the
+    way (the same few names, ``SKILL.md`` first, recur in every skill)."""
+    if (type(row) is list and len(row) == 5 and type(row[0]) is str and type(row[1]) is int
+            and type(row[2]) is int and type(row[3]) is int and type(row[4]) is int):
         row[0] = sys.intern(row[0])
         return True
     return False
 
 
 class CachedFiles(Sequence[SkillFile]):
-    """A skill's file records as the cache holds them (``[rel, size, mtime_ns, ino]`` rows),
-    made into ``SkillFile`` records the first time anything reads one.
+    """A skill's file records as the cache holds them (``[rel, size, mtime_ns, ino, ctime_ns]``
+    rows: the record and the file's stamp), made into ``SkillFile`` records the first time
+    anything reads one.
+
+    The rows are also the skill's *file tier*: a warm build checks only the stamps of SKILL.md
+    and of the directories (``catalog.cache``), so before an answer carries a fact about these
+    files ``catalog.filetier`` checks every row's stamp once (``checked`` then stays True for
+    this record; a reload makes another record).
 
     A warm start decodes every skill's entry, but most answers never look at most skills'
     files: a listing needs only how many there are. The rows' shape is checked when the entry
@@ -38,19 +45,26 @@ class CachedFiles(Sequence[SkillFile]):
     kept (they are what ``len`` and a second builder read).
     """
 
-    __slots__ = ("_files", "_rows")
+    __slots__ = ("_files", "_rows", "checked")
 
-    def __init__(self, rows: list[Any]) -> None:
+    def __init__(self, rows: list[Any], *, checked: bool = False) -> None:
         if type(rows) is not list or not all(_file_row(r) for r in rows):
             raise TypeError("a file row has the wrong shape")
         self._rows = rows
         self._files: tuple[SkillFile, ...] | None = None
+        # True once every row's stamp was found to hold (``catalog.filetier``).
+        self.checked = checked
+
+    @property
+    def rows(self) -> list[Any]:
+        """``[rel, size, mtime_ns, ino, ctime_ns]`` per file, as the cache holds them (read only)."""
+        return self._rows
 
     def _records(self) -> tuple[SkillFile, ...]:
         files = self._files
         if files is None:
             files = self._files = tuple(SkillFile(rel, size, mtime, ino)
-                                        for rel, size, mtime, ino in self._rows)
+                                        for rel, size, mtime, ino, _ctime in self._rows)
         return files
 
     def __len__(self) -> int:
@@ -86,22 +100,43 @@ def _declaration(d: Declaration | None) -> Any:
             "env": [[e.name, e.secret] for e in d.env], "egress": list(d.egress)}
 
 
-def _skill(skill: Skill | None) -> Any:
+def _skill(skill: Skill | None, ctimes: dict[str, int]) -> Any:
     if skill is None:
         return None
     # The description is the frontmatter's own string (the loader refuses any other kind).
     return {"fm": skill.frontmatter, "off": skill.body_offset,
-            "files": [[f.rel, f.size, f.mtime_ns, f.ino] for f in skill.files],
+            "files": [[f.rel, f.size, f.mtime_ns, f.ino, ctimes[f.rel]] for f in skill.files],
             "decl": _declaration(skill.declaration), "missing": list(skill.missing_scripts),
             "excluded": None if skill.skills_list_excluded is None else str(skill.skills_list_excluded),
             "tags": list(skill.tags), "phase": skill.phase, "pack": skill.pack}
 
 
 def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> dict[str, Any]:
+    """The cache entry of ``loaded``. Its stamps are split in two tiers: ``stamps`` holds the
+    listing tier (the skill directory, every directory walked, SKILL.md as read), which a warm
+    build checks; every other served file's stamp rides in its file row (its ctime beside the
+    record's inode, size and mtime), which ``catalog.filetier`` checks before an answer carries
+    a fact about that skill's files. ``ValueError`` when a served file has no stamp that agrees
+    with its record (never written then)."""
     # Stamps taken twice (before the read and again by the walk) are kept once when equal.
     stamps = list(dict.fromkeys(loaded.stamps))
-    return {"at": found_at, "root": root_real, "stamps": [list(s) for s in stamps],
-            "skill": _skill(loaded.skill),
+    skill = loaded.skill
+    served = {f.rel: f for f in skill.files} if skill is not None else {}
+    listing: list[Any] = []
+    ctimes: dict[str, int] = {}
+    for s in stamps:
+        rel = s[0]
+        f = served.get(rel)
+        if f is None or rel == SKILL_MD:
+            listing.append(list(s))
+            if f is None:
+                continue
+        if (f.ino, f.size, f.mtime_ns) != s[1:4] or ctimes.setdefault(rel, s[4]) != s[4]:
+            raise ValueError(f"the stamp of {rel} disagrees with its record")
+    if served.keys() - ctimes.keys():
+        raise ValueError("a served file has no stamp")
+    return {"at": found_at, "root": root_real, "stamps": listing,
+            "skill": _skill(skill, ctimes),
             "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
             "nested": [str(n) for n in loaded.nested]}
 
@@ -153,7 +188,7 @@ def _decode_declaration(raw: Any) -> Declaration | None:
     return Declaration(_int(raw["version"]), run, env, _strs(raw["egress"]))
 
 
-def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str) -> Skill | None:
+def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str, checked: bool) -> Skill | None:
     if raw is None:
         return None
     frontmatter = raw["fm"]
@@ -169,7 +204,7 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str
     return Skill(
         name=directory.name, directory=directory, found_at=found_at, root=root,
         frontmatter=frontmatter, description=_str(frontmatter["description"]),
-        files=CachedFiles(raw["files"]),
+        files=CachedFiles(raw["files"], checked=checked),
         body_offset=_int(raw["off"]), declaration=_decode_declaration(raw["decl"]),
         missing_scripts=_strs(raw["missing"]),
         skills_list_excluded=None if excluded is None else ExtensionRule(excluded),
@@ -177,9 +212,10 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str
     )
 
 
-def decode_loaded(entry: dict[str, Any], real: str, root: Path, root_real: str) -> Loaded:
+def decode_loaded(entry: dict[str, Any], real: str, root: Path, root_real: str, *, checked: bool = False) -> Loaded:
     """The ``Loaded`` of ``real`` found under ``root`` (``root_real`` as text; the caller
-    checked the entry is for both)."""
+    checked the entry is for both); ``checked`` when the caller also found every file row's
+    stamp holding (the file tier)."""
     found_at = _str(entry["at"])
     rows = entry["problems"]
     problems = tuple(Problem(_str(path), ProblemReason(reason), _str(detail), Level(level), _opt_str(skill),
@@ -188,5 +224,5 @@ def decode_loaded(entry: dict[str, Any], real: str, root: Path, root_real: str) 
     # No stamps: a reused entry is written back as the bytes it was read from (``catalog.cache``),
     # so nothing asks for them again.
     nested = entry["nested"]
-    return Loaded(_decode_skill(entry["skill"], real, found_at, root, root_real), problems,
+    return Loaded(_decode_skill(entry["skill"], real, found_at, root, root_real, checked), problems,
                   tuple(Path(_str(n)) for n in nested) if nested else (), (), True)

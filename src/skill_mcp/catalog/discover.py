@@ -102,6 +102,20 @@ class _Walk:
         # Real paths known without ``realpath``: a directory entry that is not a link, inside a
         # directory whose real path is known, is that path plus its name.
         self.reals: dict[str, str] = {}
+        # What the ``lstat`` of each candidate's SKILL.md saw (inode, size, mtime, ctime), taken to
+        # decide it is a candidate: the cache checks that stamp with it rather than with a second
+        # ``lstat`` (``catalog.cache``). Four numbers, not the stat result: a warm build holds
+        # one per skill until its entry is checked.
+        self.skill_md: dict[str, tuple[int, int, int, int]] = {}
+
+    def has_skill_md(self, path: str) -> bool:
+        """``_has_skill_md``, keeping what the ``lstat`` it took saw."""
+        try:
+            st = os.lstat(f"{path}/{SKILL_MD}")
+        except OSError:
+            return False
+        self.skill_md[path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return True
 
     def children(self, directory: str) -> list[os.DirEntry[str]] | None:
         try:
@@ -117,7 +131,7 @@ class _Walk:
             self.packs.append(container)
         container_real = self.reals.get(container) or os.path.realpath(container)
         self.reals[container] = container_real
-        if _has_skill_md(container):
+        if self.has_skill_md(container):
             return [container]
         found: list[str] = []
         for entry in self.children(container) or ():
@@ -129,7 +143,7 @@ class _Walk:
                     self.reals[child] = _join(container_real, entry.name)
             except OSError:
                 continue
-            if _has_skill_md(child):
+            if self.has_skill_md(child):
                 found.append(child)
             elif depth < MAX_DEPTH - 1 and (entry.name in CONTAINER_NAMES or _has_pack(child)):
                 found.extend(self.candidates(child, depth + 1))
@@ -194,6 +208,7 @@ class _Found:
     queue: deque[tuple[str, str]] = field(default_factory=deque)  # (found_at, root_real)
     roots_real: list[str] = field(default_factory=list)
     reals: dict[str, str] = field(default_factory=dict)
+    skill_md: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # candidate -> its SKILL.md seen
 
 
 def _discover(settings: Settings) -> _Found:
@@ -213,6 +228,7 @@ def _discover(settings: Settings) -> _Found:
             # walk reported something (a directory without SKILL.md, say) has explained itself.
             found.problems.append(_root_empty(str(root)))
         found.reals.update(walk.reals)
+        found.skill_md.update(walk.skill_md)
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill. The walk
         # knows the real path of every candidate that is not a link (no lstat needed here).
@@ -224,10 +240,12 @@ def _discover(settings: Settings) -> _Found:
 Progress = Callable[[int, int], None]  # (done, known so far): skills loaded, candidates found
 
 
-def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | None = None
+def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | None = None, *,
+              check_files: bool = True, reload: frozenset[str] = frozenset()
               ) -> tuple[dict[str, Skill], set[str]]:
     """Load (or take from the cache) every candidate once; the skills by real directory, and the
-    prefixes of those whose result the stamps pin (the cache may keep their digests)."""
+    prefixes of those whose result the stamps pin (the cache may keep their digests). A
+    directory in ``reload`` is read from disk whatever the cache holds."""
     loaded: dict[str, Skill] = {}
     stampable: set[str] = set()
     seen: set[str] = set()
@@ -252,7 +270,8 @@ def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | No
             problems.append(Problem(found_at, ProblemReason.NAME_MISMATCH,
                                     f"a link to {real_name!r}: served under its target's name {real_name!r}; "
                                     "write grants against that name", Level.WARNING, real_name))
-        result = cache.reuse(real, found_at, root_real) if cache is not None else None
+        result = cache.reuse(real, found_at, root_real, files=check_files, skill_md=found.skill_md.pop(found_at, None)) \
+            if cache is not None and real not in reload else None
         if result is None:
             result = load_skill(Path(real), Path(found_at), Path(root_real))
             if cache is not None:
@@ -300,7 +319,8 @@ def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:
 
 
 def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None,
-                  cache: CatalogCache | None = None, progress: Progress | None = None) -> Catalog:
+                  cache: CatalogCache | None = None, progress: Progress | None = None,
+                  check_files: bool = True, reload: frozenset[str] = frozenset()) -> Catalog:
     """Scan every root once. One bad skill costs itself, never the listing.
 
     Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
@@ -309,12 +329,19 @@ def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo |
     (``catalog.cache``), and the cache is brought up to date; ``cache`` overrides that (tests
     pass one with an injected clock). ``progress(done, known)`` is called before each skill is
     read and once at the end (a command line shows it on a terminal).
+
+    ``check_files`` False checks only the listing tier of each cached result (SKILL.md and the
+    directories) and leaves each skill's file tier to ``catalog.filetier``, which a server runs
+    before the first answer that carries facts about that skill's files; a caller that reads
+    file facts from the catalog itself (the commands, ``validate``) keeps the default. The real
+    directories in ``reload`` are read from disk whatever the cache holds (what the file tier
+    found changed), and their entries replaced.
     """
     found = _discover(settings)
     cache = cache or _open_cache(settings, found.roots_real)
     digests = memo or DigestMemo()
     try:
-        loaded, stampable = _load_all(found, cache, progress)
+        loaded, stampable = _load_all(found, cache, progress, check_files=check_files, reload=reload)
         digest: Callable[[Skill, SkillFile], str] = (
             (lambda skill, entry: file_digest(digests, skill, entry)) if cache is None
             else cache.digest_fn(digests, lambda skill: skill.prefix in stampable))

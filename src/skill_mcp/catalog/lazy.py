@@ -1,5 +1,8 @@
 """A catalog provider that scans on first use, not at start-up.
 
+With the catalog cache, that scan checks each cached skill's listing tier only; ``refresh``
+reloads the skills whose file tier an answer found changed (``catalog.filetier``).
+
 Nothing in the MCP handshake (``initialize``, ``tools/list``) depends on the skills found, so
 a server can answer both before it has looked at a single directory; the scan (O(N) in the
 number of skills) is paid by the first request that needs the catalog. Thread-safe: concurrent
@@ -12,13 +15,13 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
-    from skill_mcp.models import Catalog
+    from skill_mcp.models import Catalog, Skill
 
 log = logging.getLogger("skill_mcp.catalog")
 
@@ -52,15 +55,38 @@ class LazyCatalog:
                 # Imported here: the scanner's modules are not needed before the first scan.
                 from skill_mcp.catalog.discover import build_catalog
 
-                start = time.perf_counter()
-                self._catalog = kept_for_life(lambda: build_catalog(self._settings, generation=self._generation,
-                                                                    progress=self._progress))
-                seconds = time.perf_counter() - start
-                log.debug("catalog built", extra={"skills": len(self._catalog.skills),
-                                                 "problems": len(self._catalog.problems),
-                                                 "ms": round(seconds * 1000, 1)})
-                if self._on_build is not None:
-                    self._on_build(self._catalog, seconds)
+                # The listing tier only: each cached skill's file tier is checked by the first
+                # answer that carries facts about its files (``catalog.filetier``).
+                self._build(lambda: build_catalog(self._settings, generation=self._generation,
+                                                  progress=self._progress, check_files=False))
+            assert self._catalog is not None
+            return self._catalog
+
+    def _build(self, build: Callable[[], Catalog]) -> None:
+        start = time.perf_counter()
+        catalog = self._catalog = kept_for_life(build)
+        seconds = time.perf_counter() - start
+        log.debug("catalog built", extra={"skills": len(catalog.skills), "problems": len(catalog.problems),
+                                         "ms": round(seconds * 1000, 1)})
+        if self._on_build is not None:
+            self._on_build(catalog, seconds)
+
+    def refresh(self, catalog: Catalog, skills: Sequence[Skill]) -> Catalog:
+        """The catalog with ``skills`` (whose file tier failed in ``catalog``) read from disk again,
+        their cache entries replaced; it replaces ``catalog`` for every later request, so a
+        listing shows what the reload found (a record changed, or the skill now refused). When
+        another request already replaced ``catalog``, that newer catalog is returned as it is
+        (the caller checks its records again)."""
+        with self._lock:
+            if self._catalog is catalog:
+                from skill_mcp.catalog.discover import build_catalog
+                from skill_mcp.catalog.filetier import reload_dirs
+
+                dirs = reload_dirs(skills)
+                self._build(lambda: build_catalog(self._settings, generation=catalog.generation,
+                                                  check_files=False, reload=dirs))
+                log.info("catalog refreshed: a skill's files changed", extra={"skills": sorted(s.name for s in skills)})
+            assert self._catalog is not None
             return self._catalog
 
 
@@ -88,8 +114,10 @@ def kept_for_life(build: Callable[[], Catalog]) -> Catalog:
     next full collection); at 10,000 skills that was a few hundred milliseconds of the first
     listing (bench/README.md, "Figures behind design choices"). So the collector pauses for the
     build, and then ``gc.freeze`` moves everything alive into the permanent generation, which
-    collections skip. Only a catalog built once per process is frozen (``LazyCatalog``); a
-    reloading one (``watch.LiveCatalog``) is replaced and freed, so its builds are not.
+    collections skip. Only ``LazyCatalog``'s builds are frozen: its one build, and the rare rebuild
+    its ``refresh`` makes when a skill's files changed (the catalog it replaces is acyclic, so
+    reference counting frees it, frozen or not); a reloading one (``watch.LiveCatalog``) is
+    replaced on every change, so its builds are not.
     """
     with collector_paused():
         catalog = build()

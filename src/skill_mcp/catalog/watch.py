@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ import anyio
 
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.config import Settings
-from skill_mcp.models import Catalog, Problem
+from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Level, ProblemReason
 
 log = logging.getLogger("skill_mcp.watch")
@@ -78,13 +78,31 @@ class LiveCatalog:
         with self._lock:
             if self._catalog is None:
                 start = time.perf_counter()
-                self._catalog = build_catalog(self._settings)
+                # The listing tier only, as ``catalog.lazy``: the file tier waits for an answer
+                # that needs it. Rebuilds after a change check both (``rebuild``).
+                self._catalog = build_catalog(self._settings, check_files=False)
                 self.built(self._catalog, time.perf_counter() - start)
             return self._catalog
 
     def swap(self, catalog: Catalog) -> None:
         with self._lock:
             self._catalog = catalog
+
+    def refresh(self, catalog: Catalog, skills: Sequence[Skill]) -> Catalog:
+        """As ``catalog.lazy.LazyCatalog.refresh``: ``skills`` read from disk again, swapped in
+        (a skill that no longer loads keeps its previous record, as after any rebuild). The
+        watcher announces changes it sees itself; this swap announces nothing."""
+        from skill_mcp.catalog.filetier import reload_dirs
+
+        with self._lock:
+            if self._catalog is catalog:
+                start = time.perf_counter()
+                fresh = build_catalog(self._settings, generation=catalog.generation, check_files=False,
+                                      reload=reload_dirs(skills))
+                self._catalog = keep_previous(catalog, fresh)
+                self.built(self._catalog, time.perf_counter() - start)
+            assert self._catalog is not None
+            return self._catalog
 
     async def run(self, on_change: Callable[[], Awaitable[None]]) -> None:
         """Watch the roots until cancelled; after each swap, ``await on_change()``."""
@@ -125,7 +143,9 @@ def rebuild(settings: Settings, live: LiveCatalog, generation: int) -> bool:
     """Build a new catalog; swap it in when it differs from the live one. True when swapped."""
     previous = live()
     start = time.perf_counter()
-    fresh = keep_previous(previous, build_catalog(settings, generation=generation))
+    # Both tiers: a file rewritten in place changes no directory stamp, and a record reused
+    # unchecked would compare equal to the previous one and never be swapped.
+    fresh = keep_previous(previous, build_catalog(settings, generation=generation, check_files=True))
     seconds = time.perf_counter() - start
     if fingerprint(fresh) == fingerprint(previous):
         return False

@@ -31,7 +31,7 @@ from skill_mcp.surfaces.handshake import initialize_detail_middleware
 from skill_mcp.surfaces.live import ChangeAnnouncer
 from skill_mcp.surfaces.read_tools import read_tools
 from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
-from skill_mcp.surfaces.state import SurfaceState
+from skill_mcp.surfaces.state import SurfaceState, files_checked
 from skill_mcp.surfaces.stdio.early import root_notes
 from skill_mcp.surfaces.tools import ToolTable
 
@@ -141,7 +141,10 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
     async def on_list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         if not content:
             return types.ListResourcesResult(resources=[])
-        return resources.list_resources(state.catalog(), params.cursor if params else None)
+        cursor = params.cursor if params else None
+        catalog = await files_checked(state.catalog(), lambda c: resources.resources_page_skills(c, cursor),
+                                      state.refresh)
+        return resources.list_resources(catalog, cursor)
 
     async def on_list_templates(
         ctx: Any, params: types.PaginatedRequestParams | None
@@ -155,7 +158,8 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
             raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
         if params.uri.startswith(run_outputs.SCHEME):
             return run_outputs.read_output(state.run_outputs, params.uri, ctx)
-        catalog = state.catalog()
+        catalog = await files_checked(state.catalog(), lambda c: resources.addressed_skills(c, params.uri),
+                                      state.refresh)
         if resources.small_read(catalog, params.uri):
             return resources.read_resource(catalog, params.uri)
         return await anyio.to_thread.run_sync(resources.read_resource, catalog, params.uri)
@@ -253,16 +257,23 @@ def _add_skills_extension(server: SkillServer, state: SurfaceState) -> None:
     # now (one lstat per file), the page is answered on the event loop; when any file must be
     # hashed, the whole answer is computed in a worker thread (a thread hop costs more than
     # the lstats, so it is paid only when there is real work).
+    # Each answer carries file facts: its skills' file tier is checked first (``files_checked``).
     async def on_skills_list(ctx: Any, params: skills_ext.SkillsListParams) -> dict[str, Any]:
-        body = await _known_or_hashed(skills_ext.list_skills, state.memo, state.catalog(), params.cursor)
+        catalog = await files_checked(state.catalog(), lambda c: skills_ext.page_skills(c, params.cursor),
+                                      state.refresh)
+        body = await _known_or_hashed(skills_ext.list_skills, state.memo, catalog, params.cursor)
         return skills_ext.for_era(body, ctx.protocol_version)
 
     async def on_skills_get(ctx: Any, params: skills_ext.SkillsGetParams) -> dict[str, Any]:
-        body = await _known_or_hashed(skills_ext.get_skill, state.memo, state.catalog(), params.uri)
+        catalog = await files_checked(state.catalog(), lambda c: resources.addressed_skills(c, params.uri),
+                                      state.refresh)
+        body = await _known_or_hashed(skills_ext.get_skill, state.memo, catalog, params.uri)
         return skills_ext.for_era(body, ctx.protocol_version)
 
     async def on_directory_read(ctx: Any, params: skills_ext.DirectoryReadParams) -> dict[str, Any]:
-        body = resources.read_directory(state.catalog(), params.uri, params.cursor)
+        uri = resources.directory_uri(params.uri)
+        catalog = await files_checked(state.catalog(), lambda c: resources.addressed_skills(c, uri), state.refresh)
+        body = resources.read_directory(catalog, params.uri, params.cursor)
         return skills_ext.for_era(body, ctx.protocol_version, cacheable=False)
 
     server.extensions[skills_ext.EXTENSION_ID] = dict(skills_ext.CAPABILITY)

@@ -28,7 +28,7 @@ from skill_mcp.surfaces.render import (
     skill_load_blocks,
     skill_load_metadata,
 )
-from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, file_record, find_skill
+from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, file_record, files_checked, find_skill
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
 # functions that read: building a server imports this module, and must not import those
@@ -100,8 +100,14 @@ def _answer_bytes(out: dict[str, Any]) -> int:
     return len(json.dumps(out, ensure_ascii=False).encode()) + len(text.encode()) + 64
 
 
+async def _checked_skill(call: ToolCall, name: str) -> Skill:
+    """The served skill ``name``, its file tier checked: its manifest and reads carry file facts."""
+    catalog = await files_checked(call.catalog, lambda c: (find_skill(c, name),), call.reload)
+    return find_skill(catalog, name)
+
+
 async def skill_load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-    skill = find_skill(call.catalog, args["name"])
+    skill = await _checked_skill(call, args["name"])
     # On the event loop when every digest is known and SKILL.md is small; hashing and large
     # reads are blocking disk work and go to a worker thread.
     out = _load(call, skill, known_only=True)
@@ -203,7 +209,7 @@ def _read_entry(skill: Skill, found: catfiles.Located) -> dict[str, Any]:
 
 
 async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-    skill = find_skill(call.catalog, args["name"])
+    skill = await _checked_skill(call, args["name"])
     rels: list[str] = list(args["paths"])
     if len(rels) > MAX_PATHS:
         raise SkillMcpError(Refusal.TOO_MANY_PATHS, f"at most {MAX_PATHS} paths per call; split the batch",

@@ -72,6 +72,16 @@ class ToolCall:
     scripts: ScriptStates
     request: Any = field(default=None, repr=False)
     params: Any = field(default=None, repr=False)
+    # ``(catalog, skills) -> catalog`` with those skills read from disk again, for an answer that
+    # found their file tier changed (``surfaces.state.files_checked``); None: built aside.
+    refresh: Callable[[Catalog, Sequence[Skill]], Catalog] | None = field(default=None, repr=False)
+
+    def reload(self, catalog: Catalog, skills: Sequence[Skill]) -> Catalog:
+        if self.refresh is not None:
+            return self.refresh(catalog, skills)
+        from skill_mcp.catalog.filetier import rebuilt
+
+        return rebuilt(self.settings, catalog, skills)
 
 
 ToolOutput = Any  # dict[str, Any] | mcp_types.CallToolResult | mcp_types.InputRequiredResult

@@ -96,12 +96,27 @@ def _listed_files(catalog: Catalog) -> Iterator[tuple[Skill, SkillFile]]:
                 yield skill, f
 
 
-def list_resources(catalog: Catalog, cursor: str | None) -> types.ListResourcesResult:
+def _resources_page(catalog: Catalog, cursor: str | None) -> tuple[list[tuple[Skill, SkillFile]], int | None]:
     try:
         offset = decode_cursor("resources", cursor)
     except SkillMcpError as err:
         raise invalid_params(err) from None
-    shown, nxt = stream_window(_listed_files(catalog), offset, RESOURCES_PAGE)
+    return stream_window(_listed_files(catalog), offset, RESOURCES_PAGE)
+
+
+def resources_page_skills(catalog: Catalog, cursor: str | None) -> list[Skill]:
+    """The skills whose files (and their sizes) a ``resources/list`` page carries."""
+    return list({id(s): s for s, _f in _resources_page(catalog, cursor)[0]}.values())
+
+
+def addressed_skills(catalog: Catalog, uri: str) -> tuple[Skill, ...]:
+    """The skill a ``skill://`` URI addresses, if any (for ``catalog.filetier``)."""
+    found = lookup(catalog, uri)
+    return (found[0],) if found is not None else ()
+
+
+def list_resources(catalog: Catalog, cursor: str | None) -> types.ListResourcesResult:
+    shown, nxt = _resources_page(catalog, cursor)
     return types.ListResourcesResult(
         resources=[file_resource(s, f) for s, f in shown],
         next_cursor=encode_cursor("resources", nxt) if nxt is not None else None,

@@ -78,6 +78,15 @@ def for_era(body: dict[str, Any], protocol_version: str | None, *, cacheable: bo
     return out
 
 
+def page_skills(catalog: Catalog, cursor: str | None) -> tuple[Skill, ...]:
+    """The skills a ``skills/list`` page carries entries of (for ``catalog.filetier``)."""
+    try:
+        offset = decode_cursor("skills", cursor)
+    except SkillMcpError as err:
+        raise invalid_params(err) from None
+    return tuple(window(catalog.extension_listed, offset, SKILLS_PAGE)[0])
+
+
 def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None, *,
                 known_only: bool = False) -> dict[str, Any] | None:
     """One page of ``skills/list``; with ``known_only``, None when a file of the page needs hashing."""

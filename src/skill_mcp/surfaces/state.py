@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
@@ -33,6 +35,41 @@ class SurfaceState:
 
     def catalog(self) -> Catalog:
         return self.catalog_provider()
+
+    def refresh(self, catalog: Catalog, skills: Sequence[Skill]) -> Catalog:
+        """``catalog`` with ``skills`` read from disk again (their file tier failed): through the
+        provider, which swaps the result in for every later request, or built aside for a
+        provider that cannot (``catalog.filetier.rebuilt``)."""
+        refresh = getattr(self.catalog_provider, "refresh", None)
+        if refresh is not None:
+            result: Catalog = refresh(catalog, skills)
+            return result
+        from skill_mcp.catalog.filetier import rebuilt
+
+        return rebuilt(self.settings, catalog, skills)
+
+
+Refresh = Callable[["Catalog", Sequence["Skill"]], "Catalog"]
+# How many times one answer reloads skills whose files changed before it gives up (each reload
+# makes those records fresh, so a second round finds only files that changed meanwhile).
+MAX_REFRESHES = 4
+
+
+async def files_checked(catalog: Catalog, pick: Callable[[Catalog], Iterable[Skill]], refresh: Refresh) -> Catalog:
+    """The catalog in which every skill ``pick(catalog)`` names has its file tier checked
+    (``catalog.filetier``): the answer that then carries file facts of those skills takes them
+    from checked records only. A skill whose files changed since its cache entry was written is
+    read from disk again (``refresh``, in a worker thread) and the pick is made again from the
+    new catalog. ``pick`` raises the answer's own refusal (an unknown skill, say)."""
+    from skill_mcp.catalog.filetier import stale
+
+    for _ in range(MAX_REFRESHES):
+        changed = stale(pick(catalog))
+        if not changed:
+            return catalog
+        catalog = await anyio.to_thread.run_sync(refresh, catalog, changed)
+    raise SkillMcpError(Refusal.FILE_CHANGED, "the skill's files kept changing while this answer was made; "
+                        "ask again", {})
 
 
 # A near name is one difflib finds this alike (a typo: ``pfd`` for ``pdf``), or one sharing a

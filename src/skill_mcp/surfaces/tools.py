@@ -101,7 +101,7 @@ class ToolTable:
                                                {"name": params.name, "tools": self.names}))
         args = dict(params.arguments or {})
         call = ToolCall(settings=self._state.settings, catalog=self._state.catalog(), memo=self._state.memo,
-                        scripts=self._state.scripts, request=request, params=params)
+                        scripts=self._state.scripts, request=request, params=params, refresh=self._state.refresh)
         try:
             self._check_arguments(spec.name, args)
             out = await spec.handler(call, args)

@@ -1,0 +1,70 @@
+"""The file tier: a cached skill's file facts are checked before the first answer that carries them.
+
+A server's warm build (``build_catalog(check_files=False)``) checks each cached result against
+the stamps of its listing tier only: the skill directory, every directory its walk entered and
+SKILL.md (``catalog.cache``). That decides everything a listing says (names, descriptions,
+declared scripts, which files exist, the problems), because adding, removing or renaming a
+file changes its directory's stamp. A file's *content* changes no directory stamp, so the facts
+about the files themselves (sizes, the records the manifests and resources are made from) are
+checked here, per skill, by the answers that carry them: ``stale`` ``lstat``s every file row
+of a cached record (inode, size, mtime, ctime) the first time an answer asks, and marks the
+record checked; a record whose rows no longer hold is reloaded from disk by the catalog's
+provider (``refresh``), which replaces its cache entry, and the answer is made from the fresh
+record. A record scanned from disk (not from the cache) is already checked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from skill_mcp.catalog.codec import CachedFiles
+from skill_mcp.catalog.files import SKILL_MD
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.config import Settings
+    from skill_mcp.models import Catalog, Skill
+
+
+def files_hold(prefix: str, files: CachedFiles) -> bool:
+    """True when every file row but SKILL.md's (the listing tier holds that one) has, by
+    ``lstat`` of ``prefix + rel``, the inode, size, mtime and ctime it was stamped with; then
+    ``files.checked`` is set, so this record is not checked again."""
+    if files.checked:
+        return True
+    for rel, size, mtime_ns, ino, ctime_ns in files.rows:
+        if rel == SKILL_MD:
+            continue
+        try:
+            st = os.lstat(prefix + rel)
+        except OSError:
+            return False
+        if (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (ino, size, mtime_ns, ctime_ns):
+            return False
+    files.checked = True
+    return True
+
+
+def stale(skills: Iterable[Skill]) -> list[Skill]:
+    """The skills among ``skills`` whose cached file facts no longer hold (each record is
+    checked at most once while it holds; a scanned record is never stale)."""
+    out = []
+    for skill in skills:
+        files = skill.files
+        if isinstance(files, CachedFiles) and not files_hold(skill.prefix, files):
+            out.append(skill)
+    return out
+
+
+def reload_dirs(skills: Iterable[Skill]) -> frozenset[str]:
+    """The real directories ``build_catalog(reload=...)`` must read from disk for ``skills``."""
+    return frozenset(str(skill.directory) for skill in skills)
+
+
+def rebuilt(settings: Settings, catalog: Catalog, skills: Iterable[Skill]) -> Catalog:
+    """A catalog with ``skills`` read from disk again, for a provider that cannot ``refresh``
+    (nothing is swapped: the answer in hand uses it)."""
+    from skill_mcp.catalog.discover import build_catalog
+
+    return build_catalog(settings, generation=catalog.generation, check_files=False, reload=reload_dirs(skills))
