@@ -7,6 +7,7 @@ it does not fail.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -170,7 +171,10 @@ def stored_index(catalog: Catalog, cache_dir: Path | None) -> SearchIndex | None
     (``search.store``), or None: nothing there, built for something else, or damaged."""
     if cache_dir is None or not catalog.roots:
         return None
-    return load(index_file(cache_dir, catalog.roots), current_key(_in_order(catalog)))
+    path = index_file(cache_dir, catalog.roots)
+    if not os.path.lexists(path):
+        return None  # nothing persisted: no need for the key (an lstat per skill)
+    return load(path, current_key(_in_order(catalog)))
 
 
 def index_catalog(catalog: Catalog, cache_dir: Path | None = None, *, reuse: bool = True,
