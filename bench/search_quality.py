@@ -1,7 +1,8 @@
 """``python -m bench.search_quality``: search quality, latency and index build time.
 
 Quality: hit@1, hit@3 and MRR of the labelled set in ``tests/search`` (67 skills, 157
-queries) and, when the public collections are unpacked (``--public``, default
+queries), of the first phase's partial index too (``-partial``: names, descriptions and tags
+only, what a first search answers from before the bodies are in), and, when the public collections are unpacked (``--public``, default
 ``$SKILL_MCP_PUBLIC_SKILLS``, as ``anthropics+skills``, ``obra+superpowers`` and ``openai+skills``), of ``search_queries.PUBLIC_QUERIES`` over them. Speed: on the benchmark
 corpus (``bench/corpus.py``), the index's first build (CPU seconds) and the server-side time
 of ``search_result`` (the whole ``skill_search`` answer) per query, median and p95. Run it with
@@ -23,7 +24,7 @@ from bench import corpus as corpora
 from bench.search_queries import PUBLIC_QUERIES
 from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
-from skill_mcp.search import index_catalog, search_result
+from skill_mcp.search import index_catalog, search_result, short_index
 
 HERE = Path(__file__).resolve().parent
 OWN = HERE.parent / "tests" / "search"
@@ -40,9 +41,10 @@ def _rows(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def quality(roots: list[str], rows: list[tuple[str, str]]) -> dict[str, Any]:
+def quality(roots: list[str], rows: list[tuple[str, str]], *, partial: bool = False) -> dict[str, Any]:
+    """``partial``: of the first phase's index (names, descriptions, tags: no body, no heading)."""
     catalog = build_catalog(load_settings(roots, {}))
-    index = index_catalog(catalog)
+    index = short_index(catalog) if partial else index_catalog(catalog)
     ranks = []
     for query, expected in rows:
         names = [hit.name for hit in index.search(query, 10)]
@@ -82,14 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=30, help="times each corpus query is run")
     p.add_argument("--json", type=Path, help="also write the figures here")
     args = p.parse_args(argv)
-    out: dict[str, Any] = {"own": quality([str(OWN / "corpus")], _rows((OWN / "queries.tsv").read_text("utf-8")))}
+    own_rows = _rows((OWN / "queries.tsv").read_text("utf-8"))
+    out: dict[str, Any] = {"own": quality([str(OWN / "corpus")], own_rows),
+                           "own-partial": quality([str(OWN / "corpus")], own_rows, partial=True)}
     roots = [args.public / r for r in PUBLIC_ROOTS]
     if all(r.is_dir() for r in roots):
         out["public"] = quality([str(r) for r in roots], _rows(PUBLIC_QUERIES))
-    for label in ("own", "public"):
+        out["public-partial"] = quality([str(r) for r in roots], _rows(PUBLIC_QUERIES), partial=True)
+    for label in ("own", "own-partial", "public", "public-partial"):
         if label in out:
             q = out[label]
-            print(f"{label:7s} {q['skills']:3d} skills {q['queries']:3d} queries  hit@1 {q['hit@1']:.3f}  "
+            print(f"{label:14s} {q['skills']:3d} skills {q['queries']:3d} queries  hit@1 {q['hit@1']:.3f}  "
                   f"hit@3 {q['hit@3']:.3f}  MRR {q['mrr']:.3f}")
     for n in (int(s) for s in args.sizes.split(",") if s):
         info = corpora.generate(args.cache / f"corpus-{n}", n)

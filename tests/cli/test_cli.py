@@ -55,7 +55,8 @@ def test_search_exit_codes_and_json_shape(root: Path) -> None:
     done = run("search", "turn", "notes", "into", "a", "report", "--json", "--skills-dir", str(root))
     assert done.returncode == 0
     data = as_json(done)
-    assert set(data) == {"query", "hits", "count", "searched", "match"}
+    assert set(data) == {"query", "hits", "count", "searched", "match", "coverage"}
+    assert data["coverage"] == "complete"  # the CLI indexes every body before it answers
     assert {"name", "description", "uri", "score", "reason", "matched", "fields"} <= set(data["hits"][0])
     nothing = run("search", "zzzqqq", "--skills-dir", str(root))
     assert nothing.returncode == 1 and nothing.stdout == "" and "no skill matches" in nothing.stderr

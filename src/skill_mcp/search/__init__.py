@@ -17,7 +17,14 @@ the catalog; it imports ``catalog`` and the leaves (``models``, ``errors``) only
 
 from skill_mcp.search.build import build_index
 from skill_mcp.search.index import Hit, SearchDoc, SearchIndex
-from skill_mcp.search.source import MAX_LIMIT, index_catalog, search_result
+from skill_mcp.search.source import (
+    MAX_LIMIT,
+    BuildAbandoned,
+    index_catalog,
+    search_result,
+    short_index,
+    stored_index,
+)
 from skill_mcp.search.store import StoredIndexError
 
 # What an index built by this code holds: bump it whenever terms or scores change (the text
@@ -25,5 +32,5 @@ from skill_mcp.search.store import StoredIndexError
 # rebuilt rather than read. 2: Snowball stems, related words, the body cap.
 INDEX_VERSION = 2
 
-__all__ = ["INDEX_VERSION", "MAX_LIMIT", "Hit", "SearchDoc", "SearchIndex", "StoredIndexError", "build_index",
-           "index_catalog", "search_result"]
+__all__ = ["INDEX_VERSION", "MAX_LIMIT", "BuildAbandoned", "Hit", "SearchDoc", "SearchIndex", "StoredIndexError",
+           "build_index", "index_catalog", "search_result", "short_index", "stored_index"]

@@ -229,10 +229,14 @@ class _Builder:
         title = _count(vocab, _tokens(doc.title))
         if title.keys() == name.keys():
             title = Counter()  # the usual case: counting the same words twice would double the name
-        headings, texts = split_sections(doc.body)
         tag = len(self.names) << _DOC_SHIFT
-        heads, section_of = _count_runs(vocab, headings, 0, tag)
-        body, keys, tfs, sections = _count_body(vocab, texts, section_of, tag)
+        headings: list[str]
+        if doc.body:
+            headings, texts = split_sections(doc.body)
+            heads, section_of = _count_runs(vocab, headings, 0, tag)
+            body, keys, tfs, sections = _count_body(vocab, texts, section_of, tag)
+        else:  # what those give for no body (the short index of a two-phase build: every doc)
+            headings, heads, body, keys, tfs, sections = [], Counter(), Counter(), [], [], []
         tags = _count(vocab, chain.from_iterable(map(_tokens, doc.tags)))
         short = (name, title, _count(vocab, _tokens(doc.description)), tags, heads)
         self._grow()

@@ -7,6 +7,8 @@ it does not fail.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,20 @@ def doc_for(skill: Skill) -> SearchDoc:
     return _doc(skill)[0]
 
 
+def short_doc(skill: Skill) -> SearchDoc:
+    """What the catalog record alone says of a skill (name, frontmatter name, description, tags):
+    no file is read, so a first search need not wait for every body."""
+    name, title, description, tags = _fields(skill)
+    return SearchDoc(name=name, title=title, description=description, tags=tags)
+
+
+def short_index(catalog: Catalog) -> SearchIndex:
+    """The first phase of a two-phase build: names, descriptions and tags, no body and no
+    heading (both need SKILL.md read: docs/search.md, "Two phases"). Same builder, same
+    weights; only the body and heading fields are empty."""
+    return build_sorted(map(short_doc, _in_order(catalog)))
+
+
 def _in_order(catalog: Catalog) -> list[Skill]:
     return sorted(catalog.skills.values(), key=lambda s: s.name)
 
@@ -136,25 +152,57 @@ def _counted(docs: Iterator[SearchDoc], total: int, progress: Callable[[int, int
     progress(done, total)
 
 
+def _paced(docs: Iterator[SearchDoc], keep_going: Callable[[], bool]) -> Iterator[SearchDoc]:
+    """``docs``, offering the GIL to other threads after each one (a background build must not
+    hold the event loop for a whole switch interval at a time), and stopping with
+    ``BuildAbandoned`` once ``keep_going()`` is false (the catalog was replaced meanwhile)."""
+    for doc in docs:
+        if not keep_going():
+            raise BuildAbandoned
+        time.sleep(0)
+        yield doc
+
+
+class BuildAbandoned(Exception):
+    """A background build stopped because its catalog is no longer the one served."""
+
+
+def stored_index(catalog: Catalog, cache_dir: Path | None) -> SearchIndex | None:
+    """The index persisted in ``cache_dir`` for exactly this catalog and these SKILL.md files
+    (``search.store``), or None: nothing there, built for something else, or damaged."""
+    if cache_dir is None or not catalog.roots:
+        return None
+    path = index_file(cache_dir, catalog.roots)
+    if not os.path.lexists(path):
+        return None  # nothing persisted: no need for the key (an lstat per skill)
+    return load(path, current_key(_in_order(catalog)))
+
+
 def index_catalog(catalog: Catalog, cache_dir: Path | None = None, *, reuse: bool = True,
-                  now_ns: NowFn | None = None, progress: Callable[[int, int], None] | None = None) -> SearchIndex:
+                  now_ns: NowFn | None = None, progress: Callable[[int, int], None] | None = None,
+                  keep_going: Callable[[], bool] | None = None) -> SearchIndex:
     """The search index for one catalog generation.
 
     With ``cache_dir``, the index persisted there is used when it was built from exactly this
     catalog and these SKILL.md files (``search.store``); otherwise (or with ``reuse`` off, after
     a persisted one proved damaged) it is built and persisted for the next start. ``now_ns``
     is the filesystem clock (tests inject one). ``progress(done, total)`` is called as skills
-    are indexed, when an index is built.
+    are indexed, when an index is built. ``keep_going``: a build in the background, paced (see
+    ``_paced``), which raises ``BuildAbandoned`` once ``keep_going()`` turns false.
     """
     total = len(catalog.skills)
+
+    def paced(docs: Iterator[SearchDoc]) -> Iterator[SearchDoc]:
+        return docs if keep_going is None else _paced(docs, keep_going)
+
     if cache_dir is None or not catalog.roots:
-        return build_sorted(_counted(docs_from_catalog(catalog), total, progress))
+        return build_sorted(paced(_counted(docs_from_catalog(catalog), total, progress)))
     skills = _in_order(catalog)
     path = index_file(cache_dir, catalog.roots)
     if reuse and (stored := load(path, current_key(skills))) is not None:
         return stored
     keyed = _Keyed((now_ns or marker_time)(cache_dir))
-    index = build_sorted(_counted(keyed.docs(skills), total, progress))
+    index = build_sorted(paced(_counted(keyed.docs(skills), total, progress)))
     if keyed.writable:
         save(path, keyed.key.hexdigest(), index)
     return index
@@ -174,8 +222,10 @@ def _ideal(index: SearchIndex, qterms: Mapping[str, QueryTerm]) -> float:
     return ideal
 
 
-def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int) -> dict[str, Any]:
-    """The structured answer to one search: ``skill_search``'s result and the CLI's ``--json``."""
+def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int, *,
+                  complete: bool = True) -> dict[str, Any]:
+    """The structured answer to one search: ``skill_search``'s result and the CLI's ``--json``.
+    ``complete``: False for an answer from ``short_index`` (its ``coverage`` says ``partial``)."""
     hits = []
     qterms = query_terms(query)
     ideal = _ideal(index, qterms)
@@ -197,4 +247,5 @@ def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int) 
         hits.append(entry)
     best = hits[0]["confidence"] if hits else 0.0
     match = "good" if best >= GOOD_MATCH else "weak" if hits else "none"
-    return {"query": query, "hits": hits, "count": len(hits), "searched": len(index), "match": match}
+    return {"query": query, "hits": hits, "count": len(hits), "searched": len(index), "match": match,
+            "coverage": "complete" if complete else "partial"}
