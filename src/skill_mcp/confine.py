@@ -1,4 +1,4 @@
-"""Apply one run's sandbox (``limits.Sandbox``) to this process: Landlock, then seccomp.
+"""Apply one run's sandbox (``sandbox_rules.Sandbox``) to this process: Landlock, then seccomp.
 
 Called by the process that execs a script, after no-new-privileges and just before ``execve``:
 the standalone exec shim (``runner/_exec_shim.py``, which gets the rules' ``wire()`` form over
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from collections.abc import Mapping
     from typing import Any
 
-    from skill_mcp.limits import Sandbox
+    from skill_mcp.sandbox_rules import Sandbox
 
 _PR_GET_SECCOMP = 21
 _LEVELS = {

@@ -10,7 +10,7 @@ not restricted at all), never asked for and refused. Every failure raises ``Land
 (an ``OSError`` with the errno); nothing here returns a bool for a failed step.
 
 What a run may read, write and reach is not written here: the rules are data in
-``limits.sandbox_rules``, turned into a ruleset by ``confine.build_ruleset``.
+``sandbox_rules.sandbox_rules``, turned into a ruleset by ``confine.build_ruleset``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ inspection. A system call unknown to this architecture (``ipc`` on x86_64) is sk
 program cannot make it. Every failure raises ``SeccompError``.
 
 Which system calls a run may not make is not written here: the list is data in
-``limits.DENIED_SYSCALLS``, turned into a filter by ``confine.build_filter``.
+``sandbox_rules.DENIED_SYSCALLS``, turned into a filter by ``confine.build_filter``.
 """
 
 from __future__ import annotations

@@ -35,12 +35,12 @@ from skill_mcp import brokerwire, confine
 from skill_mcp.limits import (
     FIXED_PATH,
     LAUNCHER_OOM_SCORE_ADJ,
-    MIN_LANDLOCK_ABI,
     SERVER_OOM_SCORE_ADJ,
     find_interpreters,
     set_oom_score_adj,
 )
 from skill_mcp.reasons import Refusal
+from skill_mcp.sandbox_rules import MIN_LANDLOCK_ABI
 from skill_mcp_launcher import caps, egress_report, fence, isolation, parse_helper, policy, procs, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 

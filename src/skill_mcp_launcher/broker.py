@@ -23,8 +23,9 @@ from typing import Any
 
 from skill_mcp import declwire, outputs
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, appliance_sandbox, run_status
+from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, run_status
 from skill_mcp.reasons import Refusal
+from skill_mcp.sandbox_rules import appliance_sandbox
 from skill_mcp_launcher import checks, egress_report, isolation, parse_helper, policy, procs, proxy, sandbox
 
 RUN_DIR = "/run/skill-mcp"

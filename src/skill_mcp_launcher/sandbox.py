@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from skill_mcp import confine, outputs
-from skill_mcp.limits import DRAIN_S, SCRIPT_OOM_SCORE_ADJ, TERM_GRACE_S, Capture, Limits, Sandbox, set_oom_score_adj
+from skill_mcp.limits import DRAIN_S, SCRIPT_OOM_SCORE_ADJ, TERM_GRACE_S, Capture, Limits, set_oom_score_adj
 from skill_mcp.proctools import killpg
+from skill_mcp.sandbox_rules import Sandbox
 from skill_mcp_launcher import procs
 
 # The limits, the capture bound and the grace periods live in skill_mcp.limits (shared with
@@ -116,7 +117,7 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     ``outputs_dir`` (inside ``scratch``) is read after every process of the uid is killed and
     before anything is removed, by descriptor (``skill_mcp.outputs``): root reads there only
     the script uid's own single-link regular files, and no process is left to swap them.
-    ``rules`` is the run's kernel sandbox (``limits.appliance_sandbox``), applied in the child
+    ``rules`` is the run's kernel sandbox (``sandbox_rules.appliance_sandbox``), applied in the child
     after the drop; the broker never runs a script without one (``None`` is for tests of the
     drop pipeline alone).
     """

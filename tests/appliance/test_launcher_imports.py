@@ -19,6 +19,7 @@ LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "fence", "isolation", "p
 # decode, a run's outputs and its kernel sandbox (the Landlock and libseccomp bindings, and what
 # applies them).
 ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons", "skill_mcp.limits",
+                   "skill_mcp.sandbox_rules",
                    "skill_mcp.trees", "skill_mcp.proctools", "skill_mcp.grantrules", "skill_mcp.brokerwire",
                    "skill_mcp.declwire", "skill_mcp.jsonbound",
                    "skill_mcp.outputs", "skill_mcp.confine", "skill_mcp.landlock", "skill_mcp.seccomp"}

@@ -2,7 +2,7 @@
 
 Run by ``test_sandbox_bindings.py`` as ``python sandbox_probe.py RULES_JSON PROBE...``, never
 imported: applying a sandbox is for good, so it happens in a process of its own (a fork of the
-threaded test process would be unsafe). ``RULES_JSON`` is a ``limits.Sandbox`` wire form, or
+threaded test process would be unsafe). ``RULES_JSON`` is a ``sandbox_rules.Sandbox`` wire form, or
 ``null`` for the unconfined positive control. Prints ``{probe: errno}`` (0: the call worked).
 """
 

@@ -7,7 +7,7 @@ import re
 import resource
 from pathlib import Path
 
-from skill_mcp import limits, outputs
+from skill_mcp import limits, outputs, sandbox_rules
 from skill_mcp_launcher import procs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,4 +94,4 @@ def test_a_changed_sandbox_rule_in_the_table_is_caught() -> None:
     # Positive control for the sandbox rows: an edited rule no longer matches the code's.
     text = DOC.read_text(encoding="utf-8").replace("connect to port 8888 only", "connect to port 8080 only")
     assert documented_table(text)["sandbox: TCP"] != expected_rows()["sandbox: TCP"]
-    assert limits.sandbox_table(8080)["sandbox: TCP"] == documented_table(text)["sandbox: TCP"]
+    assert sandbox_rules.sandbox_table(8080)["sandbox: TCP"] == documented_table(text)["sandbox: TCP"]

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from skill_mcp import confine, limits
+from skill_mcp import confine, limits, sandbox_rules
 
 from .helpers import NOBODY, nobody_python
 
@@ -79,7 +79,7 @@ NODE = ("const fs = require('fs'), path = require('path');\n"
 
 def _kernel_can() -> bool:
     try:
-        confine.probe(limits.MIN_LANDLOCK_ABI)
+        confine.probe(sandbox_rules.MIN_LANDLOCK_ABI)
     except confine.SandboxUnavailable:
         return False
     return True

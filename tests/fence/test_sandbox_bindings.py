@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from skill_mcp import confine, landlock, limits
+from skill_mcp import confine, landlock, limits, sandbox_rules
 
 PROBE = Path(__file__).with_name("sandbox_probe.py")
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self").exists(), reason="Linux o
 
 def _kernel_can() -> bool:
     try:
-        confine.probe(limits.MIN_LANDLOCK_ABI)
+        confine.probe(sandbox_rules.MIN_LANDLOCK_ABI)
     except confine.SandboxUnavailable:
         return False
     return True
@@ -38,7 +38,7 @@ def _kernel_can() -> bool:
 needs_sandbox = pytest.mark.skipif(not _kernel_can(), reason="this kernel cannot confine a run")
 
 
-def probe(rules: limits.Sandbox | None, *calls: str) -> dict[str, int]:
+def probe(rules: sandbox_rules.Sandbox | None, *calls: str) -> dict[str, int]:
     wire = json.dumps(rules.wire() if rules is not None else None)
     done = subprocess.run([sys.executable, str(PROBE), wire, *calls], capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
@@ -67,8 +67,8 @@ def listener() -> Iterator[int]:
         yield srv.getsockname()[1]
 
 
-def standalone(d: dict[str, Path], *, egress: bool, data: bool = False) -> limits.Sandbox:
-    return limits.standalone_sandbox(skill_dir=str(d["skill"]), run_dir=str(d["run"]),
+def standalone(d: dict[str, Path], *, egress: bool, data: bool = False) -> sandbox_rules.Sandbox:
+    return sandbox_rules.standalone_sandbox(skill_dir=str(d["skill"]), run_dir=str(d["run"]),
                                      interpreters=limits.find_interpreters().values(),
                                      data_dir=str(d["data"]) if data else None, egress=egress)
 
@@ -128,7 +128,7 @@ def test_an_appliance_sandbox_connects_to_the_proxy_port_only_and_binds_none(dir
         other.bind(("127.0.0.1", 0))
         other.listen(1)
         elsewhere = other.getsockname()[1]
-        rules = limits.appliance_sandbox(skill_dir=str(dirs["skill"]), scratch=str(dirs["run"]),
+        rules = sandbox_rules.appliance_sandbox(skill_dir=str(dirs["skill"]), scratch=str(dirs["run"]),
                                          interpreters=limits.find_interpreters().values(), proxy_port=listener)
         got = probe(rules, f"connect:{listener}", f"connect:{elsewhere}", "bind")
     assert got[f"connect:{elsewhere}"] == got["bind"] == errno.EACCES
@@ -144,7 +144,7 @@ def test_a_confined_process_cannot_signal_outside_its_run(dirs: dict[str, Path])
 
 @needs_sandbox
 def test_a_required_path_that_is_missing_fails_the_apply_instead_of_running_unconfined(dirs: dict[str, Path]) -> None:
-    rules = limits.standalone_sandbox(skill_dir=str(dirs["skill"] / "gone"), run_dir=str(dirs["run"]),
+    rules = sandbox_rules.standalone_sandbox(skill_dir=str(dirs["skill"] / "gone"), run_dir=str(dirs["run"]),
                                       interpreters=(), data_dir=None, egress=False)
     done = subprocess.run([sys.executable, str(PROBE), json.dumps(rules.wire()), "fork"], capture_output=True,
                           timeout=60, check=False)
@@ -173,17 +173,17 @@ def test_the_landlock_rights_degrade_per_abi_as_the_kernel_sample_does() -> None
 
 
 def test_interpreter_prefixes_are_the_installation_roots() -> None:
-    assert limits.interpreter_prefixes(["/opt/x/bin/python3.11", "/usr/bin/node", "/opt/x/bin/node",
+    assert sandbox_rules.interpreter_prefixes(["/opt/x/bin/python3.11", "/usr/bin/node", "/opt/x/bin/node",
                                         "/weird/node"]) == ("/opt/x", "/usr", "/weird")
 
 
 def test_nothing_a_declaration_says_but_egress_changes_the_rules() -> None:
     common: dict[str, Any] = {"skill_dir": "/s", "run_dir": "/r", "interpreters": ("/usr/bin/python3",),
                               "data_dir": None}
-    closed, open_ = limits.standalone_sandbox(**common, egress=False), limits.standalone_sandbox(**common, egress=True)
+    closed, open_ = sandbox_rules.standalone_sandbox(**common, egress=False), sandbox_rules.standalone_sandbox(**common, egress=True)
     assert closed.paths == open_.paths and (closed.tcp_connect, closed.inet) == ((), False)
     assert (open_.tcp_connect, open_.inet) == (None, True)
-    writable = [p for p, level, _ in closed.paths if level == limits.WRITE_ALL]
+    writable = [p for p, level, _ in closed.paths if level == sandbox_rules.WRITE_ALL]
     assert writable == ["/r"]
     for forbidden in ("/tmp", "/dev/shm", "/var/tmp", "/run", os.path.expanduser("~")):
         assert all(not p.startswith(forbidden) or p in ("/r",) for p, _, _ in closed.paths), forbidden

@@ -15,7 +15,7 @@ that the server is still its parent) and blocks reading ``CFG_FD``. A run costs 
 comes after that read. It serves at most one run: it execs or exits.
 
 Protocol: the parent writes one ``marshal``-encoded dict to ``CFG_FD`` (argv, env, cwd, rlimits,
-optional uid/gid, the script's ``oom_score_adj``, and ``sandbox``: the run's ``limits.Sandbox`` in its
+optional uid/gid, the script's ``oom_score_adj``, and ``sandbox``: the run's ``sandbox_rules.Sandbox`` in its
 wire form, or ``None`` only when the owner opted out of confinement) and closes it; the values travel through a pipe, never
 through this process's argv or environment, so they do not show up in ``/proc/<pid>/cmdline``
 or ``/proc/<pid>/environ``. EOF with no configuration means the server discarded this shim or

@@ -25,7 +25,6 @@ from typing import Any
 from skill_mcp import confine
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import MIN_LANDLOCK_ABI
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.audit import FENCED_NOTE, AuditSink, audit_record, looks_fenced, stderr_sink
@@ -38,6 +37,7 @@ from skill_mcp.runner.report import Blocked, FenceReport, fence_report
 from skill_mcp.runner.spawn_local import LocalSpawner, UserDrop
 from skill_mcp.runner.tokens import TokenBook
 from skill_mcp.runner.types import OutputTap, Spawner
+from skill_mcp.sandbox_rules import MIN_LANDLOCK_ABI
 
 DEFAULT_SCRIPT_USER = "nobody"
 STANDALONE_EGRESS = ("standalone: no egress fence, so nothing was refused or counted; a script whose skill "

@@ -47,13 +47,14 @@ import anyio.to_thread
 
 from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import SCRIPT_OOM_SCORE_ADJ, STANDALONE, Capture, Sandbox, run_status, standalone_sandbox
+from skill_mcp.limits import SCRIPT_OOM_SCORE_ADJ, STANDALONE, Capture, run_status
 from skill_mcp.proctools import killpg
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
 from skill_mcp.runner.script_env import spawn_env
 from skill_mcp.runner.shim import EAGAIN, KILL_WAIT_S, Shim, ShimGone, WarmSlot
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, OutputTap, RunPlan, RunResult
+from skill_mcp.sandbox_rules import Sandbox, standalone_sandbox
 from skill_mcp.trees import NotRemoved, remove_tree
 
 # The standalone limits (docs/fence.md's table): one home with the appliance's, in skill_mcp.limits.
@@ -152,7 +153,7 @@ class LocalSpawner:
     drain_s: float = DRAIN_S
     warm_ahead: bool = True  # False: every run starts its shim cold
     on_output: OutputTap | None = None  # sees the script's output as it is written (runner.types)
-    # Every run in a kernel sandbox of its own (``limits.standalone_sandbox``); False only when the
+    # Every run in a kernel sandbox of its own (``sandbox_rules.standalone_sandbox``); False only when the
     # owner opted out (``SKILL_MCP_UNCONFINED=1``) on a kernel that cannot confine.
     confined: bool = True
     runtimes: tuple[str, ...] = ()  # the interpreters' real paths: their prefixes are readable
