@@ -45,8 +45,8 @@ from skill_mcp.grantrules import (
 from skill_mcp.limits import FIXED_PATH, clamp_timeout
 from skill_mcp.paths import is_inside, resolve_inside
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import proxy
 from skill_mcp_launcher.checks import Request
+from skill_mcp_launcher.egress import allowed_hosts
 from skill_mcp_launcher.sandbox import Job
 
 
@@ -141,17 +141,6 @@ def broker_env(values: Mapping[str, str], scratch: str, proxy_port: int) -> dict
     return exec_env(values, scratch, path=FIXED_PATH, home=scratch, proxy_url=f"http://127.0.0.1:{proxy_port}")
 
 
-def _egress(req: Request, allowed: Granted) -> tuple[str, ...]:
-    usable = tuple(h for h in allowed.egress if proxy.valid_host(h))
-    if req.egress is None:
-        return usable
-    for host in req.egress:
-        if host not in usable:
-            raise _refuse(Refusal.EGRESS_NOT_GRANTED, f"{host!r} is not a host the skill declares and the owner "
-                          "granted", host=host, granted=list(usable))
-    return tuple(h for h in usable if h in req.egress)
-
-
 def _timeout(req: Request, decl: DeclaredScript) -> float:
     ceiling = clamp_timeout(decl.timeout)
     if req.timeout_s is None:
@@ -173,6 +162,6 @@ def decide(req: Request, *, skills: Mapping[str, DeclaredSkill], grants: Grants,
     interpreter = _interpreter(req, decl, interpreters)
     cwd, script = _script_path(req, skill, roots)
     env = _env(req, allowed, environ)
-    egress = _egress(req, allowed)
+    egress = allowed_hosts(allowed.egress, req.egress)
     timeout = _timeout(req, decl)
     return Job(argv=(interpreter, script, *req.args), cwd=cwd, env=env, timeout_s=timeout, egress=egress)
