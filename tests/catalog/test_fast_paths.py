@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skill_mcp import paths
@@ -21,7 +21,6 @@ from skill_mcp.errors import SkillMcpError
 ASCII_PATHS = st.text(alphabet=st.sampled_from(list("ab./-_%\\\x00\x1f\x7f ~")), max_size=40)
 
 
-@settings(max_examples=3000, deadline=None)
 @given(ASCII_PATHS, st.booleans())
 def test_ascii_fast_path_agrees_with_the_full_check(rel: str, dash: bool) -> None:
     assert paths.relpath_problem(rel, allow_leading_dash=dash) == paths._full_problem(rel, dash)
@@ -115,7 +114,6 @@ def _split_outcome(fn: object, raw: bytes) -> object:
 LINE = st.sampled_from(["---", "...", "--- ", "name: x", "é" * 300, "x" * 5000, "a: b\r", "", "#"])
 
 
-@settings(max_examples=400, deadline=None)
 @given(st.lists(LINE, max_size=40), st.sampled_from(["\n", "\r\n", "\u2028"]), st.booleans(),
        st.integers(min_value=0, max_value=3))
 def test_split_reads_only_the_head_yet_agrees_with_the_whole_text_rule(lines: list[str], eol: str, bom: bool,

@@ -193,6 +193,7 @@ def test_files_of_another_owner_are_not_kept_when_an_owner_is_named(tmp_path: Pa
 _NAMES = st.text(alphabet="abcdefgh.-_", min_size=1, max_size=12).filter(lambda s: s not in (".", ".."))
 
 
+# 40, whatever the profile: each example writes a directory of files and collects it from disk.
 @settings(max_examples=40, deadline=None)
 @given(st.dictionaries(_NAMES, st.binary(max_size=64), max_size=12))
 def test_the_wire_form_gives_back_what_was_collected(tmp_path_factory: pytest.TempPathFactory,

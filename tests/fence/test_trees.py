@@ -226,6 +226,7 @@ def _build(at: Path, node: object, outside: Path, top: Path) -> None:
     at.chmod(mode)
 
 
+# 40, whatever the profile: each example builds and removes a tree on disk through a child process.
 @settings(max_examples=40, deadline=None)
 @given(shape=_tree, depth=st.integers(min_value=0, max_value=3))
 def test_property_any_tree_is_removed_and_nothing_outside_it_is_touched(shape: object, depth: int) -> None:

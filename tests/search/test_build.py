@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skill_mcp.catalog import build_catalog
@@ -63,13 +63,11 @@ def _docs(draw: st.DrawFn) -> list[SearchDoc]:
 
 
 @given(_docs())
-@settings(max_examples=300, deadline=None)
 def test_any_corpus_indexes_exactly_as_the_reference_does(docs: list[SearchDoc]) -> None:
     _assert_same(build_index(docs), reference_build_index(docs))
 
 
 @given(_BODIES)
-@settings(max_examples=300, deadline=None)
 def test_fast_section_split_gives_the_same_headings_and_words(body: str) -> None:
     fast_heads, fast_texts = split_sections(body)
     heads, texts = split_markdown(body)

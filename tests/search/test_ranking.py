@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skill_mcp.search import SearchDoc, build_index
@@ -111,7 +111,6 @@ _VOCAB = ["alpha", "beta", "gamma", "delta", "pdf", "form", "slack", "gif", "tes
     st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=5),
     st.integers(min_value=1, max_value=6),
 )
-@settings(max_examples=150, deadline=None)
 def test_pruned_search_returns_exactly_the_exhaustive_ranking(bodies, query, limit) -> None:  # type: ignore[no-untyped-def]
     docs = [SearchDoc(f"s{i:03d}", description=" ".join(b[:3]), body=" ".join(b)) for i, b in enumerate(bodies)]
     index = build_index(docs)

@@ -42,6 +42,8 @@ from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
 
 FIGURES = Path(__file__).resolve().parents[2] / "build" / "security" / "fuzz.json"
 COUNTS: dict[str, int] = {}
+# Fixed counts, whatever the Hypothesis profile: tests/security/README.md publishes the examples run
+# per property (and ``fuzz.json`` records them), so the suite's figures are the same on every machine.
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
