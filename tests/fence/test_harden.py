@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from skill_mcp.runner.harden import env_block, harden_process
+from tests.serve import SKILL_MCP, serve_argv
 
 from .helpers import NOBODY, nobody_python
 
@@ -110,8 +111,7 @@ async def _real_server_probe(root: Path) -> dict[str, Any]:
         "---\nname: probe\ndescription: probe\nmcp-host:\n  version: 1\n  run:\n"
         "    - script: probe.py\n      interpreter: python\n---\nprobe\n", encoding="utf-8")
     params = StdioServerParameters(
-        command="setpriv", args=[f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python, "-m",
-                                 "skill_mcp.server", "--skills-dir", str(root)],
+        command="setpriv", args=[f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *serve_argv([root], python=python)],
         env={"PYTHONPATH": pythonpath, "PROBE_SECRET": SECRET, "SKILL_MCP_LOG": "warning"})
     async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
         first = (await client.call_tool("skill_run", {"skill": "probe", "script": "probe.py"})).structured_content
@@ -126,6 +126,6 @@ def test_a_script_run_by_the_real_server_cannot_read_its_environ_or_mem(root: Pa
     import anyio
 
     probe = anyio.run(_real_server_probe, root)
-    assert "skill_mcp.server" in probe["cmdline"]  # it looked at the server, not some other process
+    assert SKILL_MCP in probe["cmdline"]  # it looked at the server, not some other process
     assert SECRET not in probe.get("environ", "") and SECRET not in probe.get("mem", "")
     assert "mem_opened" not in probe

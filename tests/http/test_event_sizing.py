@@ -9,7 +9,6 @@ default cap, as users run it.
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from skill_mcp.surfaces.http_events import (
     CLIENT_EVENT_LIMIT,
@@ -29,6 +28,7 @@ from skill_mcp.surfaces.http_events import (
     wire_size,
 )
 from tests.http.harness import http_client, running_http_server
+from tests.serve import stdio_params
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 TOKEN = "sizing-token-0123456789abcdef"
@@ -93,9 +93,7 @@ async def test_a_skill_file_batch_over_1_mib_reaches_the_sdk_client_over_http(ro
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_a_skill_file_batch_over_1_mib_reaches_the_sdk_client_over_stdio(root: Path, era: str) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "skill_mcp", "serve", "--skills-dir", str(root)],
-                                   env={"SKILL_MCP_LOG": "warning"})
-    async with Client(params, mode=era, read_timeout_seconds=60) as client:
+    async with Client(stdio_params([root]), mode=era, read_timeout_seconds=60) as client:
         await _read_everything(client)
 
 

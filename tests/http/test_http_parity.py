@@ -8,15 +8,15 @@ server in a subprocess each time) and the two snapshots must be equal.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from tests.http.harness import http_client, running_http_server
 from tests.integration.harness import directory_read, skills_get, skills_list
+from tests.serve import stdio_params
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120), pytest.mark.slow]
 TOKEN = "parity-token-0123456789abcdef"
@@ -50,9 +50,7 @@ async def _walk(client: Client) -> dict[str, Any]:
 
 
 def _stdio(era: str) -> Client:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "skill_mcp.server", "--skills-dir", str(CORPUS)],
-                                   env={"SKILL_MCP_LOG": "warning"})
-    return Client(params, mode=era, read_timeout_seconds=30)
+    return Client(stdio_params([CORPUS]), mode=era, read_timeout_seconds=30)
 
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])

@@ -1,4 +1,4 @@
-"""Start ``skill-mcp serve`` as a real subprocess and talk to it: SDK client or raw lines.
+"""Talk to ``skill-mcp serve`` (started through ``tests/serve.py``): SDK client or raw lines.
 
 The fixture tree has, on purpose: a skill with nested folders, a binary file, a file over the
 1 MiB per-file cap and a declared script (``alpha``); a plain skill (``beta``); a skill whose
@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -21,8 +20,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types as types
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from pydantic import TypeAdapter
+
+from tests.serve import serve_argv, stdio_params
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 BIG = 1024 * 1024 + 10
@@ -81,20 +82,6 @@ def sha256(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def server_command() -> list[str]:
-    """The console script when installed next to this interpreter, else the module."""
-    script = Path(sys.executable).with_name("skill-mcp")
-    if script.exists():
-        return [str(script), "serve"]
-    return [sys.executable, "-m", "skill_mcp.server"]
-
-
-def server_params(root: Path, env: Mapping[str, str] | None = None) -> StdioServerParameters:
-    command = server_command()
-    return StdioServerParameters(command=command[0], args=[*command[1:], "--skills-dir", str(root)],
-                                 env={"SKILL_MCP_LOG": "warning", **(env or {})})
-
-
 @dataclass
 class Wire:
     """One open SDK client on a server shared by a module's read-only tests."""
@@ -117,7 +104,7 @@ Connect = Callable[..., AbstractAsyncContextManager[Client]]
 async def connect(
     root: Path, era: str, env: Mapping[str, str] | None = None, **client_kwargs: Any
 ) -> AsyncIterator[Client]:
-    async with Client(server_params(root, env), mode=era, read_timeout_seconds=30, **client_kwargs) as client:
+    async with Client(stdio_params([root], env), mode=era, read_timeout_seconds=30, **client_kwargs) as client:
         yield client
 
 
@@ -168,10 +155,9 @@ class RawServer:
     """The server with plain pipes: write lines, read stdout lines one at a time (bounded)."""
 
     def __init__(self, root: Path, env: Mapping[str, str] | None = None) -> None:
-        command = server_command()
         base = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
         self.proc = subprocess.Popen(
-            [*command, "--skills-dir", str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            serve_argv([root]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env={**base, "LANG": "C.UTF-8", **(env or {})},
         )
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
@@ -21,6 +20,7 @@ from skill_mcp.config import BUNDLED_ROOT
 from tests.helpers import ERAS
 from tests.http.harness import running_http_server
 from tests.integration.harness import connect
+from tests.serve import serve_argv
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 SEED_TOOLS = {"list_packs", "search_skills", "get_skill"}
@@ -69,7 +69,7 @@ def _check_refusal(error: dict[str, object]) -> None:
 def test_the_seeds_literal_initialize_is_told_what_is_missing_over_stdio() -> None:
     lines = [json.dumps(SEED_INITIALIZE), json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
         "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "seed", "version": "1"}}})]
-    done = subprocess.run([sys.executable, "-m", "skill_mcp", "serve"], input="\n".join(lines) + "\n",
+    done = subprocess.run(serve_argv(), input="\n".join(lines) + "\n",
                           capture_output=True, text=True, timeout=60, check=False, env={"SKILL_MCP_LOG": "warning"})
     answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
     _check_refusal(answers[1]["error"])

@@ -18,7 +18,6 @@ import json
 import os
 import select
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,8 +26,8 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import build_tree
+from tests.serve import SKILL_MCP
 
-SKILL_MCP = str(Path(sys.executable).with_name("skill-mcp"))
 WAIT_S = 60.0
 
 # Not needed to answer initialize or tools/list: each is imported by the first request that uses it.

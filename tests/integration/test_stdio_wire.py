@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import RawServer, server_command
+from tests.integration.harness import RawServer
+from tests.serve import serve_argv
 
 
 def test_a_line_that_is_not_json_gets_32700_and_the_server_keeps_serving(skills_root: Path) -> None:
@@ -83,7 +84,7 @@ def test_started_by_hand_on_a_terminal_it_says_what_it_serves_and_how_to_connect
     controller, terminal = pty.openpty()
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
     proc = subprocess.Popen(
-        [*server_command(), "--skills-dir", str(skills_root)],
+        serve_argv([skills_root]),
         stdin=terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -168,7 +169,7 @@ def test_every_request_read_before_end_of_input_is_answered(skills_root: Path, t
     requests = tmp_path / "requests.jsonl"
     requests.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json\n", encoding="utf-8")
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
-    command = [*server_command(), "--skills-dir", str(skills_root)]
+    command = serve_argv([skills_root])
     with requests.open("rb") as stdin:
         if stdout_kind == "pipe":
             done = subprocess.run(command, stdin=stdin, capture_output=True, env={**env, "LANG": "C.UTF-8"},

@@ -20,8 +20,9 @@ from mcp import Client, StdioServerParameters
 
 from skill_mcp.config import BUNDLED_ROOT
 from skill_mcp.runner.interpreters import resolve_interpreters
+from tests.serve import SKILL_MCP
 
-SERVER = Path(sys.executable).with_name("skill-mcp")
+SERVER = Path(SKILL_MCP)
 INTERPRETERS = resolve_interpreters()
 CLIENTS = {"claude-desktop", "claude-code", "vscode", "cursor", "windsurf", "zed", "codex", "gemini", "goose"}
 

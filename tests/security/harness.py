@@ -17,7 +17,6 @@ import json
 import os
 import pwd
 import signal
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +26,8 @@ from typing import Any
 import psutil
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
+
+from tests.serve import stdio_params
 
 SCRIPT_USER = "skillmcp-sectest"
 FALLBACK_USER = "nobody"
@@ -111,10 +112,8 @@ class Session:
 
 
 def server_params(roots: Sequence[Path], env: Mapping[str, str]) -> StdioServerParameters:
-    args = ["-m", "skill_mcp.server"]
-    for root in roots:
-        args += ["--skills-dir", str(root)]
-    return StdioServerParameters(command=sys.executable, args=args, env=dict(env))
+    """``skill-mcp serve`` over stdio (the one scaffold, ``tests/serve.py``) with the suite's environment."""
+    return stdio_params(roots, env)
 
 
 @contextmanager

@@ -39,6 +39,7 @@ from skill_mcp_launcher import checks, policy, procs
 from skill_mcp_launcher.boot import _serve_one
 from skill_mcp_launcher.broker import Broker
 from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
+from tests.serve import serve_argv
 
 FIGURES = Path(__file__).resolve().parents[2] / "build" / "security" / "fuzz.json"
 COUNTS: dict[str, int] = {}
@@ -247,7 +248,7 @@ class StdioServer:
     def start(self) -> None:
         root = self.root
         env = {"PATH": "/usr/bin:/bin", "SKILL_MCP_LOG": "error", "MCP_CONFIRM_ELICITATION": "off"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "skill_mcp.server", "--skills-dir", str(root)],
+        self.proc = subprocess.Popen(serve_argv([root]),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env)
         self.sentinel = 0

@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.serve import serve_argv
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools" / "verifiers"
@@ -41,13 +42,6 @@ def inspector_or_skip() -> None:
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
-
-
-def serve_argv(roots: Sequence[Path]) -> list[str]:
-    argv = [sys.executable, "-m", "skill_mcp", "serve"]
-    for root in roots:
-        argv += ["--skills-dir", str(root)]
-    return argv
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,7 @@ from skill_mcp.catalog.packs import PACK_JSON, Pack, apply_packs, load_pack, par
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.models import Problem, Skill
 from skill_mcp.reasons import Level, ProblemReason
-
-SKILL_MCP = str(Path(sys.executable).with_name("skill-mcp"))
+from tests.serve import SKILL_MCP
 
 
 def _write(path: Path, text: str) -> None:
