@@ -23,7 +23,7 @@ import pytest
 
 from tests.appliance import conftest as appliance_conftest
 from tests.helpers import wait_until
-from tests.security.harness import Session, open_session, procs_of_uid, script_account, server_params
+from tests.security.harness import RUNS_TMP, Session, open_session, procs_of_uid, script_account, server_params
 
 HERE = Path(__file__).resolve().parent
 PROBE = appliance_conftest.SKILLS / "probe" / "scripts" / "probe.py"  # the one probe both suites run
@@ -113,6 +113,7 @@ def server_env(**extra: str) -> dict[str, str]:
              ' {"skill": "sec", "script": "scripts/hello.sh"}'
              + "".join(f', {{"skill": "sec", "script": "{t}"}}' for t in TRAPS) + "]")
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SKILL_MCP_LOG": "warning", "MCP_CONFIRM_ELICITATION": "off",
+           "TMPDIR": str(RUNS_TMP),  # runs' directories here: how the suite tells its own processes (harness)
            "MCP_SKILL_RUN": grant, "SEC_SERVER_SECRET": SECRET, "SEC_GRANTED": GRANTED,
            "SEC_DECLARED_ONLY": "declared-but-not-granted", "LD_PRELOAD": "", "PYTHONPATH": "/sec-canary-pythonpath",
            "NODE_OPTIONS": "--sec-canary", "BASH_ENV": "/sec-canary-bash-env", "LANG": "C.UTF-8"}
@@ -134,10 +135,19 @@ def script_uid() -> int | None:
     return None if account is None else account.pw_uid
 
 
+@pytest.fixture(scope="session", autouse=True)
+def runs_tmp() -> Iterator[Path]:
+    """The servers' temporary directory (``harness.RUNS_TMP``), removed after the session."""
+    yield RUNS_TMP
+    shutil.rmtree(RUNS_TMP, ignore_errors=True)
+
+
 def no_script_processes(uid: int | None, timeout: float = 5.0) -> None:
-    """Zero processes of the script uid remain (bounded wait: a SIGKILLed process takes a moment to go)."""
+    """Zero processes of the script uid that this run's servers started remain (bounded wait: a
+    SIGKILLed process takes a moment to go). Other processes of the uid are not this test's."""
     if uid is not None:
-        wait_until(lambda: not procs_of_uid(uid), f"every process of uid {uid} to end: {procs_of_uid(uid)}", timeout)
+        wait_until(lambda: not procs_of_uid(uid), f"every process of uid {uid} this run started to end: "
+                   f"{procs_of_uid(uid)}", timeout)
 
 
 @pytest.fixture(autouse=True)
