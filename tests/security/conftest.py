@@ -22,8 +22,16 @@ from pathlib import Path
 import pytest
 
 from tests.appliance import conftest as appliance_conftest
-from tests.helpers import wait_until
-from tests.security.harness import RUNS_TMP, Session, open_session, procs_of_uid, script_account, server_params
+from tests.helpers import eventually, wait_until
+from tests.security.harness import (
+    RUNS_TMP,
+    Session,
+    open_session,
+    procs_of_uid,
+    script_account,
+    server_params,
+    zombies_of_uid,
+)
 
 HERE = Path(__file__).resolve().parent
 PROBE = appliance_conftest.SKILLS / "probe" / "scripts" / "probe.py"  # the one probe both suites run
@@ -148,6 +156,11 @@ def no_script_processes(uid: int | None, timeout: float = 5.0) -> None:
     if uid is not None:
         wait_until(lambda: not procs_of_uid(uid), f"every process of uid {uid} this run started to end: "
                    f"{procs_of_uid(uid)}", timeout)
+        # A killed run's children (a fork bomb's) are zombies until re-parented and reaped, and
+        # each holds a slot of the uid's RLIMIT_NPROC the next case's runs need. A zombie has no
+        # environment to tell whose it is, so this is a bounded pause, never a verdict: it neither
+        # fails nor kills, whoever's zombies they are.
+        eventually(lambda: not zombies_of_uid(uid), timeout)
 
 
 @pytest.fixture(autouse=True)

@@ -81,6 +81,13 @@ def procs_of_uid(uid: int) -> list[dict[str, Any]]:
     return out
 
 
+def zombies_of_uid(uid: int) -> list[int]:
+    """The zombies of real uid ``uid``, whoever started them (a zombie's environment is gone)."""
+    return [proc.pid for proc in psutil.process_iter(["uids", "status"])
+            if proc.info["uids"] is not None and proc.info["uids"].real == uid
+            and proc.info["status"] == psutil.STATUS_ZOMBIE]
+
+
 def kill_uid(uid: int) -> None:
     """Clean-up after a test that proved a survivor: SIGKILL the processes of ``uid`` (never root)
     that this run's servers started, and no other process of that uid."""

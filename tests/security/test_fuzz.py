@@ -39,7 +39,6 @@ from skill_mcp_launcher import checks, policy, procs
 from skill_mcp_launcher.boot import _serve_one
 from skill_mcp_launcher.broker import Broker
 from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
-from tests.serve import serve_argv
 
 FIGURES = Path(__file__).resolve().parents[2] / "build" / "security" / "fuzz.json"
 COUNTS: dict[str, int] = {}
@@ -246,6 +245,8 @@ class StdioServer:
         self.start()
 
     def start(self) -> None:
+        from tests.serve import serve_argv
+
         root = self.root
         env = {"PATH": "/usr/bin:/bin", "SKILL_MCP_LOG": "error", "MCP_CONFIRM_ELICITATION": "off"}
         self.proc = subprocess.Popen(serve_argv([root]),
