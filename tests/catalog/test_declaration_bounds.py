@@ -19,7 +19,7 @@ from skill_mcp.grantrules import DECLARATION_BOUNDS as BOUNDS
 from skill_mcp_launcher import declared
 from skill_mcp_launcher.proxy import valid_host
 from tests.cli.helpers import as_json, run, write
-from tests.fence.test_limits_doc import documented_table
+from tests.fence.limits_table import documented_table
 
 
 def _block(*, scripts: int = 1, hosts: int = 0, env: int = 0, top_env: int = 0, script_chars: int = 0,
