@@ -39,6 +39,7 @@ test: install
 lint: install
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src/skill_mcp src/skill_mcp_launcher bench
+	$(BIN)/mypy --check-untyped-defs tests
 
 # `make bench BENCH_ARGS=--load` adds the load figure through HAProxy (needs Docker and both images).
 BENCH_ARGS ?=

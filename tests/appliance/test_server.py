@@ -15,6 +15,7 @@ import pytest
 
 from tests.appliance.conftest import CAPS, SKILLS_MOUNT, run_flags
 from tests.appliance.served import PROBE, grant, run_confirmed, served
+from tests.helpers import text_of
 
 pytestmark = pytest.mark.appliance
 
@@ -23,7 +24,7 @@ def test_hosted_default_runs_nothing_and_still_serves_instructions(image: str) -
         async with served(image) as client:
             load = await client.call_tool("skill_load", {"name": "probe"})
             # SKILL.md (the instructions) travels once, as the content's resource block.
-            assert not load.is_error and "Test-only skill" in load.content[0].resource.text
+            assert not load.is_error and "Test-only skill" in text_of(load.content[0])
             refused = await run_confirmed(client, ["id"])
             assert refused["reason"] == "not-granted"
         # Positive control: the same call with the owner's grant runs, as the script uid.

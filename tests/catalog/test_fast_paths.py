@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from skill_mcp import paths
 from skill_mcp.catalog.frontmatter import FRONTMATTER_MAX_BYTES, FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.reasons import Refusal
 
 ASCII_PATHS = st.text(alphabet=st.sampled_from(list("ab./-_%\\\x00\x1f\x7f ~")), max_size=40)
 
@@ -69,7 +70,7 @@ def test_kernel_resolution_agrees_with_realpath(tree: Path, rel: str, monkeypatc
 def test_link_leaving_the_skill_is_refused_on_the_fast_path(tree: Path) -> None:
     with pytest.raises(SkillMcpError) as err:
         paths.resolve_inside(tree, "outlink/secret.txt")
-    assert err.value.reason == paths.Refusal.OUTSIDE_SKILL
+    assert err.value.reason == Refusal.OUTSIDE_SKILL
     assert paths.resolve_inside(tree, "dirlink/deep/a.md")[0] == tree / "refs" / "deep" / "a.md"  # positive control
 
 
@@ -168,4 +169,4 @@ def test_a_pinned_file_is_read_even_if_its_path_is_swapped_for_a_link_out(tree: 
         os.close(fd)
     with pytest.raises(SkillMcpError) as err:  # and a fresh resolution refuses the link
         paths.resolve_inside(tree, "refs/deep/a.md")
-    assert err.value.reason == paths.Refusal.OUTSIDE_SKILL
+    assert err.value.reason == Refusal.OUTSIDE_SKILL

@@ -146,7 +146,7 @@ def test_malformed_pack_json_is_refused_as_pack_invalid(text: str) -> None:
 def test_schema_versions_other_than_1_are_refused_as_pack_version(version: object) -> None:
     from skill_mcp.catalog.packs import PackError
 
-    doc = {"name": "p", "version": "1", "skills": []}
+    doc: dict[str, object] = {"name": "p", "version": "1", "skills": []}
     if version is not None:
         doc["schemaVersion"] = version
     with pytest.raises(PackError) as info:

@@ -22,7 +22,8 @@ from typing import IO
 
 import pytest
 
-from tests.cli.helpers import GOOD, SKILL_MCP, as_json, run, write
+from tests.cli.helpers import GOOD, as_json, run, write
+from tests.serve import SKILL_MCP
 
 pytestmark = pytest.mark.timeout(120)
 

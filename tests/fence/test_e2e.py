@@ -209,7 +209,8 @@ async def test_an_expired_token_is_refused_through_the_sdk(skills: Path, era: st
     catalog = build_catalog(settings)
     clock = Clock()
     records: list[dict[str, Any]] = []
-    runner = Runner.create(settings, harden=HardenReport(True, True), clock=clock, audit=records.append)
+    runner = Runner.create(settings, harden=HardenReport(True, True), clock=clock,
+                           audit=lambda record: records.append(dict(record)))
     server = build_server(settings, lambda: catalog, tools=[run_tool_spec(runner)],
                           script_states=runner.states(lambda: catalog))
     async with Client(server, mode=era) as client:

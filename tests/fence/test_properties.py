@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +27,8 @@ SKILLS = ["weather", "other", "ghost"]
 SCRIPTS = ["f.js", "x.py", "evil.sh", "../f.js"]
 VARS = ["WEATHER_KEY", "OTHER_KEY", "GITHUB_TOKEN", "LD_PRELOAD", "PYTHONPATH", "PATH"]
 HOSTS = ["api.weather.example", "evil.example"]
+
+SURROGATES: tuple[Literal["Cs"]] = ("Cs",)  # not encodable: an argument never holds one
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +65,7 @@ def test_no_grant_row_makes_anything_runnable_that_was_not_declared(catalog: Cat
         assert set(grant.egress) <= set(decl.egress)
 
 
-@given(args=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+@given(args=st.lists(st.text(alphabet=st.characters(exclude_categories=SURROGATES, exclude_characters="\x00"),
                              max_size=50), max_size=20))
 def test_arguments_within_bounds_pass_through_verbatim(args: list[str]) -> None:
     assert check_args(args) == tuple(args)

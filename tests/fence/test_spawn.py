@@ -240,7 +240,7 @@ def test_the_lock_is_released_after_a_spawn_failure(root: Path) -> None:
 
 
 def test_one_audit_line_per_run_with_names_never_values(root: Path) -> None:
-    records: list[dict[str, Any]] = []
+    records: list[Mapping[str, Any]] = []
     runner = make_runner({"WANTED": SECRET}, audit=records.append)
     run(root, "python", "print(1)\n", ["arg1"], env=("WANTED",), runner=runner)
     assert len(records) == 1

@@ -38,9 +38,9 @@ async def http_client(url: str, *, token: str | None = None, mode: str = "legacy
         all_headers["Authorization"] = f"Bearer {token}"
     timeout = httpx2.Timeout(30.0, read=60.0)
     async with httpx2.AsyncClient(headers=all_headers, timeout=timeout) as http:
-        sse_cap = {} if max_sse_event_size is None else {"max_sse_event_size": max_sse_event_size}
+        sse_cap: dict[str, Any] = {} if max_sse_event_size is None else {"max_sse_event_size": max_sse_event_size}
         transport = streamable_http_client(url, http_client=http, **sse_cap)
-        async with Client(transport, mode=mode, **client_kwargs) as client:  # type: ignore[arg-type]
+        async with Client(transport, mode=mode, **client_kwargs) as client:
             yield client
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 
 def main() -> int:
@@ -36,7 +37,7 @@ def main() -> int:
             token = f.read().strip()
     try:
         host, port = parse_host_port(args.address)
-        bounds: dict[str, object] = {"drain_seconds": args.drain_seconds} if args.drain_seconds is not None else {}
+        bounds: dict[str, Any] = {"drain_seconds": args.drain_seconds} if args.drain_seconds is not None else {}
         if args.without_stop_hooks:
             from skill_mcp.server import build_server
 

@@ -81,7 +81,7 @@ async def _read_everything(client: Client) -> None:
     contents = (await client.read_resource("skill://big/data/whole.txt")).contents
     assert len(contents[0].text) == 1024 * 1024  # type: ignore[union-attr]
     # The session still works after the large answers.
-    assert (await client.call_tool("skill_list", {})).structured_content["total"] == 1  # type: ignore[index]
+    assert (await client.call_tool("skill_list", {})).structured_content["total"] == 1
 
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
@@ -113,7 +113,7 @@ async def test_a_run_answered_on_a_confirmation_stream_comes_back_cut_to_fit(roo
             assert out["stdout"].startswith("ooo") and out["stderr"].startswith("eee")
             assert out["droppedBytes"] >= 2 * 1024 * 1024 - CLIENT_EVENT_LIMIT
             assert any("fits one HTTP event" in note for note in out["notes"])
-            assert (await client.call_tool("skill_list", {})).structured_content["total"] == 1  # type: ignore[index]
+            assert (await client.call_tool("skill_list", {})).structured_content["total"] == 1
 
 
 # Pure parts of the middleware.
@@ -139,7 +139,7 @@ def test_an_oversized_answer_becomes_an_error_that_keeps_its_id() -> None:
 
 
 def test_a_run_result_is_cut_to_the_limit_and_says_so() -> None:
-    out = {"status": "error", "exitCode": 3, "signal": None, "stdout": "o\n" * 400_000, "stderr": "\u00e9" * 300_000,
+    out: dict[str, Any] = {"status": "error", "exitCode": 3, "signal": None, "stdout": "o\n" * 400_000, "stderr": "\u00e9" * 300_000,
            "truncated": {"stdout": False, "stderr": True}, "droppedBytes": 10, "durationMs": 5}
     fitted = fit_run_output(out, limit=500_000)
     assert wire_size(fitted) <= 500_000 and fitted["exitCode"] == 3

@@ -111,7 +111,7 @@ def test_sdk_client_with_the_token_reads_a_skill(server: HttpServer, mode: str) 
         async with http_client(server.url, token=TOKEN, mode=mode) as client:
             tools = await client.list_tools()
             read = await client.read_resource("skill://alpha-tools/SKILL.md")
-            return [t.name for t in tools.tools], read.contents[0].text  # type: ignore[union-attr]
+            return [t.name for t in tools.tools], read.contents[0].text
 
     names, text = anyio.run(main)
     assert "skill_load" in names

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
+from tests.helpers import text_of
 from tests.integration.harness import skills_list
 from tests.serve import stdio_params
 
@@ -21,7 +22,7 @@ async def test_serve_without_arguments_serves_the_bundled_skills(era: str) -> No
         assert [p for p in listed["problems"] if p["level"] == "error"] == []
         first = listed["skills"][0]["name"]
         loaded = await client.call_tool("skill_load", {"name": first})
-        assert not loaded.is_error and loaded.content[0].resource.text.strip()
+        assert not loaded.is_error and text_of(loaded.content[0]).strip()
         assert (await skills_list(client))["skills"]
 
 

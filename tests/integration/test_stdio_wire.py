@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_stdout_carries_only_json_rpc_and_stderr_only_json_log_lines(skills_root
     lines: list[bytes] = []
     try:
         srv.initialize()
-        requests = [
+        requests: list[tuple[str, dict[str, Any]]] = [
             ("tools/call", {"name": "skill_list", "arguments": {}}),
             ("tools/call", {"name": "skill_file", "arguments": {"name": "alpha", "paths": ["assets/logo.png", "x"]}}),
             ("tools/call", {"name": "skill_load", "arguments": {"name": "nope"}}),
@@ -75,8 +76,8 @@ def test_stdout_carries_only_json_rpc_and_stderr_only_json_log_lines(skills_root
     assert [json.loads(x)["id"] for x in lines[:7]] == list(range(10, 17))
     log_lines = [x for x in err.decode().splitlines() if x.strip()]
     assert log_lines, "debug logging produced no stderr lines"
-    for line in log_lines:
-        record = json.loads(line)
+    for log_line in log_lines:
+        record = json.loads(log_line)
         assert {"ts", "level", "logger", "msg"} <= set(record)
 
 

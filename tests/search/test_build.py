@@ -82,7 +82,7 @@ def test_a_term_first_met_in_the_preamble_points_to_no_section() -> None:
     assert build_index([SearchDoc("a", body="intro word\n# Head\nword\n")]).search("word", 1)[0].section is None
 
 
-def _body_or_error(read, skill):  # type: ignore[no-untyped-def]
+def _body_or_error(read, skill):
     try:
         return read(skill)
     except Exception as exc:

@@ -54,7 +54,7 @@ _QUERIES = st.lists(st.sampled_from(_QUERY_WORDS), min_size=1, max_size=10).map(
 
 
 @given(_corpora(), st.lists(_QUERIES, min_size=1, max_size=5), st.integers(min_value=1, max_value=50))
-def test_any_query_gets_exactly_the_hits_the_plain_query_gives(docs, queries, limit) -> None:  # type: ignore[no-untyped-def]
+def test_any_query_gets_exactly_the_hits_the_plain_query_gives(docs, queries, limit) -> None:
     index = build_index(docs)
     for query in queries:
         assert index.search(query, limit) == reference_search(index, query, limit), query
@@ -124,7 +124,7 @@ _SCORES = st.lists(st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.5]) | st.floats(0.015
 
 
 @given(_SCORES, st.integers(min_value=0, max_value=3))
-def test_a_head_is_a_prefix_of_the_score_order_and_rest_bounds_the_others(values, spread) -> None:  # type: ignore[no-untyped-def]
+def test_a_head_is_a_prefix_of_the_score_order_and_rest_bounds_the_others(values, spread) -> None:
     scores = array("f", values)
     docs = array("I", range(0, len(values) * (spread + 1), spread + 1))
     n_docs = docs[-1] + 1 + spread

@@ -62,7 +62,7 @@ def test_whatever_the_fast_accept_accepts_jsonschema_accepts(tool: str, data: st
         assert _TOOL_VALIDATORS[tool].is_valid(value), value
 
 
-_SUB = st.deferred(lambda: st.one_of(
+_SUB: st.SearchStrategy[object] = st.deferred(lambda: st.one_of(
     st.just(True),
     st.fixed_dictionaries({}, optional={
         "type": st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null"]),

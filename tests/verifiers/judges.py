@@ -22,7 +22,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
@@ -51,7 +51,7 @@ class Verdict:
     stdout: str
     stderr: str
 
-    def failures(self) -> list[tuple[str, Any, Any, Any]]:
+    def failures(self) -> list[tuple[Any, Any, Any, Any]]:
         return [(r.get("uri"), r.get("outcome"), r.get("conformance"), r.get("frontmatter"))
                 for r in self.reports if not r.get("ok")]
 
@@ -92,7 +92,7 @@ async def fastmcp_check(target: Any) -> dict[str, str]:
     return out
 
 
-def stdio_transport(roots: Sequence[Path], log: Path) -> Any:
+def stdio_transport(roots: Sequence[Path], log: Path | TextIO) -> Any:
     from fastmcp.client.transports import StdioTransport
 
     argv = serve_argv(roots)
