@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run test lint bench image lb-image
+.PHONY: install run test test-fast lint bench image lb-image
 
 # python-prctl is built from source on install (no wheel on the index). On a fresh Debian/Ubuntu
 # machine, as root, its build dependencies are installed first; anyone else is told what to install.
@@ -35,6 +35,12 @@ run: $(RUNTIME)
 
 test: install
 	$(BIN)/python -m pytest
+
+# The fast lane while editing: no containers (`appliance`) and nothing marked `slow` (suites that
+# start many server subprocesses, big Hypothesis runs, the third-party clients and verifiers).
+# `make test` stays the full suite and the CI command.
+test-fast: install
+	$(BIN)/python -m pytest -m "not appliance and not slow" -q
 
 lint: install
 	$(BIN)/ruff check src tests
