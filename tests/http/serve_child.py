@@ -1,6 +1,7 @@
 """Start the real server over Streamable HTTP, as ``skill-mcp serve --http`` would.
 
-Run as a script by ``tests/http/harness.py`` (a real subprocess: real signals, real sockets).
+Run as a script by ``tests/serve.py`` for the test-only bounds the command line has no flag for
+(a real subprocess: real signals, real sockets).
 Arguments: ``HOST:PORT`` then ``--skills-dir DIR`` (repeatable), ``--no-auth``, ``--token-file F``,
 ``--allowed-host NAME``. The token may also come from ``MCP_HTTP_TOKEN``.
 """
