@@ -74,6 +74,7 @@ def _skills(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_300_hosts_in_one_declaration_are_reported_by_validate_and_skill_list(tmp_path: Path) -> None:
     root = _skills(tmp_path / "skills")
     report = as_json(run("validate", "--json", str(root)))

@@ -24,7 +24,7 @@ import pytest
 from tests.cli.helpers import as_json, run, write
 from tests.serve import SKILL_MCP
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 SKILL = """---
 name: hello

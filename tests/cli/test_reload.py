@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 from tests.helpers import write_skill
 from tests.serve import stdio_params
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 WAIT_S = 30
 
 

@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 TOKEN = "third-party-token-0123456789abcdef"
 SKILL_MD_LINE = "Run scripts/echo.py."
 
-pytestmark = pytest.mark.timeout(900)  # the first run makes the client venvs
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the first run makes the client venvs
 
 
 @pytest.fixture

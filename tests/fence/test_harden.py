@@ -62,6 +62,7 @@ def serve_as_nobody(root: Path, mode: str) -> dict[str, Any]:
     return dict(report, probe=json.loads(report["result"]["stdout"]))
 
 
+@pytest.mark.slow
 def test_a_same_uid_script_cannot_read_the_server_environ_or_mem(root: Path) -> None:
     probe = serve_as_nobody(root, "hardened")["probe"]
     assert SECRET not in probe.get("environ", "") and SECRET not in probe.get("mem", "")
@@ -122,6 +123,7 @@ async def _real_server_probe(root: Path) -> dict[str, Any]:
     return dict(json.loads(done.structured_content["stdout"]))
 
 
+@pytest.mark.slow
 def test_a_script_run_by_the_real_server_cannot_read_its_environ_or_mem(root: Path) -> None:
     import anyio
 

@@ -117,6 +117,7 @@ def test_collect_drops_a_file_growing_while_it_is_read(tmp_path: Path) -> None:
     assert _why(got)["grows.log"] in (outputs.CHANGED, outputs.TOO_BIG)
 
 
+@pytest.mark.slow
 def test_ten_thousand_tiny_files_keep_64_and_count_the_rest(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()

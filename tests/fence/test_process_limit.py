@@ -92,6 +92,7 @@ async def _run(client: Client, root: Path) -> tuple[bool, dict[str, Any]]:
     return bool(result.is_error), dict(result.structured_content)
 
 
+@pytest.mark.slow
 async def test_script_cannot_start_when_its_user_is_at_nproc_and_the_refusal_says_what_to_change(
         skills: Path) -> None:
     account = _account()

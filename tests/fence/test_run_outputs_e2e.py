@@ -62,6 +62,7 @@ async def _run(client: Client, *args: str) -> types.CallToolResult:
                                                 "args": list(args), "confirmToken": token})
 
 
+@pytest.mark.slow
 async def test_written_files_come_back_as_resource_links_with_matching_digests(skills: Path, era: str) -> None:
     async with connect([skills], era, env={"MCP_CONFIRM_ELICITATION": "off"}) as client:
         result = await _run(client, "hello")

@@ -84,6 +84,7 @@ async def _read_everything(client: Client) -> None:
     assert (await client.call_tool("skill_list", {})).structured_content["total"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_a_skill_file_batch_over_1_mib_reaches_the_sdk_client_over_http(root: Path, era: str) -> None:
     with running_http_server([root], token=TOKEN) as server:
@@ -91,6 +92,7 @@ async def test_a_skill_file_batch_over_1_mib_reaches_the_sdk_client_over_http(ro
             await _read_everything(client)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_a_skill_file_batch_over_1_mib_reaches_the_sdk_client_over_stdio(root: Path, era: str) -> None:
     async with Client(stdio_params([root]), mode=era, read_timeout_seconds=60) as client:
@@ -101,6 +103,7 @@ async def _accept(context: Any, params: Any) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"confirm": True})
 
 
+@pytest.mark.slow
 async def test_a_run_answered_on_a_confirmation_stream_comes_back_cut_to_fit(root: Path) -> None:
     """skill_run asks mid-call, so its answer must travel on the SSE stream: 2 MiB of output
     comes back cut to what one event carries, marked truncated, instead of breaking the session."""

@@ -56,6 +56,7 @@ def _bytes(item: Any) -> bytes:
     return item.text.encode("utf-8") if isinstance(item, types.TextResourceContents) else base64.b64decode(item.blob)
 
 
+@pytest.mark.slow
 async def test_a_session_reads_its_outputs_and_another_session_is_refused(server: HttpServer) -> None:
     async with http_client(server.url, token=TOKEN, mode="legacy") as mine:
         result = await _run(mine)

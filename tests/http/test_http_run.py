@@ -46,6 +46,7 @@ async def _run(client: Any, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     return bool(result.is_error), dict(result.structured_content)
 
 
+@pytest.mark.slow
 async def test_token_round_trip_runs_exactly_once_over_http(server: HttpServer, era: str, mark: Marker) -> None:
     args = {"skill": "demo", "script": "scripts/echo.py", "args": [str(mark), "a b", "$(id)"]}
     async with http_client(server.url, token=TOKEN, mode=era) as client:

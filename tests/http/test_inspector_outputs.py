@@ -20,7 +20,7 @@ import pytest
 from tests.http.harness import HttpServer, running_http_server
 from tests.verifiers.judges import INSPECTOR, NODE, inspector_or_skip
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 TOKEN = "inspector-outputs-token-0123456789abcdef"
 ARGS = {"skill": "write-a-run-report", "script": "scripts/report.py"}
 

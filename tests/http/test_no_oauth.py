@@ -47,6 +47,7 @@ def _base(srv: HttpServer) -> str:
     return srv.url.rsplit("/", 1)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", WELL_KNOWN)
 @pytest.mark.parametrize("auth", [None, WRONG, TOKEN], ids=["no-token", "wrong-token", "right-token"])
 def test_well_known_oauth_documents_are_not_found_token_or_not(server: HttpServer, path: str,
@@ -116,6 +117,7 @@ def _inspector(url: str, token: str, home: Path) -> subprocess.CompletedProcess[
                           check=False)
 
 
+@pytest.mark.slow
 def test_the_inspector_cli_reports_a_wrong_token_as_unauthorized_and_lists_with_the_right_one(
         tmp_path: Path) -> None:
     with running_http_server([CORPUS], token=TOKEN) as srv:

@@ -9,7 +9,7 @@ from tests.helpers import text_of
 from tests.integration.harness import skills_list
 from tests.serve import stdio_params
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])

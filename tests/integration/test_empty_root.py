@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.harness import Connect
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 SKILL = "---\nname: alpha\ndescription: Alpha writes reports. Use when a report is needed.\n---\n# Alpha\n"
 

@@ -9,7 +9,7 @@ import pytest
 from tests.helpers import text_of
 from tests.integration.harness import Connect, directory_read, sha256, skills_list
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "realworld" / "skills"
 

@@ -47,6 +47,7 @@ async def entry(root: Path, env: dict[str, str]) -> dict:
         return page
 
 
+@pytest.mark.slow
 async def test_unavailable_interpreter_is_listed_with_the_deployments_set(root: Path) -> None:
     page = await entry(root, {})
     (skill,) = page["skills"]
@@ -59,6 +60,7 @@ async def test_unavailable_interpreter_is_listed_with_the_deployments_set(root: 
     assert page["grantFrom"] == "declaration"
 
 
+@pytest.mark.slow
 async def test_hosted_default_lists_declared_scripts_as_ungranted(root: Path) -> None:
     page = await entry(root, {"MCP_HOST_METER_FILE": "/dev/null"})
     (skill,) = page["skills"]
@@ -66,6 +68,7 @@ async def test_hosted_default_lists_declared_scripts_as_ungranted(root: Path) ->
     assert "grantNote" in page and page["grantFrom"] != "declaration"
 
 
+@pytest.mark.slow
 async def test_an_interpreter_outside_the_closed_set_is_an_error_level_problem_too(root: Path) -> None:
     page = await entry(root, {})
     (problem,) = [p for p in page["problems"] if p["reason"] == "interpreter-unavailable"]

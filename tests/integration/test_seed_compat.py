@@ -22,7 +22,7 @@ from tests.http.harness import running_http_server
 from tests.integration.harness import connect
 from tests.serve import serve_argv
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(120)]
 SEED_TOOLS = {"list_packs", "search_skills", "get_skill"}
 COMPAT = {"SKILL_MCP_COMPAT": "skillmcp", "SKILL_MCP_LOG": "warning"}
 SEED_INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26"}}

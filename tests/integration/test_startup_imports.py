@@ -151,6 +151,7 @@ def _loaded(names: set[str], wanted: tuple[str, ...]) -> list[str]:
     return [w for w in wanted if any(n == w or n.startswith(w + ".") for n in names)]
 
 
+@pytest.mark.slow
 def test_serve_answers_the_handshake_without_importing_heavy_modules(server: Server) -> None:
     at_start = _handshake(server)
     assert "skill_mcp.server" in at_start  # the pin reads this very server's imports
@@ -158,6 +159,7 @@ def test_serve_answers_the_handshake_without_importing_heavy_modules(server: Ser
     assert _loaded(at_start, HEAVY_AT_START) == []
 
 
+@pytest.mark.slow
 def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(server: Server) -> None:
     # The positive control: the same pin sees these modules once a request needs them.
     seen = _handshake(server)
@@ -173,6 +175,7 @@ def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(serve
     assert _loaded(server.imported_so_far(), ("skill_mcp.search",)) == ["skill_mcp.search"]
 
 
+@pytest.mark.slow
 def test_configured_telemetry_is_imported_before_the_first_answer(tmp_path: Path) -> None:
     # The positive control of the telemetry entries: with an OTLP endpoint set (a closed loopback
     # port: nothing is sent before the batch delay), the same pin sees the SDK at the handshake.

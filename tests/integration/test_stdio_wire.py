@@ -17,6 +17,8 @@ import pytest
 from tests.integration.harness import RawServer
 from tests.serve import serve_argv
 
+pytestmark = pytest.mark.slow  # every case starts a server or a CLI subprocess
+
 
 def test_a_line_that_is_not_json_gets_32700_and_the_server_keeps_serving(skills_root: Path) -> None:
     srv = RawServer(skills_root)

@@ -88,6 +88,7 @@ def test_reply_for_another_request_is_refused() -> None:
     spawner.sock.close()
 
 
+@pytest.mark.slow
 def test_oversized_or_truncated_frames_are_protocol_errors() -> None:
     a, b = socket.socketpair()
     with a, b:

@@ -19,6 +19,8 @@ from skill_mcp.config import BUNDLED_ROOT
 from tests.pack.extract import code_blocks, split_skill_md
 from tests.serve import SKILL_MCP
 
+pytestmark = pytest.mark.slow  # every case starts a server or a CLI subprocess
+
 SERVER = Path(SKILL_MCP)
 
 

@@ -156,6 +156,7 @@ def test_every_tool_name_the_pack_names_is_one_of_the_five_tools() -> None:
     assert named - {"skill_mcp"} == TOOLS
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_real_server_registers_every_tool_the_pack_names() -> None:
     params = stdio_params()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,6 +35,7 @@ def _assert_same(fast: SearchIndex, plain: SearchIndex) -> None:
         assert q.impact == p.impact, term
 
 
+@pytest.mark.slow
 def test_the_test_corpus_indexes_exactly_as_the_reference_does() -> None:
     catalog = build_catalog(load_settings([str(CORPUS)], {}))
     _assert_same(index_catalog(catalog), reference_build_index(list(docs_from_catalog(catalog))))
@@ -62,6 +64,7 @@ def _docs(draw: st.DrawFn) -> list[SearchDoc]:
                       body=draw(_BODIES)) for n in names]
 
 
+@pytest.mark.slow
 @given(_docs())
 def test_any_corpus_indexes_exactly_as_the_reference_does(docs: list[SearchDoc]) -> None:
     _assert_same(build_index(docs), reference_build_index(docs))

@@ -94,6 +94,7 @@ def test_a_related_word_is_named_as_related_to_what_was_typed() -> None:
     assert forms.reason == "matched filling (stem fill) in description; form in description"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_skill_search_explanations_hold_for_every_query_of_the_quality_set(era: str) -> None:
     """Through the real tool, over the search corpus: every hit of every query says only true things."""

@@ -81,6 +81,7 @@ async def test_a_query_nothing_fits_is_reported_as_a_weak_match_with_low_confide
     assert on.structured_content["match"] == "good" and on.structured_content["hits"][0]["name"] == "pdf"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", ["my test keeps failing and I don't know why", "carry out the plan we wrote",
                                    "who won the football match"])
 async def test_the_cli_search_gives_the_tools_answer(query: str) -> None:

@@ -92,6 +92,7 @@ def _big_queries() -> list[str]:
     return [" ".join([rng.choice(verbs), *rng.sample(words, rng.randint(0, 3))]) for _ in range(120)]
 
 
+@pytest.mark.slow
 def test_the_big_corpus_has_every_kind_of_head(big: SearchIndex) -> None:
     lengths = {len(p.docs) for p in big.postings.values() if p.impact is not None}
     assert max(lengths) > 4 * HEAD  # a head picked through the sampled cutoff
@@ -100,6 +101,7 @@ def test_the_big_corpus_has_every_kind_of_head(big: SearchIndex) -> None:
     assert any(p.impact is None for p in big.postings.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [1, 3, 10, 50])
 def test_queries_over_long_lists_get_exactly_the_plain_hits(big: SearchIndex, limit: int) -> None:
     for query in _big_queries():

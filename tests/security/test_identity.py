@@ -23,6 +23,7 @@ ZERO_CAPS = "0000000000000000"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop happens only when the server is root")
 
 
+@pytest.mark.slow
 @root_only
 def test_script_runs_as_script_uid_never_root(server: Session) -> None:
     account = script_account()

@@ -73,6 +73,7 @@ def _control(server: Session) -> None:
     assert result["status"] == "ok" and result["out"] == {"argv": ["control"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("denial", sorted(SHAPES))
 def test_script_reference_shape_refused(denial: str, server: Session, sec_root: Path) -> None:
     script = SHAPES[denial].format(root=sec_root)

@@ -28,6 +28,7 @@ def _server_pid(server: Session) -> int:
     return int(server.probe("id")["out"]["ppid"])
 
 
+@pytest.mark.slow
 @root_only
 @pytest.mark.parametrize("what", ["environ", "mem", "maps", "auxv"])
 def test_script_cannot_read_server_proc_file(what: str, server: Session) -> None:

@@ -89,6 +89,7 @@ def test_a_nested_skill_is_published_under_the_enclosing_skills_path(traps: Path
     assert catalog.skill_at("parent/SKILL.md") == (parent, "SKILL.md")
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_skills_list_publishes_exactly_the_conforming_entries(traps: Path, era: str) -> None:
