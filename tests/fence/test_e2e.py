@@ -22,7 +22,7 @@ from skill_mcp.reasons import Refusal
 from tests.demo_skill import ECHO, Marker, Prompts, records_log, write_demo
 from tests.serve import serve_argv
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # slow: a server subprocess per case
 
 
 @pytest.fixture
@@ -89,7 +89,6 @@ async def test_token_flow_runs_once_and_refuses_each_misuse(skills: Path, era: s
     assert marker(skills).read_text() == "ran\n"  # exactly once
 
 
-@pytest.mark.slow
 async def test_a_token_confirmed_in_another_server_process_says_so_and_names_the_fix(skills: Path, era: str) -> None:
     """A client that starts one server per call (langchain-mcp-adapters over stdio by default):
     the preview comes from one process, the confirmation goes to the next."""
@@ -111,7 +110,6 @@ async def test_a_token_confirmed_in_another_server_process_says_so_and_names_the
     assert marker(skills).read_text() == "ran\n"  # the one run, in the process that minted its token
 
 
-@pytest.mark.slow
 async def test_a_script_changed_between_preview_and_run_is_refused(skills: Path, era: str) -> None:
     async with connect([skills], era) as client:
         _, first = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))])
@@ -130,7 +128,6 @@ async def test_elicitation_accept_runs_the_script(skills: Path, era: str) -> Non
     assert len(prompts.messages) == 1 and "scripts/echo.py" in prompts.messages[0] and "sha256:" in prompts.messages[0]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 async def test_elicitation_decline_or_cancel_runs_nothing(skills: Path, era: str, action: str) -> None:
     prompts = Prompts(action)
@@ -140,7 +137,6 @@ async def test_elicitation_decline_or_cancel_runs_nothing(skills: Path, era: str
     assert not marker(skills).exists()
 
 
-@pytest.mark.slow
 async def test_elicitation_off_falls_back_to_the_token_flow(skills: Path, era: str) -> None:
     prompts = Prompts("accept")
     async with connect([skills], era, env={"MCP_CONFIRM_ELICITATION": "off"}, prompts=prompts) as client:
@@ -148,7 +144,6 @@ async def test_elicitation_off_falls_back_to_the_token_flow(skills: Path, era: s
     assert not err and out["status"] == "confirmation-required" and not prompts.messages
 
 
-@pytest.mark.slow
 async def test_skill_list_reports_script_states_and_the_grant_source(skills: Path, era: str) -> None:
     async with connect([skills], era) as client:
         listing = (await client.call_tool("skill_list", {})).structured_content
@@ -157,7 +152,6 @@ async def test_skill_list_reports_script_states_and_the_grant_source(skills: Pat
     assert [(s["script"], s["state"]) for s in demo["scripts"]] == [("scripts/echo.py", "runnable")]
 
 
-@pytest.mark.slow
 async def test_hosted_without_grants_lists_the_script_as_not_granted_and_refuses_it(skills: Path, era: str) -> None:
     async with connect([skills], era, env={"MCP_DATA_DIR": str(skills / "out")}) as client:
         listing = (await client.call_tool("skill_list", {})).structured_content
@@ -182,7 +176,6 @@ TINY_SERVER = (
 )
 
 
-@pytest.mark.slow
 async def test_the_bundled_example_skill_runs_after_confirmation(era: str) -> None:
     bundled = load_settings((), {}).roots[0]
     python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
@@ -229,7 +222,6 @@ async def test_an_expired_token_is_refused_through_the_sdk(skills: Path, era: st
     assert not Marker(records_log(records), str(marker(skills))).exists()
 
 
-@pytest.mark.slow
 async def test_a_script_edited_while_the_prompt_is_open_is_refused(skills: Path, era: str) -> None:
     class EditingPrompts(Prompts):
         async def __call__(self, ctx: Any, params: Any) -> types.ElicitResult:
@@ -243,7 +235,6 @@ async def test_a_script_edited_while_the_prompt_is_open_is_refused(skills: Path,
     assert not marker(skills).exists()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("action", ["accept", "decline"])
 async def test_confirmation_over_streamable_http(skills: Path, era: str, action: str) -> None:
     # Same flows over the HTTP transport: a back channel (handshake era) or the input-required round trip.
@@ -259,7 +250,6 @@ async def test_confirmation_over_streamable_http(skills: Path, era: str, action:
         assert err and out["reason"] == Refusal.DECLINED and not marker(skills).exists()
 
 
-@pytest.mark.slow
 async def test_token_flow_over_streamable_http(skills: Path, era: str) -> None:
     from tests.http.harness import http_connect
 

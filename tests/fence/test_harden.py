@@ -69,6 +69,7 @@ def test_a_same_uid_script_cannot_read_the_server_environ_or_mem(root: Path) -> 
     assert "mem_opened" not in probe  # non-dumpable: /proc/<pid>/mem cannot even be opened
 
 
+@pytest.mark.slow
 def test_a_confined_script_cannot_read_an_unhardened_servers_environ_or_mem(root: Path) -> None:
     # The sandbox alone: Landlock refuses the ptrace-guarded /proc files of any process outside
     # the script's domain, so a server whose hardening failed still keeps its secrets.

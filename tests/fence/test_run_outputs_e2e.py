@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from skill_mcp.reasons import Refusal
 from tests.fence.test_e2e import connect
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # slow: a server subprocess per case
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
 WRITER = f"""import os, sys
@@ -62,7 +62,6 @@ async def _run(client: Client, *args: str) -> types.CallToolResult:
                                                 "args": list(args), "confirmToken": token})
 
 
-@pytest.mark.slow
 async def test_written_files_come_back_as_resource_links_with_matching_digests(skills: Path, era: str) -> None:
     async with connect([skills], era, env={"MCP_CONFIRM_ELICITATION": "off"}) as client:
         result = await _run(client, "hello")

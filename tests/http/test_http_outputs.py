@@ -23,7 +23,7 @@ from skill_mcp.reasons import Refusal
 from tests.fence.test_run_outputs_e2e import SKILL_MD, WRITER
 from tests.http.harness import HttpServer, http_client, running_http_server
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(120)]  # slow: an HTTP server subprocess per case
 TOKEN = "outputs-token-0123456789abcdef"
 
 
@@ -56,7 +56,6 @@ def _bytes(item: Any) -> bytes:
     return item.text.encode("utf-8") if isinstance(item, types.TextResourceContents) else base64.b64decode(item.blob)
 
 
-@pytest.mark.slow
 async def test_a_session_reads_its_outputs_and_another_session_is_refused(server: HttpServer) -> None:
     async with http_client(server.url, token=TOKEN, mode="legacy") as mine:
         result = await _run(mine)

@@ -19,7 +19,7 @@ import pytest
 from tests.demo_skill import Marker, Prompts, demo_root
 from tests.http.harness import HttpServer, http_client, running_http_server
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(120)]  # slow: an HTTP server subprocess per case
 TOKEN = "run-token-0123456789abcdef"
 
 
@@ -46,7 +46,6 @@ async def _run(client: Any, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     return bool(result.is_error), dict(result.structured_content)
 
 
-@pytest.mark.slow
 async def test_token_round_trip_runs_exactly_once_over_http(server: HttpServer, era: str, mark: Marker) -> None:
     args = {"skill": "demo", "script": "scripts/echo.py", "args": [str(mark), "a b", "$(id)"]}
     async with http_client(server.url, token=TOKEN, mode=era) as client:

@@ -34,7 +34,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]  # slow: an HTTP server subprocess per case
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,6 @@ def _base(srv: HttpServer) -> str:
     return srv.url.rsplit("/", 1)[0]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("path", WELL_KNOWN)
 @pytest.mark.parametrize("auth", [None, WRONG, TOKEN], ids=["no-token", "wrong-token", "right-token"])
 def test_well_known_oauth_documents_are_not_found_token_or_not(server: HttpServer, path: str,
@@ -117,7 +116,6 @@ def _inspector(url: str, token: str, home: Path) -> subprocess.CompletedProcess[
                           check=False)
 
 
-@pytest.mark.slow
 def test_the_inspector_cli_reports_a_wrong_token_as_unauthorized_and_lists_with_the_right_one(
         tmp_path: Path) -> None:
     with running_http_server([CORPUS], token=TOKEN) as srv:

@@ -11,7 +11,7 @@ from mcp.shared.exceptions import MCPError
 from tests.helpers import blob_of, text_of
 from tests.integration.harness import ALPHA_FILES, PNG, Connect, Wire, directory_read, sha256, skills_get, skills_list
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # slow: four shared servers (two transports, two eras) and one per case beside them
 
 INVALID_PARAMS = -32602
 ERA_FIELDS = ("resultType", "ttlMs", "cacheScope")

@@ -11,7 +11,7 @@ import pytest
 from tests.helpers import embedded, text_of
 from tests.integration.harness import ALPHA_FILES, BIG, PNG, Wire, handshake, sha256
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # slow: four shared servers (two transports, two eras)
 
 SERVED = ["alpha", "beta", "bulk", "gamma"]
 

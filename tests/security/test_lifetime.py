@@ -20,6 +20,8 @@ from tests.helpers import eventually, wait_until
 from tests.security.conftest import no_script_processes, server_env
 from tests.security.harness import Session, announced, kill_uid, last_json, open_session, procs_of_uid, server_params
 
+pytestmark = pytest.mark.slow  # slow: a root server per module, and cases that start their own
+
 SHORT = "scripts/short.py"
 BOUND_S = 2 + 2 + 5 + 3  # timeout + TERM grace + KILL wait + slack: the call always returns by then
 
@@ -43,7 +45,6 @@ def _control(server: Session) -> None:
     assert server.probe("echo", "still-runs")["out"] == {"argv": ["still-runs"]}
 
 
-@pytest.mark.slow
 def test_timeout_ends_a_sleeper_and_the_call_returns(server: Session) -> None:
     out, took = _timed(server, "sleep", "60")
     assert out["status"] == "timeout" and took < BOUND_S
@@ -51,7 +52,6 @@ def test_timeout_ends_a_sleeper_and_the_call_returns(server: Session) -> None:
     assert ok["status"] == "ok"
 
 
-@pytest.mark.slow
 def test_sigterm_ignoring_script_is_killed_after_the_grace(server: Session) -> None:
     out, took = _timed(server, "ignore_term")
     assert out["status"] == "timeout" and took < BOUND_S
@@ -59,28 +59,24 @@ def test_sigterm_ignoring_script_is_killed_after_the_grace(server: Session) -> N
     _control(server)
 
 
-@pytest.mark.slow
 def test_self_stopping_script_is_killed(server: Session) -> None:
     out, took = _timed(server, "selfstop")
     assert out["status"] == "timeout" and took < BOUND_S
     _control(server)
 
 
-@pytest.mark.slow
 def test_cpu_spin_is_stopped_by_the_timeout(server: Session) -> None:
     out, took = _timed(server, "spin")
     assert out["status"] == "timeout" and took < BOUND_S
     _control(server)
 
 
-@pytest.mark.slow
 def test_background_child_in_the_group_is_killed(server: Session) -> None:
     child = server.probe("background")["out"]["child"]
     wait_until(lambda: not _alive(child), f"background child {child} to be killed", 5)
     _control(server)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["doublefork", "setsid"])
 def test_session_escapee_does_not_hold_the_call(mode: str, server: Session, script_uid: int | None) -> None:
     """Standalone residual risk (docs/fence.md, SECURITY.md): a process that made a session of its own
@@ -95,7 +91,6 @@ def test_session_escapee_does_not_hold_the_call(mode: str, server: Session, scri
     _control(server)
 
 
-@pytest.mark.slow
 def test_escapee_holding_stdout_does_not_hold_the_call(server: Session, script_uid: int | None) -> None:
     started = time.monotonic()
     err, out = server.run("sec", SHORT, ["doublefork", "hold"])
@@ -106,7 +101,6 @@ def test_escapee_holding_stdout_does_not_hold_the_call(server: Session, script_u
     _control(server)
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="RLIMIT_NPROC applies when scripts run under a uid of their own")
 def test_fork_bomb_is_stopped_by_nproc(server: Session) -> None:
     out = server.probe("forkbomb", "3")["out"]
@@ -121,7 +115,6 @@ def test_thread_bomb_is_stopped_by_nproc(server: Session) -> None:
     _control(server)
 
 
-@pytest.mark.slow
 def test_hundred_runs_accumulate_no_zombies(server: Session, script_uid: int | None) -> None:
     server_pid = int(server.probe("id")["out"]["ppid"])
     for _ in range(100):
@@ -173,7 +166,6 @@ def test_descriptor_exhaustion_stops_at_nofile(server: Session) -> None:
     _control(server)
 
 
-@pytest.mark.slow
 def test_second_concurrent_run_is_refused_busy(server: Session, sec_root: Path) -> None:
     pidfile = sec_root.parent / "out" / "busy.pid"
     args = ["pidfile", str(pidfile), "3"]
@@ -190,7 +182,6 @@ def test_second_concurrent_run_is_refused_busy(server: Session, sec_root: Path) 
     _control(server)  # the lock was released
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGKILL",  # PR_SET_PDEATHSIG in the exec shim
                                  "SIGTERM",  # SIGTERM stops serving like EOF
                                  "stdin-EOF"])
@@ -236,7 +227,6 @@ def _shims_of(server_pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "stdin-EOF"])
 def test_server_stopped_leaves_no_waiting_shim(how: str, sec_root: Path) -> None:
     with open_session(server_params([sec_root], server_env()), read_timeout=60) as session:

@@ -30,6 +30,8 @@ from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
 from tests.security.conftest import TRAPS
 from tests.security.harness import Session
 
+pytestmark = pytest.mark.slow  # slow: a root server per module dropping scripts to the suite's user
+
 PY = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else os.path.realpath("/usr/bin/python3")
 
 # name of the denial -> a reference that must never be joined to the skill directory
@@ -73,7 +75,6 @@ def _control(server: Session) -> None:
     assert result["status"] == "ok" and result["out"] == {"argv": ["control"]}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("denial", sorted(SHAPES))
 def test_script_reference_shape_refused(denial: str, server: Session, sec_root: Path) -> None:
     script = SHAPES[denial].format(root=sec_root)

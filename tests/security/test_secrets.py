@@ -21,6 +21,8 @@ from tests.security.conftest import SECRET
 from tests.security.harness import Session, announced, last_json
 from tests.serve import SKILL_MCP
 
+pytestmark = pytest.mark.slow  # slow: a root server per module dropping scripts to the suite's user
+
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the cross-uid boundary exists only when the server is root")
 
 
@@ -28,7 +30,6 @@ def _server_pid(server: Session) -> int:
     return int(server.probe("id")["out"]["ppid"])
 
 
-@pytest.mark.slow
 @root_only
 @pytest.mark.parametrize("what", ["environ", "mem", "maps", "auxv"])
 def test_script_cannot_read_server_proc_file(what: str, server: Session) -> None:

@@ -22,6 +22,8 @@ from tests.helpers import text_of
 from tests.integration.harness import connect, directory_read, skills_get, skills_list
 from tests.verifiers.traps import AMBIGUOUS_FIELDS, LONG_DESCRIPTION, PUBLISHED_URIS, REFUSED, SERVED, build_traps
 
+pytestmark = pytest.mark.slow  # slow: a server subprocess per case
+
 INVALID_PARAMS = -32602
 
 
@@ -89,7 +91,6 @@ def test_a_nested_skill_is_published_under_the_enclosing_skills_path(traps: Path
     assert catalog.skill_at("parent/SKILL.md") == (parent, "SKILL.md")
 
 
-@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_skills_list_publishes_exactly_the_conforming_entries(traps: Path, era: str) -> None:
