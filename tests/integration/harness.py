@@ -110,6 +110,23 @@ async def connect(
         yield client
 
 
+@asynccontextmanager
+async def in_process(root: Path, era: str, env: Mapping[str, str] | None = None, **client_kwargs: Any
+                     ) -> AsyncIterator[Client]:
+    """The server for ``root`` under ``env``, built in this process, and the SDK's in-memory client on it.
+
+    For what ``Settings`` and the catalog alone decide (narrowing, problems, answers): the same
+    handlers and protocol as ``connect`` without a subprocess. What a transport decides (framing,
+    stderr, signals, sizes on the wire) still goes through ``connect``.
+    """
+    from skill_mcp.config import load_settings
+    from skill_mcp.server import build_server
+
+    server = build_server(load_settings([str(root)], dict(env or {})))
+    async with Client(server, mode=era, read_timeout_seconds=30, **client_kwargs) as client:
+        yield client
+
+
 async def handshake(client: Client, era: str) -> tuple[types.ServerCapabilities, str | None]:
     """Capabilities and instructions as the server states them in this era.
 

@@ -1,7 +1,7 @@
 """MCP_ENABLED_TOOLS: only the named tools; prompts and resources empty and not advertised.
 
 Narrowing is decided from ``Settings`` alone, so most of these tests build the server in this
-process (``build_server``) and talk to it through the SDK's in-memory client (``mcp.Client``
+process (``harness.in_process``: ``build_server`` and the SDK's in-memory client, ``mcp.Client``
 given the server object): the same handlers and the same protocol, no subprocess. One smoke
 test per transport runs the real ``skill-mcp serve`` (the ``connect`` fixture: stdio and HTTP),
 so the variable is also proven to reach the server through the environment.
@@ -11,29 +11,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from skill_mcp.config import load_settings
 from skill_mcp.server import build_server
-from tests.integration.harness import Connect, handshake, skills_list
+from tests.integration.harness import Connect, handshake, in_process, skills_list
 
 pytestmark = pytest.mark.anyio
 
 NARROW = {"MCP_ENABLED_TOOLS": "skill_list, skill_file"}
-
-
-@asynccontextmanager
-async def in_process(root: Path, era: str, env: Mapping[str, str] | None = None) -> AsyncIterator[Client]:
-    """The server for ``root`` under ``env``, built here, and the SDK's in-memory client on it."""
-    server = build_server(load_settings([str(root)], dict(env or {})))
-    async with Client(server, mode=era, read_timeout_seconds=30) as client:
-        yield client
 
 
 async def test_narrowed_server_registers_only_the_named_tools(connect: Connect, skills_root: Path) -> None:
