@@ -143,13 +143,6 @@ def script_uid() -> int | None:
     return None if account is None else account.pw_uid
 
 
-@pytest.fixture(scope="session", autouse=True)
-def runs_tmp() -> Iterator[Path]:
-    """The servers' temporary directory (``harness.RUNS_TMP``), removed after the session."""
-    yield RUNS_TMP
-    shutil.rmtree(RUNS_TMP, ignore_errors=True)
-
-
 def no_script_processes(uid: int | None, timeout: float = 5.0) -> None:
     """Zero processes of the script uid that this run's servers started remain (bounded wait: a
     SIGKILLed process takes a moment to go). Other processes of the uid are not this test's."""

@@ -18,9 +18,11 @@ process of the uid that some other test started.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import pwd
+import shutil
 import signal
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,9 +41,10 @@ SCRIPT_USER = "skillmcp-sectest"
 FALLBACK_USER = "nobody"
 # The temporary directory of every server this run of the suite starts (``TMPDIR`` in its
 # environment): the servers make each run's directory in it. Reachable by the script user, who
-# owns its run's directory inside; removed at the end of the session (``conftest``).
+# owns its run's directory inside; removed when the test process exits (collected or run).
 RUNS_TMP = Path(tempfile.mkdtemp(prefix="skill-mcp-sec-runs-"))
 RUNS_TMP.chmod(0o755)
+atexit.register(shutil.rmtree, RUNS_TMP, True)
 
 
 def script_account() -> pwd.struct_passwd | None:
