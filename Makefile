@@ -33,8 +33,12 @@ install: $(DEV)
 run: $(RUNTIME)
 	@$(BIN)/skill-mcp serve
 
+# Branch coverage is reported, never enforced (no threshold). Here and not in pyproject's addopts,
+# so that a single-file run stays quiet; [tool.coverage.run] in pyproject.toml says what is measured.
+COV := --cov=skill_mcp --cov=skill_mcp_launcher --cov-branch --cov-report=term:skip-covered
+
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(COV)
 
 # The fast lane while editing: no containers (`appliance`) and nothing marked `slow` (suites that
 # start many server subprocesses, big Hypothesis runs, the third-party clients and verifiers).
@@ -48,6 +52,7 @@ lint: install
 	$(BIN)/mypy --check-untyped-defs tests
 
 # `make bench BENCH_ARGS=--load` adds the load figure through HAProxy (needs Docker and both images).
+# The peers side by side need their venvs first: `$(BIN)/python -m bench.peers --setup` (bench/README.md).
 BENCH_ARGS ?=
 
 bench: install

@@ -1,7 +1,10 @@
 """``python -m bench``: generate the corpora, measure every server against the floor, write Markdown.
 
-    python -m bench                      # N = 100, 1,000, 10,000 and the bundled pack
+    python -m bench                      # N = 100, 1,000, 10,000 and the bundled pack; first answer
+                                         # also at 100,000; the peers at the public collections, 1,000, 10,000
     python -m bench --sizes 100 --quick  # the CI smoke run
+    python -m bench --peers-only         # only the peers side by side
+    python -m bench --first-answer-only --sizes 1000,10000 --large ""   # only the first-answer figures
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 import anyio
 
 from bench import corpus as corpora
+from bench import peers as peer_bench
 from bench.firstanswer import measure as measure_first_answer
 from bench.inproc import measure as measure_inproc
 from bench.measure import peak_memory, ready_runs
@@ -40,10 +44,23 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--run-calls", type=int, default=30, help="skill_run calls per interpreter (default 30)")
     p.add_argument("--search-calls", type=int, default=1000, help="in-process search queries (default 1000)")
     p.add_argument("--ready-only", action="store_true", help="measure only ready (spawn -> tools/list)")
-    p.add_argument("--first-answer-runs", type=int, default=5,
-                   help="repetitions of the cold/warm first-answer figures per corpus (default 5; 0 leaves them out)")
+    p.add_argument("--first-answer-runs", type=int, default=3,
+                   help="repetitions of the cold/warm first-answer figures per corpus (default 3; 0 leaves them out)")
     p.add_argument("--first-answer-only", action="store_true",
-                   help="measure only the first-answer figures (for a large corpus: --sizes 100000)")
+                   help="measure only the first-answer figures (and the peers unless --peers none)")
+    p.add_argument("--large", default="100000",
+                   help="corpus sizes measured for the first answer only, beside --sizes (default 100000; '' none)")
+    p.add_argument("--peers", default="all",
+                   help=f"peers to measure side by side: all, none, or some of {','.join(peer_bench.PEERS)}")
+    p.add_argument("--peers-only", action="store_true", help="measure only the peers side by side")
+    p.add_argument("--peer-corpora", default="public,1000,10000",
+                   help="corpora of the peers' figures: 'public' and/or sizes (default public,1000,10000)")
+    p.add_argument("--peer-runs", type=int, default=3, help="repetitions of the peers' figures (default 3)")
+    p.add_argument("--peers-dir", type=Path, default=peer_bench.PEERS_DIR,
+                   help="where `python -m bench.peers --setup` made the peers' venvs")
+    p.add_argument("--public", type=Path,
+                   default=Path(os.environ.get("SKILL_MCP_PUBLIC_SKILLS", "build/public-skills")),
+                   help="where the public collections are unpacked (as bench.search_quality)")
     p.add_argument("--no-appliance", action="store_true", help="skip the container figures")
     p.add_argument("--load", action="store_true",
                    help="also the load figure through HAProxy on 1 and 2 appliance replicas (needs Docker; bench/load.py)")
@@ -51,12 +68,18 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="few repetitions: the CI smoke run")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--out", type=Path, default=None, help="Markdown file to write (default bench/results/<stamp>.md)")
-    p.add_argument("--raw", type=Path, default=None,
-                   help="JSON file for the raw samples (default build/bench/<stamp>.json, not committed)")
+    p.add_argument("--raw", type=Path, nargs="?", const=RAW, default=None,
+                   help="also write the raw samples as JSON: to this file, or with no value to "
+                        "build/bench/<stamp>.json (never committed)")
     args = p.parse_args(argv)
     if args.quick:
         args.ready_runs, args.calls, args.run_calls, args.search_calls = 3, 20, 3, 50
         args.first_answer_runs = min(args.first_answer_runs, 1)
+        args.peer_runs = min(args.peer_runs, 1)
+        if "--large" not in (argv if argv is not None else sys.argv):
+            args.large = ""
+        if "--peer-corpora" not in (argv if argv is not None else sys.argv):
+            args.peer_corpora = args.sizes
     return args
 
 
@@ -88,17 +111,27 @@ def _appliance(enabled: bool) -> tuple[str, float]:
             f"| figure | value |\n|---|---|\n{rows}\n\nskill_run over docker exec: {overhead:.1f} ms"), overhead
 
 
+def _sizes(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
 async def run_all(args: argparse.Namespace) -> Run:
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    infos = {str(n): corpora.generate(args.cache / f"corpus-{n}", n) for n in sizes}
+    run = Run(started=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), ready_runs=args.ready_runs,
+              calls=args.calls, peer_runs=args.peer_runs)
     floor = floor_spec()
+    if args.peers_only:
+        await _peers(run, args)
+        run.ready = await ready_runs([floor], 1)
+        run.appliance = "Not measured: --peers-only."
+        return run
+    infos = {str(n): corpora.generate(args.cache / f"corpus-{n}", n) for n in _sizes(args.sizes)}
     specs = [ours_spec(label, info.root) for label, info in infos.items()]
     if not args.no_pack:
         specs.append(ours_spec("pack", None))
-    run = Run(started=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), ready_runs=args.ready_runs,
-              calls=args.calls)
+    large = {str(n): _large_corpus(args.cache, n) for n in _sizes(args.large) if str(n) not in infos}
     if args.first_answer_only:
-        await _first_answers(run, infos, args.first_answer_runs)
+        await _first_answers(run, {**infos, **large}, args.first_answer_runs)
+        await _peers(run, args)
         run.ready = await ready_runs([floor], 1)
         run.appliance = "Not measured: --first-answer-only."
         return run
@@ -118,7 +151,8 @@ async def run_all(args: argparse.Namespace) -> Run:
         await script_runs(result, spec, info, args.run_calls)
         run.targets.append(result)
         run.inproc[spec.label] = measure_inproc(info.root if info else None, queries, args.search_calls)
-    await _first_answers(run, infos, args.first_answer_runs)
+    await _first_answers(run, {**infos, **large}, args.first_answer_runs)
+    await _peers(run, args)
     run.appliance, run.appliance_overhead_ms = _appliance(not args.no_appliance)
     if args.load:
         from bench import load
@@ -130,10 +164,36 @@ async def run_all(args: argparse.Namespace) -> Run:
     return run
 
 
+def _large_corpus(cache: Path, n: int) -> corpora.CorpusInfo:
+    """A first-answer-only corpus (100,000 skills: about 1.8 GB, minutes to write; reused once stamped)."""
+    root = cache / f"corpus-{n}"
+    if corpora.stamped(root, n):  # regenerating a stamped corpus's text alone takes minutes at 100k
+        return corpora.CorpusInfo(root, n, 0, 0, {}, (), corpora.queries())
+    print(f"{n}: writing the corpus (minutes at 100,000)", file=sys.stderr)
+    return corpora.generate(root, n)
+
+
 async def _first_answers(run: Run, infos: dict[str, corpora.CorpusInfo], runs: int) -> None:
     for label, info in infos.items() if runs > 0 else ():
         print(f"{label}: the first answer, cold and warm ({runs} runs)", file=sys.stderr)
         run.first_answer.append(await measure_first_answer(label, info.root, runs, info.queries[0], info.n))
+
+
+async def _peers(run: Run, args: argparse.Namespace) -> None:
+    """Ours beside every selected peer (``bench.peers``); a corpus that is not there is noted, not measured."""
+    selected = peer_bench.select(args.peers)
+    run.peer_names = [p.name for p in selected]
+    if not selected or args.peer_runs <= 0:
+        run.peers_note = "Not measured: --peers none." if not selected else "Not measured: --peer-runs 0."
+        return
+    labels = [c for c in args.peer_corpora.split(",") if c.strip()]
+    for label, root, skills in peer_bench.corpus_roots(labels, args.cache, args.public):
+        if root is None:
+            run.peers_note += (f"The public collections are not unpacked under {args.public} (`--public`, "
+                               "`$SKILL_MCP_PUBLIC_SKILLS`): not measured there. ")
+            continue
+        print(f"peers at {label}: {args.peer_runs} runs", file=sys.stderr)
+        run.peers.append(await peer_bench.measure(label, root, args.peer_runs, selected, args.peers_dir, skills))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,13 +203,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or RESULTS / f"{run.started.replace(' ', '-').replace(':', '')}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n", encoding="utf-8")
-    # The raw samples go to the ignored build directory, so a figure can be recomputed another
-    # way later without committing megabytes of samples: the repository keeps the reports.
-    raw = args.raw or RAW / out.with_suffix(".json").name
-    raw.parent.mkdir(parents=True, exist_ok=True)
-    raw.write_text(json.dumps(dataclasses.asdict(run), default=str) + "\n", encoding="utf-8")
+    # The raw samples, asked for with --raw, go to the ignored build directory, so a figure can be
+    # recomputed another way later without committing megabytes of samples: the repository keeps
+    # the Markdown reports only.
+    raw = None
+    if args.raw is not None:
+        raw = args.raw / out.with_suffix(".json").name if args.raw == RAW else args.raw
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(dataclasses.asdict(run), default=str) + "\n", encoding="utf-8")
     print(text)
-    print(f"\nwritten to {out} (raw samples: {raw})", file=sys.stderr)
+    print(f"\nwritten to {out}" + (f" (raw samples: {raw})" if raw else ""), file=sys.stderr)
     return 0
 
 

@@ -19,12 +19,21 @@ request, recorded beforehand (``tools/call`` and ``resources/read`` as the SDK's
 built at load time; ``skills/list`` and ``skills/get`` as the plain dicts our handlers return).
 Its per-call cost is the SDK's for a payload of exactly our size and shape, and nothing else: a
 dictionary look-up stands where our catalog works.
+
+    python -m bench.floor --replay ANSWERS.json --load-time FILE
+
+With ``--load-time FILE`` it writes to FILE how long reading and validating the recorded answers
+took (seconds, before the handshake is served), and freezes what it loaded out of the cyclic
+collector's passes. ``bench.firstanswer`` subtracts that time from the floor's ready: the floor it
+needs is one that holds our pages in memory already, as a server with a warm catalog would.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +95,13 @@ def _replayer(path: Path) -> Server[Any]:
     return server
 
 
-async def _serve(our_transport: bool, replay: Path | None = None) -> None:
+async def _serve(our_transport: bool, replay: Path | None = None, load_time: Path | None = None) -> None:
+    start = time.perf_counter()
     server: Server[Any] = (Server("floor", on_list_tools=_list_tools, on_call_tool=_call_tool) if replay is None
                            else _replayer(replay))
+    if load_time is not None:
+        gc.freeze()
+        load_time.write_text(f"{time.perf_counter() - start:.6f}\n", encoding="ascii")
     if our_transport:
         from skill_mcp.surfaces.stdio import run_stdio
 
@@ -101,7 +114,8 @@ async def _serve(our_transport: bool, replay: Path | None = None) -> None:
 def main() -> None:
     argv = sys.argv[1:]
     replay = Path(argv[argv.index("--replay") + 1]) if "--replay" in argv else None
-    anyio.run(_serve, "--skill-mcp-transport" in argv, replay)
+    load_time = Path(argv[argv.index("--load-time") + 1]) if "--load-time" in argv else None
+    anyio.run(_serve, "--skill-mcp-transport" in argv, replay, load_time)
 
 
 if __name__ == "__main__":

@@ -89,14 +89,17 @@ class Session:
 
 @asynccontextmanager
 async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None,
-                  timeout_s: float = CALL_TIMEOUT_S) -> AsyncIterator[Session]:
-    """A connected, initialized client (handshake era) for ``spec``; the server ends with it."""
+                  timeout_s: float = CALL_TIMEOUT_S, errlog_path: Path | None = None) -> AsyncIterator[Session]:
+    """A connected, initialized client (handshake era) for ``spec``; the server ends with it.
+
+    The server's stderr is appended to ``errlog_path`` (default: the shared ``STDERR_LOG``)."""
     before = child_pids()
     # Every wait is bounded by read_timeout_seconds (initialize included). No cancel scope is
     # wrapped around the enter: the client opens task groups that must outlive such a scope.
     # The server's stderr (JSON log lines, audit lines) goes to a file, not over the report.
-    STDERR_LOG.parent.mkdir(parents=True, exist_ok=True)
-    with open(STDERR_LOG, "a", encoding="utf-8") as errlog:
+    log = errlog_path or STDERR_LOG
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as errlog:
         transport = stdio_client(spec.params(extra_env), errlog=errlog)
         client = Client(transport, mode="legacy", read_timeout_seconds=timeout_s, cache=None)
         spawned_at = time.perf_counter()

@@ -17,8 +17,9 @@ from pathlib import Path
 
 # HOSTED_MARKERS: variables whose presence means a host (mcp-host's runner) started this
 # process. Their presence can only move defaults toward fail-closed; it never opens anything.
-# Defined with the grant rules because the appliance's broker decides "hosted" from them too.
-from skill_mcp.grantrules import HOSTED_MARKERS
+# Defined with the grant rules (``grantrules.is_hosted``, ``grantrules.grant_source``) because the
+# appliance's broker decides "hosted" and the grant source from them too.
+from skill_mcp.grantrules import HOSTED_MARKERS, GrantSource, grant_source, is_hosted
 
 __all__ = ["ENV_VARS", "HOSTED_MARKERS", "Settings", "load_settings"]
 
@@ -35,7 +36,7 @@ ENV_VARS: Mapping[str, str] = {
     "MCP_SKILL_ALLOW_UNSCRUBBED": "'1' lets a hosted server run scripts although the environ wipe failed",
     "SKILL_MCP_UNCONFINED": "'1' lets a standalone (not hosted) server run scripts without a kernel sandbox where the kernel cannot confine them",
     "MCP_ENABLED_TOOLS": "comma list narrowing the registered tools; also hides prompts and resources",
-    "SKILL_MCP_COMPAT": "'skillmcp' also offers the skillmcp design notes' tools: list_packs, search_skills, get_skill",
+    "SKILL_MCP_COMPAT": "'skillmcp' also offers list_packs, search_skills, get_skill, the tools of the earlier skillmcp interface, for prompts written against those names",
     "MCP_HTTP_TOKEN": "bearer token required by the HTTP transport",
     "SKILL_MCP_SCRIPT_USER": "user (name or uid) scripts drop to when the standalone server runs as root",
     "SKILL_MCP_LOG": "log level (debug, info, warning, error); logs are JSON lines on stderr",
@@ -98,6 +99,11 @@ class Settings:
     def narrowed(self) -> bool:
         return self.enabled_tools is not None
 
+    @property
+    def grant_source(self) -> GrantSource:
+        """Where this process's grants come from (``grantrules.grant_source``, the broker's rule too)."""
+        return grant_source(self.skill_run, hosted=self.hosted)
+
 
 def _split_roots(value: str | None) -> list[Path]:
     if not value:
@@ -153,7 +159,7 @@ def load_settings(
     return Settings(
         roots=tuple(roots),
         roots_from=roots_from,
-        hosted=any(marker in env for marker in HOSTED_MARKERS),
+        hosted=is_hosted(env),
         enabled_tools=enabled_tools,
         compat=(env.get("SKILL_MCP_COMPAT") or "").strip().lower() or None,
         skill_run=env.get("MCP_SKILL_RUN"),

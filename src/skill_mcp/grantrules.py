@@ -1,31 +1,63 @@
-"""The grant rules both sides apply: the environment allowlist, the forbidden list, the row
-syntax and the intersection of rows with a declaration.
+"""The grant rules both sides apply: where grants come from, the environment allowlist, the
+forbidden list, the row syntax, the intersection of rows with a declaration and the script's
+environment built from them.
 
 ``runner.grants`` (the server's view, with problems for ``skill_list``) and the appliance's
 broker (``skill_mcp_launcher.policy``, which decides for itself) read ``MCP_SKILL_RUN``, judge
 variable names and intersect rows with what a script declares through this one module, so
 there is one forbidden list, one row syntax and one answer to "what does this script get".
+Both ask ``grant_source`` where grants come from (one vocabulary: ``GrantSource``) and build
+the script's environment with ``owner_values`` and ``exec_env``
+(tests/launcher/test_shared_rules.py holds each pair equal).
 A leaf: the standard library only, admitted by the launcher's import allowlist.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from skill_mcp import jsonbound
+from skill_mcp.outputs import OUTPUT_DIR_NAME, OUTPUT_ENV
 
 # Their presence marks a hosted process: without MCP_SKILL_RUN nothing is granted.
 HOSTED_MARKERS = ("MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL")
+
+# Where a process's grants come from: the one vocabulary of ``grantFrom`` (``skill_list``, the
+# broker's hello, every ``not-granted`` refusal), whichever side says it.
+GrantSource = Literal["MCP_SKILL_RUN", "declaration", "hosted-default"]
+GRANT_SOURCES: tuple[GrantSource, ...] = ("MCP_SKILL_RUN", "declaration", "hosted-default")
+
+
+def is_hosted(environ: Mapping[str, str]) -> bool:
+    """A host (mcp-host's runner) started this process: any of ``HOSTED_MARKERS`` is set."""
+    return any(marker in environ for marker in HOSTED_MARKERS)
+
+
+def grant_source(skill_run: str | None, *, hosted: bool) -> GrantSource:
+    """Where grants come from: ``MCP_SKILL_RUN`` when it is set (even malformed: then it grants
+    nothing), else fail closed when hosted (``hosted-default``: nothing runs), else the
+    declarations stand (``declaration``). The server (``config``, ``runner.grants``, a server
+    without a runner) and the appliance's broker (``skill_mcp_launcher.policy``) both ask this."""
+    if skill_run is not None:
+        return "MCP_SKILL_RUN"
+    return "hosted-default" if hosted else "declaration"
 
 # The fixed half of a script's environment; a declaration cannot rename or widen it. The
 # spawner sets PATH, HOME, TMPDIR and SKILL_OUTPUT_DIR itself; LANG and TZ come from the owner's
 # environment.
 FIXED_ENV = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "SKILL_OUTPUT_DIR")
 HOST_ENV = ("MCP_DATA_DIR",)  # handed when the host set it
+FROM_OWNER = ("LANG", "TZ")  # handed from the owner's environment when set and not empty
+# The spawner's own names: whatever the values passed in hold, ``exec_env`` sets these itself.
+SPAWNER_ENV = ("PATH", "HOME", "TMPDIR", OUTPUT_ENV)
+# Owned by the spawner too when a run goes through the appliance's egress proxy.
+PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+NO_PROXY_ENV = ("NO_PROXY", "no_proxy")
 
 # Loader and interpreter start-up variables: each turns "run this declared file" into "run
 # some other code first", so none is ever handed, whoever declared or granted it.
@@ -207,3 +239,41 @@ def intersect(rows: Iterable[GrantRow], declared_env: Iterable[str], declared_ho
                 refused.append(Refused(row.index, "undeclared-host", host))
     return Granted(tuple(dict.fromkeys(n for n in declared if n in granted_env)),
                    tuple(dict.fromkeys(h for h in hosts if h in granted_hosts)), tuple(refused))
+
+
+def owner_values(owner: Mapping[str, str], granted: Iterable[str], *, data_dir: str | None,
+                 only: Collection[str] | None = None) -> dict[str, str]:
+    """The values a script takes from the owner's environment: ``LANG`` and ``TZ`` when set and
+    not empty, ``MCP_DATA_DIR`` (``data_dir``, the host's) when given, and each granted name the
+    owner set (an empty value included). ``only`` (the names the user approved) narrows it.
+
+    The server's spawner (``runner.script_env``) and the appliance's broker
+    (``skill_mcp_launcher.policy``) both take a script's values from here; ``exec_env`` adds the
+    names the spawner owns."""
+    out = {n: owner[n] for n in FROM_OWNER if owner.get(n)}
+    if data_dir:
+        out["MCP_DATA_DIR"] = data_dir
+    for name in granted:
+        if name in owner and forbidden_variable(name) is None:
+            out[name] = owner[name]
+    return out if only is None else {n: v for n, v in out.items() if n in only}
+
+
+def exec_env(values: Mapping[str, str], run_dir: str, *, path: str, home: str | None,
+             proxy_url: str | None = None) -> dict[str, str]:
+    """The whole environment a script is exec'd with: ``values`` (``owner_values``) and the names
+    the spawner owns, set here whatever ``values`` holds: ``PATH``, ``HOME`` (``home``; none when
+    ``None``), ``TMPDIR`` the run's private directory, ``SKILL_OUTPUT_DIR`` inside it and, with a
+    ``proxy_url``, the proxy variables (``NO_PROXY`` removed). One rule for both sides: the
+    standalone spawner passes the owner's ``PATH`` and ``HOME`` (or the run's directory when the
+    script is confined), the appliance's broker the fixed path, the run's directory and its proxy."""
+    owned = (*SPAWNER_ENV, *PROXY_ENV, *NO_PROXY_ENV) if proxy_url else SPAWNER_ENV
+    env = {"PATH": path}
+    if home is not None:
+        env["HOME"] = home
+    env["TMPDIR"] = run_dir
+    env[OUTPUT_ENV] = os.path.join(run_dir, OUTPUT_DIR_NAME)
+    if proxy_url:
+        env.update(dict.fromkeys(PROXY_ENV, proxy_url))
+    env.update({k: v for k, v in values.items() if k not in owned})
+    return env

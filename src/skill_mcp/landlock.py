@@ -8,6 +8,9 @@ A ruleset handles every right the running kernel's ABI knows, as the kernel's ow
 ``samples/landlock/sandboxer.c`` does: a right the ABI lacks is left out on purpose (it is then
 not restricted at all), never asked for and refused. Every failure raises ``LandlockError``
 (an ``OSError`` with the errno); nothing here returns a bool for a failed step.
+
+What a run may read, write and reach is not written here: the rules are data in
+``limits.sandbox_rules``, turned into a ruleset by ``confine.build_ruleset``.
 """
 
 from __future__ import annotations

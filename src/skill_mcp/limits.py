@@ -1,11 +1,12 @@
-"""Run limits, the interpreter set and the capture rules: one home for both sides.
+"""Run limits, read caps, the interpreter set and the capture rules: one home for both sides.
 
 The standalone spawner (``runner.spawn_local``) and the appliance's broker
 (``skill_mcp_launcher``) both import this module, so a limit, an interpreter name or the
 capture bound cannot drift between them. It is a leaf: the standard library only, nothing
 else from ``skill_mcp``, because the launcher's import allowlist admits it
 (tests/appliance/test_launcher_imports.py). docs/fence.md's limits table is checked against
-``limits_table()`` (tests/fence/test_limits_doc.py).
+``limits_table()`` (tests/fence/test_limits_doc.py); docs/architecture.md's read caps table
+against ``READ_CAPS.table()`` (tests/fence/test_read_caps.py).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ KNOWN = tuple(CANDIDATES)
 
 DEFAULT_TIMEOUT_S = 60  # a declaration without ``timeout``
 MAX_TIMEOUT_S = 300  # the ceiling whatever a declaration says
-CAPTURE_LIMIT = 1024 * 1024  # bytes kept per stream; the rest is read, counted and dropped
+KIB = 1024
+MIB = 1024 * KIB
 TERM_GRACE_S = 1.0  # SIGTERM -> SIGKILL at a deadline
 DRAIN_S = 0.5  # after the exit, how long a detached holder of the pipes may keep them open
 # skill_run's arguments: count, one argument's characters, all arguments' characters.
@@ -41,7 +43,60 @@ MAX_ARGS = 64
 MAX_ARG_CHARS = 8 * 1024
 MAX_ARGS_TOTAL_CHARS = 64 * 1024
 
-MIB = 1024 * 1024
+
+@dataclass(frozen=True, slots=True)
+class ReadCaps:
+    """Every cap on the bytes one read takes, named once; each module that reads uses its field.
+
+    ``why`` says why each is what it is, in particular why a file is 1 MiB through a tool and
+    16 MiB through a resource: a tool answer is read into a model's context (and four files of
+    a batch together stay at 4 MiB), while a resource is a whole file a host fetches to install
+    the skill, bounded only by what the Skills extension lets one skill hold.
+    """
+
+    skill_md: int = MIB
+    frontmatter: int = 64 * KIB
+    file_by_tool: int = MIB
+    batch_by_tool: int = 4 * MIB
+    file_by_resource: int = 16 * MIB
+    skill_total: int = 16 * MIB
+    script: int = 16 * MIB
+    pack_json: int = 4 * MIB
+    credential_scan: int = MIB
+    capture: int = MIB
+    run_outputs: int = 32 * MIB
+    declarations: int = 16 * MIB
+
+    def why(self) -> dict[str, str]:
+        """Field -> where it applies and why it has this value."""
+        return {
+            "skill_md": "a SKILL.md; a larger one is refused (skill-too-large), never cut: a cut file "
+                        "would not match the digest its listings publish",
+            "frontmatter": "the YAML block at the top of a SKILL.md, and so one mcp-host: declaration",
+            "file_by_tool": "one file skill_file answers: the answer goes into a model's context",
+            "batch_by_tool": "all files of one skill_file call, counted from their sizes before reading",
+            "file_by_resource": "one file resources/read answers: a whole file a host fetches to install "
+                                "the skill, so as large as the skill may be",
+            "skill_total": "a skill's served files in all (the Skills extension's limit); the rest is "
+                           "reported (files-over-limit)",
+            "script": "a script the runner reads to pin its digest: never above a whole skill",
+            "pack_json": "a pack.json",
+            "credential_scan": "a file validate scans for credentials; a larger one is not scanned",
+            "capture": "a run's stdout, and its stderr: the rest is read, counted and dropped",
+            "run_outputs": "the files of SKILL_OUTPUT_DIR one run hands back",
+            "declarations": "the declared-skills document the appliance's parse helper writes",
+        }
+
+    def table(self) -> dict[str, tuple[str, str]]:
+        """Field -> (size as docs/architecture.md's read caps table spells it, why)."""
+        def show(n: int) -> str:
+            return f"{n // MIB} MiB" if n % MIB == 0 else f"{n // KIB} KiB"
+        return {name: (show(getattr(self, name)), why) for name, why in self.why().items()}
+
+
+READ_CAPS = ReadCaps()
+CAPTURE_LIMIT = READ_CAPS.capture  # bytes kept per stream; the rest is read, counted and dropped
+
 # The appliance's egress proxy port (``skill_mcp_launcher.proxy`` reads it from here: this leaf
 # never imports the launcher, and the sandbox's TCP rule needs it).
 PROXY_PORT = 8888

@@ -34,14 +34,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from skill_mcp.limits import MIB, READ_CAPS
 from skill_mcp.paths import relpath_problem
-
-MIB = 1024 * 1024
 
 OUTPUT_DIR_NAME = "out"  # inside the run's directory
 OUTPUT_ENV = "SKILL_OUTPUT_DIR"
 MAX_OUTPUT_FILES = 64  # files kept per run
-MAX_OUTPUT_BYTES = 32 * MIB  # bytes kept per run
+MAX_OUTPUT_BYTES = READ_CAPS.run_outputs  # bytes kept per run
 MAX_WALK_ENTRIES = 16384  # entries looked at per run; the rest are counted as not examined
 MAX_WALK_DEPTH = 16  # directory levels below the output directory
 MAX_DROPPED_LISTED = 64  # dropped entries named one by one; the rest are counted

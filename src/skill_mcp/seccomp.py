@@ -11,6 +11,9 @@ optionally with argument comparisons: all the comparisons of one rule must hold,
 for one call are either-or), and is loaded with ``load``; ``pfc`` exports it as text for
 inspection. A system call unknown to this architecture (``ipc`` on x86_64) is skipped, since a
 program cannot make it. Every failure raises ``SeccompError``.
+
+Which system calls a run may not make is not written here: the list is data in
+``limits.DENIED_SYSCALLS``, turned into a filter by ``confine.build_filter``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ closers as its stop hooks). It does not import ``mcp`` itself.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog
     from skill_mcp.runner.audit import AuditSink
     from skill_mcp.runner.types import OutputTap
+    from skill_mcp.surfaces.early import Handover
     from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
     from skill_mcp.telemetry import Telemetry
 
@@ -314,15 +316,88 @@ def serve_http(
             telemetry.shutdown()
 
 
+def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None) -> int:
+    """``serve_stdio``, with the handshake answered while the SDK loads (``surfaces.early``).
+
+    Where the frozen answers are this server's (``early.eligible``), the process hardens
+    itself, then a worker thread imports the SDK and composes the server while this thread
+    answers a plain ``initialize`` and ``tools/list``; then the server serves, reading first
+    every byte read so far. Otherwise this is ``serve_stdio``. Returns an exit code.
+    """
+    import signal
+    import threading
+
+    from skill_mcp.surfaces import early
+
+    if not early.eligible(settings, stdin_is_terminal=sys.stdin.isatty()):
+        import anyio
+
+        return int(anyio.run(serve_stdio, settings, catalog_provider))
+    from skill_mcp.runner.harden import harden_early
+
+    configure_logging(settings.log_level)
+    harden_early()  # before any thread exists; DeferredRunner.boot takes this report
+    state = early.EarlyHandshake(early.root_notes(settings), __version__)
+    built: list[Any] = []
+    wake_r, wake_w = os.pipe()
+
+    def load() -> None:
+        try:
+            built.append(_compose(settings, catalog_provider, None, transport="pipe"))
+            import anyio  # noqa: F401  - what serving needs, imported here too
+
+            from skill_mcp.surfaces.stdio import run_stdio  # noqa: F401
+        except BaseException as err:  # handed to the main thread, which raises it
+            built.append(err)
+        finally:
+            os.write(wake_w, b"!")
+
+    # SIGTERM and SIGINT stop this phase as they stop serving (_stop_on_signal): noted, and
+    # written to the wake pipe so the wait ends; a frame being written is finished first.
+    received: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    os.set_blocking(wake_w, False)
+    old_wakeup = signal.set_wakeup_fd(wake_w)
+    loader = threading.Thread(target=load, name="skill-mcp-load", daemon=True)
+    loader.start()
+    try:
+        with early.diverted() as (wire_in, wire_out):
+            handover = early.answer_early(state, wire_in, wire_out, wake_r)
+            loader.join()
+    finally:
+        signal.set_wakeup_fd(old_wakeup)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        os.close(wake_r)
+        os.close(wake_w)
+    if isinstance(built[0], BaseException):
+        raise built[0]
+    if received:
+        log.info("signal received; stopping", extra={"signal": signal.Signals(received[0]).name})
+        for close in built[0].closers:
+            close()
+        log.info("stopped serving over stdio")
+        return INTERRUPTED_EXIT if signal.SIGINT in received else 0
+    import anyio
+
+    return int(anyio.run(_serve_composed, settings, built[0], None, handover))
+
+
 async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None) -> int:
     """Serve over this process's stdin/stdout until stdin closes; returns an exit code."""
+    configure_logging(settings.log_level)
+    telemetry = telemetry_for(settings)
+    parts = _compose(settings, catalog_provider, telemetry, transport="pipe")
+    return await _serve_composed(settings, parts, telemetry)
+
+
+async def _serve_composed(settings: Settings, parts: _Composed, telemetry: Telemetry | None,
+                          early: Handover | None = None) -> int:
     import anyio
 
     from skill_mcp.surfaces.stdio import run_stdio
 
-    configure_logging(settings.log_level)
-    telemetry = telemetry_for(settings)
-    parts = _compose(settings, catalog_provider, telemetry, transport="pipe")
     provider, server = parts.provider, parts.server
     started = time.monotonic()
     if sys.stdin.isatty():
@@ -338,7 +413,7 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_catalog, provider, server)
             tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
-            await run_stdio(server)
+            await run_stdio(server, early)
             tg.cancel_scope.cancel()
     finally:
         # stdin closed (or we were cancelled): stop whatever still runs, e.g. a script.
@@ -359,15 +434,13 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    import anyio
-
     parser = argparse.ArgumentParser(prog="python -m skill_mcp.server", description="serve skills over stdio")
     parser.add_argument("--skills-dir", dest="skills_dirs", action="append", default=[], metavar="DIR")
     parser.add_argument("--watch", action="store_true", help="rebuild the catalog when files change")
     args = parser.parse_args(argv)
     settings = load_settings(args.skills_dirs, watch=args.watch)
     try:
-        return anyio.run(serve_stdio, settings)
+        return serve_stdio_early(settings)
     except KeyboardInterrupt:
         return 130
 

@@ -29,12 +29,13 @@ from urllib.parse import unquote
 
 from skill_mcp.catalog.files import read_body, read_skill_file
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Catalog, Problem, Skill
 from skill_mcp.reasons import Level, ProblemReason
 
 MAX_BODY_LINES = 500
 MIN_DESCRIPTION_CHARS = 40
-SCAN_MAX_BYTES = 1024 * 1024  # files larger than this are not scanned for credentials
+SCAN_MAX_BYTES = READ_CAPS.credential_scan  # files larger than this are not scanned for credentials
 
 # Saying *when* takes many forms in real descriptions: "Use when ...", "whenever the user ...",
 # "guidance ... when building a new screen", "you must use this before any design work", "use

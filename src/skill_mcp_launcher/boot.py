@@ -41,7 +41,7 @@ from skill_mcp.limits import (
     set_oom_score_adj,
 )
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import caps, declared, egress_report, fence, isolation, policy, procs, selftest
+from skill_mcp_launcher import caps, egress_report, fence, isolation, parse_helper, policy, procs, selftest
 from skill_mcp_launcher.broker import PROXY_DIR, RUN_DIR, Broker, fatal, log
 
 KEEP = (caps.CAP_SETUID, caps.CAP_SETGID, caps.CAP_KILL)
@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
     environ = dict(os.environ)
     try:
-        parse_user = declared.parse_account()
+        parse_user = parse_helper.parse_account()
     except (KeyError, RuntimeError) as exc:
         fatal(f"users: {exc}")
     broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),

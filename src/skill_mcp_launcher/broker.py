@@ -2,7 +2,7 @@
 
 A request's shape is checked (``checks``), the run is decided by the broker's own policy
 (``policy``: the owner's grant from the launcher's environment, the declarations read by the
-unprivileged helper in ``declared``), then run (``sandbox``) with a fresh egress proxy
+unprivileged helper in ``parse_helper``), then run (``sandbox``) with a fresh egress proxy
 holding that run's allowlist, then every process of the script uid and of the proxy uid is
 swept. The reply carries the result in ``RunResult`` shape, or a refusal with a stable
 reason; a refused request spawns nothing.
@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from skill_mcp import outputs
+from skill_mcp import declwire, outputs
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import APPLIANCE, FIXED_PATH, Limits, appliance_sandbox, run_status
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import checks, declared, egress_report, isolation, policy, procs, proxy, sandbox
+from skill_mcp_launcher import checks, egress_report, isolation, parse_helper, policy, procs, proxy, sandbox
 
 RUN_DIR = "/run/skill-mcp"
 PROXY_DIR = f"{RUN_DIR}/proxy"
@@ -59,7 +59,7 @@ class Broker:
     # Whether this kernel can confine a run (``boot.boot_sandbox``): without it no script runs.
     sandbox_ok: bool = False
     sandbox_detail: str = "not probed"
-    declarations: declared.Declarations | None = None
+    declarations: declwire.Declarations | None = None
     # Counts a run's direct connections the ruleset dropped (bound at boot; egress_report).
     drops: egress_report.DropLog = field(default_factory=lambda: egress_report.DropLog(None))
     declared_error: str | None = None
@@ -99,16 +99,16 @@ class Broker:
     def read_declarations(self) -> None:
         """Ask the unprivileged helper for the skills' declarations (at boot, and when one changed)."""
         try:
-            self.declarations = declared.read(self.parse_user, self.roots, self.reaper)
+            self.declarations = parse_helper.read(self.parse_user, self.roots, self.reaper)
             self.declared_error = None
             log("declarations", skills=len(self.declarations.skills), parsed_as_uid=self.declarations.parsed_as,
                 dropped={d.name: d.detail for d in self.declarations.dropped.values()})
-        except declared.DeclaredError as exc:
+        except declwire.DeclaredError as exc:
             # Fail closed: without declarations the broker allows nothing (every skill is unknown).
             self.declarations, self.declared_error = None, str(exc)
             log("declarations-failed", detail=str(exc))
 
-    def _skills(self, name: str) -> Mapping[str, declared.DeclaredSkill]:
+    def _skills(self, name: str) -> Mapping[str, declwire.DeclaredSkill]:
         """The declarations, read again when ``name`` is unknown or changed; a dropped ``name`` is refused.
 
         A skill the helper reported past the bounds (or out of shape) is refused alone, the way
@@ -160,7 +160,7 @@ class Broker:
         self.runs += 1
         scratch = isolation.make_scratch(self.users.script.gid)
         out_dir = isolation.make_output_dir(scratch, self.users.script.gid)
-        env = checks.run_env(job.env, scratch, proxy.PROXY_PORT)
+        env = policy.broker_env(job.env, scratch, proxy.PROXY_PORT)
         # The sandbox from the broker's own decision (the job), never from the server's word.
         rules = appliance_sandbox(skill_dir=job.cwd, scratch=scratch, interpreters=self.interpreters.values(),
                                   proxy_port=proxy.PROXY_PORT)

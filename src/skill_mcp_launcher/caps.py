@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import prctl
 
+from skill_mcp import proctools
+
 CAP_KILL = prctl.CAP_KILL
 CAP_SETGID = prctl.CAP_SETGID
 CAP_SETUID = prctl.CAP_SETUID
@@ -147,9 +149,10 @@ def set_child_subreaper() -> None:
 
 
 def set_nondumpable() -> None:
-    prctl.set_dumpable(False)
-    if prctl.get_dumpable():
-        raise CapError("the process is still dumpable")
+    """``proctools.set_nondumpable`` (the server's rule too), raising ``CapError`` when it fails."""
+    problem = proctools.set_nondumpable()
+    if problem is not None:
+        raise CapError(problem)
 
 
 def describe(bits: int) -> list[str]:

@@ -1,4 +1,4 @@
-"""The shape of a run request, and the environment the broker builds. It trusts nothing the server sends.
+"""The shape of a run request. It trusts nothing the server sends.
 
 The server only *asks*: a request names the skill, the script, the script's arguments and,
 optionally, a shorter timeout. It may also repeat what its preview showed the user - the
@@ -14,22 +14,16 @@ This module checks types and sizes only; ``policy`` decides.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.grantrules import NAME_RE
-from skill_mcp.limits import FIXED_PATH, MAX_ARG_CHARS, MAX_ARGS, MAX_ARGS_TOTAL_CHARS
-from skill_mcp.outputs import OUTPUT_DIR_NAME, OUTPUT_ENV
+from skill_mcp.limits import MAX_ARG_CHARS, MAX_ARGS, MAX_ARGS_TOTAL_CHARS
 from skill_mcp.reasons import Refusal
 
 REQUEST_KEYS = frozenset({"skill", "script", "args", "timeout_s", "interpreter", "env", "egress"})
 MAX_NAMES = 256
-# Set by the broker for every run; a request cannot name a value for them.
-BROKER_ENV = ("PATH", "HOME", "TMPDIR", "SKILL_OUTPUT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
-              "NO_PROXY", "no_proxy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,16 +98,3 @@ def parse_request(raw: Any) -> Request:
                    args=_args(raw.get("args", [])), timeout_s=None if timeout is None else float(timeout),
                    interpreter=None if interpreter is None else _str(interpreter, "interpreter", 32),
                    env=env, egress=_names(raw.get("egress"), "egress", 253))
-
-
-def run_env(env: Mapping[str, str], scratch: str, proxy_port: int) -> dict[str, str]:
-    """The environment the script gets: the policy's values, with the broker-owned names fixed.
-
-    The appliance's copy of ``skill_mcp.runner.script_env`` (the standalone rules): the launcher
-    runs as root and imports only the shared leaves of ``skill_mcp``, never ``runner``."""
-    out = {k: v for k, v in env.items() if k not in BROKER_ENV}
-    url = f"http://127.0.0.1:{proxy_port}"
-    out.update(PATH=FIXED_PATH, HOME=scratch, TMPDIR=scratch, HTTP_PROXY=url, HTTPS_PROXY=url,
-               http_proxy=url, https_proxy=url)
-    out[OUTPUT_ENV] = os.path.join(scratch, OUTPUT_DIR_NAME)
-    return out

@@ -3,6 +3,10 @@
 "Loaded" is not taken from ``nft``'s exit status alone: the table is listed back as JSON
 and must show the output chain hooked at ``output`` with policy ``drop`` and the rules that
 name the three uids. Anything else is a failed fence, and the launcher runs no script.
+
+Which hosts a run may reach is decided elsewhere: the broker's ``policy._egress`` (declared and
+granted), the proxy's allowlist (``proxy.write_config``), and the ruleset itself
+(``nftables/skill-mcp.nft``), which lets only the proxy's uid leave the box.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Like OpenSSH's monitor, the broker recomputes the policy rather than take it fro
 privileged side. Its inputs are its own:
 
 * the owner's ``MCP_SKILL_RUN``, read from the launcher's environment at boot (rows parsed by
-  ``skill_mcp.grantrules``, the server's own syntax); and the hosted markers beside it;
-* the skills' declarations, read by the unprivileged helper (``declared``);
+  ``skill_mcp.grantrules``, the server's own syntax), and where grants come from by the server's
+  rule (``grantrules.grant_source``);
+* the skills' declarations, read by the unprivileged helper (``parse_helper``, records of ``skill_mcp.declwire``);
 * the interpreter paths it resolved itself, and the skills roots it was given.
 
 ``decide`` turns a ``checks.Request`` into a ``sandbox.Job`` or refuses with a named reason:
@@ -23,46 +24,47 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from skill_mcp.declwire import DeclaredScript, DeclaredSkill
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.grantrules import (
     FIXED_ENV,
     HOST_ENV,
-    HOSTED_MARKERS,
     Granted,
     GrantRow,
+    GrantSource,
     by_declaration,
+    exec_env,
     forbidden_variable,
+    grant_source,
     intersect,
+    is_hosted,
     is_loader_variable,
+    owner_values,
     parse_rows,
 )
-from skill_mcp.limits import clamp_timeout
+from skill_mcp.limits import FIXED_PATH, clamp_timeout
 from skill_mcp.paths import is_inside, resolve_inside
 from skill_mcp.reasons import Refusal
 from skill_mcp_launcher import proxy
 from skill_mcp_launcher.checks import Request
-from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
 from skill_mcp_launcher.sandbox import Job
-
-# Names the broker hands from its own environment when set; PATH, HOME and TMPDIR it sets itself.
-PASSED_FIXED = ("LANG", "TZ", *HOST_ENV)
 
 
 @dataclass(frozen=True, slots=True)
 class Grants:
     """The owner's grant as the broker reads it (``MCP_SKILL_RUN`` from its own environment)."""
 
-    source: str  # "MCP_SKILL_RUN", "declaration" (not hosted, no grant) or "hosted-default"
+    source: GrantSource  # ``grantrules.grant_source``: the server's vocabulary and rule
     rows: tuple[GrantRow, ...] = ()
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Grants:
         raw = environ.get("MCP_SKILL_RUN")
-        if raw is not None:
-            rows, _errors, _invalid = parse_rows(raw)  # the server reports the errors; here they grant nothing
-            return cls("MCP_SKILL_RUN", rows)
-        hosted = any(marker in environ for marker in HOSTED_MARKERS)
-        return cls("hosted-default" if hosted else "declaration")
+        source = grant_source(raw, hosted=is_hosted(environ))
+        if raw is None:
+            return cls(source)
+        rows, _errors, _invalid = parse_rows(raw)  # the server reports the errors; here they grant nothing
+        return cls(source, rows)
 
     def allowed(self, skill: DeclaredSkill, decl: DeclaredScript) -> Granted | None:
         """Declared ∩ granted (``grantrules``, the server's rule), loader variables removed; ``None``
@@ -128,8 +130,15 @@ def _env(req: Request, allowed: Granted, environ: Mapping[str, str]) -> dict[str
         if name not in allow:
             raise _refuse(Refusal.ENV_NOT_GRANTED, f"{name} is neither in the fixed allowlist nor granted "
                           "and declared for this script", name=name, granted=list(allowed.env))
-    names = allow if req.env is None else set(req.env)
-    return {n: environ[n] for n in (*PASSED_FIXED, *allowed.env) if n in names and n in environ}
+    # The values, by the server's own rule (``grantrules.owner_values``); ``broker_env`` adds the rest.
+    return owner_values(environ, allowed.env, data_dir=environ.get("MCP_DATA_DIR"), only=req.env)
+
+
+def broker_env(values: Mapping[str, str], scratch: str, proxy_port: int) -> dict[str, str]:
+    """The environment the broker execs a script with: the job's values, with the names the broker
+    owns set by the shared rule (``grantrules.exec_env``): the fixed ``PATH``, ``HOME`` and
+    ``TMPDIR`` the run's scratch directory, and the egress proxy."""
+    return exec_env(values, scratch, path=FIXED_PATH, home=scratch, proxy_url=f"http://127.0.0.1:{proxy_port}")
 
 
 def _egress(req: Request, allowed: Granted) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from skill_mcp import confine, outputs
 from skill_mcp.limits import DRAIN_S, SCRIPT_OOM_SCORE_ADJ, TERM_GRACE_S, Capture, Limits, Sandbox, set_oom_score_adj
+from skill_mcp.proctools import killpg
 from skill_mcp_launcher import procs
 
 # The limits, the capture bound and the grace periods live in skill_mcp.limits (shared with
@@ -187,10 +188,10 @@ class _Supervisor:
             self.deadline = min(self.deadline, now)
         if self.result.status is None and now >= self.deadline and not self.result.timed_out:
             self.result.timed_out = True
-            _killpg(self.pid, signal.SIGTERM)
+            killpg(self.pid, signal.SIGTERM)
             self.kill_at = now + TERM_GRACE_S
         if self.kill_at is not None and now >= self.kill_at and self.result.status is None:
-            _killpg(self.pid, signal.SIGKILL)
+            killpg(self.pid, signal.SIGKILL)
             self.kill_at = None
 
     def wait_for(self, now: float) -> float:
@@ -211,7 +212,7 @@ class _Supervisor:
         if fd == self.server_fd:
             # The server died mid-run: its script must not outlive it by a single timeout.
             self.server_gone = self.result.server_gone = True
-            _killpg(self.pid, signal.SIGKILL)
+            killpg(self.pid, signal.SIGKILL)
             sel.unregister(fd)
             return
         if fd == self.pidfd:
@@ -294,6 +295,3 @@ def _read_rest(fd: int, cap: Capture) -> None:
     os.close(fd)
 
 
-def _killpg(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)

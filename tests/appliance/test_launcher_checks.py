@@ -2,7 +2,7 @@
 
 A table of requests a compromised server could send, each with the reason it is refused,
 and the plain request as the positive control. The declarations come from the real helper
-program (``skill_mcp.runner.declared``) run on a fixture root, so the records are the ones
+program (``skill_mcp.runner.dump_declarations``) run on a fixture root, so the records are the ones
 the broker gets in the image.
 """
 
@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
+from skill_mcp import declwire
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.grantrules import FORBIDDEN_EXACT
-from skill_mcp_launcher import checks, declared, policy, procs
+from skill_mcp_launcher import checks, policy, procs
 from skill_mcp_launcher.broker import Broker
 from skill_mcp_launcher.sandbox import Job
 
@@ -60,15 +61,15 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def skills(root: Path) -> dict[str, declared.DeclaredSkill]:
-    out = subprocess.run([sys.executable, "-I", "-m", "skill_mcp.runner.declared"], capture_output=True,
+def skills(root: Path) -> dict[str, declwire.DeclaredSkill]:
+    out = subprocess.run([sys.executable, "-I", "-m", "skill_mcp.runner.dump_declarations"], capture_output=True,
                          env={"SKILLS_DIR": str(root), "PATH": "/usr/bin:/bin"}, timeout=60, check=True)
-    found = declared.check_document(out.stdout)
+    found = declwire.decode(out.stdout)
     assert found.parsed_as == os.getuid() and set(found.skills) == {"s", "t"} and not found.dropped
     return dict(found.skills)
 
 
-def decide(root: Path, skills: dict[str, declared.DeclaredSkill], raw: dict[str, Any],
+def decide(root: Path, skills: dict[str, declwire.DeclaredSkill], raw: dict[str, Any],
            environ: dict[str, str] | None = None) -> Job:
     env = ENVIRON if environ is None else environ
     return policy.decide(checks.parse_request(raw), skills=skills, grants=policy.Grants.from_environ(env),
@@ -196,14 +197,14 @@ BAD_ENTRIES = [
 
 @pytest.mark.parametrize("raw", BAD_DOCUMENTS)
 def test_helper_output_out_of_shape_is_refused(raw: bytes) -> None:
-    with pytest.raises(declared.DeclaredError):
-        declared.check_document(raw)
-    assert set(declared.check_document(b'{"uid": 0, "skills": [' + GOOD_ENTRY + b"]}").skills) == {"g"}
+    with pytest.raises(declwire.DeclaredError):
+        declwire.decode(raw)
+    assert set(declwire.decode(b'{"uid": 0, "skills": [' + GOOD_ENTRY + b"]}").skills) == {"g"}
 
 
 @pytest.mark.parametrize("entry", BAD_ENTRIES)
 def test_one_skill_out_of_shape_cannot_stop_the_other_skills(entry: bytes) -> None:
-    found = declared.check_document(b'{"uid": 0, "skills": [' + entry + b", " + GOOD_ENTRY + b"]}")
+    found = declwire.decode(b'{"uid": 0, "skills": [' + entry + b", " + GOOD_ENTRY + b"]}")
     assert set(found.skills) == {"g"}  # the positive control: the neighbour stays runnable
     assert set(found.dropped) == {"s"} and found.dropped["s"].detail
 
@@ -216,13 +217,13 @@ def test_broker_refuses_only_the_dropped_skill_and_asks_the_helper_nothing_while
         (tmp_path / name / "SKILL.md").write_text("x", encoding="utf-8")
         st = os.stat(tmp_path / name / "SKILL.md")
         keys[name] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    good = declared.DeclaredSkill("good", str(tmp_path / "good"), keys["good"], (), ())
-    bad = declared.Dropped("bad", "egress is not a list of at most 256 entries", str(tmp_path / "bad"), keys["bad"])
+    good = declwire.DeclaredSkill("good", str(tmp_path / "good"), keys["good"], (), ())
+    bad = declwire.Dropped("bad", "egress is not a list of at most 256 entries", str(tmp_path / "bad"), keys["bad"])
     users = procs.Users(*(procs.Account(n, u, u) for n, u in (("s", 65001), ("c", 65002), ("p", 65003))))
     broker = Broker(users=users, reaper=procs.Reaper(), roots=(str(tmp_path),), interpreters={}, fence_ok=True,
                     fence_detail="", grants=policy.Grants("declaration"), environ={},
                     parse_user=procs.Account("x", 65004, 65004),
-                    declarations=declared.Declarations({"good": good}, 65004, {"bad": bad}))
+                    declarations=declwire.Declarations({"good": good}, 65004, {"bad": bad}))
     with pytest.raises(SkillMcpError) as info:
         broker._skills("bad")
     assert str(info.value.reason) == "undeclared-script" and "256" in info.value.detail
@@ -232,15 +233,8 @@ def test_broker_refuses_only_the_dropped_skill_and_asks_the_helper_nothing_while
 
 
 def test_a_name_listed_twice_is_dropped_both_times() -> None:
-    found = declared.check_document(b'{"uid": 0, "skills": [' + GOOD_ENTRY + b", " + GOOD_ENTRY + b"]}")
+    found = declwire.decode(b'{"uid": 0, "skills": [' + GOOD_ENTRY + b", " + GOOD_ENTRY + b"]}")
     assert dict(found.skills) == {} and set(found.dropped) == {"g"}
-
-
-def test_run_env_fixes_the_broker_owned_names() -> None:
-    env = checks.run_env({"PATH": "/evil", "HOME": "/", "HTTP_PROXY": "http://evil", "KEEP": "1"}, "/s/run-1", 8888)
-    assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin" and env["HOME"] == env["TMPDIR"] == "/s/run-1"
-    assert env["HTTP_PROXY"] == env["https_proxy"] == "http://127.0.0.1:8888"
-    assert env["KEEP"] == "1"
 
 
 def test_server_environment_holds_granted_names_never_their_values() -> None:

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from bench import fair
+from bench import fair, firstanswer
 from bench.corpus import generate
 from bench.servers import ours_spec, session
 
@@ -63,5 +63,29 @@ def test_replaying_floor_refuses_a_request_it_was_not_shown(tmp_path: Path) -> N
             await fair.send(floor.client, requests["get"](0))  # positive control
             with pytest.raises(MCPError):
                 await fair.send(floor.client, ("tools/call", {"name": "skill_list", "arguments": {"limit": 3}}))
+
+    anyio.run(go)
+
+
+def test_replaying_floor_walks_our_exact_pages(tmp_path: Path) -> None:
+    """The first-answer floor: ``tools/list`` and every ``skill_list`` page of 200, replayed byte for byte."""
+    corpus = generate(tmp_path / "corpus", 230)  # two pages of 200
+
+    async def go() -> None:
+        answers = tmp_path / "pages.json"
+        async with session(ours_spec("ours", corpus.root)) as ours:
+            assert await firstanswer.record_walk(ours.client, answers) > 0
+            load = tmp_path / "pages.load"
+            async with session(firstanswer.replay_floor_spec(answers, load)) as floor:
+                assert float(load.read_text(encoding="ascii")) > 0  # what the floor's ready has taken out
+                assert await fair.raw(floor.client, "tools/list", {}) == await fair.raw(ours.client, "tools/list", {})
+                assert await firstanswer.walk(floor.client) == await firstanswer.walk(ours.client) == (230, 2)
+                cursor = None
+                for _ in range(2):
+                    params = {"name": "skill_list", "arguments": firstanswer.page_args(cursor)}
+                    mine = await fair.raw(ours.client, "tools/call", params)
+                    assert await fair.raw(floor.client, "tools/call", params) == mine
+                    cursor = mine["structuredContent"].get("nextCursor")
+                assert cursor is None
 
     anyio.run(go)

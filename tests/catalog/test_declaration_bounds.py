@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from skill_mcp import declwire
 from skill_mcp.catalog.declaration import DeclarationError, build_declaration
 from skill_mcp.grantrules import DECLARATION_BOUNDS as BOUNDS
-from skill_mcp_launcher import declared
 from skill_mcp_launcher.proxy import valid_host
 from tests.cli.helpers import as_json, run, write
 from tests.fence.limits_table import documented_table
@@ -57,7 +57,7 @@ def test_what_the_catalog_accepts_at_every_bound_the_broker_accepts() -> None:
         "name": "s", "directory": "/d", "skillMd": [1, 2, 3, 4, 5], "egress": list(declaration.egress),
         "scripts": [{"script": r.script, "interpreter": r.interpreter, "env": list(r.env), "timeout": r.timeout}
                     for r in declaration.run]}]}
-    found = declared.check_document(json.dumps(doc).encode())
+    found = declwire.decode(json.dumps(doc).encode())
     assert set(found.skills) == {"s"} and not found.dropped
     assert all(valid_host(h) for h in declaration.egress)
 

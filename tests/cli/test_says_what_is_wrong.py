@@ -12,7 +12,7 @@ LONG = "Turns notes into reports. Use when a report is needed. " + "More words. 
 
 
 def _duplicate_with_a_warning(tmp_path: Path) -> tuple[Path, Path]:
-    """Two roots claim 'dup'; the first copy also has a description over the spec's 1024."""
+    """Two roots claim 'dup'; the first copy also has a description over the Agent Skills specification's 1024."""
     first, second = tmp_path / "one", tmp_path / "two"
     write(first / "dup" / "SKILL.md", f"---\nname: dup\ndescription: {LONG}\n---\n1. Do.\n")
     write(second / "dup" / "SKILL.md", GOOD.format(name="dup", phase="wire"))
@@ -133,7 +133,7 @@ def test_validate_of_a_root_with_no_skill_passes_but_says_nothing_was_found(tmp_
 
 
 def test_show_of_a_name_from_the_skillmcp_notes_names_the_skill_that_serves_it() -> None:
-    # The notes' example is `skillmcp show protocol-conformance-test`; the pack calls it run-conformance-suite.
+    # The example written for the skillmcp name is `skillmcp show protocol-conformance-test`; the pack calls it run-conformance-suite.
     done = run("show", "protocol-conformance-test")
     assert done.returncode == 1 and done.stdout == ""
     assert "closest: run-conformance-suite," in done.stderr

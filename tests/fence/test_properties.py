@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from skill_mcp.declwire import DeclaredScript, DeclaredSkill
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.models import Catalog, Declaration, ScriptDecl, Skill
 from skill_mcp.runner.grants import build_grants, forbidden_variable
 from skill_mcp.runner.plan import check_args
 from skill_mcp.runner.tokens import TokenBook
-from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
 from skill_mcp_launcher.policy import Grants
 
 from .helpers import catalog_of, make_skill

@@ -19,7 +19,7 @@ from tests.integration.harness import Connect
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 PAGE_LIMIT = 16 * 1024
-DESCRIPTION = "Use when the task needs a long description. " * 22  # about 1,000 characters, the spec's cap
+DESCRIPTION = "Use when the task needs a long description. " * 22  # about 1,000 characters, the Agent Skills specification's cap
 
 
 def _cost(result: Any) -> int:

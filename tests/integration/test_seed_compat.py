@@ -1,10 +1,10 @@
-"""What the ``skillmcp`` design notes' readers send: their tools, their handshake, their commands.
+"""What clients of the earlier ``skillmcp`` interface send: its tools, its handshake, its commands.
 
 - ``SKILL_MCP_COMPAT=skillmcp`` offers ``list_packs``, ``search_skills`` and ``get_skill`` with the
-  notes' answer shapes, checked through the SDK's client (and its output-schema validation) in
+  interface's answer shapes, checked through the SDK's client (and its output-schema validation) in
   both eras, on a server built in process (the switch is a Settings decision); without the switch
   they are not offered.
-- The notes' literal ``initialize`` (no ``capabilities``, no ``clientInfo``) gets ``-32602`` whose
+- That interface's literal ``initialize`` (no ``capabilities``, no ``clientInfo``) gets ``-32602`` whose
   ``data`` names what is missing, over stdio and over HTTP (before: ``data: ""``).
 """
 

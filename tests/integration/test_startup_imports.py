@@ -10,6 +10,12 @@ handshake caused is already on stderr, before the warning. Heavy modules must no
 them; the same markers after ``skill_list``, ``skill_run`` and ``skill_search`` show each one
 turning up when it is first needed, so the pin can fail. No timing is asserted (pallets/click's
 ``test_imports`` idea, for a server).
+
+The handshake itself is answered before the SDK is imported (``surfaces.early``; a worker thread
+imports and composes the server meanwhile). That is pinned by making the SDK unimportable: with
+``PYTHONPATH`` first naming packages ``mcp``, ``mcp_types``, ``pydantic``, ``pydantic_core`` and
+``anyio`` whose import writes its name to a file and never returns, the server must still answer
+``initialize`` and ``tools/list``; any of them imported on the answering path would hang it.
 """
 
 from __future__ import annotations
@@ -57,7 +63,10 @@ HEAVY_AT_START = (
     "google.protobuf",
 )
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
-NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "prctl", "skill_mcp.surfaces.stdio")
+NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "skill_mcp.proctools", "skill_mcp.surfaces.stdio")
+# Not needed to answer a plain initialize and tools/list at all (surfaces.early): the SDK and what it stands on.
+SDK_STACK = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio")
+HANG = "import os, time\nos.write(os.open({mark!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), b{name!r} + b'\\n')\ntime.sleep(3600)\n"
 
 
 class Server:
@@ -72,18 +81,26 @@ class Server:
         self._out = b""
         self._err = b""
 
-    def _read(self, fd: int, until: bytes, buf: bytes) -> tuple[bytes, bytes]:
+    def _read(self, stream: str, until: bytes) -> bytes:
+        """Read ``stream`` ("out" or "err") up to ``until``, draining both pipes meanwhile: the import
+        profile on stderr outgrows a pipe's buffer, and a server blocked writing it answers nothing."""
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        fds = {self.proc.stdout.fileno(): "out", self.proc.stderr.fileno(): "err"}
+        bufs = {"out": self._out, "err": self._err}
         deadline = time.monotonic() + WAIT_S
-        while until not in buf:
+        while until not in bufs[stream]:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            ready = select.select(list(fds), [], [], left)[0] if left > 0 else []
+            if not ready:
                 raise TimeoutError(f"no {until!r} from the server within {WAIT_S:.0f} s")
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise EOFError(f"the server closed the pipe before {until!r}")
-            buf += chunk
-        head, _, rest = buf.partition(until)
-        return head + until, rest
+            for fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk and fds[fd] == stream:
+                    raise EOFError(f"the server closed the pipe before {until!r}")
+                bufs[fds[fd]] += chunk
+        head, _, bufs[stream] = bufs[stream].partition(until)
+        self._out, self._err = bufs["out"], bufs["err"]
+        return head + until
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -93,8 +110,7 @@ class Server:
             message["params"] = params
         self.proc.stdin.write(json.dumps(message).encode() + b"\n")
         self.proc.stdin.flush()
-        line, self._out = self._read(self.proc.stdout.fileno(), b"\n", self._out)
-        return dict(json.loads(line))
+        return dict(json.loads(self._read("out", b"\n")))
 
     def notify(self, method: str) -> None:
         assert self.proc.stdin is not None
@@ -106,9 +122,8 @@ class Server:
         assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
         self.proc.stdin.write(b"not json\n")
         self.proc.stdin.flush()
-        line, self._out = self._read(self.proc.stdout.fileno(), b"\n", self._out)
-        assert json.loads(line)["error"]["code"] == -32700
-        text, self._err = self._read(self.proc.stderr.fileno(), b"unparseable input line", self._err)
+        assert json.loads(self._read("out", b"\n"))["error"]["code"] == -32700
+        text = self._read("err", b"unparseable input line")
         names = set()
         for row in text.decode(errors="replace").splitlines():
             if row.startswith("import time:") and "|" in row:
@@ -188,3 +203,56 @@ def test_configured_telemetry_is_imported_before_the_first_answer(tmp_path: Path
         running.close()
     wanted = ("skill_mcp.telemetry", "opentelemetry.sdk", "opentelemetry.exporter")
     assert _loaded(seen, wanted) == list(wanted)
+
+
+def _unimportable_sdk(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """``PYTHONPATH`` naming packages that shadow the SDK stack and hang on import, and the file
+    each one writes its name to first."""
+    shadow, mark = tmp_path / "shadow", tmp_path / "imported"
+    for name in SDK_STACK:
+        (shadow / name).mkdir(parents=True)
+        (shadow / name / "__init__.py").write_text(HANG.format(mark=str(mark), name=name), encoding="utf-8")
+    return {"PYTHONPATH": str(shadow)}, mark
+
+
+def _shadows_reached(mark: Path) -> set[str]:
+    """The shadow packages the worker thread has tried to import (waits for the first)."""
+    deadline = time.monotonic() + WAIT_S
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return set(mark.read_text(encoding="utf-8").split()) & set(SDK_STACK)
+
+
+def _kill(running: Server) -> None:
+    running.proc.kill()
+    running.close()
+
+
+def test_the_handshake_is_answered_while_the_sdk_cannot_be_imported(tmp_path: Path) -> None:
+    env, mark = _unimportable_sdk(tmp_path)
+    running = Server(build_tree(tmp_path / "skills"), env)
+    try:
+        init = running.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                              "clientInfo": {"name": "imports", "version": "0"}})
+        assert init["result"]["serverInfo"]["name"] == "skill-mcp"
+        running.notify("notifications/initialized")
+        tools = running.request("tools/list")
+        assert "skill_run" in {t["name"] for t in tools["result"]["tools"]}
+        # The worker thread is (or will be) stuck in a shadow, so the SDK server cannot have answered.
+        assert _shadows_reached(mark)
+    finally:
+        _kill(running)
+
+
+def test_a_request_past_the_handshake_waits_for_the_sdk(tmp_path: Path) -> None:
+    # The control: the same shadows do stop the SDK server, so nothing but the early path answers.
+    env, mark = _unimportable_sdk(tmp_path)
+    running = Server(build_tree(tmp_path / "skills"), env)
+    try:
+        assert running.proc.stdin is not None and running.proc.stdout is not None
+        running.proc.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        running.proc.stdin.flush()
+        assert _shadows_reached(mark)
+        assert not select.select([running.proc.stdout.fileno()], [], [], 3.0)[0]
+    finally:
+        _kill(running)

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skill_mcp import brokerwire, jsonbound
+from skill_mcp import brokerwire, declwire, jsonbound
 from skill_mcp.grantrules import parse_rows
-from skill_mcp_launcher import declared, policy, procs
+from skill_mcp_launcher import policy, procs
 from skill_mcp_launcher.boot import _serve_one
 from skill_mcp_launcher.broker import Broker
 
@@ -177,9 +177,9 @@ def test_broker_loop_step_refuses_when_handle_raises() -> None:
 
 
 def test_declarations_helper_cannot_crash_the_broker_with_a_deep_document() -> None:
-    with pytest.raises(declared.DeclaredError):
-        declared.check_document(('{"uid":1,"skills":' + _nested(DEEP) + "}").encode())
-    found = declared.check_document(b'{"uid":1,"skills":[]}')  # the positive control
+    with pytest.raises(declwire.DeclaredError):
+        declwire.decode(('{"uid":1,"skills":' + _nested(DEEP) + "}").encode())
+    found = declwire.decode(b'{"uid":1,"skills":[]}')  # the positive control
     assert (dict(found.skills), found.parsed_as) == ({}, 1)
 
 

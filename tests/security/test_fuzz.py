@@ -32,13 +32,13 @@ from hypothesis import strategies as st
 from skill_mcp import brokerwire as protocol
 from skill_mcp.catalog.declaration import DeclarationError, build_declaration, read_declaration
 from skill_mcp.catalog.frontmatter import FrontmatterError, parse_frontmatter, split
+from skill_mcp.declwire import DeclaredScript, DeclaredSkill
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.paths import is_inside, resolve_inside
 from skill_mcp.reasons import Refusal
 from skill_mcp_launcher import checks, policy, procs
 from skill_mcp_launcher.boot import _serve_one
 from skill_mcp_launcher.broker import Broker
-from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
 
 FIGURES = Path(__file__).resolve().parents[2] / "build" / "security" / "fuzz.json"
 COUNTS: dict[str, int] = {}

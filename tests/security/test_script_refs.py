@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 
 from skill_mcp.catalog.declaration import DeclarationError, build_declaration
+from skill_mcp.declwire import DeclaredScript, DeclaredSkill
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.paths import check_relpath
 from skill_mcp.reasons import Refusal
 from skill_mcp_launcher import checks, policy
-from skill_mcp_launcher.declared import DeclaredScript, DeclaredSkill
 from tests.security.conftest import TRAPS
 from tests.security.harness import Session
 

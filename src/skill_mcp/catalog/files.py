@@ -26,6 +26,7 @@ from skill_mcp.catalog.digest_memo import DigestMemo as DigestMemo  # re-exporte
 from skill_mcp.catalog.digest_memo import identity
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Problem, Skill, SkillFile, uri_path
 from skill_mcp.paths import (
     MAX_PATH_CHARS,
@@ -42,7 +43,7 @@ MAX_FILES = 512
 # pack's scripts into them). They are build output, not the author's content: never listed,
 # never served, never pinned - the one documented exception to "reported, never silent".
 BUILD_OUTPUT_DIRS = frozenset({"__pycache__"})
-MAX_TOTAL_BYTES = 16 * 1024 * 1024
+MAX_TOTAL_BYTES = READ_CAPS.skill_total
 # Entries (files, directories, anything) one walk looks at before it stops: a skill holding a
 # whole node_modules costs bounded time. Well above MAX_FILES, so a skill whose extra files
 # are left out is still walked to the end in any ordinary case.
@@ -378,7 +379,7 @@ def current_size(skill: Skill, rel: str) -> int:
         return found.size
 
 
-def read_body(skill: Skill, *, max_bytes: int = 1024 * 1024) -> str:
+def read_body(skill: Skill, *, max_bytes: int = READ_CAPS.skill_md) -> str:
     """The Markdown body of SKILL.md (everything after the frontmatter)."""
     raw = read_skill_file(skill, SKILL_MD, max_bytes=max_bytes)
     try:

@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-FRONTMATTER_MAX_BYTES = 64 * 1024
+from skill_mcp.limits import READ_CAPS
+
+FRONTMATTER_MAX_BYTES = READ_CAPS.frontmatter
 HOST_KEY = "mcp-host"
 _BOM = "\ufeff"
 _TOP_LEVEL_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"\-?:][^:#]*?))\s*:(?:\s|$)""")

@@ -36,13 +36,14 @@ from typing import Any
 
 from skill_mcp.catalog.files import DigestMemo, file_digest
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Problem, Skill, SkillFile
 from skill_mcp.paths import is_inside, relpath_problem
 from skill_mcp.reasons import Level, ProblemReason
 
 PACK_JSON = "pack.json"
 SCHEMA_VERSION = 1
-PACK_JSON_MAX_BYTES = 4 * 1024 * 1024
+PACK_JSON_MAX_BYTES = READ_CAPS.pack_json
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 MAX_LISTED = 5  # differing files named in one problem's detail
 

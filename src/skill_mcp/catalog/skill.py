@@ -22,11 +22,12 @@ from skill_mcp.catalog.files import (
 from skill_mcp.catalog.frontmatter import FrontmatterError, FrontmatterInvalid, Split, parse_frontmatter, split
 from skill_mcp.catalog.spec import extension_rules, is_valid_name, spec_warnings
 from skill_mcp.catalog.yaml11 import Difference, differences
+from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Problem, Skill
 from skill_mcp.paths import is_inside
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
-SKILL_MD_MAX_BYTES = 1024 * 1024
+SKILL_MD_MAX_BYTES = READ_CAPS.skill_md
 
 
 @dataclass(frozen=True, slots=True)

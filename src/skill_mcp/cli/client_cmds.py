@@ -29,7 +29,7 @@ from skill_mcp.cli.confirm import Confirmer
 from skill_mcp.cli.output import emit, emit_json, warn
 
 ARGS_MAX_CHARS = 1024 * 1024
-# The skillmcp design notes' tool names (surfaces.seed_tools), offered only with SKILL_MCP_COMPAT.
+# The earlier skillmcp interface's tool names (surfaces.seed_tools), offered only with SKILL_MCP_COMPAT.
 SEED_TOOLS = frozenset({"list_packs", "search_skills", "get_skill"})
 BODY_TOOLS = frozenset({"skill_file", "skill_load"})  # their file text is in content, not structuredContent
 CALL_TIMEOUT_S = 330.0  # above skill_run's hard 300 s ceiling, so a run always answers first

@@ -6,7 +6,6 @@ Stdout belongs to the protocol from here on: nothing in this module prints.
 from __future__ import annotations
 
 import errno
-import inspect
 import os
 import sys
 from pathlib import Path
@@ -28,6 +27,8 @@ _LISTEN_ERRORS = {
 
 def _blocking(result: Any) -> int:
     """Accept a blocking entry point or an async one; map its return to an exit code."""
+    import inspect  # not on the stdio path, which answers the handshake before this would be needed
+
     if inspect.isawaitable(result):
         import anyio
 
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,
                                         allowed_hosts=tuple(args.allowed_hosts), catalog_provider=provider,
                                         metrics=getattr(args, "metrics", None)))
-        from skill_mcp.server import serve_stdio
+        from skill_mcp.server import serve_stdio_early
     except ImportError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"the server could not be loaded: {err}") from err
     except SkillMcpError as err:
@@ -104,6 +105,6 @@ def run(args: argparse.Namespace) -> int:
         raise exits.CliError(exits.UNAVAILABLE, f"cannot listen on {args.http}: {err.strerror}"
                              + _LISTEN_ERRORS[err.errno], str(Refusal.HTTP_LISTEN_FAILED)) from err
     try:
-        return _blocking(serve_stdio(settings, provider))
+        return serve_stdio_early(settings, provider)
     except SkillMcpError as err:
         raise exits.CliError(exits.UNAVAILABLE, err.detail, str(err.reason)) from err

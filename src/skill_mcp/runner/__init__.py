@@ -8,7 +8,7 @@ never protocol prose. The modules:
     harden        the server process hardened against same-uid readers (environ wipe, non-dumpable)
     grants        which declared scripts may run, with which variables and hosts
     plan          the checks before confirmation, the ``RunPlan`` and the preview (``willRun``)
-    script_env    the environment a script gets (standalone; the launcher keeps its own copy)
+    script_env    the environment a script gets (the shared rule, grantrules.exec_env, for this spawner)
     interpreters  the closed interpreter set, resolved once at boot
     tokens        confirmation tokens bound to one exact ``willRun``
     types         the contract between the runner and a spawner
@@ -18,7 +18,7 @@ never protocol prose. The modules:
     rundirs       the per-run private directories
     output_store  the files recent runs wrote, kept bounded for skill-run:// reads
     spawn_broker  the appliance spawner: a client of the launcher's spawn-broker
-    declared      the declarations as JSON, for the launcher (run as an unprivileged uid)
+    dump_declarations  the declared-skills document (``declwire``) for the launcher, run as an unprivileged uid
     report        what ``skill_list`` says about scripts
     audit         the per-run audit line and the "this machine looks fenced" note
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skill_mcp.runner.audit import AuditSink, stderr_sink
-from skill_mcp.runner.harden import harden_process, unscrubbed_warning
+from skill_mcp.runner.harden import harden_process, take_early, unscrubbed_warning
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
@@ -49,7 +49,8 @@ class DeferredRunner:
         """The one way a server builds its runner: harden this process now, once, and report a
         failed wipe (standalone) now, once; build the runner from ``settings`` when first needed,
         or at once in the appliance, where the broker is asked before anything is served."""
-        harden = harden_process()
+        early = take_early()  # serve_stdio_early hardens before it starts its loader thread
+        harden = early if early is not None else harden_process()
         warning = unscrubbed_warning(harden)
         if warning is not None and not settings.hosted:
             audit(warning)

@@ -12,8 +12,9 @@ that part and is reported as ``grant-unmatched``. A value that is not such an ar
 nothing at all and is reported as ``grant-invalid`` (fail closed). No spelling of a row makes
 something runnable that a skill did not declare.
 
-Without ``MCP_SKILL_RUN``: a hosted process (any marker in ``config.HOSTED_MARKERS``) grants
-nothing; a standalone one lets every declaration stand, variables included.
+Without ``MCP_SKILL_RUN``: a hosted process (``grantrules.is_hosted``: any of its
+``HOSTED_MARKERS``) grants nothing; a standalone one lets every declaration stand, variables
+included. Which of the three applies is ``grantrules.grant_source``, the broker's rule too.
 
 Loader and interpreter-startup variables (``LD_*``, ``PYTHON*``, ``NODE_OPTIONS``,
 ``BASH_ENV`` ...) are never handed, whoever declared or granted them: each one turns "run this
@@ -24,14 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from skill_mcp import grantrules
 from skill_mcp.grantrules import FIXED_ENV, HOST_ENV, GrantRow, forbidden_variable
 from skill_mcp.models import Catalog, Problem, ScriptDecl, Skill
 from skill_mcp.reasons import Level, ProblemReason
 
-GrantFrom = Literal["MCP_SKILL_RUN", "declaration", "hosted-default"]
+GrantFrom = grantrules.GrantSource  # one vocabulary for both sides
 
 # The fixed allowlist, the forbidden list and the row syntax live in ``skill_mcp.grantrules``,
 # which the appliance's broker applies too: one list for both sides.
@@ -133,18 +133,19 @@ def _declaration_grants(skills: Iterable[Skill]) -> dict[tuple[str, str], Script
 
 def build_grants(catalog: Catalog, raw: str | None, *, hosted: bool) -> GrantSet:
     """Intersect ``MCP_SKILL_RUN`` (or the default for this mode) with the catalog's declarations."""
+    source = grantrules.grant_source(raw, hosted=hosted)
     if raw is not None:
         rows, problems = parse_rows(raw)
         acc, found = _row_grants(rows, catalog.skills)
         note = ("grants come from MCP_SKILL_RUN only; a declared script without a row does not run"
                 if hosted else None)
-        return GrantSet("MCP_SKILL_RUN", hosted, acc, (*problems, *found), note)
-    if hosted:
-        return GrantSet("hosted-default", True, {}, (), (
+        return GrantSet(source, hosted, acc, (*problems, *found), note)
+    if source == "hosted-default":
+        return GrantSet(source, True, {}, (), (
             "hosted (a host marker such as MCP_DATA_DIR is set) and MCP_SKILL_RUN is absent: nothing is "
             "granted and no script runs; instructions and files are still served. Set MCP_SKILL_RUN to a "
             'JSON array of {"skill", "script", "env", "egress"} rows to grant declared scripts.'))
-    return GrantSet("declaration", False, _declaration_grants(catalog.skills.values()))
+    return GrantSet(source, False, _declaration_grants(catalog.skills.values()))
 
 
 def declared_forbidden(skill: Skill) -> list[Problem]:

@@ -12,7 +12,7 @@ the server was started with) and, while the server is dumpable, ``/proc/<server 
    rebuilt (``clearenv`` then ``setenv`` from ``os.environ``) in heap memory, where
    ``/proc/<pid>/environ`` never looks; a child started without an explicit ``env`` still
    inherits a correct environment.
-2. sets ``PR_SET_DUMPABLE`` to 0 through ``python-prctl``, so a same-uid process can neither
+2. sets ``PR_SET_DUMPABLE`` to 0 (``proctools.set_nondumpable``, the launcher's too), so a same-uid process can neither
    open ``/proc/<pid>/environ`` or ``/proc/<pid>/mem`` nor ptrace the server (the files become
    root-owned). The wipe itself stays on ctypes: ``memset``, ``clearenv`` and ``setenv`` are
    libc's, and no library wraps them.
@@ -27,7 +27,7 @@ import ctypes
 import os
 from dataclasses import dataclass
 
-import prctl
+from skill_mcp.proctools import set_nondumpable
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,16 +76,6 @@ def scrub_environ_block() -> str | None:
     return None
 
 
-def set_nondumpable() -> str | None:
-    try:
-        prctl.set_dumpable(False)
-    except OSError as exc:
-        return f"prctl(PR_SET_DUMPABLE, 0) failed: {exc.strerror}"
-    if prctl.get_dumpable():
-        return "the process is still dumpable after prctl"
-    return None
-
-
 def unscrubbed_warning(report: HardenReport) -> dict[str, str] | None:
     """The audit record a standalone server writes at boot when the wipe failed; None when it worked."""
     if report.scrubbed:
@@ -93,6 +83,19 @@ def unscrubbed_warning(report: HardenReport) -> dict[str, str] | None:
     return {"event": "warning", "reason": "environ-unscrubbed",
             "detail": "the exec-time environment block could not be wiped; a same-uid script may read "
                       f"this server's environment: {report.detail}"}
+
+
+_EARLY: list[HardenReport] = []
+
+
+def harden_early() -> None:
+    """Harden now, before a thread is started; the next ``take_early`` returns this report."""
+    _EARLY.append(harden_process())
+
+
+def take_early() -> HardenReport | None:
+    """The report of an earlier ``harden_early`` (once); None when the process has not hardened."""
+    return _EARLY.pop() if _EARLY else None
 
 
 def harden_process() -> HardenReport:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp.errors import SkillMcpError
-from skill_mcp.limits import MAX_ARG_CHARS, MAX_ARGS, MAX_ARGS_TOTAL_CHARS, clamp_timeout
+from skill_mcp.limits import MAX_ARG_CHARS, MAX_ARGS, MAX_ARGS_TOTAL_CHARS, READ_CAPS, clamp_timeout
 from skill_mcp.models import Skill
 from skill_mcp.paths import open_regular, resolve_inside
 from skill_mcp.reasons import Refusal
@@ -30,7 +30,7 @@ from skill_mcp.runner.interpreters import Interpreters
 from skill_mcp.runner.script_env import plan_env
 from skill_mcp.runner.types import RunPlan
 
-MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a skill's whole size limit; a script is never bigger
+MAX_SCRIPT_BYTES = READ_CAPS.script  # a skill's whole size limit; a script is never bigger
 
 
 @dataclass(frozen=True, slots=True)

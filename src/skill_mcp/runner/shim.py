@@ -31,6 +31,7 @@ from pathlib import Path
 import anyio
 
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.proctools import killpg
 from skill_mcp.reasons import Refusal
 
 SHIM = str(Path(__file__).with_name("_exec_shim.py"))
@@ -86,11 +87,6 @@ def prctl_dir() -> str:
     if spec is None or spec.origin is None:
         raise SkillMcpError(Refusal.SPAWN_FAILED, "python-prctl is not installed; the exec shim needs it")
     return os.path.dirname(spec.origin)
-
-
-def killpg(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
 
 
 @dataclass(slots=True)

@@ -3,7 +3,7 @@
 - argv array, no shell; cwd the skill directory; stdin ``/dev/null``; a new session (so the
   script leads its own process group); the environment is exactly ``plan.env`` with ``TMPDIR``
   set to a private directory made for this run (``skill-mcp-run-<server pid>-<random>``, mode
-  0700, the script user's when the server is root; ``runner.script_env.run_env``) and removed
+  0700, the script user's when the server is root; ``runner.script_env.spawn_env``) and removed
   after it, once the run's process group is killed and reaped, by ``skill_mcp.trees`` (no
   recursion, no link followed, any depth). A removal that leaves anything refuses every later
   run (``cleanup-pending``) until a retry, made at the start of each, removes it: no run starts
@@ -48,10 +48,11 @@ import anyio.to_thread
 from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import SCRIPT_OOM_SCORE_ADJ, STANDALONE, Capture, Sandbox, run_status, standalone_sandbox
+from skill_mcp.proctools import killpg
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner import rundirs
-from skill_mcp.runner.script_env import run_env
-from skill_mcp.runner.shim import EAGAIN, KILL_WAIT_S, Shim, ShimGone, WarmSlot, killpg
+from skill_mcp.runner.script_env import spawn_env
+from skill_mcp.runner.shim import EAGAIN, KILL_WAIT_S, Shim, ShimGone, WarmSlot
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, OutputTap, RunPlan, RunResult
 from skill_mcp.trees import NotRemoved, remove_tree
 
@@ -196,7 +197,7 @@ class LocalSpawner:
             self._waiting.cancel()
 
     def _config(self, plan: RunPlan, tmp: str) -> bytes:
-        env = run_env(plan.env, tmp, private_home=self.confined or self.drop is not None)
+        env = spawn_env(plan.env, tmp, private_home=self.confined or self.drop is not None)
         limits: dict[str, tuple[int, int]] = {"core": (0, 0), "nofile": (NOFILE, NOFILE), "fsize": (FSIZE, FSIZE)}
         cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits,
                                   "oom_score_adj": SCRIPT_OOM_SCORE_ADJ,

@@ -16,6 +16,7 @@ from skill_mcp.catalog.cachefile import marker_time
 from skill_mcp.catalog.files import SKILL_MD, locate, read_body, read_located, skill_uri
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Catalog, Skill
 from skill_mcp.search.build import build_sorted
 from skill_mcp.search.index import SearchDoc, SearchIndex, _idf
@@ -56,14 +57,14 @@ def _body(skill: Skill) -> tuple[str, Stamp]:
     """
     with locate(skill, SKILL_MD) as found:
         st = found.st
-        raw = read_located(found, max_bytes=1024 * 1024)
+        raw = read_located(found, max_bytes=READ_CAPS.skill_md)
     stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     try:
         if split(raw[:skill.body_offset]).body_offset == skill.body_offset:
             return raw[skill.body_offset:].decode("utf-8"), stamp
     except FrontmatterError:
         pass
-    return read_body(skill, max_bytes=1024 * 1024), stamp
+    return read_body(skill, max_bytes=READ_CAPS.skill_md), stamp
 
 
 def _fields(skill: Skill) -> tuple[str, str, str, tuple[str, ...]]:

@@ -1,4 +1,4 @@
-"""Surfaces: the only package that imports the MCP SDK.
+"""Surfaces: the only package that imports the MCP SDK (``early`` and ``early_answers`` do not).
 
 Thin translation between the catalog (and the runner's results) and protocol shapes:
 
@@ -13,7 +13,7 @@ Thin translation between the catalog (and the runner's results) and protocol sha
     search_tool   skill_search
     run_tool      skill_run: the runner's protocol face and the confirmation glue
     run_outputs   a run's files as resource links, and resources/read of skill-run:// URIs
-    declared      ScriptStates of a server with no runner plugged in
+    declared_scripts  ScriptStates of a server with no runner plugged in
     seed_tools    the optional skillmcp profile (list_packs, search_skills, get_skill)
     prompts       one prompt per skill
     resources     skill:// resources, resources/read, directory reads
@@ -22,6 +22,8 @@ Thin translation between the catalog (and the runner's results) and protocol sha
     paging        every page size, cursor and page window
     errors        the one mapping from SkillMcpError to a tool error or a -32602
     handshake     what a refused initialize lacks
+    early         a plain handshake answered before the SDK is imported (stdlib only)
+    early_answers the SDK server's own handshake answers, frozen (generated; held equal by a test)
     client_logs   logging/setLevel: this server's log records forwarded to the client
     live          list_changed notifications when the catalog changes (serve --watch)
     stdio         the stdio transport: claims fds 0 and 1 and serves on them

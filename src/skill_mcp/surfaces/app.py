@@ -26,6 +26,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import prompts, resources, run_outputs, skills_ext
 from skill_mcp.surfaces.client_logs import ClientLogForwarder
+from skill_mcp.surfaces.early import root_notes
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.handshake import initialize_detail_middleware
 from skill_mcp.surfaces.live import ChangeAnnouncer
@@ -109,19 +110,8 @@ def _select_tools(settings: Settings, specs: Sequence[ToolSpec]) -> list[ToolSpe
     return chosen
 
 
-def _root_notes(settings: Settings) -> str:
-    """The roots that serve nothing, in a sentence the model can repeat to the person: a server
-    started with a mistyped root otherwise looks like one with no skills."""
-    from skill_mcp.catalog.roots import probe_roots
-
-    notes = [f"{n.path}: {n.detail}" for n in probe_roots(settings)]
-    if not notes:
-        return ""
-    return (" Tell the user that the server's configuration needs fixing; " + "; ".join(notes) + ".")
-
-
 def _instructions(tool_names: Sequence[str], settings: Settings, known: Sequence[str]) -> str:
-    return _base_instructions(tool_names, settings, known) + _root_notes(settings)
+    return _base_instructions(tool_names, settings, known) + root_notes(settings)
 
 
 def _base_instructions(tool_names: Sequence[str], settings: Settings, known: Sequence[str]) -> str:
@@ -188,7 +178,7 @@ def assemble(
     run_outputs: Callable[[], Any] | None = None,
 ) -> SkillServer:
     if script_states is None:
-        from skill_mcp.surfaces.declared import DeclaredScripts
+        from skill_mcp.surfaces.declared_scripts import DeclaredScripts
 
         script_states = DeclaredScripts(settings)
     state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states,

@@ -1,9 +1,9 @@
 """An ``initialize`` the SDK refuses says what is wrong with it.
 
 The SDK answers an ``initialize`` whose params do not validate with ``-32602`` and an empty
-``data`` (it keeps pydantic's text off the wire). A hand-written handshake, such as the
-``skillmcp`` design notes' own ``{"protocolVersion": "2025-03-26"}`` without ``capabilities``
-and ``clientInfo``, then learns nothing about what to add. This middleware keeps the code and
+``data`` (it keeps pydantic's text off the wire). A hand-written handshake, such as the one
+clients of the earlier ``skillmcp`` interface send (``{"protocolVersion": "2025-03-26"}``
+without ``capabilities`` and ``clientInfo``), then learns nothing about what to add. This middleware keeps the code and
 puts the fields in ``data``: ``reason`` (``invalid-initialize``), ``missing`` and ``invalid``
 (dotted field paths under ``params``) and a one-line ``detail`` naming what a minimal
 handshake carries.

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import MIB, READ_CAPS
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import schemas
 from skill_mcp.surfaces.paging import DEFAULT_LIST_LIMIT, LIST_PAGE_BYTES, decode_cursor, encode_cursor, fit, page
@@ -37,8 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog, Skill
 
 MAX_PATHS = 8
-MAX_FILE_BYTES = 1024 * 1024
-MAX_BATCH_BYTES = 4 * 1024 * 1024
+MAX_FILE_BYTES = READ_CAPS.file_by_tool
+MAX_BATCH_BYTES = READ_CAPS.batch_by_tool
 
 
 def compact_entry(call: ToolCall, skill: Skill) -> dict[str, Any]:
@@ -288,7 +289,7 @@ def read_tools() -> tuple[ToolSpec, ...]:
             description=(
                 f"Read up to {MAX_PATHS} files of one skill in one call, by paths relative to the skill "
                 f"directory (as listed by skill_load). Limits: {MAX_FILE_BYTES // 1024} KiB per file and "
-                f"{MAX_BATCH_BYTES // (1024 * 1024)} MiB per call, counted from file sizes before reading. "
+                f"{MAX_BATCH_BYTES // MIB} MiB per call, counted from file sizes before reading. "
                 "Each file comes back as a resource block (text as text, anything else as base64 with a MIME "
                 "type); structuredContent lists path, size and digest of each. A bad path fails only its own "
                 "entry."

@@ -22,6 +22,7 @@ from urllib.parse import unquote
 import mcp_types as types
 
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import READ_CAPS
 from skill_mcp.surfaces.errors import invalid_params, unknown_uri
 from skill_mcp.surfaces.paging import (
     DIRECTORY_PAGE,
@@ -40,8 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog, Skill, SkillFile
 
 SCHEME = "skill://"
-# A resource read returns one whole file; the extension's per-skill total bounds it.
-MAX_READ_BYTES = 16 * 1024 * 1024
+# A resource read returns one whole file; the extension's per-skill total bounds it (``READ_CAPS``).
+MAX_READ_BYTES = READ_CAPS.file_by_resource
 
 
 def parse_skill_uri(uri: str) -> str | None:

@@ -1,7 +1,7 @@
 """The ``skillmcp`` compatibility profile: ``list_packs``, ``search_skills`` and ``get_skill``.
 
-The ``skillmcp`` design notes describe a server with three tools, and prompts and scripts
-written for it call them by those names. With ``SKILL_MCP_COMPAT=skillmcp`` this server offers
+``skillmcp`` is the name this server was first described by, with three tools; prompts and
+scripts written for that interface call them by those names. With ``SKILL_MCP_COMPAT=skillmcp`` this server offers
 them too, beside its own tools, answering from the same catalog and the same search index:
 
 - ``list_packs {}`` -> ``{packs: [{name, skills[], count, phases[]}], total}``; skills that no

@@ -25,10 +25,10 @@ TOO_LONG = "<a line longer than the limit was dropped>"  # not JSON: answered wi
 class StdinLines:
     """Async iterator of text lines from ``fd``, cancellable, each bounded by ``max_line``."""
 
-    def __init__(self, fd: int, max_line: int = MAX_LINE_BYTES) -> None:
+    def __init__(self, fd: int, max_line: int = MAX_LINE_BYTES, *, prefix: bytes = b"") -> None:
         self._fd = fd
         self._max = max_line
-        self._buf = bytearray()
+        self._buf = bytearray(prefix)  # bytes read from ``fd`` before (``surfaces.early``): served first
         self._eof = False
         self._dropping = False  # inside an over-long line: discard up to its newline
         self._pollable = True

@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp.server.stdio import stdio_server
 
 from skill_mcp.surfaces.frame_writer import FrameWriter
 from skill_mcp.surfaces.stdin_lines import StdinLines
 from skill_mcp.surfaces.unparseable import answer_unparseable
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.surfaces.early import Handover
 
 log = logging.getLogger("skill_mcp.stdio")
 
@@ -69,14 +73,45 @@ def _claim(fd: int, divert: Callable[[int], None]) -> Iterator[int]:
         os.close(wire)
 
 
-async def run_stdio(server: Any) -> None:
-    """Serve ``server`` on this process's stdin/stdout until stdin closes or we are cancelled."""
+class _DropAnswered:
+    """The writer, minus the SDK's answers to requests ``surfaces.early`` answered already."""
+
+    def __init__(self, frames: FrameWriter, answered: dict[int | str, str]) -> None:
+        self._frames = frames
+        self._answered = dict(answered)
+
+    async def write(self, text: str) -> None:
+        if self._answered:
+            try:
+                message = json.loads(text)
+            except ValueError:
+                message = None
+            rid = message.get("id") if isinstance(message, dict) and "method" not in message else None
+            if isinstance(rid, int | str) and not isinstance(rid, bool) and rid in self._answered:
+                sent = self._answered.pop(rid)
+                if json.loads(sent) != message:
+                    log.error("the early handshake answer differed from the SDK server's",
+                              extra={"id": rid, "sent": sent[:200], "sdk": text[:200]})
+                return
+        await self._frames.write(text)
+
+    async def flush(self) -> None:
+        await self._frames.flush()
+
+
+async def run_stdio(server: Any, early: Handover | None = None) -> None:
+    """Serve ``server`` on this process's stdin/stdout until stdin closes or we are cancelled.
+
+    ``early``: what ``surfaces.early`` read and answered before ``server`` existed; the bytes are
+    served first and the server's answers to the requests answered there are dropped.
+    """
     with _claim(0, lambda fd: _to_devnull(fd, os.O_RDONLY)) as wire_in, _claim(1, _to_stderr) as wire_out:
-        lines = cast(Any, StdinLines(wire_in))
+        lines = cast(Any, StdinLines(wire_in, prefix=early.prefix if early is not None else b""))
         frames = FrameWriter(wire_out)
+        writer: Any = _DropAnswered(frames, early.answered) if early is not None and early.answered else frames
         log.debug("stdout writer ready", extra={"mode": frames.mode})
         try:
-            async with (stdio_server(stdin=lines, stdout=cast(Any, frames)) as (read, write),
+            async with (stdio_server(stdin=lines, stdout=writer) as (read, write),
                         answer_unparseable(read, write) as (inbound, outbound)):
                 await server.run(inbound, outbound, server.create_initialization_options())
         finally:

@@ -25,13 +25,8 @@ class DeclaredScripts:
     settings: Settings
 
     def grant(self) -> Mapping[str, Any]:
-        if self.settings.skill_run is not None:
-            source = "MCP_SKILL_RUN"
-        elif self.settings.hosted:
-            source = "none"
-        else:
-            source = "declaration"
-        return {"grantFrom": source, "grantNote": "script execution is not available in this server build"}
+        return {"grantFrom": self.settings.grant_source,
+                "grantNote": "script execution is not available in this server build"}
 
     def scripts(self, skill: Skill) -> Sequence[Mapping[str, Any]]:
         out: list[Mapping[str, Any]] = []

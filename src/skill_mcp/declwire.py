@@ -1,55 +1,49 @@
-"""The skills' declarations, read by an unprivileged helper and checked for shape here.
+"""The declared-skills document: what the unprivileged parse helper tells the appliance's broker.
 
-The broker needs each skill's ``mcp-host:`` block (declared scripts, interpreters, variables,
-hosts, timeouts) to decide a run itself, but SKILL.md is untrusted and this process is root:
-it never parses one. It forks a child that empties its resource budget to a small one, drops
-to the parse user (a uid nothing else runs as: no capabilities, no-new-privileges, and no
-egress, because the ruleset names no rule for it) and execs the server's own Python on
-``skill_mcp.runner.declared``, which parses with the catalog's code and marks itself
-non-dumpable first. What comes back is a bounded JSON document (parsed here with ``json``,
-the standard library's, on bytes capped at ``MAX_OUTPUT``, nesting bounded first) whose every field is checked for
-type and size before it becomes a ``DeclaredSkill``. A helper that fails, hangs past
-``HELPER_TIMEOUT_S`` or answers a document out of shape yields no declarations: nothing runs.
-One skill's entry out of shape or past the bounds the catalog enforces too
-(``grantrules.DECLARATION_BOUNDS``) costs only that skill.
+The broker (root) never parses a SKILL.md; ``skill_mcp.runner.dump_declarations``, run as a uid
+of its own by ``skill_mcp_launcher.parse_helper``, parses with the catalog's code and writes this
+document on its stdout; the broker decodes it here. One record type and one encoder/decoder for
+both ends, beside the broker's own framing (``brokerwire``)::
 
-Why a helper rather than a parse before the broker serves: the server reloads skills
-(``serve --watch``), so the broker re-reads when a SKILL.md's identity (a ``stat``, which
-parses nothing) differs from the one the helper reported, or when a request names a skill it
-does not know. See docs/deploy.md.
+    {"uid": n, "skills": [{"name", "directory", "skillMd": [dev, ino, size, mtime_ns, ctime_ns],
+                           "egress": [...], "scripts": [{"script", "interpreter", "env", "timeout"}]}]}
+
+``skillMd`` is the SKILL.md's identity when it was read (``skill_md_key``), so the broker can
+tell by a stat, which parses nothing, that a skill changed and ask again. Only skills that
+declare scripts are listed: the others cannot run.
+
+``decode`` trusts nothing: the text is at most ``MAX_DOCUMENT`` bytes (``limits.READ_CAPS``),
+its nesting is bounded before the decoder runs (``jsonbound``), and every field is checked
+for type and size before it becomes a ``DeclaredSkill``. One skill's entry out of shape or
+past the bounds the catalog enforces too (``grantrules.DECLARATION_BOUNDS``) costs only that
+skill (``Dropped``); a document out of shape is ``DeclaredError``.
+
+A leaf: the standard library and the other leaves only, so the launcher imports it.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
-import pwd
-import resource
-import selectors
-import signal
-import sys
-import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from skill_mcp import jsonbound
 from skill_mcp.grantrules import DECLARATION_BOUNDS, NAME_RE
-from skill_mcp_launcher import procs
+from skill_mcp.limits import READ_CAPS
 
-PARSE_USER = ("skillmcp-parse", 10004)
-# The launcher's own interpreter: the image's venv, where skill_mcp is installed.
-PYTHON = sys.executable
-HELPER_TIMEOUT_S = 30.0
-MAX_OUTPUT = 16 * 1024 * 1024
+MAX_DOCUMENT = READ_CAPS.declarations
 MAX_SKILLS = 20_000
 # One skill's bounds are the catalog's (``DECLARATION_BOUNDS``): what ``validate`` passes is accepted
 # here, and an entry past them costs only that skill.
 BOUNDS = DECLARATION_BOUNDS
-# The helper's budget: enough for the catalog of a large root, nothing to write, no children.
-HELPER_LIMITS = ((resource.RLIMIT_AS, 1024 * 1024 * 1024), (resource.RLIMIT_CPU, 60),
-                 (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_CORE, 0),
-                 (resource.RLIMIT_NPROC, 16))
+
+
+def skill_md_key(directory: str) -> tuple[int, ...]:
+    """The identity of ``directory``'s SKILL.md (a stat; nothing is read); ``OSError`` if it is gone."""
+    st = os.stat(os.path.join(directory, "SKILL.md"))
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class DeclaredError(RuntimeError):
@@ -81,10 +75,9 @@ class DeclaredSkill:
     def changed(self) -> bool:
         """True when SKILL.md is no longer the file the helper read (a stat; nothing is parsed)."""
         try:
-            st = os.stat(os.path.join(self.directory, "SKILL.md"))
+            return skill_md_key(self.directory) != self.skill_md
         except OSError:
             return True
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != self.skill_md
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +103,6 @@ class Declarations:
     parsed_as: int  # the uid the helper ran as (the launcher chose it; the helper confirms it)
     # Skills left out, each for its own entry: one skill's declaration never costs the others.
     dropped: Mapping[str, Dropped] = field(default_factory=dict)
-
-
-def parse_account() -> procs.Account:
-    """The parse user, baked into the image; refuse one with a surprising uid or group 0."""
-    name, uid = PARSE_USER
-    entry = pwd.getpwnam(name)
-    if entry.pw_uid != uid or entry.pw_gid == 0:
-        raise RuntimeError(f"user {name} has uid {entry.pw_uid} gid {entry.pw_gid}; expected {uid}")
-    return procs.Account(name, entry.pw_uid, entry.pw_gid)
 
 
 def _str(value: Any, what: str, limit: int) -> str:
@@ -185,14 +169,16 @@ def _dropped(raw: dict[str, Any], name: str, detail: str) -> Dropped:
     return Dropped(name, detail, directory if usable else None, key)
 
 
-def check_document(raw: bytes) -> Declarations:
-    """The helper's output, checked for shape: every field typed and bounded.
+def decode(raw: bytes) -> Declarations:
+    """The helper's document, checked for shape: every field typed and bounded.
 
     The document as a whole (an object with ``uid`` and at most ``MAX_SKILLS`` entries) must be
     in shape, or ``DeclaredError``; a skill entry out of shape or past ``BOUNDS`` is dropped
     alone (in ``dropped``, under the name it claims), so one skill's declaration never stops
     another's scripts. A name listed twice is dropped both times: neither entry is trusted.
     """
+    if len(raw) > MAX_DOCUMENT:
+        raise DeclaredError(f"the helper's output is over {MAX_DOCUMENT} bytes")
     try:
         doc = jsonbound.loads(raw)
     except ValueError as exc:
@@ -221,65 +207,11 @@ def check_document(raw: bytes) -> Declarations:
     return Declarations(out, uid, dropped)
 
 
-def _child(account: procs.Account, roots: tuple[str, ...], out_w: int) -> None:  # pragma: no cover - child
-    try:
-        procs.reset_signals()
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_w, 1)
-        procs.close_fds_from(3)
-        for which, value in HELPER_LIMITS:
-            resource.setrlimit(which, (value, value))
-        procs.drop_to(account)
-        os.chdir("/")
-        env = {"PATH": "/usr/bin:/bin", "SKILLS_DIR": ":".join(roots), "SKILL_MCP_LOG": "error"}
-        os.execve(PYTHON, [PYTHON, "-I", "-m", "skill_mcp.runner.declared"], env)  # noqa: S606 - argv array
-    except BaseException as exc:
-        with contextlib.suppress(BaseException):
-            os.write(2, f"declarations helper failed to start: {exc}\n".encode())
-    os._exit(127)
-
-
-def read(account: procs.Account, roots: tuple[str, ...], reaper: procs.Reaper, *,
-         timeout: float = HELPER_TIMEOUT_S) -> Declarations:
-    """Run the helper as ``account`` and return its checked declarations, or raise ``DeclaredError``."""
-    if not roots:
-        return Declarations({}, account.uid)
-    out_r, out_w = os.pipe2(os.O_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        _child(account, roots, out_w)
-    reaper.watch(pid)
-    os.close(out_w)
-    try:
-        data = _collect(out_r, timeout)
-    finally:
-        os.close(out_r)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)  # a no-op after a normal exit: the zombie is not reaped yet
-        status = reaper.wait(pid, 5.0)
-    if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-        raise DeclaredError(f"the declarations helper failed (status {status})")
-    found = check_document(data)
-    if found.parsed_as != account.uid:
-        raise DeclaredError(f"the declarations helper ran as uid {found.parsed_as}, not {account.uid}")
-    return found
-
-
-def _collect(fd: int, timeout: float) -> bytes:
-    deadline = time.monotonic() + timeout
-    buf = bytearray()
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DeclaredError(f"the declarations helper did not finish in {timeout:g} s")
-            if not sel.select(left):
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return bytes(buf)
-            buf += chunk
-            if len(buf) > MAX_OUTPUT:
-                raise DeclaredError(f"the declarations helper wrote more than {MAX_OUTPUT} bytes")
+def encode(uid: int, skills: Iterable[DeclaredSkill]) -> bytes:
+    """The document for ``skills``, as the helper writes it and ``decode`` reads it back."""
+    doc = {"uid": uid, "skills": [
+        {"name": s.name, "directory": s.directory, "skillMd": list(s.skill_md), "egress": list(s.egress),
+         "scripts": [{"script": d.script, "interpreter": d.interpreter, "env": list(d.env), "timeout": d.timeout}
+                     for d in s.scripts]}
+        for s in skills]}
+    return json.dumps(doc, separators=(",", ":")).encode()
