@@ -244,6 +244,7 @@ def test_the_handshake_is_answered_while_the_sdk_cannot_be_imported(tmp_path: Pa
         _kill(running)
 
 
+@pytest.mark.slow
 def test_a_request_past_the_handshake_waits_for_the_sdk(tmp_path: Path) -> None:
     # The control: the same shadows do stop the SDK server, so nothing but the early path answers.
     env, mark = _unimportable_sdk(tmp_path)

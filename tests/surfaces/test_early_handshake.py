@@ -79,6 +79,7 @@ def sdk_answers(root: Path) -> dict[str, Any]:
             "LATEST_HANDSHAKE_VERSION": LATEST_HANDSHAKE_VERSION, "TOOLS_LIST": _result_json(frames[2], 2)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [*HANDSHAKE_PROTOCOL_VERSIONS, "2026-07-28", "1999-01-01"])
 def test_the_early_handshake_is_the_sdk_servers_byte_for_byte(tmp_path: Path, version: str) -> None:
     root = _skills(tmp_path)
