@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run test lint bench image lb-image
+.PHONY: install run test test-fast lint bench image lb-image
 
 # python-prctl is built from source on install (no wheel on the index). On a fresh Debian/Ubuntu
 # machine, as root, its build dependencies are installed first; anyone else is told what to install.
@@ -40,9 +40,16 @@ COV := --cov=skill_mcp --cov=skill_mcp_launcher --cov-branch --cov-report=term:s
 test: install
 	$(BIN)/python -m pytest $(COV)
 
+# The fast lane while editing: no containers (`appliance`) and nothing marked `slow` (suites that
+# start many server subprocesses, big Hypothesis runs, the third-party clients and verifiers).
+# `make test` stays the full suite and the CI command.
+test-fast: install
+	$(BIN)/python -m pytest -m "not appliance and not slow" -q
+
 lint: install
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src/skill_mcp src/skill_mcp_launcher bench
+	$(BIN)/mypy --check-untyped-defs tests
 
 # `make bench BENCH_ARGS=--load` adds the load figure through HAProxy (needs Docker and both images).
 # The peers side by side need their venvs first: `$(BIN)/python -m bench.peers --setup` (bench/README.md).

@@ -105,6 +105,7 @@ class Prompts:
         self.action = action
         self.messages: list[str] = []
 
-    async def __call__(self, ctx: Any, params: Any) -> types.ElicitResult:
+    async def __call__(self, context: Any, params: Any) -> types.ElicitResult:
         self.messages.append(params.message)
-        return types.ElicitResult(action=self.action, content={"confirm": True} if self.action == "accept" else None)
+        content = {"confirm": True} if self.action == "accept" else None
+        return types.ElicitResult.model_validate({"action": self.action, "content": content})

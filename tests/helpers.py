@@ -10,6 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import mcp_types
 
 # The two handshake eras every surface serves: the pre-2026 initialize exchange and the
 # 2026-07-28 stateless one. A test that takes the ``era`` fixture runs under each.
@@ -59,3 +63,30 @@ def eventually(predicate: Callable[[], object], timeout: float = 10.0) -> bool:
     except AssertionError:
         return False
     return True
+
+
+def text_of(block: object) -> str:
+    """The text a content block or a read resource carries: a ``TextContent``'s, an embedded text
+    resource's, or a ``TextResourceContents``'. Any other kind fails the test here, by name."""
+    import mcp_types as types
+
+    if isinstance(block, types.EmbeddedResource):
+        block = block.resource
+    assert isinstance(block, types.TextContent | types.TextResourceContents), f"not a text block: {block!r}"
+    return block.text
+
+
+def embedded(block: object) -> mcp_types.TextResourceContents | mcp_types.BlobResourceContents:
+    """The resource an ``EmbeddedResource`` block carries (a test fails here on any other kind)."""
+    import mcp_types as types
+
+    assert isinstance(block, types.EmbeddedResource), f"not an embedded resource: {block!r}"
+    return block.resource
+
+
+def blob_of(contents: object) -> str:
+    """The base64 body of a ``BlobResourceContents`` (a test fails here on any other kind)."""
+    import mcp_types as types
+
+    assert isinstance(contents, types.BlobResourceContents), f"not a blob: {contents!r}"
+    return contents.blob

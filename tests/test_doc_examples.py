@@ -159,6 +159,7 @@ def test_every_named_test_exists(test: str) -> None:
     assert re.search(rf"^(async )?def {re.escape(name)}\(", source, re.M), f"{test} does not exist"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("example", ALL, ids=IDS)
 def test_the_example_runs_as_written(example: Example, tmp_path: Path) -> None:
@@ -245,6 +246,7 @@ def client_configs() -> list[tuple[str, dict[str, object]]]:
 CONFIGS = client_configs()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("entry", [c[1] for c in CONFIGS], ids=[c[0] for c in CONFIGS])

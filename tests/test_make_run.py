@@ -21,6 +21,7 @@ HANDSHAKE = "\n".join(json.dumps(m) for m in (
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_make_run_writes_nothing_but_protocol_on_stdout() -> None:
     # The first run on a checkout may install the runtime stamp: its output must go to stderr too.

@@ -76,7 +76,7 @@ def image() -> str:
 
 # The owner's grant every stand-in appliance starts with (the launcher reads it from its own
 # environment): the probe may use two of the hosts it declares, quiet none; polyglot runs.
-GRANT_ROWS = [
+GRANT_ROWS: list[dict[str, Any]] = [
     {"skill": "probe", "script": "scripts/probe.py", "env": ["PROBE_TOKEN"],
      "egress": ["allowed.test", "ext-allowed.example", "loopback.rebind.example"]},
     {"skill": "probe", "script": "scripts/long.py"},

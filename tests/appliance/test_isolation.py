@@ -273,10 +273,10 @@ def test_script_cannot_get_the_server_oom_killed_with_16_children_of_40_mb(image
     killer must pick the script's processes (oom_score_adj 1000), never the real server."""
     import anyio
 
-    from tests.appliance.test_server import PROBE, _grant, run_confirmed, served
+    from tests.appliance.served import PROBE, grant, run_confirmed, served
 
     async def go() -> None:
-        async with served(image, _grant(PROBE), extra=("--memory", "512m", "--memory-swap", "512m")) as client:
+        async with served(image, grant(PROBE), extra=("--memory", "512m", "--memory-swap", "512m")) as client:
             hog = await run_confirmed(client, ["memhog", "16", "40", "5"])
             assert hog.get("status") in ("ok", "error", "killed"), hog  # a result with a status
             ends = json.loads(hog["stdout"])["ends"] if hog.get("status") == "ok" else None

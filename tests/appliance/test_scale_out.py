@@ -113,7 +113,7 @@ async def client(endpoint: str, mode: str, seen: list[str] | None = None) -> Asy
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=60.0),
                                   event_hooks={"response": [note]}) as http:
         # No client-side result cache: every call must travel to a replica.
-        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode,  # type: ignore[arg-type]
+        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode,
                           cache=None) as mcp:
             yield mcp
 

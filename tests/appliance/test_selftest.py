@@ -21,7 +21,7 @@ import anyio
 import pytest
 
 from tests.appliance.conftest import CAPS, SKILLS_MOUNT, run_flags
-from tests.appliance.test_server import run_confirmed, served
+from tests.appliance.served import run_confirmed, served
 
 pytestmark = pytest.mark.appliance
 

@@ -8,59 +8,27 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
 
 from tests.appliance.conftest import CAPS, SKILLS_MOUNT, run_flags
+from tests.appliance.served import PROBE, grant, run_confirmed, served
+from tests.helpers import text_of
 
 pytestmark = pytest.mark.appliance
-
-PROBE = {"skill": "probe", "script": "scripts/probe.py"}
-
-
-def _params(image: str, env: dict[str, str], *, caps: tuple[str, ...] = CAPS,
-            extra: tuple[str, ...] = ()) -> StdioServerParameters:
-    args = ["run", "-i", "--rm", *run_flags(caps), *extra, *SKILLS_MOUNT]
-    for key, value in {"MCP_CONFIRM_ELICITATION": "off", "SKILL_MCP_LOG": "warning", **env}.items():
-        args += ["-e", f"{key}={value}"]
-    return StdioServerParameters(command="docker", args=[*args, image])
-
-
-@asynccontextmanager
-async def served(image: str, env: dict[str, str] | None = None, **kw: Any) -> AsyncIterator[Client]:
-    async with Client(_params(image, env or {}, **kw), mode="legacy", read_timeout_seconds=90) as client:
-        yield client
-
-
-async def run_confirmed(client: Client, args: list[str], skill: str = "probe") -> dict[str, Any]:
-    call = {**PROBE, "skill": skill, "args": args}
-    first = await client.call_tool("skill_run", call)
-    body = first.structured_content or {}
-    if "confirmToken" not in body:
-        return body
-    done = await client.call_tool("skill_run", {**call, "confirmToken": body["confirmToken"]})
-    return done.structured_content or {}
-
-
-def _grant(*rows: dict[str, Any]) -> dict[str, str]:
-    return {"MCP_SKILL_RUN": json.dumps(list(rows))}
-
 
 def test_hosted_default_runs_nothing_and_still_serves_instructions(image: str) -> None:
     async def go() -> None:
         async with served(image) as client:
             load = await client.call_tool("skill_load", {"name": "probe"})
             # SKILL.md (the instructions) travels once, as the content's resource block.
-            assert not load.is_error and "Test-only skill" in load.content[0].resource.text
+            assert not load.is_error and "Test-only skill" in text_of(load.content[0])
             refused = await run_confirmed(client, ["id"])
             assert refused["reason"] == "not-granted"
         # Positive control: the same call with the owner's grant runs, as the script uid.
-        async with served(image, _grant(PROBE)) as client:
+        async with served(image, grant(PROBE)) as client:
             ran = await run_confirmed(client, ["id"])
             assert ran["status"] == "ok", ran
             assert json.loads(ran["stdout"])["uid"] == 10002
@@ -70,7 +38,7 @@ def test_hosted_default_runs_nothing_and_still_serves_instructions(image: str) -
 
 def test_server_process_holds_no_capabilities_and_its_environ_is_unreadable(image: str) -> None:
     async def go() -> None:
-        async with served(image, _grant(PROBE)) as client:
+        async with served(image, grant(PROBE)) as client:
             ran = await run_confirmed(client, ["server"])
             found = json.loads(ran["stdout"])["server"]
             assert len(found) == 1  # positive control: the script sees the server process
@@ -85,7 +53,7 @@ def test_server_process_holds_no_capabilities_and_its_environ_is_unreadable(imag
 
 def test_without_net_admin_the_server_serves_instructions_and_refuses_scripts(image: str) -> None:
     async def go() -> None:
-        async with served(image, _grant(PROBE), caps=("SETUID", "SETGID", "KILL")) as client:
+        async with served(image, grant(PROBE), caps=("SETUID", "SETGID", "KILL")) as client:
             load = await client.call_tool("skill_load", {"name": "probe"})
             assert not load.is_error
             refused = await run_confirmed(client, ["id"])
@@ -96,7 +64,7 @@ def test_without_net_admin_the_server_serves_instructions_and_refuses_scripts(im
 
 def test_skill_that_did_not_declare_the_host_gets_403(image: str, peers: dict[str, Any]) -> None:
     net = ("--network", peers["network"])
-    grants = _grant({**PROBE, "egress": ["allowed.test"]},
+    grants = grant({**PROBE, "egress": ["allowed.test"]},
                     {"skill": "quiet", "script": "scripts/probe.py", "egress": ["allowed.test"]})
 
     async def go() -> None:

@@ -29,6 +29,7 @@ def _tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
+@pytest.mark.slow
 def test_corpus_is_deterministic_and_served_without_problems(tmp_path: Path) -> None:
     a = generate(tmp_path / "a", 60)
     b = generate(tmp_path / "b", 60)
@@ -55,6 +56,7 @@ def test_corpus_is_reused_when_its_stamp_matches(tmp_path: Path) -> None:
     assert second.bytes == first.bytes
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_smoke_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "smoke.md"

@@ -17,7 +17,7 @@ from bench import fair, firstanswer
 from bench.corpus import generate
 from bench.servers import ours_spec, session
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 def _requests(name: str) -> dict[str, fair.RequestAt]:

@@ -15,7 +15,7 @@ import pytest
 
 from bench import peers
 from bench.corpus import generate
-from bench.servers import floor_spec
+from bench.servers import ServerSpec, floor_spec
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -26,7 +26,7 @@ def _tools_list_peer() -> peers.Peer:
 
 def test_a_server_that_dies_is_reported_failed_with_its_error(tmp_path: Path) -> None:
     runs = peers.ServerRuns("tools/list")
-    dies = peers.ServerSpec("dies", (sys.executable, "-c",
+    dies = ServerSpec("dies", (sys.executable, "-c",
                                      "import sys; sys.stderr.write('no skills root here\\n'); sys.exit(3)"))
     anyio.run(peers._peer, runs, _tools_list_peer(), dies, 10, tmp_path / "dies.log")
     assert runs.answer == [] and runs.ready == []
@@ -37,6 +37,7 @@ def test_a_server_that_dies_is_reported_failed_with_its_error(tmp_path: Path) ->
     assert ok.error == "" and len(ok.answer) == len(ok.ready) == 1 and ok.answer[0] >= ok.ready[0] > 0
 
 
+@pytest.mark.slow
 def test_an_absent_venv_is_not_set_up_and_a_failed_peer_is_not_a_winner(tmp_path: Path) -> None:
     corpus = generate(tmp_path / "corpus", 12)
     result = anyio.run(peers.measure, "12", corpus.root, 1, [peers.PEERS["skills-mcp"]], tmp_path / "none", 12)
@@ -48,6 +49,7 @@ def test_an_absent_venv_is_not_set_up_and_a_failed_peer_is_not_a_winner(tmp_path
     assert result.servers["ours (cold)"].entries == result.servers["ours (warm)"].entries == 12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(peers.PEERS))
 def test_a_set_up_peer_lists_the_corpus(tmp_path: Path, name: str) -> None:
     peer = peers.PEERS[name]

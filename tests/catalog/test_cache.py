@@ -218,7 +218,7 @@ def test_a_link_in_a_skill_keeps_it_out_of_the_cache(tmp_path: Path) -> None:
 
 
 def test_pack_digests_are_reused_only_while_the_pinned_files_are_unchanged(tmp_path: Path) -> None:
-    from tests.packs.test_packs import lock, make_pack
+    from tests.catalog.pack_trees import lock, make_pack
 
     root = make_pack(tmp_path / "pk")
     assert lock(root).returncode == 0

@@ -29,7 +29,6 @@ from skill_mcp.catalog.codec import CachedFiles
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.catalog.lazy import LazyCatalog
 from skill_mcp.config import Settings, load_settings
-from skill_mcp.runner.harden import HardenReport
 from tests.helpers import write_skill
 from tests.integration.harness import directory_read, skills_get, skills_list
 
@@ -69,20 +68,13 @@ def _write_cache(root: Path, cache_dir: Path) -> Path:
 async def _serving(root: Path, cache_dir: Path | None) -> AsyncIterator[tuple[Client, LazyCatalog]]:
     """A real server in this process (the SDK's in-memory transport) on the provider a served
     process uses."""
-    from skill_mcp.runner import deferred
     from skill_mcp.server import build_server
 
     settings = _settings(root, cache_dir)
     provider = LazyCatalog(settings)
-    original = deferred.harden_process
-    # The boot hardening would wipe this test process's environment block (the fence suites
-    # test the real one).
-    deferred.harden_process = lambda: HardenReport(True, True)  # type: ignore[assignment]
-    try:
-        async with Client(build_server(settings, provider), mode="legacy") as client:  # type: ignore[arg-type]
-            yield client, provider
-    finally:
-        deferred.harden_process = original
+    # The read tools alone: no runner is built, so nothing hardens (wipes) this test process.
+    async with Client(build_server(settings, provider), mode="legacy") as client:
+        yield client, provider
 
 
 def _structured(result: Any) -> Any:

@@ -19,7 +19,7 @@ from skill_mcp.catalog.declaration import DeclarationError, build_declaration
 from skill_mcp.grantrules import DECLARATION_BOUNDS as BOUNDS
 from skill_mcp_launcher.proxy import valid_host
 from tests.cli.helpers import as_json, run, write
-from tests.fence.test_limits_doc import documented_table
+from tests.fence.limits_table import documented_table
 
 
 def _block(*, scripts: int = 1, hosts: int = 0, env: int = 0, top_env: int = 0, script_chars: int = 0,
@@ -37,10 +37,10 @@ def _block(*, scripts: int = 1, hosts: int = 0, env: int = 0, top_env: int = 0, 
 @pytest.mark.parametrize("field", ["scripts", "hosts", "env", "top_env"])
 def test_declaration_cannot_name_more_than_the_bound(field: str) -> None:
     bound = BOUNDS.scripts if field == "scripts" else BOUNDS.hosts if field == "hosts" else BOUNDS.names
-    declaration, _ = build_declaration(_block(**{field: bound}))  # the positive control: at the bound
+    declaration, _ = build_declaration(_block(**{field: bound}))  # type: ignore[arg-type]  # one int bound  # the positive control: at the bound
     assert declaration.run
     with pytest.raises(DeclarationError, match=f"at most {bound}"):
-        build_declaration(_block(**{field: bound + 1}))
+        build_declaration(_block(**{field: bound + 1}))  # type: ignore[arg-type]
 
 
 def test_declaration_cannot_name_a_script_path_or_interpreter_past_the_bound() -> None:
@@ -74,6 +74,7 @@ def _skills(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_300_hosts_in_one_declaration_are_reported_by_validate_and_skill_list(tmp_path: Path) -> None:
     root = _skills(tmp_path / "skills")
     report = as_json(run("validate", "--json", str(root)))

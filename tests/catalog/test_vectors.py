@@ -1,8 +1,8 @@
-"""Each vector is a SKILL.md with its expected outcome, kept as data beside this file."""
+"""Each vector is a SKILL.md with its expected outcome, kept as data beside this file (the table and
+its check: ``vector_table.py``), here under the loader the server uses."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -10,35 +10,12 @@ import pytest
 from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.reasons import ProblemReason
-
-VECTORS = Path(__file__).parent / "vectors"
-EXPECTED: dict[str, dict] = json.loads((VECTORS / "expected.json").read_text(encoding="utf-8"))
+from tests.catalog.vector_table import EXPECTED, check_vector
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_vector_outcome_and_reasons(name: str, tmp_path: Path) -> None:
-    expected = EXPECTED[name]
-    skill_dir = tmp_path / name
-    skill_dir.mkdir()
-    (skill_dir / "SKILL.md").write_bytes((VECTORS / f"{name}.md").read_bytes())
-    catalog = build_catalog(load_settings([str(tmp_path)], {}))
-    reasons = sorted({p.reason.value for p in catalog.problems})
-    assert reasons == expected["reasons"], [p.to_dict() for p in catalog.problems]
-    # Which rule keeps the skill out of the Skills extension (none: it is published).
-    assert sorted(p.rule for p in catalog.problems if p.rule) == expected.get("extensionRules", [])
-    if expected["outcome"] == "refused":
-        assert name not in catalog.skills
-        return
-    skill = catalog.skills[name]
-    for key, value in expected.get("frontmatter", {}).items():
-        assert skill.frontmatter[key] == value
-    if {"declaration-invalid", "declaration-version"} & set(expected["reasons"]):
-        assert skill.declaration is None
-    if "scripts" in expected:
-        assert skill.declaration is not None
-        rows = [{"script": r.script, "interpreter": r.interpreter, "env": list(r.env), "timeout": r.timeout}
-                for r in skill.declaration.run]
-        assert rows == expected["scripts"]
+    check_vector(name, tmp_path)
 
 
 def test_frontmatter_parse_errors_carry_line_and_column(tmp_path: Path) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-SKILL_MCP = str(Path(sys.executable).with_name("skill-mcp"))
+from tests.serve import SKILL_MCP
+
 GOOD = ("---\nname: {name}\ndescription: {name} turns notes into reports. Use when a report is needed.\n"
         "metadata:\n  phase: {phase}\n---\n# {name}\n\n## Steps\n\n1. Read `references/guide.md`.\n2. Write.\n")
 

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import SKILL_MCP, as_json, run, write
+from tests.cli.helpers import as_json, run, write
+from tests.serve import SKILL_MCP
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 SKILL = """---
 name: hello

@@ -6,7 +6,11 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli.helpers import run
+
+pytestmark = pytest.mark.slow  # every case starts a server or a CLI subprocess
 
 
 def test_call_skill_run_out_saves_the_bundled_reports_files(tmp_path: Path) -> None:

@@ -79,6 +79,7 @@ def test_show_of_an_unknown_or_refused_skill_fails_on_stderr(root: Path) -> None
     assert as_json_err.returncode == 1 and '"reason": "unknown-skill"' in as_json_err.stderr
 
 
+@pytest.mark.slow
 def test_tools_prints_what_the_server_advertises(root: Path) -> None:
     data = as_json(run("tools", "--json", "--skills-dir", str(root)))
     names = {t["name"] for t in data["tools"]}
@@ -88,6 +89,7 @@ def test_tools_prints_what_the_server_advertises(root: Path) -> None:
     assert "skill_search" in run("tools", "--skills-dir", str(root)).stdout
 
 
+@pytest.mark.slow
 def test_call_goes_through_the_server_and_returns_structured_content(root: Path) -> None:
     done = run("call", "skill_load", "--args", '{"name": "alpha"}', "--json", "--skills-dir", str(root))
     assert done.returncode == 0, done.stderr
@@ -97,6 +99,7 @@ def test_call_goes_through_the_server_and_returns_structured_content(root: Path)
     assert any(p["reason"] == "frontmatter-parse" for p in listed["structuredContent"]["problems"])
 
 
+@pytest.mark.slow
 def test_call_exit_codes_for_tool_errors_protocol_errors_and_bad_args(root: Path) -> None:
     refused = run("call", "skill_load", "--args", '{"name": "nope"}', "--json", "--skills-dir", str(root))
     assert refused.returncode == 1 and as_json(refused)["structuredContent"]["reason"] == "unknown-skill"
@@ -130,6 +133,7 @@ def test_validate_collects_every_problem_across_roots(tmp_path: Path) -> None:
     assert {"frontmatter-parse", "frontmatter-invalid", "root-missing"} <= reasons
 
 
+@pytest.mark.slow
 def test_serve_answers_a_client_and_exits_0_when_stdin_closes(root: Path) -> None:
     init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26",'
             '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n')

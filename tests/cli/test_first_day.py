@@ -22,7 +22,8 @@ from typing import IO
 
 import pytest
 
-from tests.cli.helpers import GOOD, SKILL_MCP, as_json, run, write
+from tests.cli.helpers import GOOD, as_json, run, write
+from tests.serve import SKILL_MCP
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -48,6 +49,7 @@ COMMANDS = {
 
 # -- roots, one way for every command --------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_takes_its_root_positionally_or_with_skills_dir(command: str, tmp_path: Path) -> None:
     _skill(tmp_path, "alpha")
@@ -84,6 +86,7 @@ def test_pack_lock_takes_its_root_either_way(tmp_path: Path) -> None:
 
 # -- a root that is missing or serves nothing, said once at start ----------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_names_a_missing_root_once_on_stderr(command: str, tmp_path: Path) -> None:
     typo = tmp_path / "skils"
@@ -97,6 +100,7 @@ def test_pack_lock_of_a_pack_that_holds_no_skill_says_so(tmp_path: Path) -> None
     assert done.stderr.count(f"no skill found under {tmp_path}") == 1
 
 
+@pytest.mark.slow
 def test_serve_names_a_missing_root_in_its_log_and_in_its_instructions(tmp_path: Path) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
@@ -118,6 +122,7 @@ def test_serve_names_a_missing_root_in_its_log_and_in_its_instructions(tmp_path:
     assert len(said) == 1 and said[0]["path"] == typo and said[0]["level"] == "warning"
 
 
+@pytest.mark.slow
 def test_serve_of_a_good_root_says_nothing_about_it(tmp_path: Path) -> None:  # the positive control
     _skill(tmp_path, "alpha")
     done = subprocess.run([SKILL_MCP, "serve", str(tmp_path)], capture_output=True, text=True, timeout=60,
@@ -156,6 +161,7 @@ def _start_http(args: list[str]) -> tuple[subprocess.Popen[str], list[str]]:
     return proc, lines
 
 
+@pytest.mark.slow
 def test_serve_over_http_names_a_missing_root_once_at_start(tmp_path: Path) -> None:
     typo = str(tmp_path / "skils")
     proc, lines = _start_http(["--skills-dir", typo])
@@ -264,6 +270,7 @@ def test_ctrl_c_on_serve_exits_130_and_sigterm_0(sent: signal.Signals, code: int
     assert proc.returncode == code, err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
 def test_ctrl_c_on_serve_over_http_exits_130_and_sigterm_0(sent: signal.Signals, code: int, tmp_path: Path) -> None:
     _skill(tmp_path, "alpha")
@@ -341,6 +348,7 @@ def test_show_of_a_misspelt_name_suggests_the_served_one(tmp_path: Path) -> None
     assert done.returncode == 1 and "closest: pdf" in done.stderr
 
 
+@pytest.mark.slow
 def test_skill_load_of_one_letter_suggests_nothing(tmp_path: Path) -> None:
     _skill(tmp_path, "finishing-a-development-branch")
     done = run("call", "skill_load", str(tmp_path), "--args", '{"name": "a"}', "--json")
@@ -349,6 +357,7 @@ def test_skill_load_of_one_letter_suggests_nothing(tmp_path: Path) -> None:
     assert structured["reason"] == "unknown-skill" and structured.get("closest", []) == []
 
 
+@pytest.mark.slow
 def test_call_of_an_unknown_tool_names_the_near_one_or_lists_them(tmp_path: Path) -> None:
     _skill(tmp_path, "alpha")
     near = run("call", "skill_lod", str(tmp_path))
@@ -364,6 +373,7 @@ def test_a_phase_that_matches_nothing_lists_the_phases(tmp_path: Path) -> None:
     assert done.stderr == "no skills in phase 'nope'; the phases served: verify, wire\n"
 
 
+@pytest.mark.slow
 def test_skill_file_in_the_wrong_case_names_the_served_file_and_exits_1(tmp_path: Path) -> None:
     _skill(tmp_path, "alpha")
     write(tmp_path / "alpha" / "forms.md", "# Forms\n")
@@ -391,6 +401,7 @@ def _complete(words: str, env: dict[str, str] | None = None) -> list[str]:
     return [w for w in done.stdout.splitlines() if w]
 
 
+@pytest.mark.slow
 def test_bash_completion_completes_commands_flags_and_skill_names(tmp_path: Path) -> None:
     _skill(tmp_path, "alpha")
     assert _complete("skill-mcp li") == ["list"]
@@ -460,6 +471,7 @@ def _read_line(stream: IO[bytes], within: float = 60.0) -> bytes:
     return stream.readline()
 
 
+@pytest.mark.slow
 def test_call_skill_run_shows_the_scripts_output_as_it_is_written(waiter: Path) -> None:
     gate = waiter / "gate"
     proc = _run_waiter(waiter, gate)
@@ -493,6 +505,7 @@ def _script_processes(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_after_ctrl_c_the_output_that_came_stays_and_the_exit_is_130(waiter: Path) -> None:
     gate = waiter / "never-opened"
     proc = _run_waiter(waiter, gate)
@@ -512,6 +525,7 @@ def test_after_ctrl_c_the_output_that_came_stays_and_the_exit_is_130(waiter: Pat
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_call_skill_run_with_json_streams_nothing_and_prints_the_whole_result(waiter: Path) -> None:
     gate = waiter / "gate"
     gate.write_text("open\n", encoding="utf-8")
@@ -521,6 +535,7 @@ def test_call_skill_run_with_json_streams_nothing_and_prints_the_whole_result(wa
     assert (result["status"], result["stdout"]) == ("ok", "first\nsecond\n")
 
 
+@pytest.mark.slow
 def test_call_skill_run_on_a_terminal_writes_no_json_audit_line(waiter: Path) -> None:
     gate = waiter / "gate"
     gate.write_text("open\n", encoding="utf-8")

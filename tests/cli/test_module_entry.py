@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.integration.harness import build_tree
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(120)]  # slow: a server subprocess per case
 REPO = Path(__file__).resolve().parents[2]
 
 

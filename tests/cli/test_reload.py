@@ -8,7 +8,6 @@ sleeps to let things settle - the test waits for the server's change notificatio
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,14 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.helpers import write_skill
+from tests.serve import stdio_params
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 WAIT_S = 30
 
 
 def _params(root: Path) -> StdioServerParameters:
-    exe = Path(sys.executable).with_name("skill-mcp")
-    return StdioServerParameters(command=str(exe), args=["serve", "--watch", "--skills-dir", str(root)],
-                                 env={"PATH": "/usr/bin:/bin", "SKILL_MCP_LOG": "warning"})
+    return stdio_params([root], {"PATH": "/usr/bin:/bin"}, options=["--watch"])
 
 
 async def _names(client: Client) -> set[str]:

@@ -43,7 +43,7 @@ async def main(marker: str, argv: list[str]) -> dict[str, Any]:
         read = await client.call_tool("skill_file", {"name": "demo", "paths": ["scripts/echo.py"]})
         seen["file"] = {"structured": read.structured_content, "content": _blocks(read)}
         resource = await client.read_resource("skill://demo/SKILL.md")
-        seen["resource"] = resource[0].text  # type: ignore[union-attr]
+        seen["resource"] = resource[0].text
         found = await client.call_tool("skill_search", {"query": "echo arguments as json"})
         seen["search"] = found.structured_content
         run = await client.call_tool("skill_run", {"skill": "demo", "script": "scripts/echo.py", "args": [marker, "hi"]},

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 
 from tests.demo_skill import demo_root
-from tests.http.harness import cli_command, running_http_server
+from tests.serve import running_http_server, serve_argv
 
 HERE = Path(__file__).resolve().parent
 TOKEN = "third-party-token-0123456789abcdef"
 SKILL_MD_LINE = "Run scripts/echo.py."
 
-pytestmark = pytest.mark.timeout(900)  # the first run makes the client venvs
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the first run makes the client venvs
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def _client(python: Path, script: str, *args: str) -> dict[str, Any]:
 
 
 def _serve(root: Path) -> list[str]:
-    return [*cli_command(), "serve", "--skills-dir", str(root)]
+    return serve_argv([root])
 
 
 def _check_fastmcp(seen: dict[str, Any], skills: Path) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import build_tree, server_command
+from tests.integration.harness import build_tree
+from tests.serve import serve_argv
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools" / "conformance"
@@ -39,8 +40,7 @@ def _toolchain_or_skip() -> None:
 def test_the_typescript_sdk_client_gets_refusals_as_tool_errors_with_their_reason(tmp_path: Path) -> None:
     _toolchain_or_skip()
     root = build_tree(tmp_path / "skills")
-    command = server_command()
-    done = subprocess.run([str(NODE), str(CLIENT), str(SDK), *command, "--skills-dir", str(root)],
+    done = subprocess.run([str(NODE), str(CLIENT), str(SDK), *serve_argv([root])],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout)

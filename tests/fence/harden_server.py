@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -27,7 +28,7 @@ from tests.fence.helpers import one_script_catalog
 def main() -> None:
     mode, root = sys.argv[1], Path(sys.argv[2])
     settings = load_settings((), dict(os.environ))
-    quiet = {"audit": lambda record: None}
+    quiet: dict[str, Any] = {"audit": lambda record: None}
     runner = (DeferredRunner.boot(settings, **quiet).get() if mode == "hardened"
               else Runner.create(settings, harden=None, spawner=LocalSpawner(confined=mode != "plain"), **quiet))
     catalog = one_script_catalog(root, "probe", ScriptDecl("probe.py", "python"))

@@ -25,6 +25,18 @@ CLONE_NEWUSER, SIGCHLD = 0x10000000, 17
 NR = {"io_uring_setup": 425, "clone": 56, "clone3": 435, "keyctl": 250, "bpf": 321, "userfaultfd": 323}
 
 
+
+def _closed(*sockets: socket.socket) -> int:
+    """Opening the sockets worked (a denial raises first): close them and say 0."""
+    for sock in sockets:
+        sock.close()
+    return 0
+
+
+def _signalled(pid: int) -> int:
+    os.kill(pid, 0)
+    return 0
+
 def _libc(result: int) -> int:
     return ctypes.get_errno() if result == -1 else 0
 
@@ -83,12 +95,12 @@ def probes(arg: str) -> Callable[[], int]:
         "keyctl": lambda: _libc(LIBC.syscall(NR["keyctl"], 0, -3, 0)),  # KEYCTL_GET_KEYRING_ID, session
         "bpf": lambda: _libc(LIBC.syscall(NR["bpf"], 0, None, 0)),
         "userfaultfd": lambda: _libc(LIBC.syscall(NR["userfaultfd"], 0)),
-        "socket_inet": lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close() or 0,
-        "socket_udp": lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close() or 0,
-        "socket_unix": lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close() or 0,
-        "socket_netlink": lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW).close() or 0,
-        "socketpair": lambda: [s.close() for s in socket.socketpair()] and 0,
-        "signal_parent": lambda: os.kill(os.getppid(), 0) or 0,
+        "socket_inet": lambda: _closed(socket.socket(socket.AF_INET, socket.SOCK_STREAM)),
+        "socket_udp": lambda: _closed(socket.socket(socket.AF_INET, socket.SOCK_DGRAM)),
+        "socket_unix": lambda: _closed(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)),
+        "socket_netlink": lambda: _closed(socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)),
+        "socketpair": lambda: _closed(*socket.socketpair()),
+        "signal_parent": lambda: _signalled(os.getppid()),
     }
     return table[name]
 

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,9 @@ def test_boot_wipes_the_environ_block_and_drops_dumpable_before_it_returns() -> 
 
 
 def _booted(monkeypatch: pytest.MonkeyPatch, report: HardenReport, environ: dict[str, str] | None = None
-            ) -> tuple[DeferredRunner, list[dict[str, Any]]]:
+            ) -> tuple[DeferredRunner, list[Mapping[str, Any]]]:
     monkeypatch.setattr(deferred, "harden_process", lambda: report)
-    records: list[dict[str, Any]] = []
+    records: list[Mapping[str, Any]] = []
     settings = load_settings((), {"PATH": "/usr/bin:/bin", **(environ or {})})
     return DeferredRunner.boot(settings, audit=records.append), records
 

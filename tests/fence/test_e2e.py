@@ -20,8 +20,9 @@ from mcp import Client, StdioServerParameters
 from skill_mcp.config import load_settings
 from skill_mcp.reasons import Refusal
 from tests.demo_skill import ECHO, Marker, Prompts, records_log, write_demo
+from tests.serve import serve_argv
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # slow: a server subprocess per case
 
 
 @pytest.fixture
@@ -37,10 +38,9 @@ LOGGED = ("import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | 
 def server_params(roots: list[Path], env: Mapping[str, str] | None = None) -> StdioServerParameters:
     out = roots[0] / "out"
     args = ["-c", LOGGED, str(out / "server.log")] if out.is_dir() else []
-    args += ["-m", "skill_mcp.server"]
-    for r in roots:
-        args += ["--skills-dir", str(r)]
-    return StdioServerParameters(command=sys.executable, args=args, env={"SKILL_MCP_LOG": "warning", **(env or {})})
+    argv = serve_argv(roots, python=sys.executable)  # the console script, run by the wrapper's interpreter
+    return StdioServerParameters(command=sys.executable, args=[*args, *argv[1:]],
+                                 env={"SKILL_MCP_LOG": "warning", **(env or {})})
 
 
 @asynccontextmanager
@@ -209,7 +209,8 @@ async def test_an_expired_token_is_refused_through_the_sdk(skills: Path, era: st
     catalog = build_catalog(settings)
     clock = Clock()
     records: list[dict[str, Any]] = []
-    runner = Runner.create(settings, harden=HardenReport(True, True), clock=clock, audit=records.append)
+    runner = Runner.create(settings, harden=HardenReport(True, True), clock=clock,
+                           audit=lambda record: records.append(dict(record)))
     server = build_server(settings, lambda: catalog, tools=[run_tool_spec(runner)],
                           script_states=runner.states(lambda: catalog))
     async with Client(server, mode=era) as client:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from .helpers import catalog_of, make_skill
 
 
 @pytest.fixture()
-def catalog(root: Path):  # type: ignore[no-untyped-def]
+def catalog(root: Path):
     weather = make_skill(root, "weather", {"scripts/f.js": "1"},
                          [ScriptDecl("scripts/f.js", "node", env=("WEATHER_KEY", "LD_PRELOAD"))],
                          egress=["api.weather.example"])
@@ -23,61 +24,68 @@ def catalog(root: Path):  # type: ignore[no-untyped-def]
     return catalog_of(weather, other)
 
 
-def reasons(gs):  # type: ignore[no-untyped-def]
+def granted(gs: Any, skill: str, script: str) -> Any:
+    """The grant for one script; the test fails here when there is none."""
+    found = gs.get(skill, script)
+    assert found is not None, f"no grant for {skill} {script}"
+    return found
+
+
+def reasons(gs):
     return [p.reason for p in gs.problems]
 
 
-def test_standalone_without_grants_lets_the_declaration_stand(catalog) -> None:  # type: ignore[no-untyped-def]
+def test_standalone_without_grants_lets_the_declaration_stand(catalog) -> None:
     gs = build_grants(catalog, None, hosted=False)
     assert gs.grant_from == "declaration" and gs.note is None
-    assert gs.get("weather", "scripts/f.js").env == ("WEATHER_KEY",)  # the loader variable is never handed
-    assert gs.get("weather", "scripts/f.js").egress == ("api.weather.example",)
+    assert granted(gs, "weather", "scripts/f.js").env == ("WEATHER_KEY",)  # the loader variable is never handed
+    assert granted(gs, "weather", "scripts/f.js").egress == ("api.weather.example",)
     assert gs.get("other", "x.py") is not None
 
 
-def test_hosted_without_grants_grants_nothing_and_says_so(catalog) -> None:  # type: ignore[no-untyped-def]
+def test_hosted_without_grants_grants_nothing_and_says_so(catalog) -> None:
     gs = build_grants(catalog, None, hosted=True)
     assert gs.grant_from == "hosted-default" and gs.note
     assert gs.get("weather", "scripts/f.js") is None and not gs.grants
 
 
-def test_a_row_grants_only_what_the_script_declared(catalog) -> None:  # type: ignore[no-untyped-def]
+def test_a_row_grants_only_what_the_script_declared(catalog) -> None:
     raw = json.dumps([{"skill": "weather", "script": "scripts/f.js", "env": ["WEATHER_KEY", "OTHER_KEY"],
                        "egress": ["api.weather.example", "evil.example"]}])
     gs = build_grants(catalog, raw, hosted=True)
-    grant = gs.get("weather", "scripts/f.js")
+    grant = granted(gs, "weather", "scripts/f.js")
     assert grant.env == ("WEATHER_KEY",) and grant.egress == ("api.weather.example",)
     assert reasons(gs) == [ProblemReason.GRANT_UNMATCHED, ProblemReason.GRANT_UNMATCHED]
     assert gs.get("other", "x.py") is None  # no row: not granted even though declared
 
 
-def test_a_row_for_an_undeclared_script_grants_nothing(catalog) -> None:  # type: ignore[no-untyped-def]
+def test_a_row_for_an_undeclared_script_grants_nothing(catalog) -> None:
     raw = json.dumps([{"skill": "weather", "script": "scripts/evil.js"}, {"skill": "nope", "script": "a.js"}])
     gs = build_grants(catalog, raw, hosted=False)
     assert not gs.grants
     assert reasons(gs) == [ProblemReason.GRANT_UNMATCHED, ProblemReason.GRANT_UNMATCHED]
 
 
-def test_a_declared_loader_variable_can_never_be_granted(catalog) -> None:  # type: ignore[no-untyped-def]
+def test_a_declared_loader_variable_can_never_be_granted(catalog) -> None:
     raw = json.dumps([{"skill": "weather", "script": "scripts/f.js", "env": ["LD_PRELOAD"]}])
     gs = build_grants(catalog, raw, hosted=False)
-    assert gs.get("weather", "scripts/f.js").env == ()
+    assert granted(gs, "weather", "scripts/f.js").env == ()
     assert reasons(gs) == [ProblemReason.ENV_FORBIDDEN]
 
 
 @pytest.mark.parametrize("raw", ["not json", "{}", '"x"', "[1]", '[{"skill": "weather"}]',
                                  '[{"skill": "weather", "script": "scripts/f.js", "env": "WEATHER_KEY"}]',
                                  '[{"skill": "weather", "script": "scripts/f.js", "bogus": 1}]'])
-def test_a_malformed_value_grants_nothing_and_is_reported(catalog, raw: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_value_grants_nothing_and_is_reported(catalog, raw: str) -> None:
     gs = build_grants(catalog, raw, hosted=False)
     assert gs.grant_from == "MCP_SKILL_RUN"
     assert not gs.grants
     assert ProblemReason.GRANT_INVALID in reasons(gs)
 
 
-def test_several_rows_for_one_script_are_a_union(catalog) -> None:  # type: ignore[no-untyped-def]
+def test_several_rows_for_one_script_are_a_union(catalog) -> None:
     raw = json.dumps([{"skill": "other", "script": "x.py"}, {"skill": "other", "script": "x.py", "env": ["OTHER_KEY"]}])
-    assert build_grants(catalog, raw, hosted=False).get("other", "x.py").env == ("OTHER_KEY",)
+    assert granted(build_grants(catalog, raw, hosted=False), "other", "x.py").env == ("OTHER_KEY",)
 
 
 @pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONSTARTUP", "NODE_OPTIONS",

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from skill_mcp.runner.harden import env_block, harden_process
+from tests.serve import SKILL_MCP, serve_argv
 
 from .helpers import NOBODY, nobody_python
 
@@ -61,12 +62,14 @@ def serve_as_nobody(root: Path, mode: str) -> dict[str, Any]:
     return dict(report, probe=json.loads(report["result"]["stdout"]))
 
 
+@pytest.mark.slow
 def test_a_same_uid_script_cannot_read_the_server_environ_or_mem(root: Path) -> None:
     probe = serve_as_nobody(root, "hardened")["probe"]
     assert SECRET not in probe.get("environ", "") and SECRET not in probe.get("mem", "")
     assert "mem_opened" not in probe  # non-dumpable: /proc/<pid>/mem cannot even be opened
 
 
+@pytest.mark.slow
 def test_a_confined_script_cannot_read_an_unhardened_servers_environ_or_mem(root: Path) -> None:
     # The sandbox alone: Landlock refuses the ptrace-guarded /proc files of any process outside
     # the script's domain, so a server whose hardening failed still keeps its secrets.
@@ -110,8 +113,7 @@ async def _real_server_probe(root: Path) -> dict[str, Any]:
         "---\nname: probe\ndescription: probe\nmcp-host:\n  version: 1\n  run:\n"
         "    - script: probe.py\n      interpreter: python\n---\nprobe\n", encoding="utf-8")
     params = StdioServerParameters(
-        command="setpriv", args=[f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python, "-m",
-                                 "skill_mcp.server", "--skills-dir", str(root)],
+        command="setpriv", args=[f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *serve_argv([root], python=python)],
         env={"PYTHONPATH": pythonpath, "PROBE_SECRET": SECRET, "SKILL_MCP_LOG": "warning"})
     async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
         first = (await client.call_tool("skill_run", {"skill": "probe", "script": "probe.py"})).structured_content
@@ -122,10 +124,11 @@ async def _real_server_probe(root: Path) -> dict[str, Any]:
     return dict(json.loads(done.structured_content["stdout"]))
 
 
+@pytest.mark.slow
 def test_a_script_run_by_the_real_server_cannot_read_its_environ_or_mem(root: Path) -> None:
     import anyio
 
     probe = anyio.run(_real_server_probe, root)
-    assert "skill_mcp.server" in probe["cmdline"]  # it looked at the server, not some other process
+    assert SKILL_MCP in probe["cmdline"]  # it looked at the server, not some other process
     assert SECRET not in probe.get("environ", "") and SECRET not in probe.get("mem", "")
     assert "mem_opened" not in probe

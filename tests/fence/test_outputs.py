@@ -117,6 +117,7 @@ def test_collect_drops_a_file_growing_while_it_is_read(tmp_path: Path) -> None:
     assert _why(got)["grows.log"] in (outputs.CHANGED, outputs.TOO_BIG)
 
 
+@pytest.mark.slow
 def test_ten_thousand_tiny_files_keep_64_and_count_the_rest(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -193,6 +194,7 @@ def test_files_of_another_owner_are_not_kept_when_an_owner_is_named(tmp_path: Pa
 _NAMES = st.text(alphabet="abcdefgh.-_", min_size=1, max_size=12).filter(lambda s: s not in (".", ".."))
 
 
+# 40, whatever the profile: each example writes a directory of files and collects it from disk.
 @settings(max_examples=40, deadline=None)
 @given(st.dictionaries(_NAMES, st.binary(max_size=64), max_size=12))
 def test_the_wire_form_gives_back_what_was_collected(tmp_path_factory: pytest.TempPathFactory,

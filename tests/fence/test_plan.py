@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.limits import MAX_ARG_CHARS, MAX_ARGS
 from skill_mcp.models import Catalog, ScriptDecl
 from skill_mcp.reasons import Refusal
 from skill_mcp.runner.interpreters import Interpreters, resolve_interpreters
-from skill_mcp.runner.plan import MAX_ARG_CHARS, MAX_ARGS
 
 from .helpers import catalog_of, make_runner, make_skill
 
@@ -28,7 +28,7 @@ def catalog(root: Path) -> Catalog:
     return catalog_of(demo)
 
 
-def refusal(fn, *args, **kwargs) -> Refusal:  # type: ignore[no-untyped-def]
+def refusal(fn, *args, **kwargs) -> Refusal:
     with pytest.raises(SkillMcpError) as info:
         fn(*args, **kwargs)
     return info.value.reason
@@ -66,7 +66,7 @@ def test_an_interpreter_outside_the_closed_set_is_refused(catalog: Catalog) -> N
     assert refusal(make_runner().prepare, catalog, "demo", "scripts/ok.sh", []) == Refusal.INTERPRETER_UNAVAILABLE
 
 
-def test_interpreters_resolve_on_the_fixed_path_not_the_callers(root: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_interpreters_resolve_on_the_fixed_path_not_the_callers(root: Path, monkeypatch) -> None:
     fake = root / "python3"
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)

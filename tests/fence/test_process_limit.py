@@ -26,6 +26,7 @@ from mcp import Client, StdioServerParameters
 
 from skill_mcp.limits import STANDALONE
 from tests.demo_skill import demo_root
+from tests.serve import stdio_params
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -77,9 +78,8 @@ class Holder:
 
 
 def _params(root: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "skill_mcp.server", "--skills-dir", str(root)],
-                                 env={"SKILL_MCP_LOG": "warning", "MCP_CONFIRM_ELICITATION": "off",
-                                      "SKILL_MCP_SCRIPT_USER": NPROC_USER, "PATH": "/usr/bin:/bin"})
+    return stdio_params([root], {"MCP_CONFIRM_ELICITATION": "off", "SKILL_MCP_SCRIPT_USER": NPROC_USER,
+                                 "PATH": "/usr/bin:/bin"})
 
 
 async def _run(client: Client, root: Path) -> tuple[bool, dict[str, Any]]:
@@ -92,6 +92,7 @@ async def _run(client: Client, root: Path) -> tuple[bool, dict[str, Any]]:
     return bool(result.is_error), dict(result.structured_content)
 
 
+@pytest.mark.slow
 async def test_script_cannot_start_when_its_user_is_at_nproc_and_the_refusal_says_what_to_change(
         skills: Path) -> None:
     account = _account()

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +27,8 @@ SKILLS = ["weather", "other", "ghost"]
 SCRIPTS = ["f.js", "x.py", "evil.sh", "../f.js"]
 VARS = ["WEATHER_KEY", "OTHER_KEY", "GITHUB_TOKEN", "LD_PRELOAD", "PYTHONPATH", "PATH"]
 HOSTS = ["api.weather.example", "evil.example"]
+
+SURROGATES: tuple[Literal["Cs"]] = ("Cs",)  # not encodable: an argument never holds one
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,7 @@ row = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(row, max_size=6), hosted=st.booleans())
 def test_no_grant_row_makes_anything_runnable_that_was_not_declared(catalog: Catalog, rows: list[dict[str, object]],
                                                                      hosted: bool) -> None:
@@ -62,14 +65,12 @@ def test_no_grant_row_makes_anything_runnable_that_was_not_declared(catalog: Cat
         assert set(grant.egress) <= set(decl.egress)
 
 
-@settings(max_examples=200, deadline=None)
-@given(args=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+@given(args=st.lists(st.text(alphabet=st.characters(exclude_categories=SURROGATES, exclude_characters="\x00"),
                              max_size=50), max_size=20))
 def test_arguments_within_bounds_pass_through_verbatim(args: list[str]) -> None:
     assert check_args(args) == tuple(args)
 
 
-@settings(max_examples=100, deadline=None)
 @given(args=st.lists(st.text(max_size=20), min_size=1, max_size=5), nul_at=st.integers(min_value=0, max_value=4))
 def test_a_nul_anywhere_is_refused(args: list[str], nul_at: int) -> None:
     args = list(args)
@@ -82,7 +83,6 @@ def test_a_nul_anywhere_is_refused(args: list[str], nul_at: int) -> None:
     raise AssertionError("a NUL argument was accepted")
 
 
-@settings(max_examples=100, deadline=None)
 @given(a=st.binary(max_size=64), b=st.binary(max_size=64))
 def test_a_token_checks_only_against_its_own_plan(a: bytes, b: bytes) -> None:
     book = TokenBook(clock=lambda: 0.0)
@@ -117,7 +117,6 @@ def _broker_skill(name: str, decl: dict[str, list[str]]) -> DeclaredSkill:
     return DeclaredSkill(name, f"/nonexistent/{name}", (0, 0, 0, 0, 0), tuple(decl["egress"]), scripts)
 
 
-@settings(max_examples=300, deadline=None)
 @given(decls=st.dictionaries(st.sampled_from(SKILLS[:2]), declaration, min_size=1),
        rows=st.one_of(st.none(), st.lists(row, max_size=6)), hosted=st.booleans())
 def test_the_server_and_the_broker_grant_the_same(decls: dict[str, dict[str, list[str]]],

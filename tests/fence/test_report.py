@@ -17,7 +17,7 @@ from skill_mcp.runner.interpreters import resolve_interpreters
 from .helpers import catalog_of, make_runner, make_skill
 
 
-def _catalog(root: Path):  # type: ignore[no-untyped-def]
+def _catalog(root: Path):
     skill = make_skill(root, "s", {"a.py": "1", "b.js": "1"},
                        [ScriptDecl("a.py", "python", env=("KEY", "LD_PRELOAD"), description="does a"),
                         ScriptDecl("b.js", "node"), ScriptDecl("c.sh", "bash")])
@@ -26,7 +26,7 @@ def _catalog(root: Path):  # type: ignore[no-untyped-def]
     return catalog_of(skill, plain)
 
 
-def states(runner, catalog) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def states(runner, catalog) -> dict[str, str]:
     view = runner.states(lambda: catalog)
     return {s["script"]: s["state"] for s in view.scripts(catalog.skills["s"])}
 

@@ -41,6 +41,7 @@ LOOK = ("import os\nt, o = os.environ['TMPDIR'], os.environ['SKILL_OUTPUT_DIR']\
         "print(t, len([e for e in os.listdir(t) if os.path.join(t, e) != o or os.listdir(o)]))\n")
 
 
+@pytest.mark.slow
 def test_script_cannot_leave_a_deep_tree_and_many_files_for_the_next_run(root: Path) -> None:
     first = run(root, "python", LEAVE, timeout=120)
     assert first["status"] == "ok", first  # positive control: the tree was really made

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from skill_mcp.reasons import Refusal
 from tests.fence.test_e2e import connect
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # slow: a server subprocess per case
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
 WRITER = f"""import os, sys
@@ -54,10 +55,10 @@ def skills(root: Path) -> Path:
     return root
 
 
-async def _run(client: object, *args: str) -> types.CallToolResult:
-    first = await client.call_tool("skill_run", {"skill": "writer", "script": "scripts/write.py", "args": list(args)})  # type: ignore[attr-defined]
+async def _run(client: Client, *args: str) -> types.CallToolResult:
+    first = await client.call_tool("skill_run", {"skill": "writer", "script": "scripts/write.py", "args": list(args)})
     token = (first.structured_content or {})["confirmToken"]
-    return await client.call_tool("skill_run", {"skill": "writer", "script": "scripts/write.py",  # type: ignore[attr-defined,no-any-return]
+    return await client.call_tool("skill_run", {"skill": "writer", "script": "scripts/write.py",
                                                 "args": list(args), "confirmToken": token})
 
 

@@ -78,6 +78,7 @@ def test_output_under_the_cap_is_not_truncated(root: Path) -> None:  # positive 
 WELL_UNDER_THE_SCRIPTS_OWN_S = 30
 
 
+@pytest.mark.slow
 def test_a_sleeper_past_its_timeout_is_stopped(root: Path) -> None:
     started = time.monotonic()
     out = run(root, "python", "import time\nprint('start', flush=True)\ntime.sleep(60)\n", timeout=1)
@@ -85,6 +86,7 @@ def test_a_sleeper_past_its_timeout_is_stopped(root: Path) -> None:
     assert (out["status"], out["signal"], out["stdout"]) == ("timeout", "SIGTERM", "start\n")
 
 
+@pytest.mark.slow
 def test_a_sigterm_ignorer_gets_sigkill_after_the_grace(root: Path) -> None:
     source = "trap '' TERM\necho ready\nwhile :; do sleep 0.05; done\n"
     started = time.monotonic()
@@ -102,6 +104,7 @@ def _kill_pid_from(text: str) -> None:
                 pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parent_sleeps", [False, True])
 def test_a_detached_grandchild_holding_stdout_cannot_hold_the_call(root: Path, parent_sleeps: bool) -> None:
     # The grandchild starts its own session (so the group kill misses it) and keeps stdout open.
@@ -202,6 +205,7 @@ class GatedSpawner:
         return await self.inner.run(plan)
 
 
+@pytest.mark.slow
 def test_one_run_at_a_time_a_second_call_is_refused_at_once(root: Path) -> None:
     skill = make_skill(root, "t", {"a.sh": "sleep 2\n", "b.sh": "echo b\n"},
                        [ScriptDecl("a.sh", "bash"), ScriptDecl("b.sh", "bash")])
@@ -240,7 +244,7 @@ def test_the_lock_is_released_after_a_spawn_failure(root: Path) -> None:
 
 
 def test_one_audit_line_per_run_with_names_never_values(root: Path) -> None:
-    records: list[dict[str, Any]] = []
+    records: list[Mapping[str, Any]] = []
     runner = make_runner({"WANTED": SECRET}, audit=records.append)
     run(root, "python", "print(1)\n", ["arg1"], env=("WANTED",), runner=runner)
     assert len(records) == 1

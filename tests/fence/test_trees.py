@@ -82,6 +82,7 @@ def _as_nobody(tmp_path: Path, fn: Callable[[], None]) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
+@pytest.mark.slow
 def test_a_tree_1100_levels_deep_is_removed_with_few_descriptors(base: Path) -> None:
     tmp_path = base
     deep = tmp_path / "deep"
@@ -100,6 +101,7 @@ def test_a_tree_1100_levels_deep_is_removed_with_few_descriptors(base: Path) -> 
     assert sorted(os.listdir(tmp_path)) == []  # and nothing was hoisted out of it
 
 
+@pytest.mark.slow
 def test_a_deep_tree_is_removed_as_its_owner_even_when_locked(base: Path) -> None:
     tmp_path = base
     run = tmp_path / "run"
@@ -180,6 +182,7 @@ def test_what_cannot_be_removed_is_reported_not_passed_over(base: Path) -> None:
     assert (run / "theirs" / "f").exists() and not (run / "mine").exists()  # the rest still went
 
 
+@pytest.mark.slow
 def test_many_files_and_a_deep_tree_together(base: Path) -> None:
     tmp_path = base
     run = tmp_path / "run"
@@ -226,6 +229,8 @@ def _build(at: Path, node: object, outside: Path, top: Path) -> None:
     at.chmod(mode)
 
 
+# 40, whatever the profile: each example builds and removes a tree on disk through a child process.
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(shape=_tree, depth=st.integers(min_value=0, max_value=3))
 def test_property_any_tree_is_removed_and_nothing_outside_it_is_touched(shape: object, depth: int) -> None:

@@ -1,6 +1,7 @@
 """Start the real server over Streamable HTTP, as ``skill-mcp serve --http`` would.
 
-Run as a script by ``tests/http/harness.py`` (a real subprocess: real signals, real sockets).
+Run as a script by ``tests/serve.py`` for the test-only bounds the command line has no flag for
+(a real subprocess: real signals, real sockets).
 Arguments: ``HOST:PORT`` then ``--skills-dir DIR`` (repeatable), ``--no-auth``, ``--token-file F``,
 ``--allowed-host NAME``. The token may also come from ``MCP_HTTP_TOKEN``.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 
 def main() -> int:
@@ -36,7 +38,7 @@ def main() -> int:
             token = f.read().strip()
     try:
         host, port = parse_host_port(args.address)
-        bounds: dict[str, object] = {"drain_seconds": args.drain_seconds} if args.drain_seconds is not None else {}
+        bounds: dict[str, Any] = {"drain_seconds": args.drain_seconds} if args.drain_seconds is not None else {}
         if args.without_stop_hooks:
             from skill_mcp.server import build_server
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skill_mcp.surfaces.http.conn import ConnectionGate, ConnectionLimits, ShedTally, peer_key
@@ -132,7 +132,6 @@ EVENTS = st.lists(st.tuples(st.sampled_from(["open", "start", "finish", "close"]
                             st.sampled_from(["a", "b", "c"]), st.integers(0, 30)), max_size=200)
 
 
-@settings(max_examples=200, deadline=None)
 @given(EVENTS)
 def test_property_caps_hold_and_in_flight_connections_survive(events: list[tuple[str, str, int]]) -> None:
     limits = ConnectionLimits(max_in_flight=2, max_per_peer=4, max_connections=6)

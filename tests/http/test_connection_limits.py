@@ -30,7 +30,7 @@ from tests.helpers import eventually
 from tests.http.flood import PARTIAL_HEAD, connect, flood, is_closed, modern_tools_list
 from tests.http.harness import HttpServer, http_client, running_http_server
 
-pytestmark = [pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 TOKEN = "flood-token-0123456789abcdef"
 LIMITS = DEFAULT_LIMITS
 IDLE, SLOW = 300, 60

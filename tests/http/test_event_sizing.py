@@ -9,7 +9,6 @@ default cap, as users run it.
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from skill_mcp.surfaces.http.events import (
     CLIENT_EVENT_LIMIT,
@@ -29,6 +28,7 @@ from skill_mcp.surfaces.http.events import (
     wire_size,
 )
 from tests.http.harness import http_client, running_http_server
+from tests.serve import stdio_params
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 TOKEN = "sizing-token-0123456789abcdef"
@@ -81,9 +81,10 @@ async def _read_everything(client: Client) -> None:
     contents = (await client.read_resource("skill://big/data/whole.txt")).contents
     assert len(contents[0].text) == 1024 * 1024  # type: ignore[union-attr]
     # The session still works after the large answers.
-    assert (await client.call_tool("skill_list", {})).structured_content["total"] == 1  # type: ignore[index]
+    assert (await client.call_tool("skill_list", {})).structured_content["total"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_a_skill_file_batch_over_1_mib_reaches_the_sdk_client_over_http(root: Path, era: str) -> None:
     with running_http_server([root], token=TOKEN) as server:
@@ -91,11 +92,10 @@ async def test_a_skill_file_batch_over_1_mib_reaches_the_sdk_client_over_http(ro
             await _read_everything(client)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_a_skill_file_batch_over_1_mib_reaches_the_sdk_client_over_stdio(root: Path, era: str) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "skill_mcp", "serve", "--skills-dir", str(root)],
-                                   env={"SKILL_MCP_LOG": "warning"})
-    async with Client(params, mode=era, read_timeout_seconds=60) as client:
+    async with Client(stdio_params([root]), mode=era, read_timeout_seconds=60) as client:
         await _read_everything(client)
 
 
@@ -103,6 +103,7 @@ async def _accept(context: Any, params: Any) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"confirm": True})
 
 
+@pytest.mark.slow
 async def test_a_run_answered_on_a_confirmation_stream_comes_back_cut_to_fit(root: Path) -> None:
     """skill_run asks mid-call, so its answer must travel on the SSE stream: 2 MiB of output
     comes back cut to what one event carries, marked truncated, instead of breaking the session."""
@@ -115,7 +116,7 @@ async def test_a_run_answered_on_a_confirmation_stream_comes_back_cut_to_fit(roo
             assert out["stdout"].startswith("ooo") and out["stderr"].startswith("eee")
             assert out["droppedBytes"] >= 2 * 1024 * 1024 - CLIENT_EVENT_LIMIT
             assert any("fits one HTTP event" in note for note in out["notes"])
-            assert (await client.call_tool("skill_list", {})).structured_content["total"] == 1  # type: ignore[index]
+            assert (await client.call_tool("skill_list", {})).structured_content["total"] == 1
 
 
 # Pure parts of the middleware.
@@ -141,7 +142,7 @@ def test_an_oversized_answer_becomes_an_error_that_keeps_its_id() -> None:
 
 
 def test_a_run_result_is_cut_to_the_limit_and_says_so() -> None:
-    out = {"status": "error", "exitCode": 3, "signal": None, "stdout": "o\n" * 400_000, "stderr": "\u00e9" * 300_000,
+    out: dict[str, Any] = {"status": "error", "exitCode": 3, "signal": None, "stdout": "o\n" * 400_000, "stderr": "\u00e9" * 300_000,
            "truncated": {"stdout": False, "stderr": True}, "droppedBytes": 10, "durationMs": 5}
     fitted = fit_run_output(out, limit=500_000)
     assert wire_size(fitted) <= 500_000 and fitted["exitCode"] == 3

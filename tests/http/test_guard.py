@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import MutableMapping
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -172,15 +174,15 @@ def test_a_websocket_scope_is_closed_without_reaching_the_app() -> None:
     from skill_mcp.surfaces.http.guard import GuardMiddleware
 
     reached: list[str] = []
-    sent: list[dict[str, object]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
     async def app(scope: object, receive: object, send: object) -> None:
         reached.append("app")
 
-    async def receive() -> dict[str, object]:
+    async def receive() -> MutableMapping[str, Any]:
         return {"type": "websocket.connect"}
 
-    async def send(message: dict[str, object]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
     guard = GuardMiddleware(app, decide_exposure("127.0.0.1", 0, TOKEN, False))
@@ -206,15 +208,15 @@ def test_a_repeated_host_origin_or_authorization_header_is_refused(extra: list[t
 
     from skill_mcp.surfaces.http.guard import GuardMiddleware
 
-    sent: list[dict[str, object]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
     async def app(scope: object, receive: object, send: object) -> None:
         sent.append({"type": "http.response.start", "status": 200})
 
-    async def receive() -> dict[str, object]:
+    async def receive() -> MutableMapping[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def send(message: dict[str, object]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
     guard = GuardMiddleware(app, decide_exposure("127.0.0.1", 0, TOKEN, False))

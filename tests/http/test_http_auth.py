@@ -53,6 +53,7 @@ def _sessions_created(srv: HttpServer) -> int:
     return srv.stderr.count(SESSION_CREATED)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "auth",
     [None, "Bearer wrong-token-0123456789abcdef", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}0",
@@ -111,7 +112,7 @@ def test_sdk_client_with_the_token_reads_a_skill(server: HttpServer, mode: str) 
         async with http_client(server.url, token=TOKEN, mode=mode) as client:
             tools = await client.list_tools()
             read = await client.read_resource("skill://alpha-tools/SKILL.md")
-            return [t.name for t in tools.tools], read.contents[0].text  # type: ignore[union-attr]
+            return [t.name for t in tools.tools], read.contents[0].text
 
     names, text = anyio.run(main)
     assert "skill_load" in names
@@ -134,6 +135,7 @@ def _start_refused(*args: str, env: dict[str, str] | None = None) -> subprocess.
                           stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("address", "flags", "env", "reason"),
     [
@@ -151,12 +153,14 @@ def test_unsafe_start_is_refused_and_nothing_listens(address: str, flags: list[s
     assert "error" in done.stderr
 
 
+@pytest.mark.slow
 def test_no_auth_on_loopback_serves_and_says_so_loudly() -> None:
     with running_http_server([CORPUS], no_auth=True) as srv:
         assert _post(srv.url, {}).status_code == 200
         assert "SERVING WITHOUT AUTHENTICATION" in srv.stderr
 
 
+@pytest.mark.slow
 def test_token_file_is_the_token(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(f"  {TOKEN}\n", encoding="utf-8")
@@ -165,6 +169,7 @@ def test_token_file_is_the_token(tmp_path: Path) -> None:
         assert _post(srv.url, {"Authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
 def test_ipv6_loopback_serves_and_checks_the_bracketed_host() -> None:
     try:
@@ -190,6 +195,7 @@ def test_an_oversized_body_is_refused_without_a_session(server: HttpServer) -> N
     wait_until(lambda: _sessions_created(server) == before + 1, "the server to log the new session")
 
 
+@pytest.mark.slow
 def test_allowed_host_admits_the_proxy_name_and_nothing_else() -> None:
     with running_http_server([CORPUS], token=TOKEN, allowed_hosts=["mcp.example.com"]) as srv:
         auth = {"Authorization": f"Bearer {TOKEN}"}

@@ -19,7 +19,7 @@ from tests.http.harness import running_http_server
 TOKEN = "http-logs-token-0123456789abcdef"
 CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "corpus"
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 
 def test_http_logs_are_json_lines_without_colour_escapes_and_listening_is_info() -> None:

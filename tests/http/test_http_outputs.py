@@ -23,7 +23,7 @@ from skill_mcp.reasons import Refusal
 from tests.fence.test_run_outputs_e2e import SKILL_MD, WRITER
 from tests.http.harness import HttpServer, http_client, running_http_server
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(120)]  # slow: an HTTP server subprocess per case
 TOKEN = "outputs-token-0123456789abcdef"
 
 

@@ -8,15 +8,15 @@ server in a subprocess each time) and the two snapshots must be equal.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from tests.http.harness import http_client, running_http_server
 from tests.integration.harness import directory_read, skills_get, skills_list
+from tests.serve import stdio_params
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120), pytest.mark.slow]
 TOKEN = "parity-token-0123456789abcdef"
@@ -41,18 +41,17 @@ async def _walk(client: Client) -> dict[str, Any]:
         seen[f"get {entry['uri']}"] = await skills_get(client, entry["uri"])
         root = entry["uri"].removesuffix("/SKILL.md")
         seen[f"dir {root}"] = await directory_read(client, root)
-    for name, arguments in [("skill_list", {}), ("skill_load", {"name": "alpha-tools"}),
+    calls: list[tuple[str, dict[str, Any]]] = [("skill_list", {}), ("skill_load", {"name": "alpha-tools"}),
                             ("skill_file", {"name": "alpha-tools",
-                                            "paths": ["references/GUIDE.md", "scripts/hello.py", "nope.txt"]})]:
+                                            "paths": ["references/GUIDE.md", "scripts/hello.py", "nope.txt"]})]
+    for name, arguments in calls:
         result = await client.call_tool(name, arguments)
         seen[f"call {name}"] = {"isError": bool(result.is_error), "structured": result.structured_content}
     return seen
 
 
 def _stdio(era: str) -> Client:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "skill_mcp.server", "--skills-dir", str(CORPUS)],
-                                   env={"SKILL_MCP_LOG": "warning"})
-    return Client(params, mode=era, read_timeout_seconds=30)
+    return Client(stdio_params([CORPUS]), mode=era, read_timeout_seconds=30)
 
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])

@@ -19,7 +19,7 @@ import pytest
 from tests.demo_skill import Marker, Prompts, demo_root
 from tests.http.harness import HttpServer, http_client, running_http_server
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.timeout(120)]  # slow: an HTTP server subprocess per case
 TOKEN = "run-token-0123456789abcdef"
 
 

@@ -44,6 +44,7 @@ class Heard:
                 self.all.set()
 
 
+@pytest.mark.slow
 async def test_every_handshake_era_session_is_told_of_a_new_skill(tmp_path: Path) -> None:
     root = tmp_path / "skills"
     write_skill(root, "alpha", atomic=True)
@@ -60,6 +61,7 @@ async def test_every_handshake_era_session_is_told_of_a_new_skill(tmp_path: Path
             assert await _names(two) == {"alpha", "beta"}
 
 
+@pytest.mark.slow
 async def test_a_2026_era_client_hears_it_on_its_listen_stream(tmp_path: Path) -> None:
     root = tmp_path / "skills"
     write_skill(root, "alpha", atomic=True)
@@ -75,6 +77,7 @@ async def test_a_2026_era_client_hears_it_on_its_listen_stream(tmp_path: Path) -
                 assert await _names(client) == {"alpha", "beta"}
 
 
+@pytest.mark.slow
 async def test_an_open_listen_stream_does_not_hold_the_drain(tmp_path: Path) -> None:
     """A listen stream is a long POST that carries no call: SIGTERM must not wait for it."""
     import json

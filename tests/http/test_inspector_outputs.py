@@ -20,7 +20,7 @@ import pytest
 from tests.http.harness import HttpServer, running_http_server
 from tests.verifiers.judges import INSPECTOR, NODE, inspector_or_skip
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 TOKEN = "inspector-outputs-token-0123456789abcdef"
 ARGS = {"skill": "write-a-run-report", "script": "scripts/report.py"}
 
@@ -42,7 +42,7 @@ def _inspector(server: HttpServer, *args: str) -> dict[str, Any]:
     finally:
         shutil.rmtree(home, ignore_errors=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout[done.stdout.index("{"):])  # type: ignore[no-any-return]
+    return json.loads(done.stdout[done.stdout.index("{"):])
 
 
 def test_the_inspector_shows_a_runs_files_as_resource_links_and_reads_them(server: HttpServer) -> None:

@@ -107,6 +107,7 @@ async def _run_once(client: Any, mark: Path, *, meta: dict[str, str] | None = No
     return out
 
 
+@pytest.mark.slow
 async def test_the_spans_of_one_skill_run_reach_an_otlp_receiver_under_the_callers_trace(skills: Path) -> None:
     mark = skills / "out" / "otlp"
     with OtlpReceiver() as receiver:
@@ -211,6 +212,7 @@ class Prometheus:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+@pytest.mark.slow
 async def test_prometheus_scrapes_the_run_counter_and_answers_promql(skills: Path) -> None:
     env = {"SKILL_MCP_METRICS": "127.0.0.1:0"}
     with running_http_server([skills], token=TOKEN, env=env) as srv:
@@ -228,6 +230,7 @@ async def test_prometheus_scrapes_the_run_counter_and_answers_promql(skills: Pat
     assert durations[0]["value"][1] == "2"  # the preview and the confirmed run
 
 
+@pytest.mark.slow
 async def test_metrics_on_the_mcp_port_need_the_token_and_an_allowed_host(skills: Path) -> None:
     with running_http_server([skills], token=TOKEN, env={"SKILL_MCP_METRICS": "/metrics"}) as srv:
         async with http_client(srv.url, token=TOKEN, mode="legacy") as client:  # one session, ended by DELETE
@@ -246,6 +249,7 @@ async def test_metrics_on_the_mcp_port_need_the_token_and_an_allowed_host(skills
     assert any(k.startswith('skill_mcp_catalog_skills') and v == 1.0 for k, v in values.items())
 
 
+@pytest.mark.slow
 def test_metrics_on_the_mcp_port_are_refused_without_a_token(skills: Path) -> None:
     from tests.http.harness import server_argv
 

@@ -1,4 +1,4 @@
-"""Start ``skill-mcp serve`` as a real subprocess and talk to it: SDK client or raw lines.
+"""Talk to ``skill-mcp serve`` (started through ``tests/serve.py``): SDK client or raw lines.
 
 The fixture tree has, on purpose: a skill with nested folders, a binary file, a file over the
 1 MiB per-file cap and a declared script (``alpha``); a plain skill (``beta``); a skill whose
@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -21,12 +20,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types as types
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from pydantic import TypeAdapter
+
+from tests.serve import serve_argv, stdio_params
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 BIG = 1024 * 1024 + 10
 BULK_FILE = 900 * 1024
+# The Skills extension's answers are read raw, through a TypeAdapter: the SDK takes one at run time,
+# though its type variable is bound to result models (hence the three targeted ignores below).
 _RAW = TypeAdapter(dict[str, Any])
 
 ALPHA_MD = """---
@@ -81,20 +84,6 @@ def sha256(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def server_command() -> list[str]:
-    """The console script when installed next to this interpreter, else the module."""
-    script = Path(sys.executable).with_name("skill-mcp")
-    if script.exists():
-        return [str(script), "serve"]
-    return [sys.executable, "-m", "skill_mcp.server"]
-
-
-def server_params(root: Path, env: Mapping[str, str] | None = None) -> StdioServerParameters:
-    command = server_command()
-    return StdioServerParameters(command=command[0], args=[*command[1:], "--skills-dir", str(root)],
-                                 env={"SKILL_MCP_LOG": "warning", **(env or {})})
-
-
 @dataclass
 class Wire:
     """One open SDK client on a server shared by a module's read-only tests."""
@@ -117,7 +106,24 @@ Connect = Callable[..., AbstractAsyncContextManager[Client]]
 async def connect(
     root: Path, era: str, env: Mapping[str, str] | None = None, **client_kwargs: Any
 ) -> AsyncIterator[Client]:
-    async with Client(server_params(root, env), mode=era, read_timeout_seconds=30, **client_kwargs) as client:
+    async with Client(stdio_params([root], env), mode=era, read_timeout_seconds=30, **client_kwargs) as client:
+        yield client
+
+
+@asynccontextmanager
+async def in_process(root: Path, era: str, env: Mapping[str, str] | None = None, **client_kwargs: Any
+                     ) -> AsyncIterator[Client]:
+    """The server for ``root`` under ``env``, built in this process, and the SDK's in-memory client on it.
+
+    For what ``Settings`` and the catalog alone decide (narrowing, problems, answers): the same
+    handlers and protocol as ``connect`` without a subprocess. What a transport decides (framing,
+    stderr, signals, sizes on the wire) still goes through ``connect``.
+    """
+    from skill_mcp.config import load_settings
+    from skill_mcp.server import build_server
+
+    server = build_server(load_settings([str(root)], dict(env or {})))
+    async with Client(server, mode=era, read_timeout_seconds=30, **client_kwargs) as client:
         yield client
 
 
@@ -153,25 +159,25 @@ class DirectoryReadRequest(types.Request[UriParams, Literal["resources/directory
 
 async def skills_list(client: Client, cursor: str | None = None) -> dict[str, Any]:
     req = SkillsListRequest(params=types.PaginatedRequestParams(cursor=cursor))
-    return await client.session.send_request(req, _RAW)
+    return await client.session.send_request(req, _RAW)  # type: ignore[type-var]  # a TypeAdapter: the raw answer
 
 
 async def skills_get(client: Client, uri: str) -> dict[str, Any]:
-    return await client.session.send_request(SkillsGetRequest(params=UriParams(uri=uri)), _RAW)
+    return await client.session.send_request(SkillsGetRequest(params=UriParams(uri=uri)), _RAW)  # type: ignore[type-var]
 
 
 async def directory_read(client: Client, uri: str, cursor: str | None = None) -> dict[str, Any]:
-    return await client.session.send_request(DirectoryReadRequest(params=UriParams(uri=uri, cursor=cursor)), _RAW)
+    return await client.session.send_request(DirectoryReadRequest(params=UriParams(uri=uri, cursor=cursor)),  # type: ignore[type-var]
+                                             _RAW)
 
 
 class RawServer:
     """The server with plain pipes: write lines, read stdout lines one at a time (bounded)."""
 
     def __init__(self, root: Path, env: Mapping[str, str] | None = None) -> None:
-        command = server_command()
         base = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
         self.proc = subprocess.Popen(
-            [*command, "--skills-dir", str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            serve_argv([root]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env={**base, "LANG": "C.UTF-8", **(env or {})},
         )
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.integration.harness import Connect
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 PAGE_LIMIT = 16 * 1024
 DESCRIPTION = "Use when the task needs a long description. " * 22  # about 1,000 characters, the Agent Skills specification's cap

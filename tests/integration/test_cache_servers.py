@@ -19,6 +19,8 @@ import pytest
 from skill_mcp.catalog.cache import COARSE_MARGIN_NS, RACY_MARGIN_NS, CatalogCache
 from tests.integration.harness import build_tree, connect
 
+pytestmark = pytest.mark.slow  # every case starts a server or a CLI subprocess
+
 
 async def _listing(root: Path, env: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import Connect
+from tests.integration.harness import in_process
 
+# What the catalog reports about a root is decided from Settings alone: the server is built in
+# process and read through the SDK's in-memory client (no subprocess per case).
 pytestmark = pytest.mark.anyio
 
 SKILL = "---\nname: alpha\ndescription: Alpha writes reports. Use when a report is needed.\n---\n# Alpha\n"
@@ -24,12 +26,12 @@ def _write(path: Path, text: str) -> None:
 
 
 async def test_skill_list_names_a_root_whose_skills_sit_in_hidden_folders(
-    connect: Connect, tmp_path: Path, era: str
+    tmp_path: Path, era: str
 ) -> None:
     root = tmp_path / "collection"
     _write(root / "skills" / ".curated" / "alpha" / "SKILL.md", SKILL)
     _write(root / "README.md", "# A collection\n")
-    async with connect(root, era) as client:
+    async with in_process(root, era) as client:
         listed = (await client.call_tool("skill_list", {})).structured_content
     assert listed["total"] == 0
     (problem,) = listed["problems"]
@@ -37,9 +39,9 @@ async def test_skill_list_names_a_root_whose_skills_sit_in_hidden_folders(
     assert "hidden directories are not searched" in problem["detail"]
 
 
-async def test_a_root_that_serves_a_skill_has_no_root_empty_problem(connect: Connect, tmp_path: Path, era: str) -> None:
+async def test_a_root_that_serves_a_skill_has_no_root_empty_problem(tmp_path: Path, era: str) -> None:
     root = tmp_path / "collection"
     _write(root / "skills" / ".curated" / "alpha" / "SKILL.md", SKILL)
-    async with connect(root / "skills" / ".curated", era) as client:  # the root the problem's hint names
+    async with in_process(root / "skills" / ".curated", era) as client:  # the root the problem's hint names
         listed = (await client.call_tool("skill_list", {})).structured_content
     assert listed["total"] == 1 and listed["problems"] == []

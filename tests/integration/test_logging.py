@@ -10,7 +10,7 @@ import pytest
 
 from tests.integration.harness import Connect, handshake
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 SET_INFO = types.SetLevelRequest(params=types.SetLevelRequestParams(level="info"))
 

@@ -75,6 +75,7 @@ def _cli(*args: str) -> Any:
     return as_json(done)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_index_list_and_the_server_name_the_same_skills_on_every_tree(tmp_path: Path) -> None:
     for label, root in _trees(tmp_path).items():
@@ -92,6 +93,7 @@ async def test_index_list_and_the_server_name_the_same_skills_on_every_tree(tmp_
             assert len(pinned | (refused - {None})) >= pack["skills"], (label, pack)
 
 
+@pytest.mark.slow
 def test_packs_below_the_first_level_are_served_not_warned_about(tmp_path: Path) -> None:
     root = nested_packs(tmp_path / "nested")
     index = _cli("index", "--json", "--skills-dir", str(root))
@@ -105,6 +107,7 @@ def test_packs_below_the_first_level_are_served_not_warned_about(tmp_path: Path)
     assert "team-a" not in warned and "plain" in warned
 
 
+@pytest.mark.slow
 def test_the_seed_example_serves_the_pack_found_in_the_repository() -> None:
     index = _cli("index", "--json", "--packs-root", str(REPO))
     listed = _cli("list", "--json", "--packs-root", str(REPO))
@@ -112,6 +115,7 @@ def test_the_seed_example_serves_the_pack_found_in_the_repository() -> None:
     assert len(listed["skills"]) == index["packs"][0]["skills"] == 51
 
 
+@pytest.mark.slow
 def test_a_build_output_copy_of_a_pack_is_not_served_beside_its_original(tmp_path: Path) -> None:
     # `pip wheel .` in a checkout leaves build/lib/<package>/<pack>: a copy of the pack under
     # src/. Served together, every skill of both would be refused as a duplicate name.

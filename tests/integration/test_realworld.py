@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import text_of
 from tests.integration.harness import Connect, directory_read, sha256, skills_list
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "realworld" / "skills"
 
@@ -43,4 +44,4 @@ async def test_every_skill_of_a_realistic_corpus_is_listed_loadable_and_publishe
             assert f"skill://{name}/SKILL.md" in {r["uri"] for r in root["resources"]}
         for name in on_disk:
             loaded = await client.call_tool("skill_load", {"name": name})
-            assert not loaded.is_error and loaded.content[0].resource.text.strip()
+            assert not loaded.is_error and text_of(loaded.content[0]).strip()

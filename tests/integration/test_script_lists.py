@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.integration.harness import connect
+from tests.serve import SKILL_MCP
 
 pytestmark = pytest.mark.anyio
 
@@ -47,6 +47,7 @@ async def entry(root: Path, env: dict[str, str]) -> dict:
         return page
 
 
+@pytest.mark.slow
 async def test_unavailable_interpreter_is_listed_with_the_deployments_set(root: Path) -> None:
     page = await entry(root, {})
     (skill,) = page["skills"]
@@ -59,6 +60,7 @@ async def test_unavailable_interpreter_is_listed_with_the_deployments_set(root: 
     assert page["grantFrom"] == "declaration"
 
 
+@pytest.mark.slow
 async def test_hosted_default_lists_declared_scripts_as_ungranted(root: Path) -> None:
     page = await entry(root, {"MCP_HOST_METER_FILE": "/dev/null"})
     (skill,) = page["skills"]
@@ -66,6 +68,7 @@ async def test_hosted_default_lists_declared_scripts_as_ungranted(root: Path) ->
     assert "grantNote" in page and page["grantFrom"] != "declaration"
 
 
+@pytest.mark.slow
 async def test_an_interpreter_outside_the_closed_set_is_an_error_level_problem_too(root: Path) -> None:
     page = await entry(root, {})
     (problem,) = [p for p in page["problems"] if p["reason"] == "interpreter-unavailable"]
@@ -74,7 +77,7 @@ async def test_an_interpreter_outside_the_closed_set_is_an_error_level_problem_t
 
 
 def test_validate_reports_the_same_problem_and_fails_without_strict(root: Path) -> None:
-    done = subprocess.run([str(Path(sys.executable).with_name("skill-mcp")), "validate", "--json", str(root)],
+    done = subprocess.run([SKILL_MCP, "validate", "--json", str(root)],
                           capture_output=True, text=True, timeout=120, check=False,
                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "SKILL_MCP_LOG": "warning"})
     assert done.returncode == 1, done.stdout
@@ -85,7 +88,7 @@ def test_validate_reports_the_same_problem_and_fails_without_strict(root: Path) 
 
 def test_validate_of_a_skill_whose_interpreters_are_all_in_the_set_passes(root: Path) -> None:
     (root / "tools" / "SKILL.md").write_text(SKILL.replace("interpreter: ruby", "interpreter: bash"))
-    done = subprocess.run([str(Path(sys.executable).with_name("skill-mcp")), "validate", "--json", str(root)],
+    done = subprocess.run([SKILL_MCP, "validate", "--json", str(root)],
                           capture_output=True, text=True, timeout=120, check=False,
                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "SKILL_MCP_LOG": "warning"})
     assert done.returncode == 0 and json.loads(done.stdout)["problems"] == []

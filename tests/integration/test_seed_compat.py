@@ -2,7 +2,8 @@
 
 - ``SKILL_MCP_COMPAT=skillmcp`` offers ``list_packs``, ``search_skills`` and ``get_skill`` with the
   interface's answer shapes, checked through the SDK's client (and its output-schema validation) in
-  both eras; without the switch they are not offered.
+  both eras, on a server built in process (the switch is a Settings decision); without the switch
+  they are not offered.
 - That interface's literal ``initialize`` (no ``capabilities``, no ``clientInfo``) gets ``-32602`` whose
   ``data`` names what is missing, over stdio and over HTTP (before: ``data: ""``).
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
@@ -20,7 +20,8 @@ import pytest
 from skill_mcp.config import BUNDLED_ROOT
 from tests.helpers import ERAS
 from tests.http.harness import running_http_server
-from tests.integration.harness import connect
+from tests.integration.harness import in_process
+from tests.serve import serve_argv
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 SEED_TOOLS = {"list_packs", "search_skills", "get_skill"}
@@ -30,7 +31,7 @@ SEED_INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_the_skillmcp_profile_offers_the_seeds_three_tools_with_its_shapes(era: str) -> None:
-    async with connect(BUNDLED_ROOT, era, env=COMPAT) as client:
+    async with in_process(BUNDLED_ROOT, era, env=COMPAT) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert names >= SEED_TOOLS and "skill_list" in names
         found = (await client.call_tool("search_skills", {"query": "stdout purity", "limit": 2})).structured_content
@@ -48,12 +49,12 @@ async def test_the_skillmcp_profile_offers_the_seeds_three_tools_with_its_shapes
 
 
 async def test_without_the_switch_the_seed_tools_are_not_offered() -> None:
-    async with connect(BUNDLED_ROOT, "legacy", env={"SKILL_MCP_LOG": "warning"}) as client:
+    async with in_process(BUNDLED_ROOT, "legacy", env={"SKILL_MCP_LOG": "warning"}) as client:
         assert not SEED_TOOLS & {t.name for t in (await client.list_tools()).tools}
 
 
 async def test_an_unknown_profile_offers_nothing_extra() -> None:
-    async with connect(BUNDLED_ROOT, "legacy", env={"SKILL_MCP_COMPAT": "nope", "SKILL_MCP_LOG": "warning"}) as client:
+    async with in_process(BUNDLED_ROOT, "legacy", env={"SKILL_MCP_COMPAT": "nope", "SKILL_MCP_LOG": "warning"}) as client:
         assert not SEED_TOOLS & {t.name for t in (await client.list_tools()).tools}
 
 
@@ -66,16 +67,18 @@ def _check_refusal(error: dict[str, object]) -> None:
     assert "clientInfo" in str(data["detail"])
 
 
+@pytest.mark.slow  # the server subprocess: what the transport answers
 def test_the_seeds_literal_initialize_is_told_what_is_missing_over_stdio() -> None:
     lines = [json.dumps(SEED_INITIALIZE), json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
         "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "seed", "version": "1"}}})]
-    done = subprocess.run([sys.executable, "-m", "skill_mcp", "serve"], input="\n".join(lines) + "\n",
+    done = subprocess.run(serve_argv(), input="\n".join(lines) + "\n",
                           capture_output=True, text=True, timeout=60, check=False, env={"SKILL_MCP_LOG": "warning"})
     answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
     _check_refusal(answers[1]["error"])
     assert answers[2]["result"]["serverInfo"]["name"]  # the completed handshake still works
 
 
+@pytest.mark.slow  # the server subprocess: what the transport answers
 def test_the_seeds_literal_initialize_is_told_what_is_missing_over_http(tmp_path: Path) -> None:
     with running_http_server([BUNDLED_ROOT], no_auth=True) as server:
         response = httpx2.post(server.url, json=SEED_INITIALIZE, timeout=30,

@@ -24,7 +24,6 @@ import json
 import os
 import select
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +32,8 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import build_tree
+from tests.serve import SKILL_MCP
 
-SKILL_MCP = str(Path(sys.executable).with_name("skill-mcp"))
 WAIT_S = 60.0
 
 # Not needed to answer initialize or tools/list: each is imported by the first request that uses it.
@@ -167,6 +166,7 @@ def _loaded(names: set[str], wanted: tuple[str, ...]) -> list[str]:
     return [w for w in wanted if any(n == w or n.startswith(w + ".") for n in names)]
 
 
+@pytest.mark.slow
 def test_serve_answers_the_handshake_without_importing_heavy_modules(server: Server) -> None:
     at_start = _handshake(server)
     assert "skill_mcp.server" in at_start  # the pin reads this very server's imports
@@ -174,6 +174,7 @@ def test_serve_answers_the_handshake_without_importing_heavy_modules(server: Ser
     assert _loaded(at_start, HEAVY_AT_START) == []
 
 
+@pytest.mark.slow
 def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(server: Server) -> None:
     # The positive control: the same pin sees these modules once a request needs them.
     seen = _handshake(server)
@@ -189,6 +190,7 @@ def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(serve
     assert _loaded(server.imported_so_far(), ("skill_mcp.search",)) == ["skill_mcp.search"]
 
 
+@pytest.mark.slow
 def test_configured_telemetry_is_imported_before_the_first_answer(tmp_path: Path) -> None:
     # The positive control of the telemetry entries: with an OTLP endpoint set (a closed loopback
     # port: nothing is sent before the batch delay), the same pin sees the SDK at the handshake.
@@ -242,6 +244,7 @@ def test_the_handshake_is_answered_while_the_sdk_cannot_be_imported(tmp_path: Pa
         _kill(running)
 
 
+@pytest.mark.slow
 def test_a_request_past_the_handshake_waits_for_the_sdk(tmp_path: Path) -> None:
     # The control: the same shadows do stop the SDK server, so nothing but the early path answers.
     env, mark = _unimportable_sdk(tmp_path)

@@ -10,10 +10,14 @@ import signal
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.integration.harness import RawServer, server_command
+from tests.integration.harness import RawServer
+from tests.serve import serve_argv
+
+pytestmark = pytest.mark.slow  # every case starts a server or a CLI subprocess
 
 
 def test_a_line_that_is_not_json_gets_32700_and_the_server_keeps_serving(skills_root: Path) -> None:
@@ -50,7 +54,7 @@ def test_stdout_carries_only_json_rpc_and_stderr_only_json_log_lines(skills_root
     lines: list[bytes] = []
     try:
         srv.initialize()
-        requests = [
+        requests: list[tuple[str, dict[str, Any]]] = [
             ("tools/call", {"name": "skill_list", "arguments": {}}),
             ("tools/call", {"name": "skill_file", "arguments": {"name": "alpha", "paths": ["assets/logo.png", "x"]}}),
             ("tools/call", {"name": "skill_load", "arguments": {"name": "nope"}}),
@@ -74,8 +78,8 @@ def test_stdout_carries_only_json_rpc_and_stderr_only_json_log_lines(skills_root
     assert [json.loads(x)["id"] for x in lines[:7]] == list(range(10, 17))
     log_lines = [x for x in err.decode().splitlines() if x.strip()]
     assert log_lines, "debug logging produced no stderr lines"
-    for line in log_lines:
-        record = json.loads(line)
+    for log_line in log_lines:
+        record = json.loads(log_line)
         assert {"ts", "level", "logger", "msg"} <= set(record)
 
 
@@ -83,7 +87,7 @@ def test_started_by_hand_on_a_terminal_it_says_what_it_serves_and_how_to_connect
     controller, terminal = pty.openpty()
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
     proc = subprocess.Popen(
-        [*server_command(), "--skills-dir", str(skills_root)],
+        serve_argv([skills_root]),
         stdin=terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -168,7 +172,7 @@ def test_every_request_read_before_end_of_input_is_answered(skills_root: Path, t
     requests = tmp_path / "requests.jsonl"
     requests.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json\n", encoding="utf-8")
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
-    command = [*server_command(), "--skills-dir", str(skills_root)]
+    command = serve_argv([skills_root])
     with requests.open("rb") as stdin:
         if stdout_kind == "pipe":
             done = subprocess.run(command, stdin=stdin, capture_output=True, env={**env, "LANG": "C.UTF-8"},

@@ -5,11 +5,13 @@ from __future__ import annotations
 import base64
 import json
 
+import mcp_types as types
 import pytest
 
+from tests.helpers import embedded, text_of
 from tests.integration.harness import ALPHA_FILES, BIG, PNG, Wire, handshake, sha256
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # slow: four shared servers (two transports, two eras)
 
 SERVED = ["alpha", "beta", "bulk", "gamma"]
 
@@ -87,12 +89,12 @@ async def test_skill_load_returns_instructions_frontmatter_and_a_manifest_with_t
         assert by_path["SKILL.md"]["mimeType"] == "text/markdown"
         # SKILL.md verbatim, once, as a resource block; then the manifest the model reads, one a line.
         skill_md, manifest = result.content
-        assert skill_md.type == "resource" and skill_md.resource.uri == "skill://alpha/SKILL.md"
-        assert skill_md.resource.text == (skills_root / "alpha" / "SKILL.md").read_text(encoding="utf-8")
+        assert skill_md.type == "resource" and embedded(skill_md).uri == "skill://alpha/SKILL.md"
+        assert text_of(skill_md) == (skills_root / "alpha" / "SKILL.md").read_text(encoding="utf-8")
         assert "# Alpha" not in json.dumps(out) and "instructions" not in out  # the text is not repeated
-        assert manifest.text.startswith("# Skill alpha (skill://alpha/SKILL.md)")
+        assert text_of(manifest).startswith("# Skill alpha (skill://alpha/SKILL.md)")
         guide = by_path["references/guide.md"]
-        assert f"- references/guide.md (text/markdown, {guide['size']} bytes)" in manifest.text
+        assert f"- references/guide.md (text/markdown, {guide['size']} bytes)" in text_of(manifest)
 
 
 async def test_skill_file_serves_a_mixed_batch_and_fails_only_the_bad_entries(wire: Wire) -> None:
@@ -122,12 +124,12 @@ async def test_skill_file_serves_a_mixed_batch_and_fails_only_the_bad_entries(wi
         # block, the image as an image block the model can see.
         assert not [e for e in out["files"] if "text" in e or "blob" in e]
         summary, guide_block, image, notes_block = result.content
-        assert "refused (invalid-path)" in summary.text and "references/guide.md" in summary.text
-        assert guide_block.resource.text == "# Guide\n\nStep one.\n"
-        assert guide_block.resource.uri == "skill://alpha/references/guide.md"
-        assert guide_block.resource.mime_type == "text/markdown"
-        assert image.type == "image" and base64.b64decode(image.data) == PNG
-        assert notes_block.resource.text == "deep notes\n"
+        assert "refused (invalid-path)" in text_of(summary) and "references/guide.md" in text_of(summary)
+        assert text_of(guide_block) == "# Guide\n\nStep one.\n"
+        assert embedded(guide_block).uri == "skill://alpha/references/guide.md"
+        assert embedded(guide_block).mime_type == "text/markdown"
+        assert isinstance(image, types.ImageContent) and base64.b64decode(image.data) == PNG
+        assert text_of(notes_block) == "deep notes\n"
         assert (out["served"], out["failed"]) == (3, 3)
 
 
@@ -144,7 +146,7 @@ async def test_skill_file_refuses_a_batch_over_4_mib_whatever_the_order(wire: Wi
         if wire.transport == "stdio" or wire.era != "legacy":
             ok = await client.call_tool("skill_file", {"name": "bulk", "paths": parts[:4]})
             assert not ok.is_error and ok.structured_content["served"] == 4
-            assert [b.resource.uri for b in ok.content[1:]] == [f"skill://bulk/{p}" for p in parts[:4]]
+            assert [embedded(b).uri for b in ok.content[1:]] == [f"skill://bulk/{p}" for p in parts[:4]]
 
 
 async def test_skill_file_refuses_more_than_eight_paths(wire: Wire) -> None:
@@ -165,4 +167,4 @@ async def test_refusals_are_tool_errors_with_a_stable_reason(wire: Wire) -> None
         assert broken.is_error and broken.structured_content["reason"] == "unknown-skill"
         # The misnamed skill is still served by the tools, under its directory name.
         gamma = await client.call_tool("skill_load", {"name": "gamma"})
-        assert not gamma.is_error and gamma.content[0].resource.text.endswith("Gamma body.\n")
+        assert not gamma.is_error and text_of(gamma.content[0]).endswith("Gamma body.\n")

@@ -17,8 +17,11 @@ import pytest
 
 from skill_mcp.config import BUNDLED_ROOT
 from tests.pack.extract import code_blocks, split_skill_md
+from tests.serve import SKILL_MCP
 
-SERVER = Path(sys.executable).with_name("skill-mcp")
+pytestmark = pytest.mark.slow  # every case starts a server or a CLI subprocess
+
+SERVER = Path(SKILL_MCP)
 
 
 def _probe_lines() -> list[str]:

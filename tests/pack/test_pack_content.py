@@ -67,7 +67,7 @@ def test_every_body_has_numbered_steps_and_stays_under_500_lines() -> None:
 
 
 def test_config_snippets_in_the_pack_are_valid_json_toml_and_yaml() -> None:
-    seen = Counter()
+    seen: Counter[str] = Counter()
     for d in skill_dirs():
         _, body = split_skill_md((d / "SKILL.md").read_text(encoding="utf-8"))
         for lang, text in code_blocks(body):

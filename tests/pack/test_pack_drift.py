@@ -6,11 +6,10 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import sys
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from skill_mcp.cli.main import build_parser
 from skill_mcp.config import ENV_VARS
@@ -27,6 +26,7 @@ from tests.pack.extract import (
     skill_dirs,
     split_skill_md,
 )
+from tests.serve import stdio_params
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = REPO / "src" / "skill_mcp" / "bundled"
@@ -126,7 +126,7 @@ def test_the_flag_check_knows_the_real_options() -> None:  # positive and negati
 
 def _serve_options() -> set[str]:
     sub = next(a for a in build_parser()._actions if a.dest == "command")  # the subcommand table
-    return {o for action in sub.choices["serve"]._actions for o in action.option_strings}  # type: ignore[attr-defined]
+    return {o for action in sub.choices["serve"]._actions for o in action.option_strings}  # type: ignore[index]  # choices of a sub-parsers action: a dict
 
 
 @pytest.mark.xfail("--allowed-host" not in _serve_options(), strict=True,
@@ -156,10 +156,10 @@ def test_every_tool_name_the_pack_names_is_one_of_the_five_tools() -> None:
     assert named - {"skill_mcp"} == TOOLS
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_real_server_registers_every_tool_the_pack_names() -> None:
-    server = Path(sys.executable).with_name("skill-mcp")
-    params = StdioServerParameters(command=str(server), args=["serve"], env={"SKILL_MCP_LOG": "warning"})
+    params = stdio_params()
     async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
         registered = {tool.name for tool in (await client.list_tools()).tools}
     assert registered == TOOLS

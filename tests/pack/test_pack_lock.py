@@ -8,7 +8,6 @@ import importlib.util
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,9 @@ import pytest
 from skill_mcp.catalog import build_catalog
 from skill_mcp.config import BUNDLED_ROOT, load_settings
 from tests.pack.extract import skill_dirs, split_skill_md
+from tests.serve import SKILL_MCP
 
-CLI = Path(sys.executable).with_name("skill-mcp")
+CLI = Path(SKILL_MCP)
 PACK_JSON = BUNDLED_ROOT / "pack.json"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 

@@ -20,8 +20,9 @@ from mcp import Client, StdioServerParameters
 
 from skill_mcp.config import BUNDLED_ROOT
 from skill_mcp.runner.interpreters import resolve_interpreters
+from tests.serve import SKILL_MCP
 
-SERVER = Path(sys.executable).with_name("skill-mcp")
+SERVER = Path(SKILL_MCP)
 INTERPRETERS = resolve_interpreters()
 CLIENTS = {"claude-desktop", "claude-code", "vscode", "cursor", "windsurf", "zed", "codex", "gemini", "goose"}
 
@@ -62,6 +63,7 @@ def python() -> str:
 
 # --- check-stdout-purity (python) ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_stdout_check_passes_the_real_skill_mcp_server(tmp_path: Path) -> None:
     out = run_direct("check-stdout-purity", [python(), "scripts/check_stdout.py", "--", str(SERVER), "serve"],
                      tmp_path)
@@ -176,6 +178,7 @@ def _findings(problems: list[dict[str, Any]], root: Path) -> set[tuple[str, str]
     return out
 
 
+@pytest.mark.slow
 def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> None:
     root = _broken_tree(tmp_path / "skills-root")
     out = run_direct("validate-skills-directory", [python(), CHECK, "--json", str(root)], tmp_path)
@@ -198,6 +201,7 @@ def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> Non
     assert "FAILED: 9 skills served" in text.stdout and "  floor-no-steps" in text.stdout
 
 
+@pytest.mark.slow
 def test_skills_check_and_skill_mcp_validate_strict_give_one_report(tmp_path: Path) -> None:
     """One validator: the script's report and the command's are the same bytes, and so are their exits."""
     root = _broken_tree(tmp_path / "skills-root")
@@ -257,6 +261,7 @@ def readable_pack() -> Iterator[Path]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_each_declared_script_runs_through_skill_run_after_confirmation(era: str, readable_pack: Path) -> None:

@@ -23,11 +23,11 @@ def _queries(name: str = "queries.tsv") -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def index():  # type: ignore[no-untyped-def]
+def index():
     return index_catalog(build_catalog(load_settings([], {})))
 
 
-def test_the_query_set_is_large_and_covers_every_phase(index) -> None:  # type: ignore[no-untyped-def]
+def test_the_query_set_is_large_and_covers_every_phase(index) -> None:
     rows = _queries()
     assert len(rows) >= 30
     assert {expected for _, expected in rows} <= set(index.names)
@@ -35,7 +35,7 @@ def test_the_query_set_is_large_and_covers_every_phase(index) -> None:  # type: 
 
 
 @pytest.mark.parametrize("name", ["queries.tsv", "queries-heldout.tsv"])
-def test_hit_at_1_and_hit_at_3_on_the_bundled_pack(index, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_hit_at_1_and_hit_at_3_on_the_bundled_pack(index, name: str) -> None:
     q = measure(index, _queries(name))
     print(f"bundled pack search ({name}): {q.line()}")
     assert q.hit1 >= 0.85, q.misses

@@ -65,17 +65,17 @@ def build_index(docs: Iterable[SearchDoc]) -> SearchIndex:
     names = (1 << Field.NAME) | (1 << Field.TITLE)
     postings = {}
     for term in vocabulary:
-        docs = [d for d, (fields, _, _) in enumerate(parsed) if any(term in field for field in fields)]
-        masks = bytes(sum(1 << f for f, field in enumerate(parsed[d][0]) if term in field) for d in docs)
-        idf, in_names = _idf(n, len(docs)), sum(1 for m in masks if m & names)
+        holders = [d for d, (fields, _, _) in enumerate(parsed) if any(term in field for field in fields)]
+        masks = bytes(sum(1 << f for f, field in enumerate(parsed[d][0]) if term in field) for d in holders)
+        idf, in_names = _idf(n, len(holders)), sum(1 for m in masks if m & names)
         scores = []
-        for d, mask in zip(docs, masks, strict=True):
+        for d, mask in zip(holders, masks, strict=True):
             tf = _pseudo_tf(term, parsed[d][0], avg)
             score = idf * (tf / (K1 + tf))
             if mask & names:
                 score += NAME_BOOST * _idf(n, in_names)
             scores.append(score)
-        sections = [min(_section(term, parsed[d][1], parsed[d][2]), NO_SECTION) for d in docs]
-        postings[term] = make_postings(array("I", docs), array("f", scores), masks, array("H", sections), n)
+        sections = [min(_section(term, parsed[d][1], parsed[d][2]), NO_SECTION) for d in holders]
+        postings[term] = make_postings(array("I", holders), array("f", scores), masks, array("H", sections), n)
     return SearchIndex(names=tuple(d.name for d in ordered), headings=tuple(tuple(p[1]) for p in parsed),
                        postings=postings)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skill_mcp.catalog import build_catalog
@@ -34,6 +35,7 @@ def _assert_same(fast: SearchIndex, plain: SearchIndex) -> None:
         assert q.impact == p.impact, term
 
 
+@pytest.mark.slow
 def test_the_test_corpus_indexes_exactly_as_the_reference_does() -> None:
     catalog = build_catalog(load_settings([str(CORPUS)], {}))
     _assert_same(index_catalog(catalog), reference_build_index(list(docs_from_catalog(catalog))))
@@ -62,14 +64,13 @@ def _docs(draw: st.DrawFn) -> list[SearchDoc]:
                       body=draw(_BODIES)) for n in names]
 
 
+@pytest.mark.slow
 @given(_docs())
-@settings(max_examples=300, deadline=None)
 def test_any_corpus_indexes_exactly_as_the_reference_does(docs: list[SearchDoc]) -> None:
     _assert_same(build_index(docs), reference_build_index(docs))
 
 
 @given(_BODIES)
-@settings(max_examples=300, deadline=None)
 def test_fast_section_split_gives_the_same_headings_and_words(body: str) -> None:
     fast_heads, fast_texts = split_sections(body)
     heads, texts = split_markdown(body)
@@ -84,7 +85,7 @@ def test_a_term_first_met_in_the_preamble_points_to_no_section() -> None:
     assert build_index([SearchDoc("a", body="intro word\n# Head\nword\n")]).search("word", 1)[0].section is None
 
 
-def _body_or_error(read, skill):  # type: ignore[no-untyped-def]
+def _body_or_error(read, skill):
     try:
         return read(skill)
     except Exception as exc:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
 
@@ -71,7 +71,6 @@ def _corpus(draw: st.DrawFn) -> list[SearchDoc]:
 
 
 @given(_corpus(), st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4).map(" ".join))
-@settings(max_examples=300, deadline=None)
 def test_every_word_an_explanation_claims_occurs_in_each_field_it_names(docs: list[SearchDoc], query: str) -> None:
     index = build_index(docs)
     by_name = {d.name: d for d in docs}
@@ -95,6 +94,7 @@ def test_a_related_word_is_named_as_related_to_what_was_typed() -> None:
     assert forms.reason == "matched filling (stem fill) in description; form in description"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_skill_search_explanations_hold_for_every_query_of_the_quality_set(era: str) -> None:
     """Through the real tool, over the search corpus: every hit of every query says only true things."""

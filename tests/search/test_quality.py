@@ -28,19 +28,19 @@ def _queries() -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def index():  # type: ignore[no-untyped-def]
+def index():
     catalog = build_catalog(load_settings([str(HERE / "corpus")], {}))
     assert not [p for p in catalog.problems if p.level == "error"]
     return index_catalog(catalog)
 
 
-def test_labelled_set_is_big_enough_and_labels_exist(index) -> None:  # type: ignore[no-untyped-def]
+def test_labelled_set_is_big_enough_and_labels_exist(index) -> None:
     rows = _queries()
     assert len(rows) >= 150 and len(index) >= 60
     assert {expected for _, expected in rows} <= set(index.names)
 
 
-def test_quality_floors_hit_at_1_hit_at_3_and_mrr(index) -> None:  # type: ignore[no-untyped-def]
+def test_quality_floors_hit_at_1_hit_at_3_and_mrr(index) -> None:
     q = measure(index, _queries())
     print(f"search quality: {q.line()}")
     assert q.hit1 >= 0.90, q.misses

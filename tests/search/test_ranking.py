@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skill_mcp.search import SearchDoc, build_index
 
 
-def _names(index, query, limit=10):  # type: ignore[no-untyped-def]
+def _names(index, query, limit=10):
     return [h.name for h in index.search(query, limit)]
 
 
@@ -87,7 +87,7 @@ def test_index_keeps_no_body_text() -> None:
     assert not any("secretword" in h for hs in index.headings for h in hs)
 
 
-def _exhaustive(index, query, limit):  # type: ignore[no-untyped-def]
+def _exhaustive(index, query, limit):
     """Score every skill the slow way, straight from the postings, for comparison."""
     from skill_mcp.search.text import query_terms
 
@@ -111,8 +111,7 @@ _VOCAB = ["alpha", "beta", "gamma", "delta", "pdf", "form", "slack", "gif", "tes
     st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=5),
     st.integers(min_value=1, max_value=6),
 )
-@settings(max_examples=150, deadline=None)
-def test_pruned_search_returns_exactly_the_exhaustive_ranking(bodies, query, limit) -> None:  # type: ignore[no-untyped-def]
+def test_pruned_search_returns_exactly_the_exhaustive_ranking(bodies, query, limit) -> None:
     docs = [SearchDoc(f"s{i:03d}", description=" ".join(b[:3]), body=" ".join(b)) for i, b in enumerate(bodies)]
     index = build_index(docs)
     q = " ".join(query)

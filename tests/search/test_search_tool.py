@@ -10,6 +10,7 @@ from mcp import Client
 
 from skill_mcp.config import load_settings
 from skill_mcp.server import build_server
+from tests.helpers import text_of
 
 pytestmark = pytest.mark.anyio
 CORPUS = Path(__file__).parent / "corpus"
@@ -64,7 +65,7 @@ async def test_a_hits_uri_reads_through_the_sdk_client_as_the_skills_skill_md(er
         assert loaded.structured_content is not None
         for hit in hits:  # every hit's URI is one a client can read, the one skill_load gives
             read = await client.read_resource(hit["uri"])
-            assert read.contents[0].uri == hit["uri"] and read.contents[0].text.startswith("---")
+            assert read.contents[0].uri == hit["uri"] and text_of(read.contents[0]).startswith("---")
     assert hits[0]["name"] == "pdf" and hits[0]["uri"] == loaded.structured_content["uri"]
 
 
@@ -76,10 +77,11 @@ async def test_a_query_nothing_fits_is_reported_as_a_weak_match_with_low_confide
     assert off.structured_content["hits"], "the closest skills are still listed"
     assert off.structured_content["match"] == "weak"  # positive control below: a real query is "good"
     assert all(h["confidence"] < 0.3 for h in off.structured_content["hits"])
-    assert "closest" in off.content[0].text
+    assert "closest" in text_of(off.content[0])
     assert on.structured_content["match"] == "good" and on.structured_content["hits"][0]["name"] == "pdf"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", ["my test keeps failing and I don't know why", "carry out the plan we wrote",
                                    "who won the football match"])
 async def test_the_cli_search_gives_the_tools_answer(query: str) -> None:

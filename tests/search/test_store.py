@@ -223,6 +223,7 @@ async def test_the_server_persists_its_index_and_answers_right_after_damage(tmp_
     _same_as_fresh(catalog, reread)
 
 
+@pytest.mark.slow
 def test_two_servers_at_once_share_one_cache_directory(tmp_path: Path) -> None:
     root = _fresh_tree(tmp_path)
     env = {"SKILL_MCP_CACHE_DIR": str(tmp_path / "c")}

@@ -13,7 +13,7 @@ from array import array
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skill_mcp.catalog import build_catalog
@@ -54,8 +54,7 @@ _QUERIES = st.lists(st.sampled_from(_QUERY_WORDS), min_size=1, max_size=10).map(
 
 
 @given(_corpora(), st.lists(_QUERIES, min_size=1, max_size=5), st.integers(min_value=1, max_value=50))
-@settings(max_examples=60, deadline=None)
-def test_any_query_gets_exactly_the_hits_the_plain_query_gives(docs, queries, limit) -> None:  # type: ignore[no-untyped-def]
+def test_any_query_gets_exactly_the_hits_the_plain_query_gives(docs, queries, limit) -> None:
     index = build_index(docs)
     for query in queries:
         assert index.search(query, limit) == reference_search(index, query, limit), query
@@ -93,6 +92,7 @@ def _big_queries() -> list[str]:
     return [" ".join([rng.choice(verbs), *rng.sample(words, rng.randint(0, 3))]) for _ in range(120)]
 
 
+@pytest.mark.slow
 def test_the_big_corpus_has_every_kind_of_head(big: SearchIndex) -> None:
     lengths = {len(p.docs) for p in big.postings.values() if p.impact is not None}
     assert max(lengths) > 4 * HEAD  # a head picked through the sampled cutoff
@@ -101,6 +101,7 @@ def test_the_big_corpus_has_every_kind_of_head(big: SearchIndex) -> None:
     assert any(p.impact is None for p in big.postings.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [1, 3, 10, 50])
 def test_queries_over_long_lists_get_exactly_the_plain_hits(big: SearchIndex, limit: int) -> None:
     for query in _big_queries():
@@ -125,8 +126,7 @@ _SCORES = st.lists(st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.5]) | st.floats(0.015
 
 
 @given(_SCORES, st.integers(min_value=0, max_value=3))
-@settings(max_examples=200, deadline=None)
-def test_a_head_is_a_prefix_of_the_score_order_and_rest_bounds_the_others(values, spread) -> None:  # type: ignore[no-untyped-def]
+def test_a_head_is_a_prefix_of_the_score_order_and_rest_bounds_the_others(values, spread) -> None:
     scores = array("f", values)
     docs = array("I", range(0, len(values) * (spread + 1), spread + 1))
     n_docs = docs[-1] + 1 + spread

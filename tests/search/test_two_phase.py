@@ -27,6 +27,7 @@ from skill_mcp.search.store import HEADER_BYTES, index_file
 from skill_mcp.server import build_server
 from skill_mcp.surfaces.search_tool import OUTPUT_SCHEMA, TWO_PHASE_FROM, SearchState
 from tests.cli.helpers import as_json, run
+from tests.helpers import text_of
 from tests.search.quality import labelled
 
 pytestmark = pytest.mark.anyio
@@ -90,7 +91,7 @@ def _big_tree(root: Path, n: int = TWO_PHASE_FROM + 2) -> Path:
 
 async def _until_complete(client: Client, args: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every answer up to the first complete one: (the partial ones, the complete one)."""
-    partial = []
+    partial: list[dict[str, Any]] = []
     with anyio.fail_after(60):
         while True:
             result = await client.call_tool("skill_search", args)
@@ -98,7 +99,7 @@ async def _until_complete(client: Client, args: dict[str, Any]) -> tuple[list[di
             if result.structured_content["coverage"] == "complete":
                 return partial, result.structured_content
             partial.append(result.structured_content)
-            assert "still being indexed" in result.content[0].text
+            assert "still being indexed" in text_of(result.content[0])
             await anyio.sleep(0.02)
 
 

@@ -22,8 +22,16 @@ from pathlib import Path
 import pytest
 
 from tests.appliance import conftest as appliance_conftest
-from tests.helpers import wait_until
-from tests.security.harness import Session, open_session, procs_of_uid, script_account, server_params
+from tests.helpers import eventually, wait_until
+from tests.security.harness import (
+    RUNS_TMP,
+    Session,
+    open_session,
+    procs_of_uid,
+    script_account,
+    server_params,
+    zombies_of_uid,
+)
 
 HERE = Path(__file__).resolve().parent
 PROBE = appliance_conftest.SKILLS / "probe" / "scripts" / "probe.py"  # the one probe both suites run
@@ -113,6 +121,7 @@ def server_env(**extra: str) -> dict[str, str]:
              ' {"skill": "sec", "script": "scripts/hello.sh"}'
              + "".join(f', {{"skill": "sec", "script": "{t}"}}' for t in TRAPS) + "]")
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SKILL_MCP_LOG": "warning", "MCP_CONFIRM_ELICITATION": "off",
+           "TMPDIR": str(RUNS_TMP),  # runs' directories here: how the suite tells its own processes (harness)
            "MCP_SKILL_RUN": grant, "SEC_SERVER_SECRET": SECRET, "SEC_GRANTED": GRANTED,
            "SEC_DECLARED_ONLY": "declared-but-not-granted", "LD_PRELOAD": "", "PYTHONPATH": "/sec-canary-pythonpath",
            "NODE_OPTIONS": "--sec-canary", "BASH_ENV": "/sec-canary-bash-env", "LANG": "C.UTF-8"}
@@ -135,9 +144,16 @@ def script_uid() -> int | None:
 
 
 def no_script_processes(uid: int | None, timeout: float = 5.0) -> None:
-    """Zero processes of the script uid remain (bounded wait: a SIGKILLed process takes a moment to go)."""
+    """Zero processes of the script uid that this run's servers started remain (bounded wait: a
+    SIGKILLed process takes a moment to go). Other processes of the uid are not this test's."""
     if uid is not None:
-        wait_until(lambda: not procs_of_uid(uid), f"every process of uid {uid} to end: {procs_of_uid(uid)}", timeout)
+        wait_until(lambda: not procs_of_uid(uid), f"every process of uid {uid} this run started to end: "
+                   f"{procs_of_uid(uid)}", timeout)
+        # A killed run's children (a fork bomb's) are zombies until re-parented and reaped, and
+        # each holds a slot of the uid's RLIMIT_NPROC the next case's runs need. A zombie has no
+        # environment to tell whose it is, so this is a bounded pause, never a verdict: it neither
+        # fails nor kills, whoever's zombies they are.
+        eventually(lambda: not zombies_of_uid(uid), timeout)
 
 
 @pytest.fixture(autouse=True)

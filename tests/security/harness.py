@@ -6,18 +6,25 @@ server answers afterwards). ``run`` performs the whole confirmation: with
 ``MCP_CONFIRM_ELICITATION=off`` the first call must return ``confirmation-required`` and start
 nothing; the repeat call with the token runs the script once.
 
-The script uid: a root server drops scripts to ``SKILL_MCP_SCRIPT_USER``. The suite uses a user
-of its own (``skillmcp-sectest``, made by ``.ci/setup.d/security.sh``) so that "no process of
-the script uid survives" cannot be confused by another suite's ``nobody`` children.
+The script uid: a root server drops scripts to ``SKILL_MCP_SCRIPT_USER``, a user of the suite's
+own (``skillmcp-sectest``, made by ``.ci/setup.d/security.sh``; ``nobody`` where it is missing).
+That uid is still shared - with another run of this suite, or with other suites when it is
+``nobody`` - so "no process of the script uid survives" is judged only over the processes this
+run started: every server gets ``RUNS_TMP`` as its temporary directory, each run's own ``TMPDIR``
+is made inside it, and a process is this run's exactly when its ``TMPDIR`` lies there (whatever
+session it made of its own, whoever its parent is now). Nothing here waits on, or kills, a
+process of the uid that some other test started.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import pwd
+import shutil
 import signal
-import sys
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -28,8 +35,16 @@ import psutil
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 
+from tests.serve import stdio_params
+
 SCRIPT_USER = "skillmcp-sectest"
 FALLBACK_USER = "nobody"
+# The temporary directory of every server this run of the suite starts (``TMPDIR`` in its
+# environment): the servers make each run's directory in it. Reachable by the script user, who
+# owns its run's directory inside; removed when the test process exits (collected or run).
+RUNS_TMP = Path(tempfile.mkdtemp(prefix="skill-mcp-sec-runs-"))
+RUNS_TMP.chmod(0o755)
+atexit.register(shutil.rmtree, RUNS_TMP, True)
 
 
 def script_account() -> pwd.struct_passwd | None:
@@ -44,18 +59,41 @@ def script_account() -> pwd.struct_passwd | None:
     raise RuntimeError("no unprivileged script user: run .ci/setup.d/security.sh")
 
 
+def _started_here(pid: int) -> bool:
+    """Whether the process's ``TMPDIR`` is a run directory of this run's servers (``RUNS_TMP``)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+    except OSError:
+        return False
+    tmpdir = env.get(b"TMPDIR", b"").decode(errors="replace")
+    return Path(tmpdir).parent == RUNS_TMP
+
+
 def procs_of_uid(uid: int) -> list[dict[str, Any]]:
-    """Every live process whose real uid is ``uid`` (zombies included, marked), through psutil."""
+    """The live processes of real uid ``uid`` that this run's servers started (marked by state).
+
+    A zombie has no environment left to read, so it is not counted: it runs nothing and holds
+    nothing but its pid (the zombie test counts the server's children directly).
+    """
     out = []
     for proc in psutil.process_iter(["uids", "status", "name"]):
-        if proc.info["uids"] is not None and proc.info["uids"].real == uid:
+        if proc.info["uids"] is not None and proc.info["uids"].real == uid and _started_here(proc.pid):
             state = "Z" if proc.info["status"] == psutil.STATUS_ZOMBIE else (proc.info["status"] or "?")[:1].upper()
             out.append({"pid": proc.pid, "state": state, "name": proc.info["name"]})
     return out
 
 
+def zombies_of_uid(uid: int) -> list[int]:
+    """The zombies of real uid ``uid``, whoever started them (a zombie's environment is gone)."""
+    return [proc.pid for proc in psutil.process_iter(["uids", "status"])
+            if proc.info["uids"] is not None and proc.info["uids"].real == uid
+            and proc.info["status"] == psutil.STATUS_ZOMBIE]
+
+
 def kill_uid(uid: int) -> None:
-    """Clean-up after a test that proved a survivor: SIGKILL every process of ``uid`` (never root)."""
+    """Clean-up after a test that proved a survivor: SIGKILL the processes of ``uid`` (never root)
+    that this run's servers started, and no other process of that uid."""
     assert uid != 0
     for proc in procs_of_uid(uid):
         try:
@@ -111,10 +149,8 @@ class Session:
 
 
 def server_params(roots: Sequence[Path], env: Mapping[str, str]) -> StdioServerParameters:
-    args = ["-m", "skill_mcp.server"]
-    for root in roots:
-        args += ["--skills-dir", str(root)]
-    return StdioServerParameters(command=sys.executable, args=args, env=dict(env))
+    """``skill-mcp serve`` over stdio (the one scaffold, ``tests/serve.py``) with the suite's environment."""
+    return stdio_params(roots, env)
 
 
 @contextmanager

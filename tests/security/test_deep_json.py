@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skill_mcp import brokerwire, declwire, jsonbound
@@ -84,7 +84,6 @@ def _depth(value: Any) -> int:
     return 0
 
 
-@settings(max_examples=500, deadline=None, derandomize=True)
 @given(value=JSON, wrap=st.integers(0, 80), ascii_only=st.booleans())
 def test_json_within_the_bound_decodes_the_same_and_deeper_is_refused(value: Any, wrap: int,
                                                                       ascii_only: bool) -> None:
@@ -98,7 +97,6 @@ def test_json_within_the_bound_decodes_the_same_and_deeper_is_refused(value: Any
             jsonbound.loads(text)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
 @given(text=st.text(alphabet='[]{}"\\,:0a ', max_size=200))
 def test_any_text_is_decoded_or_refused_with_a_value_error(text: str) -> None:
     try:

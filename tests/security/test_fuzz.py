@@ -42,6 +42,8 @@ from skill_mcp_launcher.broker import Broker
 
 FIGURES = Path(__file__).resolve().parents[2] / "build" / "security" / "fuzz.json"
 COUNTS: dict[str, int] = {}
+# Fixed counts, whatever the Hypothesis profile: tests/security/README.md publishes the examples run
+# per property (and ``fuzz.json`` records them), so the suite's figures are the same on every machine.
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -86,6 +88,7 @@ def skill_dir() -> Iterator[Path]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(rel=PATHS)
 def test_any_string_is_refused_with_a_reason_or_resolves_inside_the_skill(skill_dir: Path, rel: str) -> None:
@@ -110,6 +113,7 @@ DOCS = st.one_of(st.binary(max_size=400),
                  st.tuples(st.binary(max_size=60), YAMLISH).map(lambda t: b"---\n" + t[0] + t[1].encode() + b"\n---\n"))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(raw=DOCS)
 def test_any_bytes_parse_or_raise_frontmatter_error(raw: bytes) -> None:
@@ -132,6 +136,7 @@ JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.flo
                        max_leaves=20)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(block=JSONISH)
 def test_any_declaration_value_builds_or_raises_declaration_error(block: Any) -> None:
@@ -164,6 +169,7 @@ FRAMES = st.one_of(st.binary(max_size=64),
                        (opener * depth).encode()), st.integers(60, 5000), st.sampled_from(["[", '{"a":'])))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(frame=FRAMES)
 def test_any_frame_is_answered_or_refused_without_crashing_the_broker(frame: bytes) -> None:
@@ -192,6 +198,7 @@ FUZZ_SKILL = DeclaredSkill("s", "/nonexistent-root/s", (0, 0, 0, 0, 0), ("api.ex
                            (DeclaredScript("scripts/a.py", "python", ("KEY",), 30),))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(raw=REQUESTS)
 def test_any_run_request_is_decided_or_refused_with_a_reason(raw: Any) -> None:
@@ -243,9 +250,11 @@ class StdioServer:
         self.start()
 
     def start(self) -> None:
+        from tests.serve import serve_argv
+
         root = self.root
         env = {"PATH": "/usr/bin:/bin", "SKILL_MCP_LOG": "error", "MCP_CONFIRM_ELICITATION": "off"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "skill_mcp.server", "--skills-dir", str(root)],
+        self.proc = subprocess.Popen(serve_argv([root]),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env)
         self.sentinel = 0
@@ -341,6 +350,7 @@ def stdio_server() -> Iterator[StdioServer]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(line=OBJECT_MESSAGES)
@@ -349,6 +359,7 @@ def test_any_json_object_line_gets_a_valid_answer_or_none(stdio_server: StdioSer
     stdio_server.exchange(line, timeout=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(line=MESSAGES)

@@ -19,6 +19,8 @@ from skill_mcp.reasons import ProblemReason
 from tests.security.conftest import GRANTED, LOADERS, SECRET
 from tests.security.harness import Session, script_account
 
+pytestmark = pytest.mark.slow  # slow: a root server per module dropping scripts to the suite's user
+
 ZERO_CAPS = "0000000000000000"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop happens only when the server is root")
 

@@ -20,6 +20,8 @@ from tests.helpers import eventually, wait_until
 from tests.security.conftest import no_script_processes, server_env
 from tests.security.harness import Session, announced, kill_uid, last_json, open_session, procs_of_uid, server_params
 
+pytestmark = pytest.mark.slow  # slow: a root server per module, and cases that start their own
+
 SHORT = "scripts/short.py"
 BOUND_S = 2 + 2 + 5 + 3  # timeout + TERM grace + KILL wait + slack: the call always returns by then
 

@@ -10,9 +10,13 @@ import secrets
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import wait_until
 from tests.security.conftest import server_env
 from tests.security.harness import announced, open_session, server_params
+
+pytestmark = pytest.mark.slow  # every case starts a server or a CLI subprocess
 
 
 def _alive(pid: int) -> bool:

@@ -30,6 +30,8 @@ from skill_mcp_launcher import checks, policy
 from tests.security.conftest import TRAPS
 from tests.security.harness import Session
 
+pytestmark = pytest.mark.slow  # slow: a root server per module dropping scripts to the suite's user
+
 PY = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else os.path.realpath("/usr/bin/python3")
 
 # name of the denial -> a reference that must never be joined to the skill directory

@@ -19,6 +19,9 @@ import pytest
 
 from tests.security.conftest import SECRET
 from tests.security.harness import Session, announced, last_json
+from tests.serve import SKILL_MCP
+
+pytestmark = pytest.mark.slow  # slow: a root server per module dropping scripts to the suite's user
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the cross-uid boundary exists only when the server is root")
 
@@ -106,7 +109,7 @@ def test_server_secret_not_on_server_command_line(server: Session) -> None:
     pid = _server_pid(server)
     with open(f"/proc/{pid}/cmdline", "rb") as fh:
         cmdline = fh.read()
-    assert SECRET.encode() not in cmdline and b"skill_mcp.server" in cmdline
+    assert SECRET.encode() not in cmdline and SKILL_MCP.encode() in cmdline.split(b"\0")  # the server's own
 
 
 def test_script_dumps_no_core(server: Session) -> None:

@@ -26,8 +26,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 
 from skill_mcp.surfaces.stdio import early_answers
 from skill_mcp.surfaces.stdio.early import EarlyHandshake
+from tests.serve import SKILL_MCP
 
-SKILL_MCP = str(Path(sys.executable).with_name("skill-mcp"))
 FROZEN = Path(early_answers.__file__)
 PING = {"jsonrpc": "2.0", "id": "p", "method": "ping"}
 
@@ -79,6 +79,7 @@ def sdk_answers(root: Path) -> dict[str, Any]:
             "LATEST_HANDSHAKE_VERSION": LATEST_HANDSHAKE_VERSION, "TOOLS_LIST": _result_json(frames[2], 2)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [*HANDSHAKE_PROTOCOL_VERSIONS, "2026-07-28", "1999-01-01"])
 def test_the_early_handshake_is_the_sdk_servers_byte_for_byte(tmp_path: Path, version: str) -> None:
     root = _skills(tmp_path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -52,7 +52,6 @@ def _valid(schema: dict[str, Any], value: Any) -> bool:
 
 
 @pytest.mark.parametrize("tool", sorted(TOOL_SCHEMAS))
-@settings(max_examples=400, deadline=None)
 @given(data=st.data())
 def test_whatever_the_fast_accept_accepts_jsonschema_accepts(tool: str, data: st.DataObject) -> None:
     schema = TOOL_SCHEMAS[tool]
@@ -63,7 +62,7 @@ def test_whatever_the_fast_accept_accepts_jsonschema_accepts(tool: str, data: st
         assert _TOOL_VALIDATORS[tool].is_valid(value), value
 
 
-_SUB = st.deferred(lambda: st.one_of(
+_SUB: st.SearchStrategy[object] = st.deferred(lambda: st.one_of(
     st.just(True),
     st.fixed_dictionaries({}, optional={
         "type": st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null"]),
@@ -79,7 +78,6 @@ _SUB = st.deferred(lambda: st.one_of(
     })))
 
 
-@settings(max_examples=800, deadline=None)
 @given(schema=_SUB, value=JSON)
 def test_the_fast_accept_is_sound_for_any_schema_of_the_supported_keywords(schema: Any, value: Any) -> None:
     accept = compile_accept(schema)

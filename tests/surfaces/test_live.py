@@ -58,6 +58,7 @@ async def test_a_handshake_era_client_hears_list_changed_and_sees_the_new_skill(
 
     async with Client(server, mode="legacy", message_handler=on_message) as client:
         caps = client.server_capabilities
+        assert caps.tools is not None and caps.prompts is not None and caps.resources is not None
         assert caps.tools.list_changed and caps.prompts.list_changed and caps.resources.list_changed
         assert [p.name for p in (await client.list_prompts()).prompts] == ["first"]
         write_skill(root, "second")
@@ -86,4 +87,5 @@ async def test_without_watch_nothing_is_announced_or_advertised(tmp_path: Path) 
     _, _, server = _setup(tmp_path, watch=False)
     assert server.announcer is None
     async with Client(server, mode="legacy") as client:
-        assert not client.server_capabilities.tools.list_changed
+        tools = client.server_capabilities.tools
+        assert tools is not None and not tools.list_changed

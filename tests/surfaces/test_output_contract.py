@@ -129,12 +129,13 @@ async def test_tools_list_advertises_the_shallow_form_and_carries_the_strict_sch
         tool = listed[name]
         assert tool.output_schema == schemas.advertised_output(dict(schema))
         assert tool.meta is not None and tool.meta[schemas.STRICT_SCHEMA_META] == schema
+        assert tool.output_schema is not None
         Draft202012Validator.check_schema(tool.output_schema)
         # Every top-level field is still there; only arrays of objects lose their item schema.
         assert set(tool.output_schema["properties"]) == set(schema["properties"])
 
 
-REFUSED_CALLS = [
+REFUSED_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("skill_list", {"cursor": "not-a-cursor"}),
     ("skill_load", {"name": "nope"}),
     ("skill_load", {"name": "alpha", "extra": 1}),
@@ -160,7 +161,9 @@ async def test_every_refusal_satisfies_the_advertised_output_schema(client: Clie
         refusal = dict(result.structured_content or {})
         assert result.is_error and refusal.get("reason"), (tool, args, result.content)
         reasons.add(refusal["reason"])
-        _holds(listed[tool], refusal)
+        advertised = listed[tool]
+        assert advertised is not None, tool
+        _holds(advertised, refusal)
         _holds(schemas.REFUSAL, refusal)
         # Positive control: the success shape alone (what was advertised before) refuses it.
         assert list(Draft202012Validator(schemas.advertised(dict(strict[tool]))).iter_errors(refusal)), tool

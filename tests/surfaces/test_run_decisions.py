@@ -10,7 +10,7 @@ is another. The handshake era asks mid-call and rebuilds the plan after the user
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ def _server(root: Path) -> tuple[Any, CountingRunner]:
     grant = json.dumps([{"skill": "demo", "script": "scripts/echo.py"}])
     settings = load_settings([str(root)], {"PATH": "/usr/bin:/bin", "MCP_SKILL_RUN": grant})
     catalog = build_catalog(settings)
-    records: list[dict[str, Any]] = []
+    records: list[Mapping[str, Any]] = []
     runner = CountingRunner.create(settings, harden=HardenReport(True, True), audit=records.append)
     runner.__dict__["records"] = records
     assert isinstance(runner, CountingRunner)

@@ -96,7 +96,7 @@ class Recorded:
 
     def points(self, name: str) -> list[Any]:
         data = self.metrics.get_metrics_data()
-        out = []
+        out: list[Any] = []
         for rm in data.resource_metrics if data else ():
             for sm in rm.scope_metrics:
                 for metric in sm.metrics:
@@ -113,7 +113,7 @@ def recorded() -> Iterator[Recorded]:
 
 
 @asynccontextmanager
-async def serving(skills: Path, recorded: Recorded, era: str = "legacy",  # type: ignore[no-untyped-def]
+async def serving(skills: Path, recorded: Recorded, era: str = "legacy",
                   **client_kwargs: Any):
     grant = json.dumps([{"skill": "probe", "script": "scripts/run.py", "env": ["PROBE_SECRET"]}])
     env = {"PATH": "/usr/bin:/bin", "MCP_SKILL_RUN": grant, "PROBE_SECRET": CANARY, "SKILL_MCP_CACHE": "off",
@@ -125,14 +125,15 @@ async def serving(skills: Path, recorded: Recorded, era: str = "legacy",  # type
 
     # The boot hardening would wipe this test process's own environment block: the in-process
     # server is told it happened (the fence suites test the real one).
-    original = deferred.harden_process
-    deferred.harden_process = lambda: HardenReport(True, True)  # type: ignore[assignment]
+    # deferred looks the name up at boot (not re-exported: mypy's attr-defined).
+    original = deferred.harden_process  # type: ignore[attr-defined]
+    deferred.harden_process = lambda: HardenReport(True, True)  # type: ignore[attr-defined]
     try:
         parts = _compose(settings, None, recorded.telemetry, transport="pipe")
-        async with Client(parts.server, mode=era, **client_kwargs) as client:  # type: ignore[arg-type]
+        async with Client(parts.server, mode=era, **client_kwargs) as client:
             yield client
     finally:
-        deferred.harden_process = original
+        deferred.harden_process = original  # type: ignore[attr-defined]
 
 
 def _meta() -> dict[str, str]:
@@ -221,6 +222,7 @@ async def test_no_exported_attribute_carries_an_argument_env_or_file_canary(skil
         exported += [f"{k}={v}" for k, v in span.resource.attributes.items()]
         exported.append(str(span.status.description))
     data = recorded.metrics.get_metrics_data()
+    assert data is not None
     exported.append(data.to_json())
     found = [line for line in exported if CANARY in line]
     assert not found, found

@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
+
+from tests.serve import serve_argv
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools" / "verifiers"
@@ -43,13 +44,6 @@ def inspector_or_skip() -> None:
     pytest.skip(message)
 
 
-def serve_argv(roots: Sequence[Path]) -> list[str]:
-    argv = [sys.executable, "-m", "skill_mcp", "serve"]
-    for root in roots:
-        argv += ["--skills-dir", str(root)]
-    return argv
-
-
 @dataclass(frozen=True)
 class Verdict:
     returncode: int
@@ -57,7 +51,7 @@ class Verdict:
     stdout: str
     stderr: str
 
-    def failures(self) -> list[tuple[str, Any, Any, Any]]:
+    def failures(self) -> list[tuple[Any, Any, Any, Any]]:
         return [(r.get("uri"), r.get("outcome"), r.get("conformance"), r.get("frontmatter"))
                 for r in self.reports if not r.get("ok")]
 
@@ -98,7 +92,7 @@ async def fastmcp_check(target: Any) -> dict[str, str]:
     return out
 
 
-def stdio_transport(roots: Sequence[Path], log: Path) -> Any:
+def stdio_transport(roots: Sequence[Path], log: Path | TextIO) -> Any:
     from fastmcp.client.transports import StdioTransport
 
     argv = serve_argv(roots)

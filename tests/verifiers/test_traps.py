@@ -18,8 +18,11 @@ from skill_mcp.config import load_settings
 from skill_mcp.surfaces.paging import decode_cursor
 from skill_mcp.surfaces.prompts import list_prompts
 from tests.cli.helpers import as_json, run
+from tests.helpers import text_of
 from tests.integration.harness import connect, directory_read, skills_get, skills_list
 from tests.verifiers.traps import AMBIGUOUS_FIELDS, LONG_DESCRIPTION, PUBLISHED_URIS, REFUSED, SERVED, build_traps
+
+pytestmark = pytest.mark.slow  # slow: a server subprocess per case
 
 INVALID_PARAMS = -32602
 
@@ -158,7 +161,7 @@ async def test_a_nested_skill_answers_get_read_and_directory_read_by_its_own_pat
                                                          "skill://parent/child/references/guide.md"}
         # The body's relative reference resolves against the nested skill's own directory.
         guide = (await client.read_resource("skill://parent/child/references/guide.md")).contents[0]
-        assert guide.text == "# Child guide\n"
+        assert text_of(guide) == "# Child guide\n"
         kids = {r["uri"] for r in (await directory_read(client, "skill://parent/child"))["resources"]}
         assert kids == {"skill://parent/child/SKILL.md", "skill://parent/child/references"}
         # The tools keep naming it by its name.

@@ -16,7 +16,8 @@ import pytest
 
 from skill_mcp.config import BUNDLED_ROOT
 from tests.http.harness import running_http_server
-from tests.verifiers.judges import fastmcp_check, inspector_verify, serve_argv, stdio_transport
+from tests.serve import serve_argv
+from tests.verifiers.judges import fastmcp_check, inspector_verify, stdio_transport
 from tests.verifiers.traps import PUBLISHED_URIS, build_traps
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

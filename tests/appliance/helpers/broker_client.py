@@ -83,6 +83,7 @@ def main() -> int:
     sock = socket.socket(fileno=int(os.environ["SKILL_MCP_BROKER_FD"]))
     for n, line in enumerate(sys.stdin):
         request = json.loads(line)
+        reply: dict | None  # None: the broker closed the connection
         if request.get("op") == "self":
             reply = _self()
         elif request.get("op") == "procs":

@@ -60,6 +60,7 @@ def _waits_for(flag: Path) -> Any:
     return remove
 
 
+@pytest.mark.slow
 def test_the_next_run_waits_for_a_cleanup_still_running_and_never_kills_it(
         nobody: procs.Account, flags: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(isolation, "remove_leftovers", _waits_for(flags / "go"))
@@ -121,6 +122,7 @@ def _broker(cleanup: procs.Cleanup) -> broker_mod.Broker:
                              cleanup=cleanup)
 
 
+@pytest.mark.slow
 def test_script_cannot_start_beside_an_unfinished_cleanup_it_is_refused_by_name(
         nobody: procs.Account, flags: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(isolation, "remove_leftovers", _waits_for(flags / "go"))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,27 +12,7 @@ from skill_mcp.catalog.packs import PACK_JSON, Pack, apply_packs, load_pack, par
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.models import Problem, Skill
 from skill_mcp.reasons import Level, ProblemReason
-
-SKILL_MCP = str(Path(sys.executable).with_name("skill-mcp"))
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def make_pack(root: Path) -> Path:
-    for name in ("alpha", "beta"):
-        _write(root / name / "SKILL.md",
-               f"---\nname: {name}\ndescription: {name} does a thing. Use when testing.\n"
-               f"metadata:\n  phase: verify\n  tags: one, two\n---\n# {name}\n\n1. Step.\n")
-    _write(root / "alpha" / "scripts" / "run.py", "print('hi')\n")
-    return root
-
-
-def lock(root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SKILL_MCP, "pack", "lock", str(root), *extra], capture_output=True, text=True,
-                          timeout=60, check=False)
+from tests.catalog.pack_trees import lock, make_pack, write
 
 
 def loaded(root: Path, name: str) -> Skill:
@@ -110,7 +88,7 @@ def test_a_file_added_or_removed_after_lock_is_a_digest_mismatch(tmp_path: Path,
     root = make_pack(tmp_path / "pk")
     assert lock(root).returncode == 0
     if change == "add":
-        _write(root / "alpha" / "extra.txt", "new\n")
+        write(root / "alpha" / "extra.txt", "new\n")
     else:
         (root / "alpha" / "scripts" / "run.py").unlink()
     pack = load_pack(root)
@@ -123,7 +101,7 @@ def test_a_file_added_or_removed_after_lock_is_a_digest_mismatch(tmp_path: Path,
 def test_a_skill_inside_a_pack_but_not_pinned_is_refused(tmp_path: Path) -> None:
     root = make_pack(tmp_path / "pk")
     assert lock(root).returncode == 0
-    _write(root / "gamma" / "SKILL.md", "---\nname: gamma\ndescription: late arrival.\n---\nx\n")
+    write(root / "gamma" / "SKILL.md", "---\nname: gamma\ndescription: late arrival.\n---\nx\n")
     kept, problems = apply_packs([loaded(root, "gamma"), loaded(root, "beta")], [root])
     assert [s.name for s in kept] == ["beta"]
     assert [(p.reason, p.skill) for p in problems][:1] == [(ProblemReason.DIGEST_MISMATCH, "gamma")]
@@ -168,7 +146,7 @@ def test_malformed_pack_json_is_refused_as_pack_invalid(text: str) -> None:
 def test_schema_versions_other_than_1_are_refused_as_pack_version(version: object) -> None:
     from skill_mcp.catalog.packs import PackError
 
-    doc = {"name": "p", "version": "1", "skills": []}
+    doc: dict[str, object] = {"name": "p", "version": "1", "skills": []}
     if version is not None:
         doc["schemaVersion"] = version
     with pytest.raises(PackError) as info:

@@ -46,7 +46,11 @@ def _peer(answer: Callable[[dict[str, Any]], dict[str, Any] | None]) -> tuple[Br
 
 def test_request_asks_by_name_and_result_comes_back() -> None:
     seen: list[dict[str, Any]] = []
-    spawner, thread = _peer(lambda m: seen.append(m) or {"id": m["id"], "ok": True, "result": RESULT})
+    def answer(m: dict[str, Any]) -> dict[str, Any]:
+        seen.append(m)
+        return {"id": m["id"], "ok": True, "result": RESULT}
+
+    spawner, thread = _peer(answer)
     result = anyio.run(spawner.run, PLAN)
     assert result.stdout == "hi\n" and result.status == "ok"
     # What to run and what the preview showed, by name; never argv, cwd, a path or a value.
@@ -84,6 +88,7 @@ def test_reply_for_another_request_is_refused() -> None:
     spawner.sock.close()
 
 
+@pytest.mark.slow
 def test_oversized_or_truncated_frames_are_protocol_errors() -> None:
     a, b = socket.socketpair()
     with a, b:
