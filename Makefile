@@ -47,7 +47,8 @@ test-fast: install
 	$(BIN)/python -m pytest -m "not appliance and not slow" -q
 
 lint: install
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy src/skill_mcp src/skill_mcp_launcher bench
 	$(BIN)/mypy --check-untyped-defs tests
 
