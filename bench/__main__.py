@@ -1,10 +1,10 @@
 """``python -m bench``: generate the corpora, measure every server against the floor, write Markdown.
 
-    python -m bench                      # N = 100, 1,000, 10,000 and the bundled pack; first answer
-                                         # also at 100,000; the peers at the public collections, 1,000, 10,000
-    python -m bench --sizes 100 --quick  # the CI smoke run
-    python -m bench --peers-only         # only the peers side by side
-    python -m bench --first-answer-only --sizes 1000,10000 --large ""   # only the first-answer figures
+python -m bench                      # N = 100, 1,000, 10,000 and the bundled pack; first answer
+                                     # also at 100,000; the peers at the public collections, 1,000, 10,000
+python -m bench --sizes 100 --quick  # the CI smoke run
+python -m bench --peers-only         # only the peers side by side
+python -m bench --first-answer-only --sizes 1000,10000 --large ""   # only the first-answer figures
 """
 
 from __future__ import annotations
@@ -44,33 +44,65 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--run-calls", type=int, default=30, help="skill_run calls per interpreter (default 30)")
     p.add_argument("--search-calls", type=int, default=1000, help="in-process search queries (default 1000)")
     p.add_argument("--ready-only", action="store_true", help="measure only ready (spawn -> tools/list)")
-    p.add_argument("--first-answer-runs", type=int, default=3,
-                   help="repetitions of the cold/warm first-answer figures per corpus (default 3; 0 leaves them out)")
-    p.add_argument("--first-answer-only", action="store_true",
-                   help="measure only the first-answer figures (and the peers unless --peers none)")
-    p.add_argument("--large", default="100000",
-                   help="corpus sizes measured for the first answer only, beside --sizes (default 100000; '' none)")
-    p.add_argument("--peers", default="all",
-                   help=f"peers to measure side by side: all, none, or some of {','.join(peer_bench.PEERS)}")
+    p.add_argument(
+        "--first-answer-runs",
+        type=int,
+        default=3,
+        help="repetitions of the cold/warm first-answer figures per corpus (default 3; 0 leaves them out)",
+    )
+    p.add_argument(
+        "--first-answer-only",
+        action="store_true",
+        help="measure only the first-answer figures (and the peers unless --peers none)",
+    )
+    p.add_argument(
+        "--large",
+        default="100000",
+        help="corpus sizes measured for the first answer only, beside --sizes (default 100000; '' none)",
+    )
+    p.add_argument(
+        "--peers",
+        default="all",
+        help=f"peers to measure side by side: all, none, or some of {','.join(peer_bench.PEERS)}",
+    )
     p.add_argument("--peers-only", action="store_true", help="measure only the peers side by side")
-    p.add_argument("--peer-corpora", default="public,1000,10000",
-                   help="corpora of the peers' figures: 'public' and/or sizes (default public,1000,10000)")
+    p.add_argument(
+        "--peer-corpora",
+        default="public,1000,10000",
+        help="corpora of the peers' figures: 'public' and/or sizes (default public,1000,10000)",
+    )
     p.add_argument("--peer-runs", type=int, default=3, help="repetitions of the peers' figures (default 3)")
-    p.add_argument("--peers-dir", type=Path, default=peer_bench.PEERS_DIR,
-                   help="where `python -m bench.peers --setup` made the peers' venvs")
-    p.add_argument("--public", type=Path,
-                   default=Path(os.environ.get("SKILL_MCP_PUBLIC_SKILLS", "build/public-skills")),
-                   help="where the public collections are unpacked (as bench.search_quality)")
+    p.add_argument(
+        "--peers-dir",
+        type=Path,
+        default=peer_bench.PEERS_DIR,
+        help="where `python -m bench.peers --setup` made the peers' venvs",
+    )
+    p.add_argument(
+        "--public",
+        type=Path,
+        default=Path(os.environ.get("SKILL_MCP_PUBLIC_SKILLS", "build/public-skills")),
+        help="where the public collections are unpacked (as bench.search_quality)",
+    )
     p.add_argument("--no-appliance", action="store_true", help="skip the container figures")
-    p.add_argument("--load", action="store_true",
-                   help="also the load figure through HAProxy on 1 and 2 appliance replicas (needs Docker; bench/load.py)")
+    p.add_argument(
+        "--load",
+        action="store_true",
+        help="also the load figure through HAProxy on 1 and 2 appliance replicas (needs Docker; bench/load.py)",
+    )
     p.add_argument("--load-seconds", type=float, default=8.0, help="measured window per load level (default 8)")
     p.add_argument("--quick", action="store_true", help="few repetitions: the CI smoke run")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--out", type=Path, default=None, help="Markdown file to write (default bench/results/<stamp>.md)")
-    p.add_argument("--raw", type=Path, nargs="?", const=RAW, default=None,
-                   help="also write the raw samples as JSON: to this file, or with no value to "
-                        "build/bench/<stamp>.json (never committed)")
+    p.add_argument(
+        "--raw",
+        type=Path,
+        nargs="?",
+        const=RAW,
+        default=None,
+        help="also write the raw samples as JSON: to this file, or with no value to "
+        "build/bench/<stamp>.json (never committed)",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.ready_runs, args.calls, args.run_calls, args.search_calls = 3, 20, 3, 50
@@ -91,24 +123,28 @@ def _appliance(enabled: bool) -> tuple[str, float]:
     if not enabled:
         return "Not measured: --no-appliance.", math.nan
     try:
-        out = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
-                             text=True, timeout=20)
+        out = subprocess.run(
+            ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.SubprocessError):
         return "Not measured: docker is not available on this machine.", math.nan
     if out.returncode != 0 or "skill-mcp:dev" not in out.stdout.split():
         return "Not measured: no skill-mcp:dev image on this machine (`make image` builds it).", math.nan
     script = Path(__file__).resolve().parents[1] / "container" / "measure.py"
     try:
-        proc = subprocess.run([sys.executable, str(script), "skill-mcp:dev"], capture_output=True, text=True,
-                              timeout=900)
+        proc = subprocess.run(
+            [sys.executable, str(script), "skill-mcp:dev"], capture_output=True, text=True, timeout=900
+        )
         figures = json.loads(proc.stdout)
     except (OSError, subprocess.SubprocessError, ValueError) as err:
         return f"Not measured: container/measure.py failed ({err}).", math.nan
     overhead = figures["skillRunMedianMs"] - figures["dockerExecMedianMs"]
     rows = "\n".join(f"| {k} | {v} |" for k, v in figures.items())
-    return ("Measured by `container/measure.py` (docker run → initialize, median of 5; skill_run of a trivial "
-            "script after confirmation vs `docker exec` of it in the same container, median of 20):\n\n"
-            f"| figure | value |\n|---|---|\n{rows}\n\nskill_run over docker exec: {overhead:.1f} ms"), overhead
+    return (
+        "Measured by `container/measure.py` (docker run → initialize, median of 5; skill_run of a trivial "
+        "script after confirmation vs `docker exec` of it in the same container, median of 20):\n\n"
+        f"| figure | value |\n|---|---|\n{rows}\n\nskill_run over docker exec: {overhead:.1f} ms"
+    ), overhead
 
 
 def _sizes(text: str) -> list[int]:
@@ -116,8 +152,12 @@ def _sizes(text: str) -> list[int]:
 
 
 async def run_all(args: argparse.Namespace) -> Run:
-    run = Run(started=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), ready_runs=args.ready_runs,
-              calls=args.calls, peer_runs=args.peer_runs)
+    run = Run(
+        started=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        ready_runs=args.ready_runs,
+        calls=args.calls,
+        peer_runs=args.peer_runs,
+    )
     floor = floor_spec()
     if args.peers_only:
         await _peers(run, args)
@@ -189,8 +229,10 @@ async def _peers(run: Run, args: argparse.Namespace) -> None:
     labels = [c for c in args.peer_corpora.split(",") if c.strip()]
     for label, root, skills in peer_bench.corpus_roots(labels, args.cache, args.public):
         if root is None:
-            run.peers_note += (f"The public collections are not unpacked under {args.public} (`--public`, "
-                               "`$SKILL_MCP_PUBLIC_SKILLS`): not measured there. ")
+            run.peers_note += (
+                f"The public collections are not unpacked under {args.public} (`--public`, "
+                "`$SKILL_MCP_PUBLIC_SKILLS`): not measured there. "
+            )
             continue
         print(f"peers at {label}: {args.peer_runs} runs", file=sys.stderr)
         run.peers.append(await peer_bench.measure(label, root, args.peer_runs, selected, args.peers_dir, skills))

@@ -32,8 +32,9 @@ def _cost(result: Any) -> tuple[int, int]:
 async def _measure(root: Path) -> dict[str, Any]:
     # PYTHONPATH passes through, so another checkout's server can be measured with this client.
     env = {"SKILL_MCP_LOG": "error", **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "skill_mcp.server", "--skills-dir", str(root)],
-                                   env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "skill_mcp.server", "--skills-dir", str(root)], env=env
+    )
     out: dict[str, Any] = {"root": root.name if root.name != "skills" else root.parent.name}
     async with Client(params, mode="legacy", read_timeout_seconds=120) as client:
         listed = await client.call_tool("skill_list", {})
@@ -64,8 +65,11 @@ async def _manifest(root: Path, name: str) -> list[dict[str, Any]]:
     skill = next((p.parent for p in root.rglob("SKILL.md") if p.parent.name == name), None)
     if skill is None:
         return []
-    return [{"path": str(p.relative_to(skill)), "size": p.stat().st_size} for p in skill.rglob("*")
-            if p.is_file() and p.suffix in (".md", ".txt", ".py", ".js", ".ts", ".sh", ".json", ".yaml", ".yml")]
+    return [
+        {"path": str(p.relative_to(skill)), "size": p.stat().st_size}
+        for p in skill.rglob("*")
+        if p.is_file() and p.suffix in (".md", ".txt", ".py", ".js", ".ts", ".sh", ".json", ".yaml", ".yml")
+    ]
 
 
 def _row(m: dict[str, Any]) -> str:
@@ -73,16 +77,19 @@ def _row(m: dict[str, Any]) -> str:
     loads = [c + s for c, s in m["load"]]
     files = [c + s for c, s in m["file"]]
     biggest = max(range(len(files)), key=lambda i: m["fileText"][i]) if files else None
-    big = (f"{m['fileText'][biggest] / 1024:.1f} KB file: {files[biggest] / 1024:.1f} KB"
-           if biggest is not None else "-")
-    return (f"| {m['root']} | {m['skills']} | {(lc + ls) / 1024:.1f} KB ({lc / 1024:.1f} + {ls / 1024:.1f}) | "
-            f"{sum(loads) / max(len(loads), 1) / 1024:.1f} KB | {max(loads, default=0) / 1024:.1f} KB | "
-            f"{sum(files) / 1024:.1f} KB for {sum(m['fileText']) / 1024:.1f} KB of text | {big} |")
+    big = f"{m['fileText'][biggest] / 1024:.1f} KB file: {files[biggest] / 1024:.1f} KB" if biggest is not None else "-"
+    return (
+        f"| {m['root']} | {m['skills']} | {(lc + ls) / 1024:.1f} KB ({lc / 1024:.1f} + {ls / 1024:.1f}) | "
+        f"{sum(loads) / max(len(loads), 1) / 1024:.1f} KB | {max(loads, default=0) / 1024:.1f} KB | "
+        f"{sum(files) / 1024:.1f} KB for {sum(m['fileText']) / 1024:.1f} KB of text | {big} |"
+    )
 
 
 def main(argv: list[str]) -> int:
-    print("| collection | skills | skill_list page (content + structured) | skill_load mean | skill_load max | "
-          "skill_file, largest file of each skill | largest file |")
+    print(
+        "| collection | skills | skill_list page (content + structured) | skill_load mean | skill_load max | "
+        "skill_file, largest file of each skill | largest file |"
+    )
     print("|---|---|---|---|---|---|---|")
     for root in argv:
         print(_row(anyio.run(_measure, Path(root))))

@@ -26,12 +26,38 @@ LB_IMAGE = os.environ.get("SKILL_MCP_LB_IMAGE", "skill-mcp-lb:dev")
 PUBLIC_HOST = "mcp.example.com"  # the name the documented config and --allowed-host use
 HTTP_PORT = 8000
 LB_PORT = 8080
-SERVE = ("/opt/skill-mcp/bin/python", "-I", "/opt/skill-mcp/bin/skill-mcp", "serve",
-         "--http", f"0.0.0.0:{HTTP_PORT}", "--allowed-host", PUBLIC_HOST)
+SERVE = (
+    "/opt/skill-mcp/bin/python",
+    "-I",
+    "/opt/skill-mcp/bin/skill-mcp",
+    "serve",
+    "--http",
+    f"0.0.0.0:{HTTP_PORT}",
+    "--allowed-host",
+    PUBLIC_HOST,
+)
 # The documented posture (docs/deploy.md, "The run flags"), the same list tests/appliance uses.
-POSTURE = ("--cap-drop", "ALL", "--cap-add", "SETUID", "--cap-add", "SETGID", "--cap-add", "KILL",
-           "--cap-add", "NET_ADMIN", "--cap-add", "SETPCAP", "--security-opt", "no-new-privileges", "--read-only",
-           "--tmpfs", "/run:rw,nosuid,nodev,size=64m", "--tmpfs", "/tmp:rw,nosuid,nodev,size=64m")
+POSTURE = (
+    "--cap-drop",
+    "ALL",
+    "--cap-add",
+    "SETUID",
+    "--cap-add",
+    "SETGID",
+    "--cap-add",
+    "KILL",
+    "--cap-add",
+    "NET_ADMIN",
+    "--cap-add",
+    "SETPCAP",
+    "--security-opt",
+    "no-new-privileges",
+    "--read-only",
+    "--tmpfs",
+    "/run:rw,nosuid,nodev,size=64m",
+    "--tmpfs",
+    "/tmp:rw,nosuid,nodev,size=64m",
+)
 _SERVER_LINE = re.compile(r"^\s*server\s+(\S+)\s", re.M)
 DOCKER_TIMEOUT_S = 60
 BOOT_TIMEOUT_S = 90
@@ -58,8 +84,9 @@ def with_servers(cfg: str, count: int) -> str:
     if count > len(names):
         raise ValueError(f"the configuration names {len(names)} servers, {count} asked for")
     drop = set(names[count:])
-    return "".join(line for line in cfg.splitlines(keepends=True)
-                   if not ((m := _SERVER_LINE.match(line)) and m.group(1) in drop))
+    return "".join(
+        line for line in cfg.splitlines(keepends=True) if not ((m := _SERVER_LINE.match(line)) and m.group(1) in drop)
+    )
 
 
 def without_stickiness(cfg: str) -> str:
@@ -127,9 +154,24 @@ def _start_balancer(network: str, cfg_text: str, lb_image: str, tmp: Path, deadl
     cfg.write_text(cfg_text, encoding="utf-8")
     cfg.chmod(0o644)  # HAProxy reads it as its own unprivileged user
     name = f"skill-mcp-lb-{os.getpid()}-{time.monotonic_ns()}"
-    _docker("run", "-d", "--name", name, "--network", network, "--read-only", "--cap-drop", "ALL",
-            "--security-opt", "no-new-privileges", "-p", f"127.0.0.1::{LB_PORT}",
-            "-v", f"{cfg}:/usr/local/etc/haproxy/haproxy.cfg:ro", lb_image)
+    _docker(
+        "run",
+        "-d",
+        "--name",
+        name,
+        "--network",
+        network,
+        "--read-only",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "-p",
+        f"127.0.0.1::{LB_PORT}",
+        "-v",
+        f"{cfg}:/usr/local/etc/haproxy/haproxy.cfg:ro",
+        lb_image,
+    )
     try:
         _wait_for(name, "Loading success", deadline)
         mapped = _docker("port", name, str(LB_PORT)).stdout.splitlines()[0]
@@ -144,7 +186,7 @@ def running(spec: ClusterSpec) -> Iterator[Cluster]:
     """Start the replicas, then the balancer in front of them; remove everything on exit."""
     stamp = f"{os.getpid()}-{time.monotonic_ns()}"
     network = f"skill-mcp-scale-{stamp}"
-    names = server_names(spec.haproxy_cfg)[:len(spec.skills)]
+    names = server_names(spec.haproxy_cfg)[: len(spec.skills)]
     started: list[str] = []
     _docker("network", "create", network)
     try:
@@ -153,10 +195,24 @@ def running(spec: ClusterSpec) -> Iterator[Cluster]:
             for name, skills in zip(names, spec.skills, strict=True):
                 container = f"{name}-{stamp}"
                 started.append(container)
-                _docker("run", "-d", "--name", container, "--network", network, "--network-alias", name,
-                        *spec.posture, "-v", f"{skills}:/skills:ro", "-e", f"MCP_HTTP_TOKEN={spec.token}",
-                        *(arg for key, value in spec.env for arg in ("-e", f"{key}={value}")),
-                        spec.image, *SERVE)
+                _docker(
+                    "run",
+                    "-d",
+                    "--name",
+                    container,
+                    "--network",
+                    network,
+                    "--network-alias",
+                    name,
+                    *spec.posture,
+                    "-v",
+                    f"{skills}:/skills:ro",
+                    "-e",
+                    f"MCP_HTTP_TOKEN={spec.token}",
+                    *(arg for key, value in spec.env for arg in ("-e", f"{key}={value}")),
+                    spec.image,
+                    *SERVE,
+                )
             deadline = time.monotonic() + BOOT_TIMEOUT_S
             for container in started:
                 _wait_for(container, "http-listening", deadline)
@@ -172,8 +228,9 @@ def running(spec: ClusterSpec) -> Iterator[Cluster]:
 @contextmanager
 def another_balancer(cluster: Cluster, cfg_text: str) -> Iterator[int]:
     """A second balancer in front of the same replicas with ``cfg_text``; yields its local port."""
-    name, port = _start_balancer(cluster.network, cfg_text, cluster.lb_image, cluster.tmp,
-                                 time.monotonic() + BOOT_TIMEOUT_S)
+    name, port = _start_balancer(
+        cluster.network, cfg_text, cluster.lb_image, cluster.tmp, time.monotonic() + BOOT_TIMEOUT_S
+    )
     try:
         yield port
     finally:

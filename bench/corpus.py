@@ -23,12 +23,197 @@ SEED = 20261130
 VERSION = "3"  # bump when the shape below changes; the stamp then forces a rebuild
 STAMP = ".bench-corpus"
 
-WORDS = ["analyze", "api", "archive", "audit", "backup", "batch", "benchmark", "branch", "browser", "build", "cache", "calendar", "certificate", "changelog", "chart", "checklist", "cli", "client", "cloud", "cluster", "commit", "compile", "compliance", "config", "container", "contract", "convert", "cost", "coverage", "cron", "csv", "dashboard", "data", "database", "debug", "deploy", "design", "diagram", "diff", "dns", "docker", "document", "domain", "draft", "email", "encrypt", "endpoint", "error", "estimate", "event", "excel", "export", "feature", "feedback", "file", "filter", "finance", "firewall", "font", "form", "format", "git", "grammar", "graph", "grant", "helm", "html", "image", "import", "incident", "index", "invoice", "issue", "java", "json", "kubernetes", "label", "latency", "layout", "lint", "log", "markdown", "meeting", "memory", "merge", "metric", "migrate", "mock", "model", "monitor", "network", "note", "notebook", "onboarding", "package", "page", "parse", "patch", "payment", "pdf", "performance", "pipeline", "plan", "plot", "policy", "postgres", "presentation", "privacy", "profile", "prompt", "proxy", "python", "query", "queue", "react", "readme", "recipe", "refactor", "regex", "release", "report", "request", "resume", "review", "risk", "roadmap", "route", "rust", "schema", "scrape", "script", "search", "secret", "security", "server", "service", "sheet", "shell", "slack", "slide", "spec", "sql", "ssh", "sprint", "storage", "style", "summary", "survey", "table", "task", "template", "terraform", "test", "ticket", "timeline", "token", "trace", "translate", "tutorial", "typescript", "upload", "user", "validate", "vector", "video", "webhook", "wiki", "workflow", "yaml", "zip"]
-VERBS = ("create", "review", "convert", "summarize", "check", "write", "fix", "plan", "explain",
-         "extract", "compare", "generate", "format", "migrate", "test", "audit")
-NO_OP = {"python": ("scripts/noop.py", "pass\n"),
-         "bash": ("scripts/noop.sh", ":\n"),
-         "node": ("scripts/noop.js", "\n")}
+WORDS = [
+    "analyze",
+    "api",
+    "archive",
+    "audit",
+    "backup",
+    "batch",
+    "benchmark",
+    "branch",
+    "browser",
+    "build",
+    "cache",
+    "calendar",
+    "certificate",
+    "changelog",
+    "chart",
+    "checklist",
+    "cli",
+    "client",
+    "cloud",
+    "cluster",
+    "commit",
+    "compile",
+    "compliance",
+    "config",
+    "container",
+    "contract",
+    "convert",
+    "cost",
+    "coverage",
+    "cron",
+    "csv",
+    "dashboard",
+    "data",
+    "database",
+    "debug",
+    "deploy",
+    "design",
+    "diagram",
+    "diff",
+    "dns",
+    "docker",
+    "document",
+    "domain",
+    "draft",
+    "email",
+    "encrypt",
+    "endpoint",
+    "error",
+    "estimate",
+    "event",
+    "excel",
+    "export",
+    "feature",
+    "feedback",
+    "file",
+    "filter",
+    "finance",
+    "firewall",
+    "font",
+    "form",
+    "format",
+    "git",
+    "grammar",
+    "graph",
+    "grant",
+    "helm",
+    "html",
+    "image",
+    "import",
+    "incident",
+    "index",
+    "invoice",
+    "issue",
+    "java",
+    "json",
+    "kubernetes",
+    "label",
+    "latency",
+    "layout",
+    "lint",
+    "log",
+    "markdown",
+    "meeting",
+    "memory",
+    "merge",
+    "metric",
+    "migrate",
+    "mock",
+    "model",
+    "monitor",
+    "network",
+    "note",
+    "notebook",
+    "onboarding",
+    "package",
+    "page",
+    "parse",
+    "patch",
+    "payment",
+    "pdf",
+    "performance",
+    "pipeline",
+    "plan",
+    "plot",
+    "policy",
+    "postgres",
+    "presentation",
+    "privacy",
+    "profile",
+    "prompt",
+    "proxy",
+    "python",
+    "query",
+    "queue",
+    "react",
+    "readme",
+    "recipe",
+    "refactor",
+    "regex",
+    "release",
+    "report",
+    "request",
+    "resume",
+    "review",
+    "risk",
+    "roadmap",
+    "route",
+    "rust",
+    "schema",
+    "scrape",
+    "script",
+    "search",
+    "secret",
+    "security",
+    "server",
+    "service",
+    "sheet",
+    "shell",
+    "slack",
+    "slide",
+    "spec",
+    "sql",
+    "ssh",
+    "sprint",
+    "storage",
+    "style",
+    "summary",
+    "survey",
+    "table",
+    "task",
+    "template",
+    "terraform",
+    "test",
+    "ticket",
+    "timeline",
+    "token",
+    "trace",
+    "translate",
+    "tutorial",
+    "typescript",
+    "upload",
+    "user",
+    "validate",
+    "vector",
+    "video",
+    "webhook",
+    "wiki",
+    "workflow",
+    "yaml",
+    "zip",
+]
+VERBS = (
+    "create",
+    "review",
+    "convert",
+    "summarize",
+    "check",
+    "write",
+    "fix",
+    "plan",
+    "explain",
+    "extract",
+    "compare",
+    "generate",
+    "format",
+    "migrate",
+    "test",
+    "audit",
+)
+NO_OP = {"python": ("scripts/noop.py", "pass\n"), "bash": ("scripts/noop.sh", ":\n"), "node": ("scripts/noop.js", "\n")}
 INTERPRETERS = ("python", "bash", "node")
 
 
@@ -43,7 +228,44 @@ class CorpusInfo:
     queries: tuple[str, ...]
 
 
-FUNCTION_WORDS = ["the", "a", "to", "and", "of", "for", "with", "when", "use", "this", "that", "is", "in", "on", "it", "be", "by", "or", "if", "then", "each", "your", "from", "as", "not", "all", "any", "only", "before", "after", "first", "next", "file", "step", "run", "check"]
+FUNCTION_WORDS = [
+    "the",
+    "a",
+    "to",
+    "and",
+    "of",
+    "for",
+    "with",
+    "when",
+    "use",
+    "this",
+    "that",
+    "is",
+    "in",
+    "on",
+    "it",
+    "be",
+    "by",
+    "or",
+    "if",
+    "then",
+    "each",
+    "your",
+    "from",
+    "as",
+    "not",
+    "all",
+    "any",
+    "only",
+    "before",
+    "after",
+    "first",
+    "next",
+    "file",
+    "step",
+    "run",
+    "check",
+]
 
 
 def _vocabulary() -> tuple[list[str], list[float]]:
@@ -55,7 +277,37 @@ def _vocabulary() -> tuple[list[str], list[float]]:
     domain words (what descriptions and queries use) are mixed in separately, sparsely.
     """
     rng = random.Random(SEED)
-    onsets, vowels, codas = ["b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "cl", "dr", "fl", "gr", "pl", "st", "tr"], "aeiou", "nrstlmk"
+    onsets, vowels, codas = (
+        [
+            "b",
+            "c",
+            "d",
+            "f",
+            "g",
+            "h",
+            "k",
+            "l",
+            "m",
+            "n",
+            "p",
+            "r",
+            "s",
+            "t",
+            "v",
+            "w",
+            "z",
+            "br",
+            "cl",
+            "dr",
+            "fl",
+            "gr",
+            "pl",
+            "st",
+            "tr",
+        ],
+        "aeiou",
+        "nrstlmk",
+    )
     made: list[str] = []
     seen = set(FUNCTION_WORDS) | set(WORDS)
     while len(made) < 6000:
@@ -103,15 +355,30 @@ def _name(i: int, rng: random.Random) -> str:
 
 def _skill_md(rng: random.Random, name: str, script: tuple[str, str] | None) -> str:
     topic = f"{rng.choice(WORDS)} {rng.choice(WORDS)}"
-    description = (f"{rng.choice(VERBS).capitalize()} {topic} for a {rng.choice(WORDS)} project. "
-                   f"Use when the user asks to {rng.choice(VERBS)} {rng.choice(WORDS)} or {rng.choice(WORDS)} "
-                   f"{rng.choice(WORDS)}. {' '.join(rng.sample(WORDS, 6)).capitalize()}.")
+    description = (
+        f"{rng.choice(VERBS).capitalize()} {topic} for a {rng.choice(WORDS)} project. "
+        f"Use when the user asks to {rng.choice(VERBS)} {rng.choice(WORDS)} or {rng.choice(WORDS)} "
+        f"{rng.choice(WORDS)}. {' '.join(rng.sample(WORDS, 6)).capitalize()}."
+    )
     tags = ", ".join(rng.sample(WORDS, 3))
-    head = [f"name: {name}", f"description: {json.dumps(description)}", "license: MIT",
-            "metadata:", '  author: "bench"', '  version: "1.0"', f'  tags: "{tags}"']
+    head = [
+        f"name: {name}",
+        f"description: {json.dumps(description)}",
+        "license: MIT",
+        "metadata:",
+        '  author: "bench"',
+        '  version: "1.0"',
+        f'  tags: "{tags}"',
+    ]
     if script is not None:
-        head += ["mcp-host:", "  version: 1", "  run:", f"    - script: {script[0]}",
-                 f"      interpreter: {script[1]}", "      description: does nothing, quickly"]
+        head += [
+            "mcp-host:",
+            "  version: 1",
+            "  run:",
+            f"    - script: {script[0]}",
+            f"      interpreter: {script[1]}",
+            "      description: does nothing, quickly",
+        ]
     size = rng.randint(2 * 1024, 20 * 1024)
     front = "---\n" + "\n".join(head) + "\n---\n"
     body = f"# {name}\n\nRead references/guide.md first.\n" + _paragraphs(rng, size - len(front) - 64)
@@ -150,8 +417,10 @@ def generate(root: Path, n: int) -> CorpusInfo:
             interp = INTERPRETERS[(i // 5) % 3]
             script = (NO_OP[interp][0], interp)
             scripts.setdefault(interp, f"{name}:{script[0]}")
-        text = {"SKILL.md": _skill_md(rng, name, script),
-                "references/guide.md": "# Guide\n\n" + _paragraphs(rng, rng.randint(1024, 8 * 1024))}
+        text = {
+            "SKILL.md": _skill_md(rng, name, script),
+            "references/guide.md": "# Guide\n\n" + _paragraphs(rng, rng.randint(1024, 8 * 1024)),
+        }
         if i % 3 == 0:
             text["references/deep/notes.md"] = _paragraphs(rng, rng.randint(512, 4096))
         if i % 7 == 0:

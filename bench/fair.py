@@ -56,7 +56,8 @@ async def send(client: Any, request: Request) -> Any:
 
 async def raw(client: Any, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = await client.session.send_request(
-        RawRequest(method=method, params=AnyParams(**params)), _RAW)
+        RawRequest(method=method, params=AnyParams(**params)), _RAW
+    )
     return answer
 
 

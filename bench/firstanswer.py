@@ -98,7 +98,9 @@ async def walk(client: Any) -> tuple[int, int]:
 async def record_walk(client: Any, out: Path) -> int:
     """Our ``tools/list`` and every page of the walk as the wire carried them (``bench.fair``'s
     format, read by ``bench/floor.py --replay``); returns the file's size."""
-    answers: list[tuple[str, dict[str, Any], dict[str, Any]]] = [("tools/list", {}, await fair.raw(client, "tools/list", {}))]
+    answers: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("tools/list", {}, await fair.raw(client, "tools/list", {}))
+    ]
     cursor: str | None = None
     while True:
         params = {"name": "skill_list", "arguments": page_args(cursor)}
@@ -113,8 +115,9 @@ async def record_walk(client: Any, out: Path) -> int:
 
 
 def replay_floor_spec(answers: Path, load_time: Path) -> ServerSpec:
-    return ServerSpec("replaying floor", (sys.executable, str(FLOOR_FILE), "--replay", str(answers),
-                                          "--load-time", str(load_time)))
+    return ServerSpec(
+        "replaying floor", (sys.executable, str(FLOOR_FILE), "--replay", str(answers), "--load-time", str(load_time))
+    )
 
 
 def _timeout(skills: int) -> float:
@@ -195,8 +198,9 @@ async def measure(label: str, root: Path, runs: int, query: str | None, skills: 
             visits: list[Callable[[], Awaitable[None]]] = [
                 partial(_replaying_floor, result, answers, skills),
                 partial(_ours_walk, result, result.cold, cold, skills),
-                partial(_ours_walk, result, result.warm, warm, skills)]
-            for visit in visits[rep % 3:] + visits[:rep % 3]:
+                partial(_ours_walk, result, result.warm, warm, skills),
+            ]
+            for visit in visits[rep % 3 :] + visits[: rep % 3]:
                 await visit()
             shutil.rmtree(cold_dir, ignore_errors=True)
             if query is not None:
@@ -230,11 +234,13 @@ LIMITS: dict[str, dict[str, tuple[float, float]]] = {
 
 
 def table(results: Sequence[FirstAnswer]) -> list[str]:
-    lines = ["| corpus | skills | pages | mode | floor ready (ms) | floor ready + walk (ms) | ours ready (ms) "
-             "| ours ready + walk (ms) | ÷ floor, median of paired ratios | ratio of medians | limit "
-             "| first search after ready (ms) | limit (ms) | peak RSS − floor (MiB) | above the floor per skill: "
-             "time (µs), RSS (KiB) |",
-             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| corpus | skills | pages | mode | floor ready (ms) | floor ready + walk (ms) | ours ready (ms) "
+        "| ours ready + walk (ms) | ÷ floor, median of paired ratios | ratio of medians | limit "
+        "| first search after ready (ms) | limit (ms) | peak RSS − floor (MiB) | above the floor per skill: "
+        "time (µs), RSS (KiB) |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results:
         floor_rss = _med([float(k) for k in r.floor_rss_kib])
         for name, mode in (("cold", r.cold), ("warm", r.warm)):
@@ -246,11 +252,13 @@ def table(results: Sequence[FirstAnswer]) -> list[str]:
             # per skill (flat across sizes = linear in N; bench/README.md says which costs they are).
             per_skill_us = (walk_s - _med(r.floor_walk)) / r.skills * 1e6 if r.skills else math.nan
             per_skill = "n/a" if math.isnan(per_skill_us) else f"{per_skill_us:.0f}, {rss_kib / r.skills:.2f}"
-            lines.append(f"| {r.label} | {r.skills} | {r.pages} | {name} | {ms(_med(r.floor_ready))} "
-                         f"| {ms(_med(r.floor_walk))} | {ms(_med(mode.ready))} | {ms(walk_s)} "
-                         f"| {times(paired(mode.walk, r.floor_walk))} | {times(ratio(walk_s, _med(r.floor_walk)))} "
-                         f"| {f'{limits[0]:g}x' if limits else ''} | {ms(_med(mode.search))} "
-                         f"| {f'{limits[1] * 1000:g}' if limits else ''} | {rss:.1f} | {per_skill} |")
+            lines.append(
+                f"| {r.label} | {r.skills} | {r.pages} | {name} | {ms(_med(r.floor_ready))} "
+                f"| {ms(_med(r.floor_walk))} | {ms(_med(mode.ready))} | {ms(walk_s)} "
+                f"| {times(paired(mode.walk, r.floor_walk))} | {times(ratio(walk_s, _med(r.floor_walk)))} "
+                f"| {f'{limits[0]:g}x' if limits else ''} | {ms(_med(mode.search))} "
+                f"| {f'{limits[1] * 1000:g}' if limits else ''} | {rss:.1f} | {per_skill} |"
+            )
     return lines
 
 

@@ -41,8 +41,16 @@ from pathlib import Path
 from bench.servers import FLOOR_FILE, ours_command
 
 TIMEOUT_S = 30.0
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "firstreply", "version": "0"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "firstreply", "version": "0"},
+    },
+}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
@@ -83,8 +91,9 @@ def once(command: Sequence[str], env: dict[str, str]) -> Sample:
     """Seconds from spawn to the ``initialize`` reply and to the ``tools/list`` reply, then the
     child's CPU seconds at each of those two moments."""
     start = time.perf_counter()
-    proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
     assert proc.stdin is not None and proc.stdout is not None
     try:
         proc.stdin.write(_line(INITIALIZE))
@@ -112,8 +121,9 @@ def once(command: Sequence[str], env: dict[str, str]) -> Sample:
 def instructions(command: Sequence[str], env: dict[str, str]) -> int:
     """Instructions the server executes from its start to the ``tools/list`` answer (valgrind)."""
     vg = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", *command]
-    proc = subprocess.Popen(vg, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**env, "PYTHONHASHSEED": "0"})
+    proc = subprocess.Popen(
+        vg, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**env, "PYTHONHASHSEED": "0"}
+    )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
         deadline = time.perf_counter() + 20 * TIMEOUT_S  # valgrind runs Python ~30x slower
@@ -156,9 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     env["SKILL_MCP_LOG"] = "warning"
     if args.instructions:
         floor_count, ours_count = instructions(floor, env), instructions(ours, env)
-        print(f"instructions to the tools/list answer: floor {floor_count / 1e6:,.1f} M, ours "
-              f"{ours_count / 1e6:,.1f} M ({(ours_count - floor_count) / 1e6:+,.1f} M, "
-              f"{ours_count / floor_count:.3f}x)")
+        print(
+            f"instructions to the tools/list answer: floor {floor_count / 1e6:,.1f} M, ours "
+            f"{ours_count / 1e6:,.1f} M ({(ours_count - floor_count) / 1e6:+,.1f} M, "
+            f"{ours_count / floor_count:.3f}x)"
+        )
         return 0
     samples: dict[str, list[Sample]] = {"floor": [], "ours": []}
     once(floor, env), once(ours, env)  # warm the page cache, discarded
@@ -169,15 +181,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.runs} runs each; medians in ms", file=sys.stderr)
     print("server   initialize   ready   cpu@initialize   cpu@ready")
     for label, got in samples.items():
-        print(f"{label:6} {_ms([s[0] for s in got])}     {_ms([s[1] for s in got])}       "
-              f"{_ms([s[2] for s in got])}     {_ms([s[3] for s in got])}")
+        print(
+            f"{label:6} {_ms([s[0] for s in got])}     {_ms([s[1] for s in got])}       "
+            f"{_ms([s[2] for s in got])}     {_ms([s[3] for s in got])}"
+        )
     f, o = samples["floor"], samples["ours"]
     for k, name in ((0, "initialize"), (1, "ready"), (2, "cpu@initialize"), (3, "cpu@ready")):
         paired = statistics.median(b[k] / a[k] for a, b in zip(f, o, strict=True))
         delta = statistics.median(b[k] - a[k] for a, b in zip(f, o, strict=True)) * 1000
-        print(f"{name}: paired ratio {paired:.3f}x, ratio of medians "
-              f"{statistics.median(x[k] for x in o) / statistics.median(x[k] for x in f):.3f}x, "
-              f"median paired delta {delta:+.1f} ms")
+        print(
+            f"{name}: paired ratio {paired:.3f}x, ratio of medians "
+            f"{statistics.median(x[k] for x in o) / statistics.median(x[k] for x in f):.3f}x, "
+            f"median paired delta {delta:+.1f} ms"
+        )
     return 0
 
 

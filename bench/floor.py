@@ -47,8 +47,9 @@ TOOL = "ping"
 
 
 async def _list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[types.Tool(
-        name=TOOL, description="Answer pong.", input_schema={"type": "object", "properties": {}})])
+    return types.ListToolsResult(
+        tools=[types.Tool(name=TOOL, description="Answer pong.", input_schema={"type": "object", "properties": {}})]
+    )
 
 
 async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -62,11 +63,16 @@ class AnyParams(types.RequestParams):
 
 
 # The SDK's result model per method, where our server answers with one (the others are dicts).
-MODELS: dict[str, type[BaseModel]] = {"tools/call": types.CallToolResult, "resources/read": types.ReadResourceResult,
-                                      "tools/list": types.ListToolsResult}
-PARAMS: dict[str, type[types.RequestParams]] = {"tools/call": types.CallToolRequestParams,
-                                                "resources/read": types.ReadResourceRequestParams,
-                                                "tools/list": types.PaginatedRequestParams}
+MODELS: dict[str, type[BaseModel]] = {
+    "tools/call": types.CallToolResult,
+    "resources/read": types.ReadResourceResult,
+    "tools/list": types.ListToolsResult,
+}
+PARAMS: dict[str, type[types.RequestParams]] = {
+    "tools/call": types.CallToolRequestParams,
+    "resources/read": types.ReadResourceRequestParams,
+    "tools/list": types.PaginatedRequestParams,
+}
 
 
 def request_key(method: str, params: dict[str, Any]) -> str:
@@ -88,6 +94,7 @@ def _replayer(path: Path) -> Server[Any]:
         async def answer(ctx: Any, params: types.RequestParams) -> Any:
             key = request_key(method, params.model_dump(mode="json", by_alias=True, exclude_none=True))
             return answers[key]  # a request nobody recorded is a harness bug: let it fail loudly
+
         return answer
 
     for method in sorted({m for m, _, _ in recorded["answers"]}):
@@ -97,8 +104,9 @@ def _replayer(path: Path) -> Server[Any]:
 
 async def _serve(our_transport: bool, replay: Path | None = None, load_time: Path | None = None) -> None:
     start = time.perf_counter()
-    server: Server[Any] = (Server("floor", on_list_tools=_list_tools, on_call_tool=_call_tool) if replay is None
-                           else _replayer(replay))
+    server: Server[Any] = (
+        Server("floor", on_list_tools=_list_tools, on_call_tool=_call_tool) if replay is None else _replayer(replay)
+    )
     if load_time is not None:
         gc.freeze()
         load_time.write_text(f"{time.perf_counter() - start:.6f}\n", encoding="ascii")

@@ -95,8 +95,12 @@ def _calls(names: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """The mix every client cycles through (starting at a different place)."""
     mix: list[tuple[str, dict[str, Any]]] = [("skill_list", {})]
     for name in names:
-        mix += [("skill_load", {"name": name}), ("skill_file", {"name": name, "paths": ["SKILL.md"]}),
-                ("skills/get", {"uri": f"skill://{name}/SKILL.md"}), ("resources/read", {"uri": f"skill://{name}/SKILL.md"})]
+        mix += [
+            ("skill_load", {"name": name}),
+            ("skill_file", {"name": name, "paths": ["SKILL.md"]}),
+            ("skills/get", {"uri": f"skill://{name}/SKILL.md"}),
+            ("resources/read", {"uri": f"skill://{name}/SKILL.md"}),
+        ]
     mix.append(("skill_search", {"query": "create a document"}))
     return mix
 
@@ -115,14 +119,16 @@ async def _one_call(client: Any, call: tuple[str, dict[str, Any]]) -> bool:
     return not result.is_error
 
 
-async def _connect(url: str, clients: int, http: Any, stack: Any,
-                   era: str) -> tuple[list[Any], list[tuple[str, dict[str, Any]]]]:
+async def _connect(
+    url: str, clients: int, http: Any, stack: Any, era: str
+) -> tuple[list[Any], list[tuple[str, dict[str, Any]]]]:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    sessions = [await stack.enter_async_context(
-        Client(streamable_http_client(url, http_client=http), mode=era, cache=None))
-        for _ in range(clients)]
+    sessions = [
+        await stack.enter_async_context(Client(streamable_http_client(url, http_client=http), mode=era, cache=None))
+        for _ in range(clients)
+    ]
     listed = await sessions[0].call_tool("skill_list", {})
     names = [s["name"] for s in (listed.structured_content or {}).get("skills", [])][:8]
     if not names:
@@ -146,8 +152,9 @@ async def _worker(url: str, clients: int, max_calls: int, offset: int, era: str)
     latencies: list[float] = []
     errors = 0
 
-    async def run(client: Any, mix: list[tuple[str, dict[str, Any]]], first: int, start_at: float,
-                  stop_at: float) -> None:
+    async def run(
+        client: Any, mix: list[tuple[str, dict[str, Any]]], first: int, start_at: float, stop_at: float
+    ) -> None:
         nonlocal errors
         i = first
         for _ in range(max_calls):
@@ -192,9 +199,23 @@ async def _warm(url: str, replicas: int, era: str) -> None:
 async def _level(url: str, clients: int, replicas: int, plan: Plan) -> Level:
     procs, seconds = plan.procs, plan.seconds
     share = [clients // procs + (1 if p < clients % procs else 0) for p in range(min(procs, clients))]
-    workers = [await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bench.load", "--worker", url, str(n), str(plan.max_calls), str(p * 7), plan.era, cwd=REPO,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE) for p, n in enumerate(share)]
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.load",
+            "--worker",
+            url,
+            str(n),
+            str(plan.max_calls),
+            str(p * 7),
+            plan.era,
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        for p, n in enumerate(share)
+    ]
     for proc in workers:
         assert proc.stdout is not None
         line = await asyncio.wait_for(proc.stdout.readline(), WORKER_TIMEOUT_S)
@@ -207,8 +228,9 @@ async def _level(url: str, clients: int, replicas: int, plan: Plan) -> Level:
         proc.stdin.write(window)
         await proc.stdin.drain()
     level = Level(clients, replicas, seconds)
-    outputs = await asyncio.wait_for(asyncio.gather(*(proc.communicate() for proc in workers)),
-                                     WORKER_TIMEOUT_S + seconds)
+    outputs = await asyncio.wait_for(
+        asyncio.gather(*(proc.communicate() for proc in workers)), WORKER_TIMEOUT_S + seconds
+    )
     for out, _ in outputs:
         data = json.loads(out)
         level.latencies += data["latencies"]
@@ -231,14 +253,17 @@ def measure(image: str, lb_image: str, plan: Plan) -> list[Level]:
     levels = {(n, count): Level(n, count, 0.0) for n in plan.clients for count in plan.replicas}
     slice_plan = replace(plan, seconds=plan.seconds / ROUNDS)
     with running(spec) as cluster, ExitStack() as stack:
-        urls = {count: cluster.url if count == most else
-                url(stack.enter_context(another_balancer(cluster, with_servers(cfg, count))))
-                for count in plan.replicas}
+        urls = {
+            count: cluster.url
+            if count == most
+            else url(stack.enter_context(another_balancer(cluster, with_servers(cfg, count))))
+            for count in plan.replicas
+        }
         asyncio.run(_warm(cluster.url, most, plan.era))
         for n in plan.clients:
             print(f"load: {n} clients on {', '.join(map(str, plan.replicas))} replica(s)", file=sys.stderr)
             for r in range(ROUNDS):
-                order = list(plan.replicas[r % len(plan.replicas):]) + list(plan.replicas[:r % len(plan.replicas)])
+                order = list(plan.replicas[r % len(plan.replicas) :]) + list(plan.replicas[: r % len(plan.replicas)])
                 for count in order:
                     part = asyncio.run(_level(urls[count], n, count, slice_plan))
                     total = levels[(n, count)]
@@ -258,16 +283,24 @@ def render(levels: list[Level], plan: Plan) -> str:
         cells = []
         for r in counts:
             lv = by.get((n, r))
-            cells.append("| | | " if lv is None else
-                         f"{lv.rate:.0f} | {ms(lv.pct(0.5))} | {ms(lv.pct(0.99))} | {lv.errors}")
+            cells.append(
+                "| | | " if lv is None else f"{lv.rate:.0f} | {ms(lv.pct(0.5))} | {ms(lv.pct(0.99))} | {lv.errors}"
+            )
         rows.append(f"| {n} | " + " | ".join(cells) + " |")
-    return "\n".join([
-        f"Through HAProxy (docs/deploy.md's configuration) to appliance replicas serving `{plan.skills}`; SDK "
-        f"clients in the {plan.era} era over {plan.procs} worker processes, closed loop, {plan.seconds:g} s per "
-        f"level and replica count in {ROUNDS} slices interleaved with the other counts' (each after {WARMUP_S:g} s "
-        "of warm-up), the same replicas behind one balancer per count; a mix of skill_list, skill_load, skill_file, skills/get, "
-        f"resources/read and skill_search. Clients, balancer and replicas share this machine's "
-        f"{os.cpu_count()} CPUs.", "", head, rule, *rows])
+    return "\n".join(
+        [
+            f"Through HAProxy (docs/deploy.md's configuration) to appliance replicas serving `{plan.skills}`; SDK "
+            f"clients in the {plan.era} era over {plan.procs} worker processes, closed loop, {plan.seconds:g} s per "
+            f"level and replica count in {ROUNDS} slices interleaved with the other counts' (each after {WARMUP_S:g} s "
+            "of warm-up), the same replicas behind one balancer per count; a mix of skill_list, skill_load, skill_file, skills/get, "
+            f"resources/read and skill_search. Clients, balancer and replicas share this machine's "
+            f"{os.cpu_count()} CPUs.",
+            "",
+            head,
+            rule,
+            *rows,
+        ]
+    )
 
 
 def docker_ready(image: str, lb_image: str) -> str | None:
@@ -309,11 +342,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=8.0, help="measured window per level")
     p.add_argument("--procs", type=int, default=2, help="client worker processes")
     p.add_argument("--max-calls", type=int, default=2000, help="calls per client per level, at most")
-    p.add_argument("--era", choices=("2026-07-28", "legacy"), default="2026-07-28",
-                   help="the clients' protocol era (legacy: handshake sessions, balanced per session)")
+    p.add_argument(
+        "--era",
+        choices=("2026-07-28", "legacy"),
+        default="2026-07-28",
+        help="the clients' protocol era (legacy: handshake sessions, balanced per session)",
+    )
     args = p.parse_args(argv)
-    plan = Plan(args.skills, tuple(int(c) for c in args.clients.split(",")),
-                tuple(int(r) for r in args.replicas.split(",")), args.seconds, args.procs, args.max_calls, args.era)
+    plan = Plan(
+        args.skills,
+        tuple(int(c) for c in args.clients.split(",")),
+        tuple(int(r) for r in args.replicas.split(",")),
+        args.seconds,
+        args.procs,
+        args.max_calls,
+        args.era,
+    )
     print(section(args.image, args.lb_image, plan))
     return 0
 

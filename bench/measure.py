@@ -70,7 +70,7 @@ async def ready_runs(specs: Sequence[ServerSpec], runs: int) -> dict[str, Ready]
     """spawn -> initialize result -> tools/list result, ``runs`` times per server, interleaved."""
     out = {spec.label: Ready() for spec in specs}
     for rep in range(runs):
-        order = list(specs[rep % len(specs):]) + list(specs[:rep % len(specs)])
+        order = list(specs[rep % len(specs) :]) + list(specs[: rep % len(specs)])
         for spec in order:
             async with session(spec) as s:
                 await s.client.list_tools()
@@ -89,8 +89,14 @@ async def peak_memory(spec: ServerSpec, first_call: Op) -> int:
         return peak_rss_kib(s.pid)
 
 
-async def alternate(floor_clients: Sequence[Any], ours_client: Any, op: Op, calls: int,
-                    warmup: int = 5, same_op_clients: Sequence[Any] = ()) -> tuple[list[list[float]], list[float]]:
+async def alternate(
+    floor_clients: Sequence[Any],
+    ours_client: Any,
+    op: Op,
+    calls: int,
+    warmup: int = 5,
+    same_op_clients: Sequence[Any] = (),
+) -> tuple[list[list[float]], list[float]]:
     """Visit each floor (its trivial call), each of ``same_op_clients`` (``op`` itself: the
     same-size floors of ``bench.fair``) and ours (``op``) once per round, ``calls`` rounds,
     rotating who goes first; return each floor's samples (trivial floors first) and ours."""
@@ -144,8 +150,15 @@ class FenceShape:
 def direct_spawn_once(shape: FenceShape) -> float:
     """One spawn of the interpreter on the script from Python: the figure skill_run is held to."""
     start = time.perf_counter()
-    subprocess.run(list(shape.argv), cwd=shape.cwd, env=shape.env, stdin=subprocess.DEVNULL, capture_output=True,
-                   timeout=CALL_TIMEOUT_S, check=True)
+    subprocess.run(
+        list(shape.argv),
+        cwd=shape.cwd,
+        env=shape.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=CALL_TIMEOUT_S,
+        check=True,
+    )
     return time.perf_counter() - start
 
 
@@ -176,8 +189,16 @@ class RunSamples:
     paced: list[float] = field(default_factory=list)  # runs after a pause, as a client that thinks
 
 
-async def paired_runs(client: Any, args: dict[str, Any], server_env: dict[str, str], runs: int,
-                      back_to_back: int = 0, paced: int = 0, pause_s: float = 0.05, warmup: int = 2) -> RunSamples:
+async def paired_runs(
+    client: Any,
+    args: dict[str, Any],
+    server_env: dict[str, str],
+    runs: int,
+    back_to_back: int = 0,
+    paced: int = 0,
+    pause_s: float = 0.05,
+    warmup: int = 2,
+) -> RunSamples:
     """``runs`` direct spawns interleaved with ``runs`` confirmed skill_runs, alternating which goes first.
 
     Each skill_run's confirmation follows its preview at once (the worst case for anything

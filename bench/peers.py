@@ -110,8 +110,9 @@ class Peer:
         if self.name == "skills-mcp":
             return ServerSpec(self.name, (str(venv / "bin" / "skills-mcp"),), {**env, "SKILLS_ROOT": str(root)})
         if self.name == "agent-skill-search":
-            return ServerSpec(self.name, (str(venv / "bin" / "skill-search-mcp"),),
-                              {**env, "SKILL_CATALOG_DIRS": str(root)})
+            return ServerSpec(
+                self.name, (str(venv / "bin" / "skill-search-mcp"),), {**env, "SKILL_CATALOG_DIRS": str(root)}
+            )
         if self.name == "skill-mcp":  # serves ~/.skill-mcp/skills, nothing else
             link = home / ".skill-mcp" / "skills"
             link.parent.mkdir(parents=True, exist_ok=True)
@@ -124,26 +125,50 @@ class Peer:
         raise ValueError(self.name)
 
 
-PEERS: dict[str, Peer] = {p.name: p for p in (
-    Peer("skills-mcp", ("skills-mcp==0.1.2", "mcp[cli]==1.27.0"), (3, 10), "PyPI skills-mcp 0.1.2 (mcp 1.27.0)",
-         "`skills_list`: names and paths of the root's direct subdirectories with a SKILL.md (no description)",
-         _skills_mcp),
-    Peer("agent-skill-search", ("agent-skill-search==0.4.0", "mcp==2.3.0"), (3, 10),
-         "PyPI agent-skill-search 0.4.0 (mcp 2.3.0)",
-         "`skill_list` with `limit` above the corpus size: name and description of every skill, from an "
-         "in-memory SQLite FTS5 index built on the first call", _agent_skill_search),
-    Peer("skill-mcp", ("skill-mcp==0.1.1", "mcp==1.27.0"), (3, 10), "PyPI skill-mcp 0.1.1 (mcp 1.27.0)",
-         "`list_skills`: name, description and path of each direct subdirectory of `~/.skill-mcp/skills` "
-         "(a link to the corpus)", _skill_mcp),
-    Peer("skillz", ("{src}", "fastmcp==2.12.5", "mcp==1.16.0", "pydantic==2.12.3", "pydantic-core==2.41.4",
-                    "pyyaml==6.0.3"), (3, 12),
-         f"intellectronica/skillz {SKILLZ_COMMIT} (0.1.14; fastmcp 2.12.5, mcp 1.16.0, pydantic 2.12.3 as its uv.lock pins)",
-         "`tools/list` itself: it loads every skill before serving and registers one tool per skill, so its "
-         "ready is its first full list answer", None),
-)}
+PEERS: dict[str, Peer] = {
+    p.name: p
+    for p in (
+        Peer(
+            "skills-mcp",
+            ("skills-mcp==0.1.2", "mcp[cli]==1.27.0"),
+            (3, 10),
+            "PyPI skills-mcp 0.1.2 (mcp 1.27.0)",
+            "`skills_list`: names and paths of the root's direct subdirectories with a SKILL.md (no description)",
+            _skills_mcp,
+        ),
+        Peer(
+            "agent-skill-search",
+            ("agent-skill-search==0.4.0", "mcp==2.3.0"),
+            (3, 10),
+            "PyPI agent-skill-search 0.4.0 (mcp 2.3.0)",
+            "`skill_list` with `limit` above the corpus size: name and description of every skill, from an "
+            "in-memory SQLite FTS5 index built on the first call",
+            _agent_skill_search,
+        ),
+        Peer(
+            "skill-mcp",
+            ("skill-mcp==0.1.1", "mcp==1.27.0"),
+            (3, 10),
+            "PyPI skill-mcp 0.1.1 (mcp 1.27.0)",
+            "`list_skills`: name, description and path of each direct subdirectory of `~/.skill-mcp/skills` "
+            "(a link to the corpus)",
+            _skill_mcp,
+        ),
+        Peer(
+            "skillz",
+            ("{src}", "fastmcp==2.12.5", "mcp==1.16.0", "pydantic==2.12.3", "pydantic-core==2.41.4", "pyyaml==6.0.3"),
+            (3, 12),
+            f"intellectronica/skillz {SKILLZ_COMMIT} (0.1.14; fastmcp 2.12.5, mcp 1.16.0, pydantic 2.12.3 as its uv.lock pins)",
+            "`tools/list` itself: it loads every skill before serving and registers one tool per skill, so its "
+            "ready is its first full list answer",
+            None,
+        ),
+    )
+}
 
 
 # ---- setup ------------------------------------------------------------------------------------
+
 
 def find_python(oldest: tuple[int, int]) -> str | None:
     """An interpreter at least ``oldest``: this one, ``python3.X`` on PATH, or a pyenv version."""
@@ -155,8 +180,9 @@ def find_python(oldest: tuple[int, int]) -> str | None:
     found += [str(p) for p in sorted(pyenv.glob("3.*/bin/python3")) if pyenv.is_dir()]
     for exe in filter(None, found):
         try:
-            out = subprocess.run([exe, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
-                                 text=True, timeout=30)
+            out = subprocess.run(
+                [exe, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, timeout=30
+            )
         except (OSError, subprocess.SubprocessError):
             continue
         parts = out.stdout.split()
@@ -187,13 +213,16 @@ def setup(peer: Peer, peers_dir: Path, skillz_src: Path) -> str:
     pins = list(peer.pins)
     if "{src}" in pins:
         if not (skillz_src / "pyproject.toml").is_file():
-            return (f"{peer.name}: no checkout at {skillz_src} (fetch github:intellectronica/skillz and unpack "
-                    f"commit {SKILLZ_COMMIT} there)")
+            return (
+                f"{peer.name}: no checkout at {skillz_src} (fetch github:intellectronica/skillz and unpack "
+                f"commit {SKILLZ_COMMIT} there)"
+            )
         pins[pins.index("{src}")] = str(skillz_src)
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
-    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *pins], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *pins], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         return f"{peer.name}: pip failed: {proc.stderr.strip().splitlines()[-1:]}"
     (venv / STAMP).write_text(_stamp_text(peer), encoding="utf-8")
@@ -201,6 +230,7 @@ def setup(peer: Peer, peers_dir: Path, skillz_src: Path) -> str:
 
 
 # ---- corpora ----------------------------------------------------------------------------------
+
 
 def public_corpus(base: Path, into: Path) -> Path | None:
     """The public collections merged into one directory (copied once), or None if not unpacked."""
@@ -222,6 +252,7 @@ def public_corpus(base: Path, into: Path) -> Path | None:
 
 
 # ---- measurement ------------------------------------------------------------------------------
+
 
 @dataclass(slots=True)
 class ServerRuns:
@@ -269,7 +300,9 @@ async def _peer(runs: ServerRuns, peer: Peer, spec: ServerSpec, skills: int, err
         async with session(spec, timeout_s=_timeout(skills), errlog_path=errlog) as s:
             first = await s.client.list_tools()
             ready = time.perf_counter() - s.spawned_at
-            entries = await (_tools_pages(s.client, first) if peer.list_call is None else peer.list_call(s.client, skills))
+            entries = await (
+                _tools_pages(s.client, first) if peer.list_call is None else peer.list_call(s.client, skills)
+            )
             answer = time.perf_counter() - s.spawned_at
             if peer.list_call is None:
                 entries -= 1  # skillz's one tool that is not a skill: fetch_resource
@@ -282,11 +315,12 @@ async def _peer(runs: ServerRuns, peer: Peer, spec: ServerSpec, skills: int, err
     runs.entries = entries
 
 
-async def measure(label: str, root: Path, runs: int, peers: Sequence[Peer], peers_dir: Path,
-                  skills: int) -> PeerCorpus:
+async def measure(label: str, root: Path, runs: int, peers: Sequence[Peer], peers_dir: Path, skills: int) -> PeerCorpus:
     result = PeerCorpus(label, skills)
-    cold, warm = ServerRuns("`skill_list`, every page of 200 (name, description, problems)"), ServerRuns(
-        "`skill_list`, every page of 200 (name, description, problems)")
+    cold, warm = (
+        ServerRuns("`skill_list`, every page of 200 (name, description, problems)"),
+        ServerRuns("`skill_list`, every page of 200 (name, description, problems)"),
+    )
     result.servers["ours (cold)"], result.servers["ours (warm)"] = cold, warm
     logs = peers_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -308,7 +342,9 @@ async def measure(label: str, root: Path, runs: int, peers: Sequence[Peer], peer
             cold_dir = Path(tempfile.mkdtemp(prefix="skill-mcp-bench-cold-"))
             order: list[Callable[[], Awaitable[None]]] = [
                 partial(_ours, cold, cached_spec(label, root, cold_dir), skills),
-                partial(_ours, warm, warm_spec, skills), *visits]
+                partial(_ours, warm, warm_spec, skills),
+                *visits,
+            ]
             shift = rep % len(order)
             for visit in order[shift:] + order[:shift]:
                 await visit()
@@ -338,8 +374,11 @@ def _place(places: dict[str, list[str]], mode: str, name: str) -> str:
 
 
 def table(results: Sequence[PeerCorpus]) -> list[str]:
-    lines = ["| corpus | server | skills listed | ready (ms) | ready + first full list answer (ms) | ÷ ours warm "
-             "| ÷ ours cold | place, warm / cold |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| corpus | server | skills listed | ready (ms) | ready + first full list answer (ms) | ÷ ours warm "
+        "| ÷ ours cold | place, warm / cold |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     for r in results:
         warm = _med(r.servers["ours (warm)"].answer)
         cold = _med(r.servers["ours (cold)"].answer)
@@ -352,16 +391,21 @@ def table(results: Sequence[PeerCorpus]) -> list[str]:
                 lines.append(f"| {r.label} | {name} | | | **failed**: {runs.error} | | | |")
                 continue
             answer = _med(runs.answer)
-            lines.append(f"| {r.label} | {name} | {runs.entries} | {ms(_med(runs.ready))} | {ms(answer)} "
-                         f"| {times(ratio(answer, warm))} | {times(ratio(answer, cold))} "
-                         f"| {_place(places, 'warm', name)} / {_place(places, 'cold', name)} |")
+            lines.append(
+                f"| {r.label} | {name} | {runs.entries} | {ms(_med(runs.ready))} | {ms(answer)} "
+                f"| {times(ratio(answer, warm))} | {times(ratio(answer, cold))} "
+                f"| {_place(places, 'warm', name)} / {_place(places, 'cold', name)} |"
+            )
     return lines
 
 
 def what_table(peers: Sequence[Peer]) -> list[str]:
-    lines = ["| server | installed from | its first full list answer |", "|---|---|---|",
-             "| ours | this tree | `skill_list`, every page of 200 (name, description, problems); cold: an empty "
-             "catalog cache, warm: a cache an earlier start filled |"]
+    lines = [
+        "| server | installed from | its first full list answer |",
+        "|---|---|---|",
+        "| ours | this tree | `skill_list`, every page of 200 (name, description, problems); cold: an empty "
+        "catalog cache, warm: a cache an earlier start filled |",
+    ]
     lines += [f"| {p.name} | {p.source} | {p.answer} |" for p in peers]
     return lines
 
@@ -396,13 +440,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--setup", action="store_true", help="make (or remake) every selected peer's venv, then exit")
     p.add_argument("--peers", default="all", help=f"comma-separated, of {', '.join(PEERS)} (default all)")
     p.add_argument("--peers-dir", type=Path, default=PEERS_DIR, help="where the peers' venvs are")
-    p.add_argument("--skillz-src", type=Path, default=None, help="skillz's unpacked checkout (default PEERS_DIR/src-skillz)")
+    p.add_argument(
+        "--skillz-src", type=Path, default=None, help="skillz's unpacked checkout (default PEERS_DIR/src-skillz)"
+    )
     p.add_argument("--corpora", default="public,1000,10000", help="'public' and/or sizes, comma-separated")
     p.add_argument("--runs", type=int, default=3, help="repetitions per corpus (default 3)")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
-    p.add_argument("--public", type=Path,
-                   default=Path(os.environ.get("SKILL_MCP_PUBLIC_SKILLS", "build/public-skills")),
-                   help="where the public collections are unpacked (as bench.search_quality)")
+    p.add_argument(
+        "--public",
+        type=Path,
+        default=Path(os.environ.get("SKILL_MCP_PUBLIC_SKILLS", "build/public-skills")),
+        help="where the public collections are unpacked (as bench.search_quality)",
+    )
     args = p.parse_args(argv)
     peers = select(args.peers)
     if args.setup:

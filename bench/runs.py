@@ -42,8 +42,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--paced", type=int, default=30, help="runs 50 ms after the previous result (default 30)")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--json", type=Path, default=None, help="write the raw samples here")
-    p.add_argument("--src", action="append", default=[], metavar="LABEL=DIR",
-                   help="serve from this source tree (repeatable: measured in turns); default: as installed")
+    p.add_argument(
+        "--src",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="serve from this source tree (repeatable: measured in turns); default: as installed",
+    )
     p.add_argument("--rounds", type=int, default=1, help="turns per source tree and size (samples add up)")
     return p.parse_args(argv)
 
@@ -53,8 +58,9 @@ def _spec(n: int, root: Path, src: str | None) -> ServerSpec:
     return spec if src is None else ServerSpec(spec.label, spec.command, {"PYTHONPATH": str(Path(src).resolve())})
 
 
-async def measure(n: int, cache: Path, src: str | None, runs: int, back_to_back: int, paced: int
-                  ) -> dict[str, RunSamples]:
+async def measure(
+    n: int, cache: Path, src: str | None, runs: int, back_to_back: int, paced: int
+) -> dict[str, RunSamples]:
     info = corpora.generate(cache / f"corpus-{n}", n)
     spec = _spec(n, info.root, src)
     server_env = get_default_environment() | dict(spec.params(ENV).env or {})
@@ -73,14 +79,18 @@ async def measure(n: int, cache: Path, src: str | None, runs: int, back_to_back:
 
 
 def table(results: dict[tuple[str, int], dict[str, RunSamples]]) -> str:
-    lines = ["| tree | N | interpreter | direct median (ms) | skill_run median (ms) | skill_run p95 (ms) | overhead (ms) "
-             "| back-to-back median (ms) | back-to-back overhead (ms) | paced overhead (ms) |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| tree | N | interpreter | direct median (ms) | skill_run median (ms) | skill_run p95 (ms) | overhead (ms) "
+        "| back-to-back median (ms) | back-to-back overhead (ms) | paced overhead (ms) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for (label, n), by_interp in results.items():
         for interp, samples in by_interp.items():
             d, o, b, q = (Summary.of(x) for x in (samples.direct, samples.ours, samples.back_to_back, samples.paced))
-            lines.append(f"| {label} | {n} | {interp} | {ms(d.median)} | {ms(o.median)} | {ms(o.p95)} | {ms(o.median - d.median)} "
-                         f"| {ms(b.median)} | {ms(b.median - d.median)} | {ms(q.median - d.median)} |")
+            lines.append(
+                f"| {label} | {n} | {interp} | {ms(d.median)} | {ms(o.median)} | {ms(o.p95)} | {ms(o.median - d.median)} "
+                f"| {ms(b.median)} | {ms(b.median - d.median)} | {ms(q.median - d.median)} |"
+            )
     return "\n".join(lines)
 
 

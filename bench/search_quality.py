@@ -28,8 +28,13 @@ from skill_mcp.search import index_catalog, search_result, short_index
 
 HERE = Path(__file__).resolve().parent
 OWN = HERE.parent / "tests" / "search"
-PUBLIC_ROOTS = ("anthropics+skills/skills", "obra+superpowers/skills", "openai+skills/skills/.system",
-                "openai+skills/skills/.curated", "openai+skills/skills/.experimental")
+PUBLIC_ROOTS = (
+    "anthropics+skills/skills",
+    "obra+superpowers/skills",
+    "openai+skills/skills/.system",
+    "openai+skills/skills/.curated",
+    "openai+skills/skills/.experimental",
+)
 
 
 def _rows(text: str) -> list[tuple[str, str]]:
@@ -50,8 +55,13 @@ def quality(roots: list[str], rows: list[tuple[str, str]], *, partial: bool = Fa
         names = [hit.name for hit in index.search(query, 10)]
         ranks.append(names.index(expected) + 1 if expected in names else 0)
     n = len(ranks)
-    return {"skills": len(index), "queries": n, "hit@1": sum(r == 1 for r in ranks) / n,
-            "hit@3": sum(1 <= r <= 3 for r in ranks) / n, "mrr": sum(1 / r for r in ranks if r) / n}
+    return {
+        "skills": len(index),
+        "queries": n,
+        "hit@1": sum(r == 1 for r in ranks) / n,
+        "hit@3": sum(1 <= r <= 3 for r in ranks) / n,
+        "mrr": sum(1 / r for r in ranks if r) / n,
+    }
 
 
 def speed(root: Path, queries: tuple[str, ...], repeat: int) -> dict[str, Any]:
@@ -71,22 +81,35 @@ def speed(root: Path, queries: tuple[str, ...], repeat: int) -> dict[str, Any]:
     wall.sort()
     cpu.sort()
     p95 = int(0.95 * (len(wall) - 1))
-    return {"skills": len(index), "build_cpu_s": build_s, "query_ms_median": statistics.median(wall),
-            "query_ms_p95": wall[p95], "query_cpu_ms_median": statistics.median(cpu), "query_cpu_ms_p95": cpu[p95],
-            "queries": len(wall)}
+    return {
+        "skills": len(index),
+        "build_cpu_s": build_s,
+        "query_ms_median": statistics.median(wall),
+        "query_ms_p95": wall[p95],
+        "query_cpu_ms_median": statistics.median(cpu),
+        "query_cpu_ms_p95": cpu[p95],
+        "queries": len(wall),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.search_quality", description=__doc__)
-    p.add_argument("--public", type=Path, default=Path(os.environ.get("SKILL_MCP_PUBLIC_SKILLS", "build/public-skills")), help="where the public collections are")
+    p.add_argument(
+        "--public",
+        type=Path,
+        default=Path(os.environ.get("SKILL_MCP_PUBLIC_SKILLS", "build/public-skills")),
+        help="where the public collections are",
+    )
     p.add_argument("--sizes", default="1000,10000", help="benchmark corpus sizes for speed ('' for none)")
     p.add_argument("--cache", type=Path, default=Path("/tmp/skill-mcp-bench"), help="where corpora are kept")
     p.add_argument("--repeat", type=int, default=30, help="times each corpus query is run")
     p.add_argument("--json", type=Path, help="also write the figures here")
     args = p.parse_args(argv)
     own_rows = _rows((OWN / "queries.tsv").read_text("utf-8"))
-    out: dict[str, Any] = {"own": quality([str(OWN / "corpus")], own_rows),
-                           "own-partial": quality([str(OWN / "corpus")], own_rows, partial=True)}
+    out: dict[str, Any] = {
+        "own": quality([str(OWN / "corpus")], own_rows),
+        "own-partial": quality([str(OWN / "corpus")], own_rows, partial=True),
+    }
     roots = [args.public / r for r in PUBLIC_ROOTS]
     if all(r.is_dir() for r in roots):
         out["public"] = quality([str(r) for r in roots], _rows(PUBLIC_QUERIES))
@@ -94,14 +117,18 @@ def main(argv: list[str] | None = None) -> int:
     for label in ("own", "own-partial", "public", "public-partial"):
         if label in out:
             q = out[label]
-            print(f"{label:14s} {q['skills']:3d} skills {q['queries']:3d} queries  hit@1 {q['hit@1']:.3f}  "
-                  f"hit@3 {q['hit@3']:.3f}  MRR {q['mrr']:.3f}")
+            print(
+                f"{label:14s} {q['skills']:3d} skills {q['queries']:3d} queries  hit@1 {q['hit@1']:.3f}  "
+                f"hit@3 {q['hit@3']:.3f}  MRR {q['mrr']:.3f}"
+            )
     for n in (int(s) for s in args.sizes.split(",") if s):
         info = corpora.generate(args.cache / f"corpus-{n}", n)
         s = out[f"speed-{n}"] = speed(info.root, info.queries, args.repeat)
-        print(f"{n:>6} skills  build {s['build_cpu_s']:.2f} CPU s  query wall median {s['query_ms_median']:.3f} ms "
-              f"p95 {s['query_ms_p95']:.3f} ms, CPU median {s['query_cpu_ms_median']:.3f} ms "
-              f"p95 {s['query_cpu_ms_p95']:.3f} ms  ({s['queries']} queries)")
+        print(
+            f"{n:>6} skills  build {s['build_cpu_s']:.2f} CPU s  query wall median {s['query_ms_median']:.3f} ms "
+            f"p95 {s['query_ms_p95']:.3f} ms, CPU median {s['query_cpu_ms_median']:.3f} ms "
+            f"p95 {s['query_cpu_ms_p95']:.3f} ms  ({s['queries']} queries)"
+        )
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n", "utf-8")
     return 0

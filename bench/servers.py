@@ -88,8 +88,12 @@ class Session:
 
 
 @asynccontextmanager
-async def session(spec: ServerSpec, extra_env: Mapping[str, str] | None = None,
-                  timeout_s: float = CALL_TIMEOUT_S, errlog_path: Path | None = None) -> AsyncIterator[Session]:
+async def session(
+    spec: ServerSpec,
+    extra_env: Mapping[str, str] | None = None,
+    timeout_s: float = CALL_TIMEOUT_S,
+    errlog_path: Path | None = None,
+) -> AsyncIterator[Session]:
     """A connected, initialized client (handshake era) for ``spec``; the server ends with it.
 
     The server's stderr is appended to ``errlog_path`` (default: the shared ``STDERR_LOG``)."""

@@ -75,10 +75,12 @@ async def _sample(client: Any, corpus: CorpusInfo | None) -> list[tuple[str, lis
     return out
 
 
-def _read_requests(sample: list[tuple[str, list[str]]], cursors: list[str | None], queries: tuple[str, ...],
-                   tools: list[str]) -> dict[str, RequestAt]:
+def _read_requests(
+    sample: list[tuple[str, list[str]]], cursors: list[str | None], queries: tuple[str, ...], tools: list[str]
+) -> dict[str, RequestAt]:
     """Each read call as its i-th request (``bench.fair``: one description for ours and the
     same-size floor)."""
+
     def pick(i: int) -> tuple[str, list[str]]:
         return sample[i % len(sample)]
 
@@ -108,8 +110,15 @@ def _op(request_at: RequestAt) -> Op:
     return lambda client, i: fair.send(client, request_at(i))
 
 
-async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, corpus: CorpusInfo | None,
-                    calls: int, queries: tuple[str, ...], warmup: int = 5) -> None:
+async def read_side(
+    result: TargetResult,
+    spec: ServerSpec,
+    floor: ServerSpec,
+    corpus: CorpusInfo | None,
+    calls: int,
+    queries: tuple[str, ...],
+    warmup: int = 5,
+) -> None:
     async with session(floor) as f, session(transport_floor_spec()) as tf, session(spec) as s:
         tools = [t.name for t in (await s.client.list_tools()).tools]
         result.tools = tools
@@ -127,16 +136,23 @@ async def read_side(result: TargetResult, spec: ServerSpec, floor: ServerSpec, c
             result.missing["skill_search"] = "this server build does not register skill_search"
         requests = _read_requests(sample, cursors, queries, tools)
         answers = await fair.record(s.client, requests, max(calls, warmup), ANSWERS_DIR / f"{result.label}.json")
-        async with session(fair.replay_spec(answers)) as same, \
-                session(fair.replay_spec(answers, our_transport=True)) as same_tf:
+        async with (
+            session(fair.replay_spec(answers)) as same,
+            session(fair.replay_spec(answers, our_transport=True)) as same_tf,
+        ):
             await same.client.list_tools()
             await same_tf.client.list_tools()
             for label, request_at in requests.items():
                 pids = (s.pid, same.pid, same_tf.pid)
                 cpu_before = [fair.cpu_seconds(pid) for pid in pids]
                 (floor_samples, transport_samples, same_samples, same_tf_samples), ours = await alternate(
-                    (f.client, tf.client), s.client, _op(request_at), calls, warmup,
-                    same_op_clients=(same.client, same_tf.client))
+                    (f.client, tf.client),
+                    s.client,
+                    _op(request_at),
+                    calls,
+                    warmup,
+                    same_op_clients=(same.client, same_tf.client),
+                )
                 cpu = [(fair.cpu_seconds(pid) - b) / (calls + warmup) for pid, b in zip(pids, cpu_before, strict=True)]
                 lat = Latency(floor_samples, ours, transport_samples, same_samples, same_tf_samples)
                 lat.ours_cpu_s, lat.same_size_cpu_s, lat.same_size_transport_cpu_s = cpu
@@ -164,8 +180,7 @@ async def script_runs(result: TargetResult, spec: ServerSpec, corpus: CorpusInfo
                 result.missing[f"skill_run ({interp})"] = f"{interp} is not installed on this machine"
                 continue
             try:
-                samples = await paired_runs(s.client, {"skill": name, "script": script, "args": []}, server_env,
-                                            runs)
+                samples = await paired_runs(s.client, {"skill": name, "script": script, "args": []}, server_env, runs)
             except RuntimeError as err:
                 result.missing[f"skill_run ({interp})"] = str(err)[:200]
                 continue

@@ -42,8 +42,12 @@ from bench.firstreply import cpu_seconds
 
 SKILL = "---\nname: tiny\ndescription: A tiny skill for the telemetry bench.\n---\nDo the tiny thing.\n"
 BEFORE_KEY = "__before_src__"  # not an environment variable: which source tree the variant runs
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}},
+}
 
 
 class _Sink(http.server.BaseHTTPRequestHandler):
@@ -65,12 +69,22 @@ COMMAND = [sys.executable, "-m", "skill_mcp.server"]
 
 class Server:
     def __init__(self, root: Path, env: Mapping[str, str]) -> None:
-        full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "SKILL_MCP_LOG": "warning",
-                "SKILL_MCP_CACHE": "off", "PYTHONPATH": env.get(BEFORE_KEY, OURS),
-                **{k: v for k, v in env.items() if k != BEFORE_KEY}}
+        full = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(root),
+            "SKILL_MCP_LOG": "warning",
+            "SKILL_MCP_CACHE": "off",
+            "PYTHONPATH": env.get(BEFORE_KEY, OURS),
+            **{k: v for k, v in env.items() if k != BEFORE_KEY},
+        }
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen([*COMMAND, "--skills-dir", str(root)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=full)
+        self.proc = subprocess.Popen(
+            [*COMMAND, "--skills-dir", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=full,
+        )
         self._buf = b""
         self._id = 1
 
@@ -120,8 +134,7 @@ class Server:
 
 def _import_ms(before: str, measured: str, runs: int = 7) -> float:
     """Median wall time of ``import measured`` in a fresh interpreter that already imported ``before``."""
-    code = (f"import time\n{before}\nt = time.perf_counter()\n{measured}\n"
-            "print(time.perf_counter() - t)")
+    code = f"import time\n{before}\nt = time.perf_counter()\n{measured}\nprint(time.perf_counter() - t)"
     times = []
     for _ in range(runs):
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
@@ -134,8 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--block", type=int, default=100)
-    parser.add_argument("--before-src", metavar="DIR",
-                        help="also run the server of another checkout's src/ (a tree without telemetry)")
+    parser.add_argument(
+        "--before-src", metavar="DIR", help="also run the server of another checkout's src/ (a tree without telemetry)"
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="skill-mcp-bench-otel-"))
     sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
@@ -154,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         names = list(variants)
         ready: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
         for i in range(args.runs):
-            for name in names[i % len(names):] + names[:i % len(names)]:
+            for name in names[i % len(names) :] + names[: i % len(names)]:
                 server = Server(root, variants[name])
                 try:
                     ready[name].append(server.handshake())
@@ -168,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 server.handshake()
                 server.request("tools/call", {"name": "skill_load", "arguments": {"name": "tiny"}})  # warm
             for b in range(max(1, args.calls // args.block)):
-                order = names[b % len(names):] + names[:b % len(names)]
+                order = names[b % len(names) :] + names[: b % len(names)]
                 for name in order:
                     server = servers[name]
                     start, start_cpu = time.perf_counter(), cpu_seconds(server.proc.pid)
@@ -184,22 +198,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             init = statistics.median(r[0] for r in ready[name]) * 1000
             listed = statistics.median(r[1] for r in ready[name]) * 1000
             print(f"  {name:5s} {init:7.1f} / {listed:7.1f}")
-        print(f"per call, tools/call skill_load (median of {len(blocks['off'])} blocks of {args.block}): "
-              "wall us, server CPU us, paired ratios to off")
+        print(
+            f"per call, tools/call skill_load (median of {len(blocks['off'])} blocks of {args.block}): "
+            "wall us, server CPU us, paired ratios to off"
+        )
         for name in names:
             ratio = statistics.median(a / b for a, b in zip(blocks[name], blocks["off"], strict=True))
             cpu_ratio = statistics.median(a / b for a, b in zip(cpu[name], cpu["off"], strict=True))
-            print(f"  {name:6s} wall {statistics.median(blocks[name]) * 1e6:7.1f} ({ratio:.3f})   "
-                  f"cpu {statistics.median(cpu[name]) * 1e6:7.1f} ({cpu_ratio:.3f})")
+            print(
+                f"  {name:6s} wall {statistics.median(blocks[name]) * 1e6:7.1f} ({ratio:.3f})   "
+                f"cpu {statistics.median(cpu[name]) * 1e6:7.1f} ({cpu_ratio:.3f})"
+            )
         api = _import_ms("", "import opentelemetry.trace, opentelemetry.propagate, opentelemetry.context")
-        sdk = _import_ms("import mcp.server.lowlevel",
-                         "import skill_mcp.telemetry, opentelemetry.sdk.trace, opentelemetry.sdk.metrics, "
-                         "opentelemetry.exporter.otlp.proto.http.trace_exporter, "
-                         "opentelemetry.exporter.otlp.proto.http.metric_exporter")
+        sdk = _import_ms(
+            "import mcp.server.lowlevel",
+            "import skill_mcp.telemetry, opentelemetry.sdk.trace, opentelemetry.sdk.metrics, "
+            "opentelemetry.exporter.otlp.proto.http.trace_exporter, "
+            "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+        )
         print("import cost (median of 7 fresh interpreters), ms")
         print(f"  opentelemetry-api alone (the SDK imports it at every handshake, with or without us): {api:.1f}")
-        print(f"  what a configured server adds after the SDK (telemetry, OpenTelemetry SDK, OTLP exporters): "
-              f"{sdk:.1f}")
+        print(
+            f"  what a configured server adds after the SDK (telemetry, OpenTelemetry SDK, OTLP exporters): {sdk:.1f}"
+        )
     finally:
         sink.shutdown()
         shutil.rmtree(work, ignore_errors=True)

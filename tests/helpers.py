@@ -20,8 +20,15 @@ if TYPE_CHECKING:
 ERAS = ("legacy", "2026-07-28")
 
 
-def write_skill(root: Path, name: str, *, description: str | None = None, body: str | None = None,
-                extra: str = "", atomic: bool = False) -> Path:
+def write_skill(
+    root: Path,
+    name: str,
+    *,
+    description: str | None = None,
+    body: str | None = None,
+    extra: str = "",
+    atomic: bool = False,
+) -> Path:
     """Write ``root/name/SKILL.md`` with a valid front matter; return the skill's directory.
 
     ``extra`` is more front-matter lines (each ending in a newline). ``atomic`` writes under a

@@ -57,12 +57,21 @@ def serve_argv(roots: Sequence[Path | str] = (), *options: str, python: str | No
     return argv if python is None else [python, *argv]
 
 
-def stdio_params(roots: Sequence[Path | str] = (), env: Mapping[str, str] | None = None, *,
-                 options: Sequence[str] = (), cwd: Path | str | None = None) -> StdioServerParameters:
+def stdio_params(
+    roots: Sequence[Path | str] = (),
+    env: Mapping[str, str] | None = None,
+    *,
+    options: Sequence[str] = (),
+    cwd: Path | str | None = None,
+) -> StdioServerParameters:
     """``skill-mcp serve`` over stdio for the SDK's client; ``SKILL_MCP_LOG=warning`` unless ``env`` says."""
     argv = serve_argv(roots, *options)
-    return StdioServerParameters(command=argv[0], args=argv[1:], env={"SKILL_MCP_LOG": "warning", **(env or {})},
-                                 cwd=None if cwd is None else str(cwd))
+    return StdioServerParameters(
+        command=argv[0],
+        args=argv[1:],
+        env={"SKILL_MCP_LOG": "warning", **(env or {})},
+        cwd=None if cwd is None else str(cwd),
+    )
 
 
 @dataclass
@@ -100,9 +109,17 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def server_argv(roots: Sequence[Path | str], *, address: str = "127.0.0.1:0", no_auth: bool = False,
-                token_file: Path | None = None, allowed_hosts: Sequence[str] = (),
-                drain_seconds: float | None = None, stop_hooks: bool = True, watch: bool = False) -> list[str]:
+def server_argv(
+    roots: Sequence[Path | str],
+    *,
+    address: str = "127.0.0.1:0",
+    no_auth: bool = False,
+    token_file: Path | None = None,
+    allowed_hosts: Sequence[str] = (),
+    drain_seconds: float | None = None,
+    stop_hooks: bool = True,
+    watch: bool = False,
+) -> list[str]:
     """``skill-mcp serve --http ADDRESS ...`` when the command line can express the request;
     otherwise the test child (``HTTP_CHILD``), which calls the same ``serve_http`` with test-only bounds."""
     if drain_seconds is None and stop_hooks:
@@ -146,10 +163,21 @@ def running_http_server(
     if token is not None:
         extra["MCP_HTTP_TOKEN"] = token
     proc = subprocess.Popen(
-        server_argv(roots, address=address, no_auth=no_auth, allowed_hosts=allowed_hosts,
-                    drain_seconds=drain_seconds, token_file=token_file, stop_hooks=stop_hooks, watch=watch),
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env=child_env(extra), start_new_session=True,
+        server_argv(
+            roots,
+            address=address,
+            no_auth=no_auth,
+            allowed_hosts=allowed_hosts,
+            drain_seconds=drain_seconds,
+            token_file=token_file,
+            stop_hooks=stop_hooks,
+            watch=watch,
+        ),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=child_env(extra),
+        start_new_session=True,
     )
     lines: list[str] = []
     found = threading.Event()

@@ -31,8 +31,8 @@ def where_things_live(text: str | None = None) -> list[tuple[str, list[Entry]]]:
     """``(rule, [(path, symbols)])`` for each row of the table; a symbol list that holds anything
     but backticked names and commas yields the sentinel symbol ``"?"``, which no file defines."""
     text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8") if text is None else text
-    section = text[text.index("## Where things live"):]
-    section = section[:section.index("\n## ", 1)]
+    section = text[text.index("## Where things live") :]
+    section = section[: section.index("\n## ", 1)]
     rows = []
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

@@ -59,9 +59,11 @@ ELSEWHERE: dict[str, str] = {
     # No Fly account here: the command the Fly machine runs (`selftest --not-claimed ...`) is what
     # this test checks; the docker line of the same self-test runs in test_selftest.py.
     r"^fly machine run .* selftest ": (
-        "tests/appliance/test_selftest_verdicts.py::test_a_property_not_claimed_is_reported_as_such"),
+        "tests/appliance/test_selftest_verdicts.py::test_a_property_not_claimed_is_reported_as_such"
+    ),
     r"^skill-mcp serve --http .* --allowed-host ": (
-        "tests/http/test_http_auth.py::test_allowed_host_admits_the_proxy_name_and_nothing_else"),
+        "tests/http/test_http_auth.py::test_allowed_host_admits_the_proxy_name_and_nothing_else"
+    ),
     r"^skill-mcp serve --http .* --token-file ": "tests/http/test_http_auth.py::test_token_file_is_the_token",
     r"^bash \.ci/setup\.d/node\.sh": "tests/conformance/test_conformance.py::test_conformance_suite_passes_against_its_baseline",
     # Fly's CLI cannot run here; the image's selftest it starts runs under Docker with the documented flags.
@@ -74,8 +76,10 @@ SETUP = re.compile(r"^umask 077; (?:mkdir -p \S+; )?openssl rand -hex 32 > (\S+)
 # and fish's scripts are generated and, where that shell is installed, checked by its parser.
 COMPLETION = re.compile(r'^(?:eval "\$\()?(skill-mcp|skillmcp) completion (bash|zsh|fish)\b')
 SYNOPSIS = re.compile(r"\[|\.\.\.|\b(DIR|HOST:PORT|PATH|NAME|ROOT|TOOL|QUERY|JSON)\b")
-GOOD = ("---\nname: {name}\ndescription: {name} turns notes into reports. Use when a report is needed.\n"
-        "---\n# {name}\n\n## Steps\n\n1. Read `references/guide.md`.\n2. Write the report.\n")
+GOOD = (
+    "---\nname: {name}\ndescription: {name} turns notes into reports. Use when a report is needed.\n"
+    "---\n# {name}\n\n## Steps\n\n1. Read `references/guide.md`.\n2. Write the report.\n"
+)
 
 
 @dataclass(frozen=True)
@@ -142,8 +146,12 @@ def _home(tmp_path: Path) -> Path:
 
 
 def _env(home: Path) -> dict[str, str]:
-    return {"PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
-            "SKILL_MCP_LOG": "warning"}
+    return {
+        "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "SKILL_MCP_LOG": "warning",
+    }
 
 
 def test_every_example_is_classified() -> None:
@@ -177,23 +185,48 @@ def test_the_example_runs_as_written(example: Example, tmp_path: Path) -> None:
             line = f"set -e\n{example.line}\ncomplete -p skill-mcp"
         else:
             line = f"skill-mcp completion {shell} > script" + (
-                f" && {shell} -n script" if shutil.which(shell) else " && test -s script")
-        done = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60, check=False,
-                              cwd=home, env=_env(home), stdin=subprocess.DEVNULL)
+                f" && {shell} -n script" if shutil.which(shell) else " && test -s script"
+            )
+        done = subprocess.run(
+            ["bash", "-c", line],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=home,
+            env=_env(home),
+            stdin=subprocess.DEVNULL,
+        )
         assert done.returncode == 0, f"{example.where}: {done.stderr[-2000:]}"
         assert shell != "bash" or "_skill_mcp" in done.stdout
     elif kind == "setup":
         home = _home(tmp_path)
-        done = subprocess.run(["bash", "-c", example.line], capture_output=True, text=True, timeout=60,
-                              check=False, cwd=home, env=_env(home), stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            ["bash", "-c", example.line],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=home,
+            env=_env(home),
+            stdin=subprocess.DEVNULL,
+        )
         assert done.returncode == 0, f"{example.where}: {example.line}\n{done.stderr[-2000:]}"
         made = SETUP.match(example.line).group(1)  # type: ignore[union-attr]
         target = Path(made.replace("~", str(home), 1)) if made.startswith("~") else home / made
         assert target.is_file() and len(target.read_text().strip()) == 64, f"{example.where}: no token in {made}"
     elif kind == "run":
         home = _home(tmp_path)
-        done = subprocess.run(["bash", "-c", example.line], capture_output=True, text=True, timeout=240,
-                              check=False, cwd=home, env=_env(home), stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            ["bash", "-c", example.line],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+            cwd=home,
+            env=_env(home),
+            stdin=subprocess.DEVNULL,
+        )
         assert done.returncode == 0, f"{example.where}: {example.line}\n{done.stderr[-2000:]}"
         # Exit 0 alone would pass a list that printed nothing or a search that found another skill.
         assert done.stdout.strip(), f"{example.where}: printed nothing on stdout"
@@ -263,8 +296,11 @@ async def test_the_client_configuration_starts_a_server(entry: dict[str, object]
     command = sys.executable if command == "python" else str(BIN / command) if command in COMMANDS else command
     args = [real(str(a)) for a in entry.get("args", [])]  # type: ignore[attr-defined]
     env = {**_env(home), **{k: real(str(v)) for k, v in dict(entry.get("env", {})).items()}}  # type: ignore[call-overload]
-    async with Client(StdioServerParameters(command=command, args=args, env=env, cwd=str(home)), mode="legacy",
-                      read_timeout_seconds=60) as client:
+    async with Client(
+        StdioServerParameters(command=command, args=args, env=env, cwd=str(home)),
+        mode="legacy",
+        read_timeout_seconds=60,
+    ) as client:
         listing = (await client.call_tool("skill_list", {})).structured_content or {}
     assert {s["name"] for s in listing["skills"]} == {"alpha", "beta"}
 
@@ -278,5 +314,7 @@ def test_the_rules_hold_on_known_lines() -> None:
     assert classify(Example("x", "skill-mcp serve --watch")) == "serve"
     assert classify(Example("x", "SKILL_MCP_COMPAT=skillmcp skillmcp call search_skills")) == "run"
     assert classify(Example("x", "curl http://example.com")) == "unknown"
-    assert classify(Example("x", "umask 077; mkdir -p ~/.config/x; openssl rand -hex 32 > ~/.config/x/token")) == "setup"
+    assert (
+        classify(Example("x", "umask 077; mkdir -p ~/.config/x; openssl rand -hex 32 > ~/.config/x/token")) == "setup"
+    )
     assert os.path.basename(BIN / "skillmcp") == "skillmcp"

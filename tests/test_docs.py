@@ -86,9 +86,13 @@ def test_every_doc_spells_each_reason_exactly_as_the_server_sends_it(path: Path)
     # refusals in upper case. A client compares exact strings, so `token-invalid` in a doc sends
     # its reader after a value the server never sends.
     spellings = _reason_spellings()
-    wrong = sorted({f"{word} (the server sends {spellings[key]})"
-                    for word in _QUOTED_WORD.findall(path.read_text(encoding="utf-8"))
-                    if (key := word.lower().replace("_", "-")) in spellings and word != spellings[key]})
+    wrong = sorted(
+        {
+            f"{word} (the server sends {spellings[key]})"
+            for word in _QUOTED_WORD.findall(path.read_text(encoding="utf-8"))
+            if (key := word.lower().replace("_", "-")) in spellings and word != spellings[key]
+        }
+    )
     assert wrong == [], f"{path.name} misspells reasons"
 
 

@@ -26,6 +26,6 @@ def test_the_readme_names_what_installing_builds_from_source() -> None:
     if not any(d.startswith("python-prctl") for d in config["project"]["dependencies"]):
         return
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    setup = readme[readme.index("make run"):readme.index("## Connecting a client")]
+    setup = readme[readme.index("make run") : readme.index("## Connecting a client")]
     for needed in ("python-prctl", "gcc", "libcap-dev", "python3-dev", ".ci/setup.d/prctl.sh"):
         assert needed in setup, needed

@@ -22,13 +22,17 @@ BASE = "http://collector:4318"
         ({"OTEL_TRACES_EXPORTER": "console", "OTEL_EXPORTER_OTLP_ENDPOINT": BASE}, None, f"{BASE}/v1/metrics"),
         ({"OTEL_TRACES_EXPORTER": "otlp,console"}, "http://localhost:4318/v1/traces", None),
         ({"OTEL_EXPORTER_OTLP_ENDPOINT": BASE, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, None, None),
-        ({"OTEL_EXPORTER_OTLP_ENDPOINT": BASE, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"},
-         f"{BASE}/v1/traces", None),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": BASE, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"},
+            f"{BASE}/v1/traces",
+            None,
+        ),
         ({"OTEL_EXPORTER_OTLP_ENDPOINT": BASE, "OTEL_SDK_DISABLED": "true"}, None, None),
     ],
 )
-def test_the_environment_chooses_the_otlp_endpoints(env: dict[str, str], traces: str | None,
-                                                    metrics: str | None) -> None:
+def test_the_environment_chooses_the_otlp_endpoints(
+    env: dict[str, str], traces: str | None, metrics: str | None
+) -> None:
     cfg = config_from_environ(env)
     assert (cfg.traces_endpoint, cfg.metrics_endpoint) == (traces, metrics)
     assert wanted(env) is (traces is not None or metrics is not None)
@@ -41,13 +45,19 @@ def test_unsupported_settings_are_named_for_one_warning() -> None:
 
 
 def test_headers_resource_and_service_name_are_read_as_the_spec_writes_them() -> None:
-    cfg = config_from_environ({"OTEL_EXPORTER_OTLP_HEADERS": "api-key=a%20b,x=1",
-                               "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x=2",
-                               "OTEL_RESOURCE_ATTRIBUTES": "service.name=from-attrs,deployment.environment=prod"})
+    cfg = config_from_environ(
+        {
+            "OTEL_EXPORTER_OTLP_HEADERS": "api-key=a%20b,x=1",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x=2",
+            "OTEL_RESOURCE_ATTRIBUTES": "service.name=from-attrs,deployment.environment=prod",
+        }
+    )
     assert cfg.traces_headers == {"api-key": "a b", "x": "2"} and cfg.metrics_headers == {"api-key": "a b", "x": "1"}
     assert cfg.service_name == "from-attrs" and cfg.resource == {"deployment.environment": "prod"}
-    assert config_from_environ({"OTEL_SERVICE_NAME": "svc", "OTEL_RESOURCE_ATTRIBUTES": "service.name=x"}
-                               ).service_name == "svc"
+    assert (
+        config_from_environ({"OTEL_SERVICE_NAME": "svc", "OTEL_RESOURCE_ATTRIBUTES": "service.name=x"}).service_name
+        == "svc"
+    )
     assert config_from_environ({}).service_name == "skill-mcp"
 
 

@@ -21,8 +21,13 @@ def test_spans_are_written_as_otlp_json_lines_with_hex_ids(tmp_path: Path) -> No
     provider.shutdown()
     path = tmp_path / "otlp.jsonl"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    spans = [span for line in path.read_text().splitlines()
-             for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for span in ss["spans"]]
+    spans = [
+        span
+        for line in path.read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
     inner, outer = spans
     assert len(inner["traceId"]) == 32 and int(inner["traceId"], 16)
     assert inner["parentSpanId"] == outer["spanId"] and len(outer["spanId"]) == 16

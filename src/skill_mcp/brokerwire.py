@@ -77,8 +77,9 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes | 
     return bytes(buf)
 
 
-def recv(sock: socket.socket, *, first_byte_timeout: float | None, frame_timeout: float,
-         max_frame: int = MAX_FRAME) -> dict[str, Any] | None:
+def recv(
+    sock: socket.socket, *, first_byte_timeout: float | None, frame_timeout: float, max_frame: int = MAX_FRAME
+) -> dict[str, Any] | None:
     """Read one frame; ``None`` on a clean end of stream.
 
     ``first_byte_timeout`` bounds the wait for a frame to start (``None``: wait); once a frame

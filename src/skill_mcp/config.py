@@ -151,9 +151,7 @@ def load_settings(
             roots = [BUNDLED_ROOT]
             roots_from = "bundled"
     enabled = env.get("MCP_ENABLED_TOOLS")
-    enabled_tools = (
-        frozenset(t.strip() for t in enabled.split(",") if t.strip()) if enabled is not None else None
-    )
+    enabled_tools = frozenset(t.strip() for t in enabled.split(",") if t.strip()) if enabled is not None else None
     broker_fd = env.get("SKILL_MCP_BROKER_FD")
     data_dir = env.get("MCP_DATA_DIR")
     return Settings(

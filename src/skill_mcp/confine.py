@@ -49,8 +49,10 @@ def probe(min_abi: int) -> int:
     try:
         abi = landlock.abi_version()
     except landlock.LandlockError as exc:
-        raise SandboxUnavailable(f"the kernel offers no Landlock ({errno.errorcode.get(exc.errno or 0, exc.errno)}: "
-                                 f"not built in, disabled at boot, or filtered)") from None
+        raise SandboxUnavailable(
+            f"the kernel offers no Landlock ({errno.errorcode.get(exc.errno or 0, exc.errno)}: "
+            f"not built in, disabled at boot, or filtered)"
+        ) from None
     if abi < min_abi:
         raise SandboxUnavailable(f"the kernel's Landlock ABI is {abi}; runs need at least {min_abi}")
     try:

@@ -126,8 +126,12 @@ def _script(raw: Any) -> DeclaredScript:
     timeout = raw.get("timeout")
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 < timeout <= BOUNDS.timeout_s:
         raise DeclaredError("a timeout is not a positive whole number of seconds")
-    return DeclaredScript(_str(raw.get("script"), "script", BOUNDS.script_chars),
-                          _str(raw.get("interpreter"), "interpreter", BOUNDS.interpreter_chars), env, timeout)
+    return DeclaredScript(
+        _str(raw.get("script"), "script", BOUNDS.script_chars),
+        _str(raw.get("interpreter"), "interpreter", BOUNDS.interpreter_chars),
+        env,
+        timeout,
+    )
 
 
 def _skill_md(raw: Any) -> tuple[int, ...]:
@@ -147,9 +151,13 @@ def _skill(raw: Any) -> DeclaredSkill:
     directory = _str(raw.get("directory"), "directory", BOUNDS.directory_chars)
     if not os.path.isabs(directory):
         raise DeclaredError("directory is not absolute")
-    return DeclaredSkill(_str(raw.get("name"), "name", BOUNDS.skill_chars), directory, key,
-                         _names(raw.get("egress"), "egress", BOUNDS.hosts, BOUNDS.host_chars),
-                         tuple(_script(s) for s in scripts))
+    return DeclaredSkill(
+        _str(raw.get("name"), "name", BOUNDS.skill_chars),
+        directory,
+        key,
+        _names(raw.get("egress"), "egress", BOUNDS.hosts, BOUNDS.host_chars),
+        tuple(_script(s) for s in scripts),
+    )
 
 
 def _entry_name(raw: Any) -> str | None:
@@ -164,8 +172,12 @@ def _dropped(raw: dict[str, Any], name: str, detail: str) -> Dropped:
     except DeclaredError:
         key = None
     directory = raw.get("directory")
-    usable = isinstance(directory, str) and os.path.isabs(directory) and len(directory) <= BOUNDS.directory_chars \
+    usable = (
+        isinstance(directory, str)
+        and os.path.isabs(directory)
+        and len(directory) <= BOUNDS.directory_chars
         and "\0" not in directory
+    )
     return Dropped(name, detail, directory if usable else None, key)
 
 
@@ -209,9 +221,20 @@ def decode(raw: bytes) -> Declarations:
 
 def encode(uid: int, skills: Iterable[DeclaredSkill]) -> bytes:
     """The document for ``skills``, as the helper writes it and ``decode`` reads it back."""
-    doc = {"uid": uid, "skills": [
-        {"name": s.name, "directory": s.directory, "skillMd": list(s.skill_md), "egress": list(s.egress),
-         "scripts": [{"script": d.script, "interpreter": d.interpreter, "env": list(d.env), "timeout": d.timeout}
-                     for d in s.scripts]}
-        for s in skills]}
+    doc = {
+        "uid": uid,
+        "skills": [
+            {
+                "name": s.name,
+                "directory": s.directory,
+                "skillMd": list(s.skill_md),
+                "egress": list(s.egress),
+                "scripts": [
+                    {"script": d.script, "interpreter": d.interpreter, "env": list(d.env), "timeout": d.timeout}
+                    for d in s.scripts
+                ],
+            }
+            for s in skills
+        ],
+    }
     return json.dumps(doc, separators=(",", ":")).encode()

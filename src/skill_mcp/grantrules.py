@@ -47,6 +47,7 @@ def grant_source(skill_run: str | None, *, hosted: bool) -> GrantSource:
         return "MCP_SKILL_RUN"
     return "hosted-default" if hosted else "declaration"
 
+
 # The fixed half of a script's environment; a declaration cannot rename or widen it. The
 # spawner sets PATH, HOME, TMPDIR and SKILL_OUTPUT_DIR itself; LANG and TZ come from the owner's
 # environment.
@@ -61,13 +62,36 @@ NO_PROXY_ENV = ("NO_PROXY", "no_proxy")
 
 # Loader and interpreter start-up variables: each turns "run this declared file" into "run
 # some other code first", so none is ever handed, whoever declared or granted it.
-FORBIDDEN_EXACT = frozenset({
-    "NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "NODE_REPL_EXTERNAL_MODULE",
-    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH",
-    "GLOBIGNORE", "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "MALLOC_CHECK_",
-    "MALLOC_PERTURB_", "PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB", "OPENSSL_CONF", "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-})
+FORBIDDEN_EXACT = frozenset(
+    {
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "NODE_EXTRA_CA_CERTS",
+        "NODE_REPL_EXTERNAL_MODULE",
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "IFS",
+        "CDPATH",
+        "GLOBIGNORE",
+        "GCONV_PATH",
+        "HOSTALIASES",
+        "LOCALDOMAIN",
+        "RES_OPTIONS",
+        "MALLOC_CHECK_",
+        "MALLOC_PERTURB_",
+        "PERL5LIB",
+        "PERL5OPT",
+        "RUBYOPT",
+        "RUBYLIB",
+        "OPENSSL_CONF",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+    }
+)
 FORBIDDEN_PREFIXES = ("LD_", "PYTHON", "NODE_", "NPM_CONFIG_", "BASH_FUNC_", "DYLD_", "GLIBC_", "LC_")
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 ROW_KEYS = frozenset({"skill", "script", "env", "egress"})
@@ -97,10 +121,12 @@ class DeclarationBounds:
 
     def table(self) -> dict[str, str]:
         """Bound name -> value, as docs/fence.md's limits table spells it."""
-        return {"declared scripts": f"{self.scripts} per declaration",
-                "declared hosts": f"{self.hosts} per declaration",
-                "declared variables": f"{self.names} per script",
-                "declared script path": f"{self.script_chars} characters"}
+        return {
+            "declared scripts": f"{self.scripts} per declaration",
+            "declared hosts": f"{self.hosts} per declaration",
+            "declared variables": f"{self.names} per script",
+            "declared script path": f"{self.script_chars} characters",
+        }
 
 
 DECLARATION_BOUNDS = DeclarationBounds()
@@ -149,8 +175,11 @@ def parse_rows(raw: str) -> tuple[tuple[GrantRow, ...], tuple[str, ...], bool]:
     try:
         data = jsonbound.loads(raw)
     except json.JSONDecodeError as exc:
-        return (), (f"MCP_SKILL_RUN is not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}; "
-                    "nothing is granted",), True
+        return (
+            (),
+            (f"MCP_SKILL_RUN is not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}; nothing is granted",),
+            True,
+        )
     except ValueError as exc:  # nested deeper than any row needs (jsonbound.TooDeep), or a huge number
         return (), (f"MCP_SKILL_RUN is not accepted: {exc}; nothing is granted",), True
     if not isinstance(data, list):
@@ -167,8 +196,9 @@ def parse_rows(raw: str) -> tuple[tuple[GrantRow, ...], tuple[str, ...], bool]:
             skill, script = item.get("skill"), item.get("script")
             if not isinstance(skill, str) or not isinstance(script, str) or not skill or not script:
                 raise ValueError("'skill' and 'script' must be non-empty strings")
-            rows.append(GrantRow(skill, script, _str_list(item.get("env"), "env"),
-                                 _str_list(item.get("egress"), "egress"), i))
+            rows.append(
+                GrantRow(skill, script, _str_list(item.get("env"), "env"), _str_list(item.get("egress"), "egress"), i)
+            )
         except ValueError as exc:
             errors.append(f"row {i}: {exc}; the row grants nothing")
     return tuple(rows), tuple(errors), False
@@ -237,12 +267,16 @@ def intersect(rows: Iterable[GrantRow], declared_env: Iterable[str], declared_ho
                 granted_hosts.add(host)
             else:
                 refused.append(Refused(row.index, "undeclared-host", host))
-    return Granted(tuple(dict.fromkeys(n for n in declared if n in granted_env)),
-                   tuple(dict.fromkeys(h for h in hosts if h in granted_hosts)), tuple(refused))
+    return Granted(
+        tuple(dict.fromkeys(n for n in declared if n in granted_env)),
+        tuple(dict.fromkeys(h for h in hosts if h in granted_hosts)),
+        tuple(refused),
+    )
 
 
-def owner_values(owner: Mapping[str, str], granted: Iterable[str], *, data_dir: str | None,
-                 only: Collection[str] | None = None) -> dict[str, str]:
+def owner_values(
+    owner: Mapping[str, str], granted: Iterable[str], *, data_dir: str | None, only: Collection[str] | None = None
+) -> dict[str, str]:
     """The values a script takes from the owner's environment: ``LANG`` and ``TZ`` when set and
     not empty, ``MCP_DATA_DIR`` (``data_dir``, the host's) when given, and each granted name the
     owner set (an empty value included). ``only`` (the names the user approved) narrows it.
@@ -259,8 +293,9 @@ def owner_values(owner: Mapping[str, str], granted: Iterable[str], *, data_dir: 
     return out if only is None else {n: v for n, v in out.items() if n in only}
 
 
-def exec_env(values: Mapping[str, str], run_dir: str, *, path: str, home: str | None,
-             proxy_url: str | None = None) -> dict[str, str]:
+def exec_env(
+    values: Mapping[str, str], run_dir: str, *, path: str, home: str | None, proxy_url: str | None = None
+) -> dict[str, str]:
     """The whole environment a script is exec'd with: ``values`` (``owner_values``) and the names
     the spawner owns, set here whatever ``values`` holds: ``PATH``, ``HOME`` (``home``; none when
     ``None``), ``TMPDIR`` the run's private directory, ``SKILL_OUTPUT_DIR`` inside it and, with a

@@ -53,7 +53,7 @@ def depth_within(text: str | bytes, limit: int = MAX_DEPTH) -> bool:
         return False  # a run of limit+1 openers: too deep, whatever came before
     depth = 0
     for at in range(0, len(steps), _BLOCK):
-        block = steps[at:at + _BLOCK]
+        block = steps[at : at + _BLOCK]
         opens = block.count(b"\x01")
         # Only a block that might cross the bound is followed step by step.
         if depth + opens > limit and depth + max(accumulate(array("b", block))) > limit:

@@ -61,8 +61,11 @@ class LandlockError(OSError):
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = (("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64))
+    _fields_ = (
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    )
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -141,8 +144,13 @@ class Ruleset:
                 allowed &= FS_FILE
             if allowed:
                 attr = _PathBeneathAttr(allowed, fd)
-                _call(self._add, ctypes.c_int(self.fd), ctypes.c_int(RULE_PATH_BENEATH), ctypes.byref(attr),
-                      ctypes.c_uint32(0))
+                _call(
+                    self._add,
+                    ctypes.c_int(self.fd),
+                    ctypes.c_int(RULE_PATH_BENEATH),
+                    ctypes.byref(attr),
+                    ctypes.c_uint32(0),
+                )
         finally:
             os.close(fd)
 
@@ -152,8 +160,13 @@ class Ruleset:
         for port in ports:
             if allowed:
                 attr = _NetPortAttr(allowed, port)
-                _call(self._add, ctypes.c_int(self.fd), ctypes.c_int(RULE_NET_PORT), ctypes.byref(attr),
-                      ctypes.c_uint32(0))
+                _call(
+                    self._add,
+                    ctypes.c_int(self.fd),
+                    ctypes.c_int(RULE_NET_PORT),
+                    ctypes.byref(attr),
+                    ctypes.c_uint32(0),
+                )
 
     def restrict_self(self) -> None:
         """Enforce the ruleset on this thread (and everything it execs or forks); needs no-new-privs."""

@@ -73,14 +73,14 @@ class ReadCaps:
         """Field -> where it applies and why it has this value."""
         return {
             "skill_md": "a SKILL.md; a larger one is refused (skill-too-large), never cut: a cut file "
-                        "would not match the digest its listings publish",
+            "would not match the digest its listings publish",
             "frontmatter": "the YAML block at the top of a SKILL.md, and so one mcp-host: declaration",
             "file_by_tool": "one file skill_file answers: the answer goes into a model's context",
             "batch_by_tool": "all files of one skill_file call, counted from their sizes before reading",
             "file_by_resource": "one file resources/read answers: a whole file a host fetches to install "
-                                "the skill, so as large as the skill may be",
+            "the skill, so as large as the skill may be",
             "skill_total": "a skill's served files in all (the Skills extension's limit); the rest is "
-                           "reported (files-over-limit)",
+            "reported (files-over-limit)",
             "script": "a script the runner reads to pin its digest: never above a whole skill",
             "pack_json": "a pack.json",
             "credential_scan": "a file validate scans for credentials; a larger one is not scanned",
@@ -91,8 +91,10 @@ class ReadCaps:
 
     def table(self) -> dict[str, tuple[str, str]]:
         """Field -> (size as docs/architecture.md's read caps table spells it, why)."""
+
         def show(n: int) -> str:
             return f"{n // MIB} MiB" if n % MIB == 0 else f"{n // KIB} KiB"
+
         return {name: (show(getattr(self, name)), why) for name, why in self.why().items()}
 
 
@@ -116,9 +118,13 @@ class Limits:
 
     def pairs(self) -> tuple[tuple[int, int], ...]:
         """``(RLIMIT_*, value)`` for every limit that is set, NPROC first."""
-        pairs = [(resource.RLIMIT_NPROC, self.nproc), (resource.RLIMIT_NOFILE, self.nofile),
-                 (resource.RLIMIT_FSIZE, self.fsize), (resource.RLIMIT_AS, self.address_space),
-                 (resource.RLIMIT_CORE, self.core)]
+        pairs = [
+            (resource.RLIMIT_NPROC, self.nproc),
+            (resource.RLIMIT_NOFILE, self.nofile),
+            (resource.RLIMIT_FSIZE, self.fsize),
+            (resource.RLIMIT_AS, self.address_space),
+            (resource.RLIMIT_CORE, self.core),
+        ]
         return tuple((which, value) for which, value in pairs if value is not None)
 
 
@@ -173,7 +179,8 @@ def limits_table() -> dict[str, tuple[str, str]]:
         "oom_score_adj of the server and launcher": (
             "not changed (the user's)",
             f"{SERVER_OOM_SCORE_ADJ} and {LAUNCHER_OOM_SCORE_ADJ} where the container allows a lowering, "
-            "else the container's own"),
+            "else the container's own",
+        ),
         "default timeout": (f"{DEFAULT_TIMEOUT_S} s", f"{DEFAULT_TIMEOUT_S} s"),
         "timeout ceiling": (f"{MAX_TIMEOUT_S} s", f"{MAX_TIMEOUT_S} s"),
         "capture per stream": (show(CAPTURE_LIMIT, MIB, " MiB"), show(CAPTURE_LIMIT, MIB, " MiB")),

@@ -15,8 +15,7 @@ from typing import IO, Any
 
 # Never copied into a line: the record's own attributes, and uvicorn's ``color_message`` (the
 # message again, with ANSI colour escapes) that it passes as an extra on every record.
-_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime",
-                                                                               "color_message"}
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "color_message"}
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 _HANDLER_NAME = "skill-mcp-stderr"
 

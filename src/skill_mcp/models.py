@@ -29,8 +29,12 @@ class Problem:
     rule: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "reason": str(self.reason), "detail": self.detail,
-                               "level": str(self.level)}
+        out: dict[str, Any] = {
+            "path": self.path,
+            "reason": str(self.reason),
+            "detail": self.detail,
+            "level": str(self.level),
+        }
         if self.skill is not None:
             out["skill"] = self.skill
         if self.rule is not None:
@@ -176,8 +180,9 @@ class Catalog:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ordered", tuple(self.skills))
-        object.__setattr__(self, "extension_listed",
-                           tuple(s for s in self.skills.values() if s.skills_list_excluded is None))
+        object.__setattr__(
+            self, "extension_listed", tuple(s for s in self.skills.values() if s.skills_list_excluded is None)
+        )
         object.__setattr__(self, "by_path", {s.skill_path: s for s in self.skills.values()})
 
     def skill_at(self, path: str) -> tuple[Skill, str | None] | None:

@@ -117,8 +117,9 @@ class _Walk:
             self.dropped.append(Dropped(printable(path), why))
 
 
-def collect(top: str, *, uid: int | None = None, max_files: int = MAX_OUTPUT_FILES,
-            max_bytes: int = MAX_OUTPUT_BYTES) -> Collected:
+def collect(
+    top: str, *, uid: int | None = None, max_files: int = MAX_OUTPUT_FILES, max_bytes: int = MAX_OUTPUT_BYTES
+) -> Collected:
     """The regular files below ``top`` within the caps (see the module doc). Never raises for
     what a script left; an output directory that is missing or not a directory yields nothing."""
     try:
@@ -174,8 +175,9 @@ def _directory(walk: _Walk, fd: int, prefix: str, depth: int, stack: list[tuple[
             _file(walk, fd, name, rel, st)
 
 
-def _subdirectory(walk: _Walk, fd: int, name: str, rel: str, st: os.stat_result, depth: int,
-                  stack: list[tuple[int, str, int]]) -> None:
+def _subdirectory(
+    walk: _Walk, fd: int, name: str, rel: str, st: os.stat_result, depth: int, stack: list[tuple[int, str, int]]
+) -> None:
     if depth + 1 > MAX_WALK_DEPTH:
         walk.complete = False
         walk.drop(rel + "/", TOO_DEEP)
@@ -256,11 +258,17 @@ def make_output_dir(run_dir: str, mode: int = 0o700) -> str:
 # The broker carries outputs to the server inside its reply frame: base64 per file, so a reply
 # of MAX_OUTPUT_BYTES stays within the frame cap beside the two captured streams.
 
+
 def to_wire(collected: Collected) -> dict[str, Any]:
-    return {"files": [{"path": f.path, "sha256": f.sha256, "data": base64.b64encode(f.data).decode("ascii")}
-                      for f in collected.files],
-            "dropped": [{"path": d.path, "why": d.why} for d in collected.dropped],
-            "droppedCount": collected.dropped_count, "complete": collected.complete}
+    return {
+        "files": [
+            {"path": f.path, "sha256": f.sha256, "data": base64.b64encode(f.data).decode("ascii")}
+            for f in collected.files
+        ],
+        "dropped": [{"path": d.path, "why": d.why} for d in collected.dropped],
+        "droppedCount": collected.dropped_count,
+        "complete": collected.complete,
+    }
 
 
 def from_wire(raw: object, *, max_files: int = MAX_OUTPUT_FILES, max_bytes: int = MAX_OUTPUT_BYTES) -> Collected:
@@ -268,8 +276,11 @@ def from_wire(raw: object, *, max_files: int = MAX_OUTPUT_FILES, max_bytes: int 
     if not isinstance(raw, dict):
         return Collected()
     files: list[OutputFile] = []
-    dropped = [Dropped(printable(str(d.get("path", ""))), str(d.get("why", ""))[:64])
-               for d in raw.get("dropped", ()) if isinstance(d, dict)][:MAX_DROPPED_LISTED]
+    dropped = [
+        Dropped(printable(str(d.get("path", ""))), str(d.get("why", ""))[:64])
+        for d in raw.get("dropped", ())
+        if isinstance(d, dict)
+    ][:MAX_DROPPED_LISTED]
     extra = 0
     used = 0
     for entry in raw.get("files", ()) if isinstance(raw.get("files"), list) else ():

@@ -63,8 +63,14 @@ def _plain_ascii_problem(rel: str, allow_leading_dash: bool) -> str | None:
 
 def relpath_problem(rel: str, *, allow_leading_dash: bool = True) -> str | None:
     """Return why ``rel`` is not a plain skill-relative path, or ``None`` when it is."""
-    if (isinstance(rel, str) and rel and len(rel) <= MAX_PATH_CHARS and rel[0] != "/" and rel.isascii()
-            and not _ASCII_FORBIDDEN.search(rel)):
+    if (
+        isinstance(rel, str)
+        and rel
+        and len(rel) <= MAX_PATH_CHARS
+        and rel[0] != "/"
+        and rel.isascii()
+        and not _ASCII_FORBIDDEN.search(rel)
+    ):
         return _plain_ascii_problem(rel, allow_leading_dash)
     return _full_problem(rel, allow_leading_dash)
 
@@ -160,17 +166,13 @@ def resolve_inside(base_real: Path, rel: str, *, allow_leading_dash: bool = True
     if fast is not None:
         real, st = fast
         if not is_inside(base_real, real):
-            raise SkillMcpError(
-                Refusal.OUTSIDE_SKILL, "the path resolves outside the skill directory", {"path": rel}
-            )
+            raise SkillMcpError(Refusal.OUTSIDE_SKILL, "the path resolves outside the skill directory", {"path": rel})
         if not stat.S_ISREG(st.st_mode):
             raise SkillMcpError(Refusal.NOT_A_FILE, "the path is not a regular file", {"path": rel})
         return real, st
     real = Path(os.path.realpath(joined))
     if not is_inside(base_real, real):
-        raise SkillMcpError(
-            Refusal.OUTSIDE_SKILL, "the path resolves outside the skill directory", {"path": rel}
-        )
+        raise SkillMcpError(Refusal.OUTSIDE_SKILL, "the path resolves outside the skill directory", {"path": rel})
     try:
         st = os.stat(real)
     except FileNotFoundError:
@@ -192,8 +194,9 @@ def open_regular(real: Path, expected: os.stat_result, rel: str) -> int:
     try:
         fd = os.open(real, flags)
     except OSError as exc:
-        raise SkillMcpError(Refusal.FILE_CHANGED, f"the file changed before it was opened: {exc.strerror}",
-                            {"path": rel}) from None
+        raise SkillMcpError(
+            Refusal.FILE_CHANGED, f"the file changed before it was opened: {exc.strerror}", {"path": rel}
+        ) from None
     return _same_regular(fd, expected, rel)
 
 
@@ -249,6 +252,7 @@ def open_pinned(pinned: int, expected: os.stat_result, rel: str) -> int:
     try:
         fd = os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise SkillMcpError(Refusal.FILE_CHANGED, f"the file could not be opened: {exc.strerror}",
-                            {"path": rel}) from None
+        raise SkillMcpError(
+            Refusal.FILE_CHANGED, f"the file could not be opened: {exc.strerror}", {"path": rel}
+        ) from None
     return _same_regular(fd, expected, rel)

@@ -79,12 +79,21 @@ class ProblemReason(StrEnum):
 # At level error, these refuse a whole skill directory (not one of its files or scripts). A
 # refused skill's other problems (a long description, say) are reported too, so a surface
 # that must say *why* a name is not served picks the problem from this set.
-SKILL_REFUSALS = frozenset({
-    ProblemReason.INVALID_NAME, ProblemReason.FRONTMATTER_PARSE, ProblemReason.FRONTMATTER_INVALID,
-    ProblemReason.DUPLICATE_NAME, ProblemReason.SYMLINK_ESCAPE, ProblemReason.SPECIAL_FILE,
-    ProblemReason.SKILL_TOO_LARGE, ProblemReason.UNREADABLE, ProblemReason.DIGEST_MISMATCH,
-    ProblemReason.PACK_INVALID, ProblemReason.PACK_VERSION,
-})
+SKILL_REFUSALS = frozenset(
+    {
+        ProblemReason.INVALID_NAME,
+        ProblemReason.FRONTMATTER_PARSE,
+        ProblemReason.FRONTMATTER_INVALID,
+        ProblemReason.DUPLICATE_NAME,
+        ProblemReason.SYMLINK_ESCAPE,
+        ProblemReason.SPECIAL_FILE,
+        ProblemReason.SKILL_TOO_LARGE,
+        ProblemReason.UNREADABLE,
+        ProblemReason.DIGEST_MISMATCH,
+        ProblemReason.PACK_INVALID,
+        ProblemReason.PACK_VERSION,
+    }
+)
 
 
 class ExtensionRule(StrEnum):

@@ -36,14 +36,44 @@ READ_EXEC, READ, READ_WRITE_FILE, READ_FILE, WRITE_ALL = "read-exec", "read", "r
 # uid), io_uring (outside the filter's sight), tracing and another process's memory, kernel
 # keyrings, BPF, perf, userfaultfd, mounts, namespaces, handles, kexec and kernel modules.
 DENIED_SYSCALLS = (
-    "shmget", "msgget", "semget", "ipc", "mq_open",
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
-    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
-    "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
-    "open_by_handle_at", "name_to_handle_at",
-    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "shmget",
+    "msgget",
+    "semget",
+    "ipc",
+    "mq_open",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
 )
 # clone() with any of these flags is refused (clone3 answers ENOSYS, so libc falls back to
 # clone, whose flags the filter can read): NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
@@ -72,9 +102,15 @@ class Sandbox:
 
     def wire(self) -> dict[str, Any]:
         """Plain values only, for ``marshal`` to the exec shim (which imports no dataclass)."""
-        return {"paths": [list(p) for p in self.paths], "tcp_connect": self.tcp_connect, "inet": self.inet,
-                "denied": list(self.denied), "enosys": list(self.enosys), "clone_flags": list(self.clone_flags),
-                "min_abi": self.min_abi}
+        return {
+            "paths": [list(p) for p in self.paths],
+            "tcp_connect": self.tcp_connect,
+            "inet": self.inet,
+            "denied": list(self.denied),
+            "enosys": list(self.enosys),
+            "clone_flags": list(self.clone_flags),
+            "min_abi": self.min_abi,
+        }
 
 
 def interpreter_prefixes(real_paths: Iterable[str]) -> tuple[str, ...]:
@@ -88,8 +124,15 @@ def interpreter_prefixes(real_paths: Iterable[str]) -> tuple[str, ...]:
     return tuple(prefixes)
 
 
-def sandbox_rules(*, skill_dir: str, run_dir: str, interpreters: Iterable[str], data_dir: str | None = None,
-                  tcp_connect: tuple[int, ...] | None = (), inet: bool = False) -> Sandbox:
+def sandbox_rules(
+    *,
+    skill_dir: str,
+    run_dir: str,
+    interpreters: Iterable[str],
+    data_dir: str | None = None,
+    tcp_connect: tuple[int, ...] | None = (),
+    inet: bool = False,
+) -> Sandbox:
     """Pure: the sandbox of one run. The two forms call it through ``standalone_sandbox`` and
     ``appliance_sandbox``; nothing a declaration or ``MCP_SKILL_RUN`` says reaches it but egress."""
     paths: list[tuple[str, str, bool]] = [(p, READ_EXEC, False) for p in RUNTIME_READ]
@@ -103,34 +146,55 @@ def sandbox_rules(*, skill_dir: str, run_dir: str, interpreters: Iterable[str], 
     return Sandbox(paths=tuple(paths), tcp_connect=tcp_connect, inet=inet)
 
 
-def standalone_sandbox(*, skill_dir: str, run_dir: str, interpreters: Iterable[str], data_dir: str | None,
-                       egress: bool) -> Sandbox:
+def standalone_sandbox(
+    *, skill_dir: str, run_dir: str, interpreters: Iterable[str], data_dir: str | None, egress: bool
+) -> Sandbox:
     """Standalone: no network at all unless the skill declares egress; then the network is the
     kernel's (hosts cannot be held to a list without the appliance's proxy and nftables)."""
-    return sandbox_rules(skill_dir=skill_dir, run_dir=run_dir, interpreters=interpreters, data_dir=data_dir,
-                         tcp_connect=None if egress else (), inet=egress)
+    return sandbox_rules(
+        skill_dir=skill_dir,
+        run_dir=run_dir,
+        interpreters=interpreters,
+        data_dir=data_dir,
+        tcp_connect=None if egress else (),
+        inet=egress,
+    )
 
 
 def appliance_sandbox(*, skill_dir: str, scratch: str, interpreters: Iterable[str], proxy_port: int) -> Sandbox:
     """The appliance: TCP connect to the egress proxy's port only, no bind; writes in the scratch only."""
-    return sandbox_rules(skill_dir=skill_dir, run_dir=scratch, interpreters=interpreters,
-                         tcp_connect=(proxy_port,), inet=True)
+    return sandbox_rules(
+        skill_dir=skill_dir, run_dir=scratch, interpreters=interpreters, tcp_connect=(proxy_port,), inet=True
+    )
 
 
 def sandbox_table(proxy_port: int) -> dict[str, tuple[str, str]]:
     """The sandbox's rows of docs/fence.md's limits table: (standalone, appliance)."""
-    reads = ", ".join(RUNTIME_READ) + " and each interpreter's prefix (read, execute); " + ", ".join(KERNEL_READ) \
-        + " (read); " + ", ".join(DEVICES_READ + DEVICES_WRITE) + "; its own skill directory"
+    reads = (
+        ", ".join(RUNTIME_READ)
+        + " and each interpreter's prefix (read, execute); "
+        + ", ".join(KERNEL_READ)
+        + " (read); "
+        + ", ".join(DEVICES_READ + DEVICES_WRITE)
+        + "; its own skill directory"
+    )
     same = {
         "sandbox: reads": (reads, reads),
-        "sandbox: writes": ("its run directory (TMPDIR, HOME), MCP_DATA_DIR when set, /dev/null",
-                            "its run directory (TMPDIR, HOME), /dev/null"),
+        "sandbox: writes": (
+            "its run directory (TMPDIR, HOME), MCP_DATA_DIR when set, /dev/null",
+            "its run directory (TMPDIR, HOME), /dev/null",
+        ),
         "sandbox: TCP": ("none without declared egress; any with it", f"connect to port {proxy_port} only; no bind"),
-        "sandbox: sockets": ("socketpair(AF_UNIX) only without declared egress; IPv4/IPv6 with it; never a unix socket",
-                             "IPv4/IPv6 and socketpair(AF_UNIX); never a unix socket"),
+        "sandbox: sockets": (
+            "socketpair(AF_UNIX) only without declared egress; IPv4/IPv6 with it; never a unix socket",
+            "IPv4/IPv6 and socketpair(AF_UNIX); never a unix socket",
+        ),
         "sandbox: scopes": ("abstract unix sockets and signals", "abstract unix sockets and signals"),
-        "sandbox: refused calls": (f"{len(DENIED_SYSCALLS)} calls (EPERM), clone with CLONE_NEW*, clone3 (ENOSYS)",) * 2,
-        "sandbox: minimum Landlock ABI": (f"{MIN_LANDLOCK_ABI} (else refused, or SKILL_MCP_UNCONFINED=1)",
-                                          f"{MIN_LANDLOCK_ABI} (else sandbox-unavailable)"),
+        "sandbox: refused calls": (f"{len(DENIED_SYSCALLS)} calls (EPERM), clone with CLONE_NEW*, clone3 (ENOSYS)",)
+        * 2,
+        "sandbox: minimum Landlock ABI": (
+            f"{MIN_LANDLOCK_ABI} (else refused, or SKILL_MCP_UNCONFINED=1)",
+            f"{MIN_LANDLOCK_ABI} (else sandbox-unavailable)",
+        ),
     }
     return same

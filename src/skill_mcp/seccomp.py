@@ -41,8 +41,12 @@ class SeccompError(OSError):
 
 
 class _ArgCmp(ctypes.Structure):
-    _fields_ = (("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
-                ("datum_b", ctypes.c_uint64))
+    _fields_ = (
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    )
 
 
 def library() -> ctypes.CDLL:
@@ -55,8 +59,13 @@ def library() -> ctypes.CDLL:
     lib.seccomp_init.argtypes = (ctypes.c_uint32,)
     lib.seccomp_release.argtypes = (ctypes.c_void_p,)
     lib.seccomp_syscall_resolve_name.argtypes = (ctypes.c_char_p,)
-    lib.seccomp_rule_add_array.argtypes = (ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
-                                           ctypes.POINTER(_ArgCmp))
+    lib.seccomp_rule_add_array.argtypes = (
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.POINTER(_ArgCmp),
+    )
     lib.seccomp_load.argtypes = (ctypes.c_void_p,)
     lib.seccomp_export_pfc.argtypes = (ctypes.c_void_p, ctypes.c_int)
     lib.seccomp_api_get.restype = ctypes.c_uint

@@ -56,8 +56,12 @@ class RunHooks:
     on_output: OutputTap | None = None
 
 
-def plugins(settings: Settings, catalog_provider: Callable[[], Catalog],
-            telemetry: Telemetry | None = None, hooks: RunHooks | None = None) -> Plugins:
+def plugins(
+    settings: Settings,
+    catalog_provider: Callable[[], Catalog],
+    telemetry: Telemetry | None = None,
+    hooks: RunHooks | None = None,
+) -> Plugins:
     """Collect extra tools (``skill_run``, ``skill_search``) for this server.
 
     Engineers owning those tools add their factory call here; nothing else in ``surfaces``
@@ -76,10 +80,13 @@ def plugins(settings: Settings, catalog_provider: Callable[[], Catalog],
     else:
         runner = DeferredRunner.boot(settings, audit=hooks.audit, on_output=hooks.on_output)
     search = SearchState(settings.cache_dir, on_build=telemetry.search_built if telemetry is not None else None)
-    tools = (deferred_run_tool_spec(runner.get, telemetry), search_tool_spec(search),
-             *_compat_tools(settings, search))
-    return Plugins(tools=tools, script_states=runner.states(catalog_provider), closers=(runner.stop_running,),
-                   run_outputs=runner.outputs)
+    tools = (deferred_run_tool_spec(runner.get, telemetry), search_tool_spec(search), *_compat_tools(settings, search))
+    return Plugins(
+        tools=tools,
+        script_states=runner.states(catalog_provider),
+        closers=(runner.stop_running,),
+        run_outputs=runner.outputs,
+    )
 
 
 def _compat_tools(settings: Settings, search: Any) -> tuple[ToolSpec, ...]:
@@ -89,8 +96,10 @@ def _compat_tools(settings: Settings, search: Any) -> tuple[ToolSpec, ...]:
     from skill_mcp.surfaces.seed_tools import PROFILE, seed_tool_specs
 
     if settings.compat != PROFILE:
-        log.warning("SKILL_MCP_COMPAT names no known profile; no compatibility tools are offered",
-                    extra={"event": "compat-unknown", "value": settings.compat, "known": [PROFILE]})
+        log.warning(
+            "SKILL_MCP_COMPAT names no known profile; no compatibility tools are offered",
+            extra={"event": "compat-unknown", "value": settings.compat, "known": [PROFILE]},
+        )
         return ()
     return seed_tool_specs(search)
 
@@ -133,14 +142,20 @@ async def announce_reloads(provider: Callable[[], Catalog], server: Any) -> None
 
 
 @overload
-def build_server(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None, *,
-                 hooks: RunHooks | None = None) -> SkillServer: ...
+def build_server(
+    settings: Settings, catalog_provider: Callable[[], Catalog] | None = None, *, hooks: RunHooks | None = None
+) -> SkillServer: ...
 
 
 @overload
-def build_server(settings: Settings, catalog_provider: Callable[[], Catalog] | None = None, *,
-                 tools: Sequence[ToolSpec], script_states: ScriptStates,
-                 run_outputs: Callable[[], Any] | None = None) -> SkillServer: ...
+def build_server(
+    settings: Settings,
+    catalog_provider: Callable[[], Catalog] | None = None,
+    *,
+    tools: Sequence[ToolSpec],
+    script_states: ScriptStates,
+    run_outputs: Callable[[], Any] | None = None,
+) -> SkillServer: ...
 
 
 def build_server(
@@ -165,13 +180,13 @@ def build_server(
 
     provider = catalog_provider or static_catalog(settings)
     if tools is not None and script_states is not None and hooks is None:
-        return assemble(settings, provider, tools=tuple(tools), script_states=script_states,
-                        run_outputs=run_outputs)
+        return assemble(settings, provider, tools=tuple(tools), script_states=script_states, run_outputs=run_outputs)
     if tools is not None or script_states is not None or run_outputs is not None:
         raise TypeError("build_server: give tools and script_states together (and hooks only without them)")
     extra = plugins(settings, provider, hooks=hooks)
-    return assemble(settings, provider, tools=extra.tools, script_states=extra.script_states,
-                    run_outputs=extra.run_outputs)
+    return assemble(
+        settings, provider, tools=extra.tools, script_states=extra.script_states, run_outputs=extra.run_outputs
+    )
 
 
 def _banner(settings: Settings, catalog: Catalog) -> str:
@@ -179,10 +194,11 @@ def _banner(settings: Settings, catalog: Catalog) -> str:
     problems = len(catalog.problems)
     lines = [
         f"skill-mcp {__version__}: serving {len(catalog.skills)} skill(s) from {roots} ({settings.roots_from})"
-        + (f", {problems} problem(s) found (see skill_list or `skill-mcp validate`)" if problems else "") + ".",
+        + (f", {problems} problem(s) found (see skill_list or `skill-mcp validate`)" if problems else "")
+        + ".",
         "This is an MCP server speaking JSON-RPC on stdin/stdout; it is waiting for an MCP client, not for typing.",
         "Connect a client by having it start this command over stdio, for example:",
-        '  Claude Code:     claude mcp add skills -- skill-mcp serve',
+        "  Claude Code:     claude mcp add skills -- skill-mcp serve",
         '  Claude Desktop:  "mcpServers": {"skills": {"command": "skill-mcp", "args": ["serve"]}}',
         "Point it at your skills with SKILLS_DIR=/path or --skills-dir /path. Press Ctrl-C to stop.",
     ]
@@ -233,15 +249,20 @@ def telemetry_for(settings: Settings, *, scrape: bool = False) -> Telemetry | No
     try:
         from skill_mcp.telemetry import Telemetry
     except ImportError as err:  # pragma: no cover - the extra is part of the dev install
-        log.warning("telemetry is configured but the OpenTelemetry SDK is not installed "
-                    "(pip install 'skillmcp[otel]'); serving without it",
-                    extra={"event": "otel-unavailable", "detail": str(err)})
+        log.warning(
+            "telemetry is configured but the OpenTelemetry SDK is not installed "
+            "(pip install 'skillmcp[otel]'); serving without it",
+            extra={"event": "otel-unavailable", "detail": str(err)},
+        )
         return None
     try:
         return Telemetry.create(settings.environ, prometheus=scrape)
     except ImportError as err:
-        log.warning("telemetry is configured but an exporter is not installed (pip install 'skillmcp[otel]'); "
-                    "serving without it", extra={"event": "otel-unavailable", "detail": str(err)})
+        log.warning(
+            "telemetry is configured but an exporter is not installed (pip install 'skillmcp[otel]'); "
+            "serving without it",
+            extra={"event": "otel-unavailable", "detail": str(err)},
+        )
         return None
 
 
@@ -255,20 +276,25 @@ def say_root_notes(settings: Settings) -> None:
         log.warning(f"{note.path}: {note.detail}", extra={"event": str(note.reason), "path": note.path})
 
 
-def _compose(settings: Settings, catalog_provider: Callable[[], Catalog] | None,
-             telemetry: Telemetry | None = None, *, transport: str = "pipe") -> _Composed:
+def _compose(
+    settings: Settings,
+    catalog_provider: Callable[[], Catalog] | None,
+    telemetry: Telemetry | None = None,
+    *,
+    transport: str = "pipe",
+) -> _Composed:
     say_root_notes(settings)
     provider = catalog_provider or catalog_source(settings)
     extra = plugins(settings, provider, telemetry)
-    server = build_server(settings, provider, tools=extra.tools, script_states=extra.script_states,
-                          run_outputs=extra.run_outputs)
+    server = build_server(
+        settings, provider, tools=extra.tools, script_states=extra.script_states, run_outputs=extra.run_outputs
+    )
     from skill_mcp.surfaces import observe
 
     if telemetry is None:
         observe.remove_sdk_spans(server)
     else:
-        observe.install(server, telemetry, [t.name for t in extra.tools] + _read_tool_names(),
-                        transport=transport)
+        observe.install(server, telemetry, [t.name for t in extra.tools] + _read_tool_names(), transport=transport)
         hook = getattr(provider, "observe_builds", None)
         if callable(hook):
             hook(telemetry.catalog_built)
@@ -310,9 +336,10 @@ def serve_http(
         from skill_mcp.errors import SkillMcpError
         from skill_mcp.reasons import Refusal
 
-        raise SkillMcpError(Refusal.HTTP_METRICS_UNAVAILABLE,
-                            "--metrics needs the OpenTelemetry SDK and its Prometheus exporter: "
-                            "pip install 'skillmcp[otel]'")
+        raise SkillMcpError(
+            Refusal.HTTP_METRICS_UNAVAILABLE,
+            "--metrics needs the OpenTelemetry SDK and its Prometheus exporter: pip install 'skillmcp[otel]'",
+        )
     if server_factory is not None:
         served = Served(server_factory(settings), telemetry=telemetry)
     else:
@@ -323,8 +350,9 @@ def serve_http(
 
         served = Served(parts.server, parts.closers, (watch,), telemetry=telemetry)
     try:
-        return run_http(settings, host, port, token, no_auth, served=served, allowed_hosts=allowed_hosts,
-                        metrics=metrics, **bounds)
+        return run_http(
+            settings, host, port, token, no_auth, served=served, allowed_hosts=allowed_hosts, metrics=metrics, **bounds
+        )
     finally:
         if telemetry is not None:
             telemetry.shutdown()
@@ -369,8 +397,10 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     # SIGTERM and SIGINT stop this phase as they stop serving (_stop_on_signal): noted, and
     # written to the wake pipe so the wait ends; a frame being written is finished first.
     received: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
-                for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
+        for sig in (signal.SIGTERM, signal.SIGINT)
+    }
     os.set_blocking(wake_w, False)
     old_wakeup = signal.set_wakeup_fd(wake_w)
     loader = threading.Thread(target=load, name="skill-mcp-load", daemon=True)
@@ -406,8 +436,9 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
     return await _serve_composed(settings, parts, telemetry)
 
 
-async def _serve_composed(settings: Settings, parts: _Composed, telemetry: Telemetry | None,
-                          early: Handover | None = None) -> int:
+async def _serve_composed(
+    settings: Settings, parts: _Composed, telemetry: Telemetry | None, early: Handover | None = None
+) -> int:
     import anyio
 
     from skill_mcp.surfaces.stdio.transport import run_stdio
@@ -418,8 +449,14 @@ async def _serve_composed(settings: Settings, parts: _Composed, telemetry: Telem
         # A person at a terminal gets the counts now; a client's handshake never waits for the scan.
         sys.stderr.write(_banner(settings, provider()))
         sys.stderr.flush()
-    log.info("serving over stdio", extra={"roots": [str(r) for r in settings.roots], "rootsFrom": settings.roots_from,
-                                          "narrowed": settings.narrowed})
+    log.info(
+        "serving over stdio",
+        extra={
+            "roots": [str(r) for r in settings.roots],
+            "rootsFrom": settings.roots_from,
+            "narrowed": settings.narrowed,
+        },
+    )
     import signal
 
     received: list[int] = []

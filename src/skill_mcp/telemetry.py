@@ -69,8 +69,14 @@ class Outcome:
 class Telemetry:
     """One process's tracer and meters. Built by ``create``; ``shutdown`` flushes (bounded)."""
 
-    def __init__(self, config: TelemetryConfig, *, span_exporters: Iterable[Any] = (),
-                 metric_readers: Iterable[Any] = (), prometheus: bool = False) -> None:
+    def __init__(
+        self,
+        config: TelemetryConfig,
+        *,
+        span_exporters: Iterable[Any] = (),
+        metric_readers: Iterable[Any] = (),
+        prometheus: bool = False,
+    ) -> None:
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -80,24 +86,32 @@ class Telemetry:
         from skill_mcp import __version__
 
         self.config = config
-        resource = Resource.create({**config.resource, "service.name": config.service_name,
-                                    "service.version": __version__})
+        resource = Resource.create(
+            {**config.resource, "service.name": config.service_name, "service.version": __version__}
+        )
         self._tracer_provider = TracerProvider(resource=resource)
         exporters = list(span_exporters)
         readers = list(metric_readers)
         if config.traces_endpoint:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            exporters.append(OTLPSpanExporter(endpoint=config.traces_endpoint, headers=dict(config.traces_headers),
-                                              timeout=config.timeout_s))
+            exporters.append(
+                OTLPSpanExporter(
+                    endpoint=config.traces_endpoint, headers=dict(config.traces_headers), timeout=config.timeout_s
+                )
+            )
         if config.metrics_endpoint:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
             from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-            readers.append(PeriodicExportingMetricReader(
-                OTLPMetricExporter(endpoint=config.metrics_endpoint, headers=dict(config.metrics_headers),
-                                   timeout=config.timeout_s),
-                export_interval_millis=config.export_interval_ms))
+            readers.append(
+                PeriodicExportingMetricReader(
+                    OTLPMetricExporter(
+                        endpoint=config.metrics_endpoint, headers=dict(config.metrics_headers), timeout=config.timeout_s
+                    ),
+                    export_interval_millis=config.export_interval_ms,
+                )
+            )
         if config.file_path:
             from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
@@ -105,8 +119,9 @@ class Telemetry:
 
             sink = OtlpJsonFile(config.file_path)
             exporters.append(sink.span_exporter())
-            readers.append(PeriodicExportingMetricReader(sink.metric_exporter(),
-                                                         export_interval_millis=config.export_interval_ms))
+            readers.append(
+                PeriodicExportingMetricReader(sink.metric_exporter(), export_interval_millis=config.export_interval_ms)
+            )
         self._registry: Any = None
         if prometheus:
             from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -126,8 +141,10 @@ class Telemetry:
         self._catalog_view: tuple[int, dict[str, int]] | None = None
         self._connections: list[Callable[[], int]] = []
         for item in config.ignored:
-            log.warning("an OpenTelemetry setting is not supported here and is ignored",
-                        extra={"event": "otel-setting-ignored", "setting": item})
+            log.warning(
+                "an OpenTelemetry setting is not supported here and is ignored",
+                extra={"event": "otel-setting-ignored", "setting": item},
+            )
 
     @classmethod
     def create(cls, environ: Mapping[str, str], *, prometheus: bool = False) -> Telemetry:
@@ -135,33 +152,62 @@ class Telemetry:
 
     def _instruments(self, meter: Any) -> None:
         self.operation_duration = meter.create_histogram(
-            "mcp.server.operation.duration", unit="s", description="MCP request duration as observed on the server",
-            explicit_bucket_boundaries_advisory=OPERATION_BUCKETS)
+            "mcp.server.operation.duration",
+            unit="s",
+            description="MCP request duration as observed on the server",
+            explicit_bucket_boundaries_advisory=OPERATION_BUCKETS,
+        )
         self.session_duration = meter.create_histogram(
-            "mcp.server.session.duration", unit="s", description="MCP session duration as observed on the server",
-            explicit_bucket_boundaries_advisory=SESSION_BUCKETS)
+            "mcp.server.session.duration",
+            unit="s",
+            description="MCP session duration as observed on the server",
+            explicit_bucket_boundaries_advisory=SESSION_BUCKETS,
+        )
         self.runs = meter.create_counter(
-            "skill_mcp.runs", unit="{run}", description="skill_run calls by outcome (status, and reason when refused)")
+            "skill_mcp.runs", unit="{run}", description="skill_run calls by outcome (status, and reason when refused)"
+        )
         self.run_duration = meter.create_histogram(
-            "skill_mcp.run.duration", unit="s", description="Duration of script runs",
-            explicit_bucket_boundaries_advisory=OPERATION_BUCKETS)
+            "skill_mcp.run.duration",
+            unit="s",
+            description="Duration of script runs",
+            explicit_bucket_boundaries_advisory=OPERATION_BUCKETS,
+        )
         self.refusals = meter.create_counter(
-            "skill_mcp.refusals", unit="{refusal}", description="Refused requests and tool calls by stable reason")
+            "skill_mcp.refusals", unit="{refusal}", description="Refused requests and tool calls by stable reason"
+        )
         self.catalog_build = meter.create_histogram(
-            "skill_mcp.catalog.build.duration", unit="s", description="Catalog builds (scan of every root)",
-            explicit_bucket_boundaries_advisory=BUILD_BUCKETS)
+            "skill_mcp.catalog.build.duration",
+            unit="s",
+            description="Catalog builds (scan of every root)",
+            explicit_bucket_boundaries_advisory=BUILD_BUCKETS,
+        )
         self.search_build = meter.create_histogram(
-            "skill_mcp.search.index.build.duration", unit="s",
+            "skill_mcp.search.index.build.duration",
+            unit="s",
             description="Search index builds (or opening a persisted index)",
-            explicit_bucket_boundaries_advisory=BUILD_BUCKETS)
+            explicit_bucket_boundaries_advisory=BUILD_BUCKETS,
+        )
         self.active_requests = meter.create_up_down_counter(
-            "http.server.active_requests", unit="{request}", description="HTTP requests being served")
-        meter.create_observable_gauge("skill_mcp.catalog.skills", callbacks=[self._observe_skills], unit="{skill}",
-                                      description="Skills served by the current catalog")
-        meter.create_observable_gauge("skill_mcp.catalog.problems", callbacks=[self._observe_problems],
-                                      unit="{problem}", description="Problems the current catalog reports, by reason")
-        meter.create_observable_gauge("skill_mcp.http.connections", callbacks=[self._observe_connections],
-                                      unit="{connection}", description="HTTP connections open")
+            "http.server.active_requests", unit="{request}", description="HTTP requests being served"
+        )
+        meter.create_observable_gauge(
+            "skill_mcp.catalog.skills",
+            callbacks=[self._observe_skills],
+            unit="{skill}",
+            description="Skills served by the current catalog",
+        )
+        meter.create_observable_gauge(
+            "skill_mcp.catalog.problems",
+            callbacks=[self._observe_problems],
+            unit="{problem}",
+            description="Problems the current catalog reports, by reason",
+        )
+        meter.create_observable_gauge(
+            "skill_mcp.http.connections",
+            callbacks=[self._observe_connections],
+            unit="{connection}",
+            description="HTTP connections open",
+        )
 
     # -- traces ------------------------------------------------------------------------------
 
@@ -179,8 +225,9 @@ class Telemetry:
         return ctx if get_current_span(ctx).get_span_context().is_valid else None
 
     @contextmanager
-    def server_span(self, name: str, attributes: Mapping[str, Any], parent: Any = None,
-                    metric_keys: Iterable[str] = ()) -> Iterator[Outcome]:
+    def server_span(
+        self, name: str, attributes: Mapping[str, Any], parent: Any = None, metric_keys: Iterable[str] = ()
+    ) -> Iterator[Outcome]:
         """One MCP request: a SERVER span, and its ``mcp.server.operation.duration``.
 
         The duration carries ``metric_keys`` of the span's attributes (low-cardinality ones).
@@ -189,16 +236,23 @@ class Telemetry:
 
         outcome = Outcome()
         start = time.perf_counter()
-        with self.tracer.start_as_current_span(name, kind=SpanKind.SERVER, attributes=clean(attributes),
-                                               context=parent, record_exception=False,
-                                               set_status_on_exception=False) as span:
+        with self.tracer.start_as_current_span(
+            name,
+            kind=SpanKind.SERVER,
+            attributes=clean(attributes),
+            context=parent,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
             try:
                 yield outcome
             except BaseException as exc:
                 if outcome.error_type is None:
                     outcome.error_type = type(exc).__qualname__
-                    outcome.is_error = not isinstance(exc, (GeneratorExit, KeyboardInterrupt)) and \
-                        type(exc).__name__ != "CancelledError"
+                    outcome.is_error = (
+                        not isinstance(exc, (GeneratorExit, KeyboardInterrupt))
+                        and type(exc).__name__ != "CancelledError"
+                    )
                 raise
             finally:
                 learnt = {**outcome.attributes}
@@ -211,14 +265,16 @@ class Telemetry:
                     span.set_status(StatusCode.ERROR, outcome.error_message)
                 final = {**attributes, **learnt}
                 keys = (*metric_keys, "error.type", "rpc.response.status_code")
-                self.operation_duration.record(time.perf_counter() - start,
-                                               clean({k: final[k] for k in keys if k in final}))
+                self.operation_duration.record(
+                    time.perf_counter() - start, clean({k: final[k] for k in keys if k in final})
+                )
 
     @contextmanager
     def span(self, name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any]:
         """A child span of whatever is current (INTERNAL); ``set(span, **attrs)`` adds to it."""
-        with self.tracer.start_as_current_span(name, attributes=clean(attributes or {}), record_exception=False,
-                                               set_status_on_exception=False) as span:
+        with self.tracer.start_as_current_span(
+            name, attributes=clean(attributes or {}), record_exception=False, set_status_on_exception=False
+        ) as span:
             yield span
 
     @staticmethod
@@ -234,8 +290,9 @@ class Telemetry:
     def count_refusal(self, reason: str, attributes: Mapping[str, Any]) -> None:
         self.refusals.add(1, clean({**attributes, "skill_mcp.reason": reason}))
 
-    def count_run(self, status: str, *, skill: str | None = None, reason: str | None = None,
-                  duration_s: float | None = None) -> None:
+    def count_run(
+        self, status: str, *, skill: str | None = None, reason: str | None = None, duration_s: float | None = None
+    ) -> None:
         attrs = clean({"skill_mcp.run.status": status, "skill_mcp.skill": skill, "skill_mcp.reason": reason})
         self.runs.add(1, attrs)
         if duration_s is not None:

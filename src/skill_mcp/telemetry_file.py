@@ -27,8 +27,10 @@ _ID_KEYS = frozenset({"traceId", "spanId", "parentSpanId"})
 def _hex_ids(node: Any) -> Any:
     """protobuf's JSON mapping writes bytes as base64; OTLP JSON wants ids as hex."""
     if isinstance(node, dict):
-        return {k: (base64.b64decode(v).hex() if k in _ID_KEYS and isinstance(v, str) else _hex_ids(v))
-                for k, v in node.items()}
+        return {
+            k: (base64.b64decode(v).hex() if k in _ID_KEYS and isinstance(v, str) else _hex_ids(v))
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [_hex_ids(v) for v in node]
     return node

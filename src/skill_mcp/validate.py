@@ -47,8 +47,11 @@ _WHEN = re.compile(
     r"|for tasks?|triggers?|applies to)\b",
     re.IGNORECASE,
 )
-_STEP = re.compile(r"^\s*(\d+[.)]\s+\S|[-*+]\s+\S|#+\s*(step|steps|how to|usage|workflow|process|procedure"
-                   r"|quick ?start)\b)", re.IGNORECASE | re.MULTILINE)
+_STEP = re.compile(
+    r"^\s*(\d+[.)]\s+\S|[-*+]\s+\S|#+\s*(step|steps|how to|usage|workflow|process|procedure"
+    r"|quick ?start)\b)",
+    re.IGNORECASE | re.MULTILINE,
+)
 _LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _CODE_PATH = re.compile(r"`([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+)`")
 _REF_DIRS = frozenset({"scripts", "references", "reference", "assets", "examples", "templates", "docs"})
@@ -85,7 +88,7 @@ FLOORS = {
     ProblemReason.FLOOR_BODY_TOO_LONG: f"keep SKILL.md under {MAX_BODY_LINES} lines; move detail into references/",
     ProblemReason.FLOOR_MISSING_REFERENCE: "add the file to the skill, or fix the path the body mentions",
     ProblemReason.FLOOR_REFERENCE_OUTSIDE_SKILL: "copy the file into this skill, or name the other skill so a "
-                                                 "client loads it (skill_load) instead of following a path",
+    "client loads it (skill_load) instead of following a path",
     ProblemReason.CREDENTIAL_LIKE: "remove the secret (rotate it), and read it from the environment instead",
 }
 
@@ -118,8 +121,11 @@ def _says_example(text: str) -> bool:
 
 
 def _code_paths(text: str) -> set[str]:
-    return {path for path in _CODE_PATH.findall(text)
-            if path.split("/", 1)[0] in _REF_DIRS and "." in path.rsplit("/", 1)[-1]}
+    return {
+        path
+        for path in _CODE_PATH.findall(text)
+        if path.split("/", 1)[0] in _REF_DIRS and "." in path.rsplit("/", 1)[-1]
+    }
 
 
 def _references(body: str) -> set[str]:
@@ -154,12 +160,16 @@ def _references(body: str) -> set[str]:
 def _text_problems(skill: Skill, body: str) -> Iterable[Problem]:
     description = " ".join(skill.description.split())
     if len(description) < MIN_DESCRIPTION_CHARS:
-        yield _problem(skill, ProblemReason.FLOOR_DESCRIPTION_SHORT,
-                       f"the description has {len(description)} characters")
+        yield _problem(
+            skill, ProblemReason.FLOOR_DESCRIPTION_SHORT, f"the description has {len(description)} characters"
+        )
     if not _WHEN.search(description):
-        yield _problem(skill, ProblemReason.FLOOR_DESCRIPTION_WHEN,
-                       "the description says what the skill is but not when to use it (no 'when', 'before', "
-                       "'use ... for', 'if the user ...' or the like)")
+        yield _problem(
+            skill,
+            ProblemReason.FLOOR_DESCRIPTION_WHEN,
+            "the description says what the skill is but not when to use it (no 'when', 'before', "
+            "'use ... for', 'if the user ...' or the like)",
+        )
     if not _STEP.search(body):
         yield _problem(skill, ProblemReason.FLOOR_NO_STEPS, "the body has no numbered steps or list of actions")
     lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
@@ -176,8 +186,11 @@ def _reference_problems(skill: Skill, body: str) -> Iterable[Problem]:
         if norm == ".." or norm.startswith("../"):
             yield _problem(skill, ProblemReason.FLOOR_REFERENCE_OUTSIDE_SKILL, _outside_detail(skill, ref, norm))
         elif norm not in served and norm not in dirs and not any(d.startswith(norm + "/") for d in dirs):
-            yield _problem(skill, ProblemReason.FLOOR_MISSING_REFERENCE,
-                           f"the body mentions {ref!r}, which is not a file of this skill")
+            yield _problem(
+                skill,
+                ProblemReason.FLOOR_MISSING_REFERENCE,
+                f"the body mentions {ref!r}, which is not a file of this skill",
+            )
 
 
 def _outside_detail(skill: Skill, ref: str, norm: str) -> str:
@@ -189,8 +202,10 @@ def _outside_detail(skill: Skill, ref: str, norm: str) -> str:
     said = f"the body points at {ref!r}, outside this skill: a client reading the skill cannot follow it"
     target = (skill.directory / norm).resolve()
     if target.is_relative_to(skill.directory):
-        return (f"the body points at {ref!r}, which climbs out of this skill and back in; a client reading "
-                f"the skill cannot follow '..': write it as {target.relative_to(skill.directory).as_posix()!r}")
+        return (
+            f"the body points at {ref!r}, which climbs out of this skill and back in; a client reading "
+            f"the skill cannot follow '..': write it as {target.relative_to(skill.directory).as_posix()!r}"
+        )
     if not target.exists():
         return f"{said}, and nothing is there either"
     parts = norm.split("/")
@@ -222,8 +237,12 @@ def _credential_problems(skill: Skill) -> Iterable[Problem]:
             continue  # binary
         kinds = credential_findings(data.decode("utf-8", "replace"))
         if kinds:
-            yield _problem(skill, ProblemReason.CREDENTIAL_LIKE, f"{entry.rel} holds {', '.join(kinds)}",
-                           path=f"{skill.found_at}/{entry.rel}")
+            yield _problem(
+                skill,
+                ProblemReason.CREDENTIAL_LIKE,
+                f"{entry.rel} holds {', '.join(kinds)}",
+                path=f"{skill.found_at}/{entry.rel}",
+            )
 
 
 def floor_problems(skill: Skill) -> list[Problem]:
@@ -235,8 +254,9 @@ def floor_problems(skill: Skill) -> list[Problem]:
     return [*_text_problems(skill, body), *_credential_problems(skill)]
 
 
-def validate_catalog(catalog: Catalog, *, strict: bool,
-                     progress: Callable[[int, int], None] | None = None) -> list[Problem]:
+def validate_catalog(
+    catalog: Catalog, *, strict: bool, progress: Callable[[int, int], None] | None = None
+) -> list[Problem]:
     """The catalog's problems, plus every floor of every served skill when ``strict``;
     ``progress(done, total)`` is called as the skills are checked."""
     problems = list(catalog.problems)

@@ -1,23 +1,23 @@
 """Boot: ruleset, capability drop, server start, then the broker loop (PID 1, as root).
 
-    1. check we are root with SETUID, SETGID and KILL; look the three users up;
-    2. load nftables/skill-mcp.nft and verify it is in force (needs NET_ADMIN; without it
-       the fence is unavailable: instructions are served, scripts are refused, and why);
-    3. with SETPCAP (documented), empty the bounding set and lock the securebits (no execve as
-       root is ever granted a capability again); drop every capability but SETUID,
-       SETGID and KILL from the effective and permitted sets; read the kernel's view back and
-       fail the boot if either drop did not take; set no-new-privileges;
-    4. read the owner's grant from this process's own environment, and the skills'
-       declarations through the unprivileged helper (``declared``; root never parses a
-       SKILL.md) - while the server boots, unless the names to hold back depend on them;
-    5. start the server as its uid (``oom_score_adj`` as low as the container allows; the launcher
-       tries -1000 for itself at once, scripts get 1000): no capabilities, no-new-privileges, an environment built
-       from the container's *without the values of the granted variables* (the launcher keeps
-       those for the scripts; the server gets their names in ``SKILL_MCP_BROKER_HOLDS``), one
-       end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``); the server wipes its
-       exec-time environment and turns non-dumpable at its own boot;
-    6. serve requests, reap every child, forward SIGTERM/SIGINT to the server, and exit with
-       the server's status when it ends; a run in progress when the server dies ends at once.
+1. check we are root with SETUID, SETGID and KILL; look the three users up;
+2. load nftables/skill-mcp.nft and verify it is in force (needs NET_ADMIN; without it
+   the fence is unavailable: instructions are served, scripts are refused, and why);
+3. with SETPCAP (documented), empty the bounding set and lock the securebits (no execve as
+   root is ever granted a capability again); drop every capability but SETUID,
+   SETGID and KILL from the effective and permitted sets; read the kernel's view back and
+   fail the boot if either drop did not take; set no-new-privileges;
+4. read the owner's grant from this process's own environment, and the skills'
+   declarations through the unprivileged helper (``declared``; root never parses a
+   SKILL.md) - while the server boots, unless the names to hold back depend on them;
+5. start the server as its uid (``oom_score_adj`` as low as the container allows; the launcher
+   tries -1000 for itself at once, scripts get 1000): no capabilities, no-new-privileges, an environment built
+   from the container's *without the values of the granted variables* (the launcher keeps
+   those for the scripts; the server gets their names in ``SKILL_MCP_BROKER_HOLDS``), one
+   end of a socketpair as fd 3 (``SKILL_MCP_BROKER_FD=3``); the server wipes its
+   exec-time environment and turns non-dumpable at its own boot;
+6. serve requests, reap every child, forward SIGTERM/SIGINT to the server, and exit with
+   the server's status when it ends; a run in progress when the server dies ends at once.
 """
 
 from __future__ import annotations
@@ -59,8 +59,12 @@ def server_env(environ: Mapping[str, str], held: Sequence[str] = ()) -> dict[str
     everything untrusted does not yield the owner's secrets.
     """
     env = {k: v for k, v in environ.items() if k not in LAUNCHER_ONLY and k not in held and "\0" not in v}
-    env.update(PATH=FIXED_PATH, HOME=SERVER_HOME, SKILL_MCP_BROKER_FD=str(BROKER_FD),
-               SKILL_MCP_BROKER_HOLDS=",".join(n for n in held if n in environ))
+    env.update(
+        PATH=FIXED_PATH,
+        HOME=SERVER_HOME,
+        SKILL_MCP_BROKER_FD=str(BROKER_FD),
+        SKILL_MCP_BROKER_HOLDS=",".join(n for n in held if n in environ),
+    )
     return env
 
 
@@ -81,8 +85,9 @@ def _prepare_dirs() -> tuple[str, ...]:
     return isolation.prepare()
 
 
-def start_server(command: Sequence[str], env: Mapping[str, str], account: procs.Account,
-                 child_sock: socket.socket) -> int:
+def start_server(
+    command: Sequence[str], env: Mapping[str, str], account: procs.Account, child_sock: socket.socket
+) -> int:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         try:
@@ -127,8 +132,10 @@ def boot_fence(state: caps.CapState) -> tuple[bool, str]:
     return True, "nftables default-deny egress in force; proxy on 127.0.0.1:8888"
 
 
-NO_SETPCAP = ("started without SETPCAP: the bounding set keeps what the container was granted; "
-              "no-new-privileges still stops every process here from gaining any of it")
+NO_SETPCAP = (
+    "started without SETPCAP: the bounding set keeps what the container was granted; "
+    "no-new-privileges still stops every process here from gaining any of it"
+)
 
 
 def drop_capabilities(start: caps.CapState) -> caps.CapState:
@@ -187,21 +194,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     cleanup = procs.Cleanup(users.script)
     cleanup.start(reaper, _prepare_dirs(), kill_timeout=2.0)
     cleanup.settle(reaper, 2.0)  # not done yet: the first run waits for it (Broker._ensure_clean)
-    log("boot", fence=fence_ok, detail=fence_detail, sandbox=sandbox_ok, sandbox_detail=sandbox_detail,
-        caps=caps.describe(state.effective), cleanup=cleanup.state,
+    log(
+        "boot",
+        fence=fence_ok,
+        detail=fence_detail,
+        sandbox=sandbox_ok,
+        sandbox_detail=sandbox_detail,
+        caps=caps.describe(state.effective),
+        cleanup=cleanup.state,
         oom_score_adj=oom_score,
-        bounding=caps.describe(state.bounding), bounding_emptied=not state.bounding,
-        **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}))
+        bounding=caps.describe(state.bounding),
+        bounding_emptied=not state.bounding,
+        **({} if not state.bounding else {"bounding_detail": NO_SETPCAP}),
+    )
     environ = dict(os.environ)
     try:
         parse_user = parse_helper.parse_account()
     except (KeyError, RuntimeError) as exc:
         fatal(f"users: {exc}")
-    broker = Broker(users=users, reaper=reaper, roots=skill_roots(environ),
-                    interpreters=find_interpreters(FIXED_PATH), fence_ok=fence_ok, fence_detail=fence_detail,
-                    sandbox_ok=sandbox_ok, sandbox_detail=sandbox_detail,
-                    grants=policy.Grants.from_environ(environ), environ=environ, parse_user=parse_user,
-                    cleanup=cleanup, drops=drops)
+    broker = Broker(
+        users=users,
+        reaper=reaper,
+        roots=skill_roots(environ),
+        interpreters=find_interpreters(FIXED_PATH),
+        fence_ok=fence_ok,
+        fence_detail=fence_detail,
+        sandbox_ok=sandbox_ok,
+        sandbox_detail=sandbox_detail,
+        grants=policy.Grants.from_environ(environ),
+        environ=environ,
+        parse_user=parse_user,
+        cleanup=cleanup,
+        drops=drops,
+    )
     # With a grant (or hosted), the names to hold back are the grant's: the server starts at
     # once and the declarations are read while it boots (its first request waits on the socket).
     # Without either, the names come from the declarations, which must be read first.

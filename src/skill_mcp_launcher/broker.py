@@ -38,8 +38,7 @@ CLEANUP_WAIT_S = 1.0
 
 def log(event: str, **fields: Any) -> None:
     """One JSON object a line on stderr; stdout belongs to the server's protocol."""
-    line = json.dumps({"ts": round(time.time(), 3), "component": "launcher", "event": event, **fields},
-                      default=str)
+    line = json.dumps({"ts": round(time.time(), 3), "component": "launcher", "event": event, **fields}, default=str)
     with contextlib.suppress(OSError):
         os.write(2, (line + "\n").encode("utf-8", "replace"))
 
@@ -88,22 +87,41 @@ class Broker:
 
     def hello(self) -> dict[str, Any]:
         known = self.declarations
-        return {"ok": True, "fence": self.fence_ok, "fenceDetail": self.fence_detail,
-                "sandbox": self.sandbox_ok, "sandboxDetail": self.sandbox_detail,
-                "interpreters": self.interpreters, "proxyPort": proxy.PROXY_PORT, "runs": self.runs,
-                "grantFrom": self.grants.source, "cleanup": self.script_cleanup.state,
-                "declarations": {"skills": len(known.skills) if known else 0,
-                                 "parsedAsUid": known.parsed_as if known else None, "error": self.declared_error},
-                "limits": {"nproc": self.limits.nproc, "nofile": self.limits.nofile,
-                           "fsize": self.limits.fsize, "addressSpace": self.limits.address_space}}
+        return {
+            "ok": True,
+            "fence": self.fence_ok,
+            "fenceDetail": self.fence_detail,
+            "sandbox": self.sandbox_ok,
+            "sandboxDetail": self.sandbox_detail,
+            "interpreters": self.interpreters,
+            "proxyPort": proxy.PROXY_PORT,
+            "runs": self.runs,
+            "grantFrom": self.grants.source,
+            "cleanup": self.script_cleanup.state,
+            "declarations": {
+                "skills": len(known.skills) if known else 0,
+                "parsedAsUid": known.parsed_as if known else None,
+                "error": self.declared_error,
+            },
+            "limits": {
+                "nproc": self.limits.nproc,
+                "nofile": self.limits.nofile,
+                "fsize": self.limits.fsize,
+                "addressSpace": self.limits.address_space,
+            },
+        }
 
     def read_declarations(self) -> None:
         """Ask the unprivileged helper for the skills' declarations (at boot, and when one changed)."""
         try:
             self.declarations = parse_helper.read(self.parse_user, self.roots, self.reaper)
             self.declared_error = None
-            log("declarations", skills=len(self.declarations.skills), parsed_as_uid=self.declarations.parsed_as,
-                dropped={d.name: d.detail for d in self.declarations.dropped.values()})
+            log(
+                "declarations",
+                skills=len(self.declarations.skills),
+                parsed_as_uid=self.declarations.parsed_as,
+                dropped={d.name: d.detail for d in self.declarations.dropped.values()},
+            )
         except declwire.DeclaredError as exc:
             # Fail closed: without declarations the broker allows nothing (every skill is unknown).
             self.declarations, self.declared_error = None, str(exc)
@@ -123,9 +141,12 @@ class Broker:
             known = self.declarations
             gone = known.dropped.get(name) if known else None
         if gone is not None:
-            raise SkillMcpError(Refusal.UNDECLARED_SCRIPT,
-                                f"the declaration of {name!r} is out of the broker's bounds, so none of its "
-                                f"scripts is declared: {gone.detail}", {"skill": name, "declared": []})
+            raise SkillMcpError(
+                Refusal.UNDECLARED_SCRIPT,
+                f"the declaration of {name!r} is out of the broker's bounds, so none of its "
+                f"scripts is declared: {gone.detail}",
+                {"skill": name, "declared": []},
+            )
         return known.skills if known else {}
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -143,19 +164,25 @@ class Broker:
             # PID 1 must outlive any one request: an unexpected failure (a fork refused, a full
             # tmpfs) refuses that run and keeps serving.
             log("run-failed", error=repr(exc))
-            return {"ok": False, "reason": str(Refusal.SPAWN_FAILED), "detail": f"the broker failed: {exc}",
-                    "data": {}}
+            return {"ok": False, "reason": str(Refusal.SPAWN_FAILED), "detail": f"the broker failed: {exc}", "data": {}}
 
     def run(self, raw: Any) -> dict[str, Any]:
         if not self.fence_ok:
-            raise SkillMcpError(Refusal.FENCE_UNAVAILABLE,
-                                f"this appliance runs no scripts: {self.fence_detail}")
+            raise SkillMcpError(Refusal.FENCE_UNAVAILABLE, f"this appliance runs no scripts: {self.fence_detail}")
         if not self.sandbox_ok:
-            raise SkillMcpError(Refusal.SANDBOX_UNAVAILABLE,
-                                f"this appliance runs no scripts: the kernel cannot confine them ({self.sandbox_detail})")
+            raise SkillMcpError(
+                Refusal.SANDBOX_UNAVAILABLE,
+                f"this appliance runs no scripts: the kernel cannot confine them ({self.sandbox_detail})",
+            )
         request = checks.parse_request(raw)
-        job = policy.decide(request, skills=self._skills(request.skill), grants=self.grants,
-                            interpreters=self.interpreters, roots=self.roots, environ=self.environ)
+        job = policy.decide(
+            request,
+            skills=self._skills(request.skill),
+            grants=self.grants,
+            interpreters=self.interpreters,
+            roots=self.roots,
+            environ=self.environ,
+        )
         notes: list[str] = []
         self._ensure_clean()
         self.runs += 1
@@ -163,8 +190,9 @@ class Broker:
         out_dir = isolation.make_output_dir(scratch, self.users.script.gid)
         env = policy.broker_env(job.env, scratch, proxy.PROXY_PORT)
         # The sandbox from the broker's own decision (the job), never from the server's word.
-        rules = appliance_sandbox(skill_dir=job.cwd, scratch=scratch, interpreters=self.interpreters.values(),
-                                  proxy_port=proxy.PROXY_PORT)
+        rules = appliance_sandbox(
+            skill_dir=job.cwd, scratch=scratch, interpreters=self.interpreters.values(), proxy_port=proxy.PROXY_PORT
+        )
         self.drops.take()  # whatever arrived between runs is no run's
         proxy_log = egress_report.ProxyLog()
         try:
@@ -173,40 +201,77 @@ class Broker:
             isolation.remove_scratch(scratch)  # nothing ran in it
             raise
         try:
-            outcome = sandbox.run(job, env, self.users.script, self.limits, self.reaper, scratch, self.stopping,
-                                  self.server_fd, self.wake_fd, cleanup=self.script_cleanup, outputs_dir=out_dir,
-                                  side=(log_fd, proxy_log.feed), rules=rules)
+            outcome = sandbox.run(
+                job,
+                env,
+                self.users.script,
+                self.limits,
+                self.reaper,
+                scratch,
+                self.stopping,
+                self.server_fd,
+                self.wake_fd,
+                cleanup=self.script_cleanup,
+                outputs_dir=out_dir,
+                side=(log_fd, proxy_log.feed),
+                rules=rules,
+            )
         finally:
             self._stop_proxy(proxy_pid)
             egress_report.read_available(log_fd, proxy_log)  # what it wrote before it was stopped
             os.close(log_fd)
-        log("run", skill_dir=job.cwd, argv0=job.argv[0], status=outcome.status, timed_out=outcome.timed_out,
-            server_gone=outcome.server_gone, remaining=outcome.remaining, cleanup=outcome.cleanup,
-            duration_ms=outcome.duration_ms, egress=list(job.egress))
+        log(
+            "run",
+            skill_dir=job.cwd,
+            argv0=job.argv[0],
+            status=outcome.status,
+            timed_out=outcome.timed_out,
+            server_gone=outcome.server_gone,
+            remaining=outcome.remaining,
+            cleanup=outcome.cleanup,
+            duration_ms=outcome.duration_ms,
+            egress=list(job.egress),
+        )
         if outcome.spawn_error is not None:
             raise SkillMcpError(Refusal.SPAWN_FAILED, f"the script could not be started: {outcome.spawn_error}")
         result = _result(outcome, notes)
         result["egress"] = egress_report.report(proxy_log, self.drops.take())
         declared_skill = (self.declarations.skills if self.declarations else {}).get(request.skill)
-        result["notes"] = [*result["notes"], *egress_report.grant_notes(
-            request.skill, request.script, proxy_log.refused, declared_skill.egress if declared_skill else ())]
+        result["notes"] = [
+            *result["notes"],
+            *egress_report.grant_notes(
+                request.skill, request.script, proxy_log.refused, declared_skill.egress if declared_skill else ()
+            ),
+        ]
         if outcome.outputs is not None:
             result["outputs"] = outputs.to_wire(outcome.outputs)
-        return {"ok": True, "result": result, "sweep": {
-            "remaining": outcome.remaining, "scratchRemoved": not outcome.scratch_left,
-            **self.script_cleanup.report()}}
+        return {
+            "ok": True,
+            "result": result,
+            "sweep": {
+                "remaining": outcome.remaining,
+                "scratchRemoved": not outcome.scratch_left,
+                **self.script_cleanup.report(),
+            },
+        }
 
     def _ensure_clean(self) -> None:
         """No run starts beside what an earlier one left: continue or retry its clean-up first."""
         cleanup = self.script_cleanup
         state = cleanup.ensure(self.reaper, CLEANUP_WAIT_S)
         if state != "done":
-            log("cleanup-pending", state=state, detail=cleanup.failure, scratch_left=len(cleanup.scratch),
-                remaining=cleanup.remaining)
-            raise SkillMcpError(Refusal.CLEANUP_PENDING,
-                                f"what an earlier run left is not removed yet ({cleanup.failure}); ask again",
-                                {"sweep": {"remaining": cleanup.remaining, "scratchRemoved": not cleanup.scratch,
-                                           **cleanup.report()}})
+            log(
+                "cleanup-pending",
+                state=state,
+                detail=cleanup.failure,
+                scratch_left=len(cleanup.scratch),
+                remaining=cleanup.remaining,
+            )
+            raise SkillMcpError(
+                Refusal.CLEANUP_PENDING,
+                f"what an earlier run left is not removed yet ({cleanup.failure}); ask again",
+                {"sweep": {"remaining": cleanup.remaining, "scratchRemoved": not cleanup.scratch, **cleanup.report()}},
+            )
 
     def _start_proxy(self, hosts: tuple[str, ...]) -> tuple[int, int]:
         """Start this run's tinyproxy and prove the listener scripts reach is its own socket; return
@@ -252,8 +317,9 @@ class Broker:
             verdict, detail = proxy.judge(proxy.read_listeners(), self.users.proxy.uid)
             if verdict is proxy.Verdict.FOREIGN:
                 log("proxy-port-taken", detail=detail)
-                raise SkillMcpError(Refusal.FENCE_UNAVAILABLE,
-                                    f"the egress proxy's port is not the proxy's: {detail}; nothing was run")
+                raise SkillMcpError(
+                    Refusal.FENCE_UNAVAILABLE, f"the egress proxy's port is not the proxy's: {detail}; nothing was run"
+                )
             if verdict is proxy.Verdict.OURS:
                 break
             self.reaper.reap()
@@ -265,8 +331,9 @@ class Broker:
         verdict, detail = proxy.judge(proxy.read_listeners(), self.users.proxy.uid, inodes)
         if verdict is not proxy.Verdict.OURS:
             log("proxy-port-taken", detail=detail)
-            raise SkillMcpError(Refusal.FENCE_UNAVAILABLE,
-                                f"the egress proxy's port is not the proxy's: {detail}; nothing was run")
+            raise SkillMcpError(
+                Refusal.FENCE_UNAVAILABLE, f"the egress proxy's port is not the proxy's: {detail}; nothing was run"
+            )
 
     def _proxy_inodes(self, pid: int) -> frozenset[int]:
         """Tinyproxy's socket inodes, read by a child of the proxy uid.
@@ -344,11 +411,16 @@ def _result(outcome: sandbox.Outcome, notes: list[str]) -> dict[str, Any]:
     if outcome.remaining:
         notes = [*notes, f"{outcome.remaining} processes of the script user survived the sweep"]
     return {
-        "status": state, "exit_code": code, "signal": sig,
-        "stdout": outcome.out.text(), "stderr": outcome.err.text(),
-        "truncated_stdout": outcome.out.truncated, "truncated_stderr": outcome.err.truncated,
+        "status": state,
+        "exit_code": code,
+        "signal": sig,
+        "stdout": outcome.out.text(),
+        "stderr": outcome.err.text(),
+        "truncated_stdout": outcome.out.truncated,
+        "truncated_stderr": outcome.err.truncated,
         "dropped_bytes": outcome.out.dropped + outcome.err.dropped,
-        "duration_ms": outcome.duration_ms, "notes": notes,
+        "duration_ms": outcome.duration_ms,
+        "notes": notes,
     }
 
 

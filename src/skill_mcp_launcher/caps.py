@@ -28,15 +28,24 @@ CAP_SETGID = prctl.CAP_SETGID
 CAP_SETUID = prctl.CAP_SETUID
 CAP_SETPCAP = prctl.CAP_SETPCAP
 CAP_NET_ADMIN = prctl.CAP_NET_ADMIN
-NAMES = {CAP_KILL: "KILL", CAP_SETGID: "SETGID", CAP_SETUID: "SETUID", CAP_SETPCAP: "SETPCAP",
-         CAP_NET_ADMIN: "NET_ADMIN"}
+NAMES = {
+    CAP_KILL: "KILL",
+    CAP_SETGID: "SETGID",
+    CAP_SETUID: "SETUID",
+    CAP_SETPCAP: "SETPCAP",
+    CAP_NET_ADMIN: "NET_ADMIN",
+}
 _FLAGS = (prctl.CAP_EFFECTIVE, prctl.CAP_PERMITTED, prctl.CAP_INHERITABLE)
 # NOROOT: no execve by uid 0 is ever granted capabilities again (the ruleset is loaded before
 # this is set: ``nft`` is the one program the launcher runs as root). KEEP_CAPS stays off and
 # NO_SETUID_FIXUP stays off, both locked: a uid change away from 0 always empties the sets, which
 # is what every privilege drop here relies on.
-SECUREBITS = (prctl.SECBIT_NOROOT | prctl.SECBIT_NOROOT_LOCKED | prctl.SECBIT_KEEP_CAPS_LOCKED
-              | prctl.SECBIT_NO_SETUID_FIXUP_LOCKED)
+SECUREBITS = (
+    prctl.SECBIT_NOROOT
+    | prctl.SECBIT_NOROOT_LOCKED
+    | prctl.SECBIT_KEEP_CAPS_LOCKED
+    | prctl.SECBIT_NO_SETUID_FIXUP_LOCKED
+)
 
 
 class CapError(RuntimeError):

@@ -87,14 +87,20 @@ def parse_request(raw: Any) -> Request:
         raise _bad(f"the run request names {unknown}: the broker decides those itself")
     timeout = raw.get("timeout_s")
     # NaN compares false with every deadline, so a NaN timeout would never expire: finite only.
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                                or not math.isfinite(timeout) or timeout <= 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0
+    ):
         raise _bad("timeout_s must be a positive, finite number of seconds")
     env = _names(raw.get("env"), "env", 128)
     if env is not None and not all(NAME_RE.fullmatch(n) for n in env):
         raise _bad("an environment name is not a plain identifier")
     interpreter = raw.get("interpreter")
-    return Request(skill=_str(raw.get("skill"), "skill", 255), script=_str(raw.get("script"), "script", 1024),
-                   args=_args(raw.get("args", [])), timeout_s=None if timeout is None else float(timeout),
-                   interpreter=None if interpreter is None else _str(interpreter, "interpreter", 32),
-                   env=env, egress=_names(raw.get("egress"), "egress", 253))
+    return Request(
+        skill=_str(raw.get("skill"), "skill", 255),
+        script=_str(raw.get("script"), "script", 1024),
+        args=_args(raw.get("args", [])),
+        timeout_s=None if timeout is None else float(timeout),
+        interpreter=None if interpreter is None else _str(interpreter, "interpreter", 32),
+        env=env,
+        egress=_names(raw.get("egress"), "egress", 253),
+    )

@@ -25,6 +25,9 @@ def allowed_hosts(granted: tuple[str, ...], requested: tuple[str, ...] | None) -
         return usable
     for host in requested:
         if host not in usable:
-            raise SkillMcpError(Refusal.EGRESS_NOT_GRANTED, f"{host!r} is not a host the skill declares and the "
-                                "owner granted", {"host": host, "granted": list(usable)})
+            raise SkillMcpError(
+                Refusal.EGRESS_NOT_GRANTED,
+                f"{host!r} is not a host the skill declares and the owner granted",
+                {"host": host, "granted": list(usable)},
+            )
     return tuple(h for h in usable if h in requested)

@@ -97,11 +97,13 @@ def _attr(kind: int, payload: bytes) -> bytes:
 
 def config_message(group: int, seq: int) -> bytes:
     """Bind ``group``, copy no packet bytes, and deliver each message at once (no batching)."""
-    payload = (_NFGEN.pack(socket.AF_UNSPEC, 0, socket.htons(group))
-               + _attr(_NFULA_CFG_CMD, bytes([_NFULNL_CFG_CMD_BIND]))
-               + _attr(_NFULA_CFG_MODE, struct.pack(">IBB", 0, _NFULNL_COPY_META, 0))
-               + _attr(_NFULA_CFG_QTHRESH, struct.pack(">I", 1))
-               + _attr(_NFULA_CFG_TIMEOUT, struct.pack(">I", 0)))
+    payload = (
+        _NFGEN.pack(socket.AF_UNSPEC, 0, socket.htons(group))
+        + _attr(_NFULA_CFG_CMD, bytes([_NFULNL_CFG_CMD_BIND]))
+        + _attr(_NFULA_CFG_MODE, struct.pack(">IBB", 0, _NFULNL_COPY_META, 0))
+        + _attr(_NFULA_CFG_QTHRESH, struct.pack(">I", 1))
+        + _attr(_NFULA_CFG_TIMEOUT, struct.pack(">I", 0))
+    )
     kind = (_NFNL_SUBSYS_ULOG << 8) | _NFULNL_MSG_CONFIG
     return _NLMSG.pack(_NLMSG.size + len(payload), kind, _NLM_F_REQUEST | _NLM_F_ACK, seq, 0) + payload
 
@@ -197,12 +199,16 @@ def grant_notes(skill: str, script: str, refused: list[str], declared: tuple[str
     undeclared = [h for h in refused if h not in wanted]
     notes = []
     if granted:
-        notes.append(f"the egress proxy refused {', '.join(granted)}: declared by skill {skill} but not granted; the "
-                     f"owner can allow it with an MCP_SKILL_RUN row {{\"skill\": \"{skill}\", \"script\": "
-                     f"\"{script}\", \"egress\": [...]}} naming it")
+        notes.append(
+            f"the egress proxy refused {', '.join(granted)}: declared by skill {skill} but not granted; the "
+            f'owner can allow it with an MCP_SKILL_RUN row {{"skill": "{skill}", "script": '
+            f'"{script}", "egress": [...]}} naming it'
+        )
     if undeclared:
-        notes.append(f"the egress proxy refused {', '.join(undeclared)}: not declared by skill {skill} "
-                     "(mcp-host: egress), so no grant can allow it; the skill's author must declare it")
+        notes.append(
+            f"the egress proxy refused {', '.join(undeclared)}: not declared by skill {skill} "
+            "(mcp-host: egress), so no grant can allow it; the skill's author must declare it"
+        )
     return notes
 
 

@@ -28,13 +28,19 @@ class FenceError(RuntimeError):
 
 def _nft(*args: str, timeout: float = 10.0) -> str:
     try:
-        proc = subprocess.run([NFT, *args], capture_output=True, timeout=timeout, check=False,
-                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        proc = subprocess.run(
+            [NFT, *args],
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise FenceError(f"nft {' '.join(args)}: {exc}") from None
     if proc.returncode != 0:
-        raise FenceError(f"nft {' '.join(args)} exited {proc.returncode}: "
-                         f"{proc.stderr.decode('utf-8', 'replace').strip()[:500]}")
+        raise FenceError(
+            f"nft {' '.join(args)} exited {proc.returncode}: {proc.stderr.decode('utf-8', 'replace').strip()[:500]}"
+        )
     return proc.stdout.decode("utf-8", "replace")
 
 

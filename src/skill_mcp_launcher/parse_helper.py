@@ -39,9 +39,14 @@ PARSE_USER = ("skillmcp-parse", 10004)
 PYTHON = sys.executable
 HELPER_TIMEOUT_S = 30.0
 # The helper's budget: enough for the catalog of a large root, nothing to write, no children.
-HELPER_LIMITS = ((resource.RLIMIT_AS, 1024 * 1024 * 1024), (resource.RLIMIT_CPU, 60),
-                 (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_CORE, 0),
-                 (resource.RLIMIT_NPROC, 16))
+HELPER_LIMITS = (
+    (resource.RLIMIT_AS, 1024 * 1024 * 1024),
+    (resource.RLIMIT_CPU, 60),
+    (resource.RLIMIT_FSIZE, 0),
+    (resource.RLIMIT_NOFILE, 256),
+    (resource.RLIMIT_CORE, 0),
+    (resource.RLIMIT_NPROC, 16),
+)
 
 
 def parse_account() -> procs.Account:
@@ -72,8 +77,9 @@ def _child(account: procs.Account, roots: tuple[str, ...], out_w: int) -> None: 
     os._exit(127)
 
 
-def read(account: procs.Account, roots: tuple[str, ...], reaper: procs.Reaper, *,
-         timeout: float = HELPER_TIMEOUT_S) -> Declarations:
+def read(
+    account: procs.Account, roots: tuple[str, ...], reaper: procs.Reaper, *, timeout: float = HELPER_TIMEOUT_S
+) -> Declarations:
     """Run the helper as ``account`` and return its checked declarations, or raise ``DeclaredError``."""
     if not roots:
         return Declarations({}, account.uid)

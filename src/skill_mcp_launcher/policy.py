@@ -97,19 +97,30 @@ def _declared(req: Request, skills: Mapping[str, DeclaredSkill]) -> tuple[Declar
         raise _refuse(Refusal.UNKNOWN_SKILL, f"no skill named {req.skill!r} declares scripts here", skill=req.skill)
     decl = skill.script(req.script)
     if decl is None:
-        raise _refuse(Refusal.UNDECLARED_SCRIPT, f"{req.script!r} is not declared by {skill.name}",
-                      skill=skill.name, script=req.script, declared=[d.script for d in skill.scripts])
+        raise _refuse(
+            Refusal.UNDECLARED_SCRIPT,
+            f"{req.script!r} is not declared by {skill.name}",
+            skill=skill.name,
+            script=req.script,
+            declared=[d.script for d in skill.scripts],
+        )
     return skill, decl
 
 
 def _interpreter(req: Request, decl: DeclaredScript, interpreters: Mapping[str, str]) -> str:
     if req.interpreter is not None and req.interpreter != decl.interpreter:
-        raise _refuse(Refusal.INTERPRETER_MISMATCH, f"the script is declared for {decl.interpreter!r}, "
-                      f"not {req.interpreter!r}", declared=decl.interpreter)
+        raise _refuse(
+            Refusal.INTERPRETER_MISMATCH,
+            f"the script is declared for {decl.interpreter!r}, not {req.interpreter!r}",
+            declared=decl.interpreter,
+        )
     path = interpreters.get(decl.interpreter)
     if path is None:
-        raise _refuse(Refusal.INTERPRETER_UNAVAILABLE, f"the interpreter {decl.interpreter!r} is not in this "
-                      f"image's closed set {sorted(interpreters)}", interpreter=decl.interpreter)
+        raise _refuse(
+            Refusal.INTERPRETER_UNAVAILABLE,
+            f"the interpreter {decl.interpreter!r} is not in this image's closed set {sorted(interpreters)}",
+            interpreter=decl.interpreter,
+        )
     return path
 
 
@@ -125,11 +136,18 @@ def _env(req: Request, allowed: Granted, environ: Mapping[str, str]) -> dict[str
     allow = {*FIXED_ENV, *HOST_ENV, *allowed.env}
     for name in req.env or ():
         if is_loader_variable(name):
-            raise _refuse(Refusal.ENV_FORBIDDEN, f"{name} is a loader or interpreter start-up variable; "
-                          "it is never handed", name=name)
+            raise _refuse(
+                Refusal.ENV_FORBIDDEN,
+                f"{name} is a loader or interpreter start-up variable; it is never handed",
+                name=name,
+            )
         if name not in allow:
-            raise _refuse(Refusal.ENV_NOT_GRANTED, f"{name} is neither in the fixed allowlist nor granted "
-                          "and declared for this script", name=name, granted=list(allowed.env))
+            raise _refuse(
+                Refusal.ENV_NOT_GRANTED,
+                f"{name} is neither in the fixed allowlist nor granted and declared for this script",
+                name=name,
+                granted=list(allowed.env),
+            )
     # The values, by the server's own rule (``grantrules.owner_values``); ``broker_env`` adds the rest.
     return owner_values(environ, allowed.env, data_dir=environ.get("MCP_DATA_DIR"), only=req.env)
 
@@ -146,19 +164,35 @@ def _timeout(req: Request, decl: DeclaredScript) -> float:
     if req.timeout_s is None:
         return ceiling
     if req.timeout_s > ceiling:
-        raise _refuse(Refusal.TIMEOUT_NOT_ALLOWED, f"timeout {req.timeout_s:g} s is above the {ceiling:g} s the "
-                      "script may have (its declaration, at most the ceiling)", allowed=ceiling)
+        raise _refuse(
+            Refusal.TIMEOUT_NOT_ALLOWED,
+            f"timeout {req.timeout_s:g} s is above the {ceiling:g} s the "
+            "script may have (its declaration, at most the ceiling)",
+            allowed=ceiling,
+        )
     return req.timeout_s
 
 
-def decide(req: Request, *, skills: Mapping[str, DeclaredSkill], grants: Grants, interpreters: Mapping[str, str],
-           roots: tuple[str, ...], environ: Mapping[str, str]) -> Job:
+def decide(
+    req: Request,
+    *,
+    skills: Mapping[str, DeclaredSkill],
+    grants: Grants,
+    interpreters: Mapping[str, str],
+    roots: tuple[str, ...],
+    environ: Mapping[str, str],
+) -> Job:
     """The run the policy allows for ``req``, or ``SkillMcpError`` with the reason it does not."""
     skill, decl = _declared(req, skills)
     allowed = grants.allowed(skill, decl)
     if allowed is None:
-        raise _refuse(Refusal.NOT_GRANTED, f"{decl.script} is declared but the owner's grant ({grants.source}) "
-                      "does not allow it", skill=skill.name, script=decl.script, grantFrom=grants.source)
+        raise _refuse(
+            Refusal.NOT_GRANTED,
+            f"{decl.script} is declared but the owner's grant ({grants.source}) does not allow it",
+            skill=skill.name,
+            script=decl.script,
+            grantFrom=grants.source,
+        )
     interpreter = _interpreter(req, decl, interpreters)
     cwd, script = _script_path(req, skill, roots)
     env = _env(req, allowed, environ)

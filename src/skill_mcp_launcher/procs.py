@@ -228,8 +228,13 @@ class Cleanup:
             return "running"
         return "failed" if self.failure is not None else "done"
 
-    def start(self, reaper: Reaper, scratch: tuple[str, ...] = (), kill_timeout: float = 5.0,
-              between: Callable[[], object] | None = None) -> None:
+    def start(
+        self,
+        reaper: Reaper,
+        scratch: tuple[str, ...] = (),
+        kill_timeout: float = 5.0,
+        between: Callable[[], object] | None = None,
+    ) -> None:
         """Kill every process of the uid, then start the clean-up child. Never while one runs.
 
         ``between`` runs after the kill and before the removal: the one moment what the run
@@ -255,8 +260,11 @@ class Cleanup:
         self.scratch = [p for p in self.scratch if not isolation.remove_scratch(p)]
         if status != 0:
             code = os.waitstatus_to_exitcode(status)
-            self.failure = ("something of the script user could not be removed" if code == CLEANUP_PENDING_EXIT
-                            else f"the clean-up child ended with status {code}")
+            self.failure = (
+                "something of the script user could not be removed"
+                if code == CLEANUP_PENDING_EXIT
+                else f"the clean-up child ended with status {code}"
+            )
         elif self.scratch:
             self.failure = f"{len(self.scratch)} run directories are still there"
         elif self.remaining:
@@ -274,8 +282,9 @@ class Cleanup:
             state = self.settle(reaper, timeout)
         return state
 
-    def after_run(self, reaper: Reaper, scratch: str, timeout: float = 5.0,
-                  between: Callable[[], object] | None = None) -> CleanupState:
+    def after_run(
+        self, reaper: Reaper, scratch: str, timeout: float = 5.0, between: Callable[[], object] | None = None
+    ) -> CleanupState:
         """After a run: kill the uid (up to ``timeout``), start removing what it left, and wait for
         that until 2 s past the same bound; what is not done by then stays ``running`` for the next
         request to wait on (the reply to this one must not wait on a million files)."""

@@ -76,24 +76,29 @@ def write_config(run_dir: str, hosts: tuple[str, ...], *, port: int = PROXY_PORT
     conf = os.path.join(run_dir, "tinyproxy.conf")
     lines = filter_lines(hosts)
     _write(filt, "".join(line + "\n" for line in lines))
-    _write(conf, "\n".join([
-        f"Port {port}",
-        "Listen 127.0.0.1",
-        "Allow 127.0.0.1",
-        "Timeout 60",
-        "MaxClients 32",
-        # Connect: one line when a host is reached or refused (egress_report keeps only the names).
-        "LogLevel Connect",
-        "DisableViaHeader Yes",
-        f'Filter "{filt}"',
-        "FilterType ere",
-        "FilterURLs No",
-        "FilterDefaultDeny Yes",
-        # HTTPS only through CONNECT to 443; plain HTTP requests are filtered by host the same
-        # way, and the ruleset lets the proxy uid reach only TCP 80 and 443 (and DNS).
-        "ConnectPort 443",
-        "",
-    ]))
+    _write(
+        conf,
+        "\n".join(
+            [
+                f"Port {port}",
+                "Listen 127.0.0.1",
+                "Allow 127.0.0.1",
+                "Timeout 60",
+                "MaxClients 32",
+                # Connect: one line when a host is reached or refused (egress_report keeps only the names).
+                "LogLevel Connect",
+                "DisableViaHeader Yes",
+                f'Filter "{filt}"',
+                "FilterType ere",
+                "FilterURLs No",
+                "FilterDefaultDeny Yes",
+                # HTTPS only through CONNECT to 443; plain HTTP requests are filtered by host the same
+                # way, and the ruleset lets the proxy uid reach only TCP 80 and 443 (and DNS).
+                "ConnectPort 443",
+                "",
+            ]
+        ),
+    )
     return ProxyFiles(config=conf, filter=filt)
 
 
@@ -118,7 +123,7 @@ _LISTEN = "0A"
 
 def _address(hex_addr: str) -> str:
     # The kernel prints each 32-bit word of the address as a native-endian integer.
-    raw = b"".join(int(hex_addr[i:i + 8], 16).to_bytes(4, sys.byteorder) for i in range(0, len(hex_addr), 8))
+    raw = b"".join(int(hex_addr[i : i + 8], 16).to_bytes(4, sys.byteorder) for i in range(0, len(hex_addr), 8))
     return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
 
 
@@ -168,8 +173,11 @@ class Verdict(Enum):
     FOREIGN = "foreign"  # a socket the proxy does not hold is bound to the port
 
 
-def judge(listeners: tuple[Listener, ...], proxy_uid: int, inodes: frozenset[int] | None = None,
-          ) -> tuple[Verdict, str]:
+def judge(
+    listeners: tuple[Listener, ...],
+    proxy_uid: int,
+    inodes: frozenset[int] | None = None,
+) -> tuple[Verdict, str]:
     """Is the listener on the proxy's port the proxy's, and the only one? (pure; table-tested)
 
     Every LISTEN socket on the port, on any address and in either family, must be owned by

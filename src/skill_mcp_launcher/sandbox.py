@@ -46,8 +46,16 @@ class Job:
     egress: tuple[str, ...]
 
 
-def _child(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, rules: Sandbox | None,
-           out_w: int, err_w: int, report_w: int) -> None:  # pragma: no cover - runs in the child
+def _child(
+    job: Job,
+    env: Mapping[str, str],
+    account: procs.Account,
+    limits: Limits,
+    rules: Sandbox | None,
+    out_w: int,
+    err_w: int,
+    report_w: int,
+) -> None:  # pragma: no cover - runs in the child
     step = "setsid"
     try:
         procs.reset_signals()
@@ -96,11 +104,22 @@ class Outcome:
     outputs: outputs.Collected | None = None  # what the script left in its output directory
 
 
-def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits, reaper: procs.Reaper,
-        scratch: str, stopping: Callable[[], bool] = lambda: False, server_fd: int | None = None,
-        wake_fd: int | None = None, cleanup: procs.Cleanup | None = None,
-        outputs_dir: str | None = None, side: tuple[int, Callable[[bytes], None]] | None = None, *,
-        rules: Sandbox | None) -> Outcome:
+def run(
+    job: Job,
+    env: Mapping[str, str],
+    account: procs.Account,
+    limits: Limits,
+    reaper: procs.Reaper,
+    scratch: str,
+    stopping: Callable[[], bool] = lambda: False,
+    server_fd: int | None = None,
+    wake_fd: int | None = None,
+    cleanup: procs.Cleanup | None = None,
+    outputs_dir: str | None = None,
+    side: tuple[int, Callable[[bytes], None]] | None = None,
+    *,
+    rules: Sandbox | None,
+) -> Outcome:
     """Fork, drop, exec; capture under caps until exit or deadline; then sweep the uid.
 
     ``scratch`` is the run's directory (``isolation.make_scratch``): removed here, after the sweep,
@@ -133,12 +152,14 @@ def run(job: Job, env: Mapping[str, str], account: procs.Account, limits: Limits
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
     try:
-        _supervise(pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started, stopping, (server_fd, wake_fd),
-                   side)
+        _supervise(
+            pid, job.timeout_s, out_r, err_r, rep_r, reaper, result, started, stopping, (server_fd, wake_fd), side
+        )
     finally:
         # The sweep kills whatever still holds the pipes (a detached grandchild), so the
         # final read below meets end-of-file instead of waiting on a process we do not own.
         cleanup = cleanup if cleanup is not None else procs.Cleanup(account)
+
         def collect() -> None:
             if outputs_dir is not None:
                 result.outputs = outputs.collect(outputs_dir, uid=account.uid)
@@ -237,14 +258,33 @@ class _Supervisor:
             self.caps[fd].add(chunk)
 
 
-def _supervise(pid: int, timeout_s: float, out_r: int, err_r: int, rep_r: int, reaper: procs.Reaper,
-               result: Outcome, started: float, stopping: Callable[[], bool],
-               watch: tuple[int | None, int | None], side: tuple[int, Callable[[bytes], None]] | None = None) -> None:
+def _supervise(
+    pid: int,
+    timeout_s: float,
+    out_r: int,
+    err_r: int,
+    rep_r: int,
+    reaper: procs.Reaper,
+    result: Outcome,
+    started: float,
+    stopping: Callable[[], bool],
+    watch: tuple[int | None, int | None],
+    side: tuple[int, Callable[[bytes], None]] | None = None,
+) -> None:
     """Capture until the script has exited and its pipes are drained, the server died, or the hard bound."""
     pidfd = os.pidfd_open(pid)
-    sup = _Supervisor(pid=pid, pidfd=pidfd, rep_r=rep_r, result=result, reaper=reaper,
-                      deadline=started + timeout_s, caps={out_r: result.out, err_r: result.err},
-                      stopping=stopping, server_fd=watch[0], wake_fd=watch[1])
+    sup = _Supervisor(
+        pid=pid,
+        pidfd=pidfd,
+        rep_r=rep_r,
+        result=result,
+        reaper=reaper,
+        deadline=started + timeout_s,
+        caps={out_r: result.out, err_r: result.err},
+        stopping=stopping,
+        server_fd=watch[0],
+        wake_fd=watch[1],
+    )
     sel = selectors.DefaultSelector()
     try:
         for fd in (out_r, err_r, rep_r):
@@ -294,5 +334,3 @@ def _read_rest(fd: int, cap: Capture) -> None:
             break
         cap.add(chunk)
     os.close(fd)
-
-

@@ -43,10 +43,26 @@ CANARY_VAR = "SKILL_MCP_SELFTEST_SECRET"
 CANARY_PREFIX = "skmcp-selftest-canary-"
 INSTALL_ROOT = "/run/skill-mcp-selftest"
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "selftest_skill")
-PROPERTIES = ("uids", "capabilities", "no-new-privileges", "container-grant", "nproc", "server-hardening",
-              "secret-separation", "skills-read-only", "runs-isolated", "cleanup-complete", "egress-default-deny",
-              "egress-allowed-host", "ruleset-locked", "no-leftover-processes", "sandbox-files", "sandbox-network",
-              "sandbox-ipc", "sandbox-scopes")
+PROPERTIES = (
+    "uids",
+    "capabilities",
+    "no-new-privileges",
+    "container-grant",
+    "nproc",
+    "server-hardening",
+    "secret-separation",
+    "skills-read-only",
+    "runs-isolated",
+    "cleanup-complete",
+    "egress-default-deny",
+    "egress-allowed-host",
+    "ruleset-locked",
+    "no-leftover-processes",
+    "sandbox-files",
+    "sandbox-network",
+    "sandbox-ipc",
+    "sandbox-scopes",
+)
 
 SKILL_MD = """---
 name: {name}
@@ -79,18 +95,32 @@ class Options:
 def parse(argv: Sequence[str]) -> Options:
     parser = argparse.ArgumentParser(prog="selftest", description="Check this deployment's posture from the inside.")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON document")
-    parser.add_argument("--egress-probe-host", metavar="NAME",
-                        help="a host the probe may reach through the proxy (the positive egress control)")
-    parser.add_argument("--wait-for", metavar="PATH",
-                        help="after boot, wait (at most 300 s) until PATH exists before probing")
-    parser.add_argument("--not-claimed", action="append", default=[], choices=PROPERTIES, metavar="PROPERTY",
-                        help="a property this deployment does not claim: reported as not applicable")
+    parser.add_argument(
+        "--egress-probe-host",
+        metavar="NAME",
+        help="a host the probe may reach through the proxy (the positive egress control)",
+    )
+    parser.add_argument(
+        "--wait-for", metavar="PATH", help="after boot, wait (at most 300 s) until PATH exists before probing"
+    )
+    parser.add_argument(
+        "--not-claimed",
+        action="append",
+        default=[],
+        choices=PROPERTIES,
+        metavar="PROPERTY",
+        help="a property this deployment does not claim: reported as not applicable",
+    )
     args = parser.parse_args(list(argv))
     host = args.egress_probe_host
     if host is not None and not proxy.valid_host(host):
         parser.error(f"--egress-probe-host {host!r} is not a plain DNS host name (no IP literal, no wildcard)")
-    return Options(json=args.json, egress_probe_host=host.lower() if host else None, wait_for=args.wait_for,
-                   not_claimed=tuple(args.not_claimed))
+    return Options(
+        json=args.json,
+        egress_probe_host=host.lower() if host else None,
+        wait_for=args.wait_for,
+        not_claimed=tuple(args.not_claimed),
+    )
 
 
 def operator_roots(environ: MutableMapping[str, str]) -> list[str]:
@@ -128,8 +158,10 @@ def install_skill(egress_host: str | None, root: str = INSTALL_ROOT) -> str:
         for path in (os.path.join(target, "SKILL.md"), os.path.join(target, SCRIPT)):
             os.chmod(path, 0o644)
     except OSError as exc:
-        raise SelftestError(f"cannot install the probe skill under {root}: {exc} "
-                            "(the appliance needs a writable /run: --tmpfs /run, see deploy.md)") from None
+        raise SelftestError(
+            f"cannot install the probe skill under {root}: {exc} "
+            "(the appliance needs a writable /run: --tmpfs /run, see deploy.md)"
+        ) from None
     return root
 
 
@@ -141,16 +173,31 @@ def prepare(argv: Sequence[str], environ: MutableMapping[str, str] | None = None
     roots = operator_roots(env)
     root = install_skill(options.egress_probe_host)
     canary = CANARY_PREFIX + secrets.token_hex(16)
-    grant = {"skill": SKILL, "script": SCRIPT, "env": [CANARY_VAR],
-             "egress": [options.egress_probe_host] if options.egress_probe_host else []}
+    grant = {
+        "skill": SKILL,
+        "script": SCRIPT,
+        "env": [CANARY_VAR],
+        "egress": [options.egress_probe_host] if options.egress_probe_host else [],
+    }
     env.pop("SKILLS_DIR", None)
     env.update(MCP_SKILLS_PATH=root, MCP_SKILL_RUN=json.dumps([grant]), **{CANARY_VAR: canary})
     facts = {
-        "json": options.json, "not_claimed": list(options.not_claimed), "wait_for": options.wait_for,
-        "skill": SKILL, "script": SCRIPT, "operator_roots": roots,
-        "probe_host": options.egress_probe_host, "probe_address": resolve(options.egress_probe_host),
-        "canary_prefix": CANARY_PREFIX, "canary_sha256": hashlib.sha256(canary.encode()).hexdigest(),
-        "entry": {"effective": entry.effective, "permitted": entry.permitted, "bounding": entry.bounding,
-                  "ambient": entry.ambient, "no_new_privs": entry.no_new_privs},
+        "json": options.json,
+        "not_claimed": list(options.not_claimed),
+        "wait_for": options.wait_for,
+        "skill": SKILL,
+        "script": SCRIPT,
+        "operator_roots": roots,
+        "probe_host": options.egress_probe_host,
+        "probe_address": resolve(options.egress_probe_host),
+        "canary_prefix": CANARY_PREFIX,
+        "canary_sha256": hashlib.sha256(canary.encode()).hexdigest(),
+        "entry": {
+            "effective": entry.effective,
+            "permitted": entry.permitted,
+            "bounding": entry.bounding,
+            "ambient": entry.ambient,
+            "no_new_privs": entry.no_new_privs,
+        },
     }
     return [sys.executable, "-I", "-m", "skill_mcp.selftest", json.dumps(facts)]

@@ -29,8 +29,17 @@ HELPERS = HERE / "helpers"
 IMAGE = os.environ.get("SKILL_MCP_IMAGE", "skill-mcp:dev")
 # The documented posture (docs/deploy.md); tests that remove a piece say which.
 CAPS = ("SETUID", "SETGID", "KILL", "NET_ADMIN", "SETPCAP")
-HARDENING = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only",
-             "--tmpfs", "/run:rw,nosuid,nodev,size=64m", "--tmpfs", "/tmp:rw,nosuid,nodev,size=64m"]
+HARDENING = [
+    "--cap-drop",
+    "ALL",
+    "--security-opt",
+    "no-new-privileges",
+    "--read-only",
+    "--tmpfs",
+    "/run:rw,nosuid,nodev,size=64m",
+    "--tmpfs",
+    "/tmp:rw,nosuid,nodev,size=64m",
+]
 # With the skills, the probe's code is also mounted where the runtime lives (read by every run's
 # sandbox), so that another skill (``quiet``) can run the same code: a run may not read another
 # skill's files.
@@ -50,8 +59,9 @@ def run_flags(caps: tuple[str, ...] = CAPS) -> list[str]:
 def _docker_problem() -> str | None:
     if shutil.which("docker") is None:
         return "the docker CLI is not installed"
-    proc = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, timeout=30,
-                          check=False)
+    proc = subprocess.run(
+        ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, timeout=30, check=False
+    )
     if proc.returncode != 0:
         return f"the Docker daemon is not reachable: {proc.stderr.decode(errors='replace').strip()[:200]}"
     return None
@@ -65,8 +75,13 @@ def image() -> str:
             pytest.fail(f"the appliance suite must run in CI, but {problem}")
         pytest.skip(problem)
     if not os.environ.get("SKILL_MCP_IMAGE_PREBUILT"):
-        proc = subprocess.run(["make", "image", f"PY={sys.executable}", f"IMAGE={IMAGE}"], cwd=REPO,
-                              capture_output=True, timeout=900, check=False)
+        proc = subprocess.run(
+            ["make", "image", f"PY={sys.executable}", f"IMAGE={IMAGE}"],
+            cwd=REPO,
+            capture_output=True,
+            timeout=900,
+            check=False,
+        )
         assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
         # tests/security registers this fixture a second time (its conftest reuses it): the
         # second instance must not build again.
@@ -77,8 +92,12 @@ def image() -> str:
 # The owner's grant every stand-in appliance starts with (the launcher reads it from its own
 # environment): the probe may use two of the hosts it declares, quiet none; polyglot runs.
 GRANT_ROWS: list[dict[str, Any]] = [
-    {"skill": "probe", "script": "scripts/probe.py", "env": ["PROBE_TOKEN"],
-     "egress": ["allowed.test", "ext-allowed.example", "loopback.rebind.example"]},
+    {
+        "skill": "probe",
+        "script": "scripts/probe.py",
+        "env": ["PROBE_TOKEN"],
+        "egress": ["allowed.test", "ext-allowed.example", "loopback.rebind.example"],
+    },
     {"skill": "probe", "script": "scripts/long.py"},
     {"skill": "quiet", "script": "scripts/probe.py"},
     {"skill": "polyglot", "script": "scripts/hello.js"},
@@ -87,8 +106,14 @@ GRANT_ROWS: list[dict[str, Any]] = [
 GRANT = json.dumps(GRANT_ROWS)
 
 
-def probe_plan(mode: str, *args: str, skill: str = "probe", egress: tuple[str, ...] | None = None,
-               timeout_s: float | None = None, **also: Any) -> dict[str, Any]:
+def probe_plan(
+    mode: str,
+    *args: str,
+    skill: str = "probe",
+    egress: tuple[str, ...] | None = None,
+    timeout_s: float | None = None,
+    **also: Any,
+) -> dict[str, Any]:
     """A run request as the server sends it: what to run; ``also`` adds fields (env, interpreter, ...)."""
     run: dict[str, Any] = {"skill": skill, "script": "scripts/probe.py", "args": [mode, *args], **also}
     if egress is not None:
@@ -104,16 +129,35 @@ class Appliance:
     ``request`` writes one JSON line to the client's stdin and reads its one-line reply.
     """
 
-    def __init__(self, image: str, *, caps: tuple[str, ...] = CAPS, extra: list[str] | None = None,
-                 env: dict[str, str] | None = None, skills: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        image: str,
+        *,
+        caps: tuple[str, ...] = CAPS,
+        extra: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        skills: list[str] | None = None,
+    ) -> None:
         self.name = f"skill-mcp-test-{os.getpid()}-{time.monotonic_ns()}"
         settings = {"MCP_SKILL_RUN": GRANT, **(env or {})}
         env_flags = [flag for key, value in settings.items() for flag in ("-e", f"{key}={value}")]
-        argv = ["docker", "run", "-i", "--rm", "--name", self.name, *run_flags(caps), *(extra or []), *env_flags,
-                *(skills if skills is not None else SKILLS_MOUNT), "-v", f"{HELPERS}:/helpers:ro", image,
-                *HELPER_CMD]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+        argv = [
+            "docker",
+            "run",
+            "-i",
+            "--rm",
+            "--name",
+            self.name,
+            *run_flags(caps),
+            *(extra or []),
+            *env_flags,
+            *(skills if skills is not None else SKILLS_MOUNT),
+            "-v",
+            f"{HELPERS}:/helpers:ro",
+            image,
+            *HELPER_CMD,
+        ]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def request(self, message: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -158,10 +202,12 @@ def _readline(proc: subprocess.Popen[bytes], timeout: float) -> bytes:
 
 # The web peer answers on 80 and on ALT_WEB_PORT (a port the proxy must never fetch from).
 ALT_WEB_PORT = 8080
-WEB_PEER = ("import http.server, threading\n"
-            f"for port in (80, {ALT_WEB_PORT}):\n"
-            "    server = http.server.ThreadingHTTPServer(('', port), http.server.SimpleHTTPRequestHandler)\n"
-            "    threading.Thread(target=server.serve_forever).start()\n")
+WEB_PEER = (
+    "import http.server, threading\n"
+    f"for port in (80, {ALT_WEB_PORT}):\n"
+    "    server = http.server.ThreadingHTTPServer(('', port), http.server.SimpleHTTPRequestHandler)\n"
+    "    threading.Thread(target=server.serve_forever).start()\n"
+)
 
 
 @pytest.fixture(scope="session")
@@ -171,13 +217,22 @@ def peers(image: str) -> Iterator[dict[str, Any]]:
     from testcontainers.core.network import Network
 
     with Network() as net:
-        web = (DockerContainer(image).with_network(net).with_network_aliases("allowed.test", "other.test")
-               .with_kwargs(entrypoint=["/usr/bin/python3"]).with_command(["-c", WEB_PEER]))
+        web = (
+            DockerContainer(image)
+            .with_network(net)
+            .with_network_aliases("allowed.test", "other.test")
+            .with_kwargs(entrypoint=["/usr/bin/python3"])
+            .with_command(["-c", WEB_PEER])
+        )
         with web:
             web_ip = _ip(web, net.name)
-            dns = (DockerContainer(image).with_network(net).with_volume_mapping(str(HELPERS), "/helpers", "ro")
-                   .with_kwargs(entrypoint=["/usr/bin/python3"])
-                   .with_command(["-u", "/helpers/dns_logger.py", web_ip]))
+            dns = (
+                DockerContainer(image)
+                .with_network(net)
+                .with_volume_mapping(str(HELPERS), "/helpers", "ro")
+                .with_kwargs(entrypoint=["/usr/bin/python3"])
+                .with_command(["-u", "/helpers/dns_logger.py", web_ip])
+            )
             with dns:
                 _wait_log(dns, "READY")
                 _wait_http(image, net.name)
@@ -202,10 +257,16 @@ def _wait_log(container: Any, marker: str, timeout: float = 30) -> None:
 
 def _wait_http(image: str, network: str, timeout: float = 30, url: str = "http://allowed.test/") -> None:
     """The web peer answers ``url`` (checked from a throwaway container on the same network)."""
-    probe = ("import urllib.request,time\nfor _ in range(300):\n try:\n  urllib.request.urlopen("
-             f"'{url}',timeout=1); break\n except Exception: time.sleep(0.1)\nelse: raise SystemExit(1)\n")
-    subprocess.run(["docker", "run", "--rm", "--network", network, "--entrypoint", "/usr/bin/python3", image,
-                    "-c", probe], capture_output=True, timeout=timeout + 30, check=True)
+    probe = (
+        "import urllib.request,time\nfor _ in range(300):\n try:\n  urllib.request.urlopen("
+        f"'{url}',timeout=1); break\n except Exception: time.sleep(0.1)\nelse: raise SystemExit(1)\n"
+    )
+    subprocess.run(
+        ["docker", "run", "--rm", "--network", network, "--entrypoint", "/usr/bin/python3", image, "-c", probe],
+        capture_output=True,
+        timeout=timeout + 30,
+        check=True,
+    )
 
 
 def dns_queries(peers: dict[str, Any]) -> list[str]:
@@ -226,6 +287,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The first test that needs the image also pays for building it (a minute or two on a
     fresh machine, base image included): give image-using tests room beyond the default."""
     for item in items:
-        if HERE in Path(str(item.path)).parents and "image" in getattr(item, "fixturenames", ()) \
-                and item.get_closest_marker("timeout") is None:
+        if (
+            HERE in Path(str(item.path)).parents
+            and "image" in getattr(item, "fixturenames", ())
+            and item.get_closest_marker("timeout") is None
+        ):
             item.add_marker(pytest.mark.timeout(900))

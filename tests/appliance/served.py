@@ -19,8 +19,9 @@ from tests.appliance.conftest import CAPS, SKILLS_MOUNT, run_flags
 PROBE = {"skill": "probe", "script": "scripts/probe.py"}
 
 
-def _params(image: str, env: dict[str, str], *, caps: tuple[str, ...] = CAPS,
-            extra: tuple[str, ...] = ()) -> StdioServerParameters:
+def _params(
+    image: str, env: dict[str, str], *, caps: tuple[str, ...] = CAPS, extra: tuple[str, ...] = ()
+) -> StdioServerParameters:
     args = ["run", "-i", "--rm", *run_flags(caps), *extra, *SKILLS_MOUNT]
     for key, value in {"MCP_CONFIRM_ELICITATION": "off", "SKILL_MCP_LOG": "warning", **env}.items():
         args += ["-e", f"{key}={value}"]

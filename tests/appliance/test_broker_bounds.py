@@ -20,9 +20,12 @@ from tests.appliance.conftest import SKILLS, Appliance, probe_plan
 
 pytestmark = pytest.mark.appliance
 
-MANY = ("---\nname: many\ndescription: Declares three hundred hosts.\nmcp-host:\n  version: 1\n  run:\n"
-        "    - script: scripts/probe.py\n      interpreter: python\n  egress:\n"
-        + "".join(f"    - h{i}.example.com\n" for i in range(300)) + "---\n# many\n")
+MANY = (
+    "---\nname: many\ndescription: Declares three hundred hosts.\nmcp-host:\n  version: 1\n  run:\n"
+    "    - script: scripts/probe.py\n      interpreter: python\n  egress:\n"
+    + "".join(f"    - h{i}.example.com\n" for i in range(300))
+    + "---\n# many\n"
+)
 
 
 def _root(tmp_path: Path) -> Path:

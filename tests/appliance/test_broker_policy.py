@@ -69,8 +69,7 @@ FORBIDDEN: list[tuple[str, dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(("denial", "change", "reason"), FORBIDDEN, ids=[f[0] for f in FORBIDDEN])
-def test_broker_refuses_forged_request(attacker: Appliance, denial: str, change: dict[str, Any],
-                                       reason: str) -> None:
+def test_broker_refuses_forged_request(attacker: Appliance, denial: str, change: dict[str, Any], reason: str) -> None:
     before = _runs(attacker)
     forged = probe_plan("id")
     forged["run"].update(change)
@@ -89,8 +88,9 @@ def test_granted_variable_reaches_the_script_from_the_launcher_not_the_server(at
     # The server's side knows the name only: the value is not in its environment.
     me = attacker.request({"op": "self"})
     assert "PROBE_TOKEN" not in me["env_names"] and "SKILL_MCP_BROKER_HOLDS" in me["env_names"]
-    holds = attacker.request({"op": "exec", "argv": ["/usr/bin/python3", "-c",
-                                                      "import os; print(os.environ['SKILL_MCP_BROKER_HOLDS'])"]})
+    holds = attacker.request(
+        {"op": "exec", "argv": ["/usr/bin/python3", "-c", "import os; print(os.environ['SKILL_MCP_BROKER_HOLDS'])"]}
+    )
     assert holds["stdout"].strip() == "PROBE_TOKEN"
 
 
@@ -118,12 +118,14 @@ def _skills_with_hostile_files(base: Path) -> Path:
     bomb = root / "bomb"
     (bomb / "scripts").mkdir(parents=True)
     laughs = "".join(f"  l{i}: &l{i} [*l{i - 1}, *l{i - 1}, *l{i - 1}, *l{i - 1}]\n" for i in range(1, 12))
-    (bomb / "SKILL.md").write_text("---\nname: bomb\ndescription: d\nx:\n  l0: &l0 [lol]\n" + laughs + "---\n",
-                                   encoding="utf-8")
+    (bomb / "SKILL.md").write_text(
+        "---\nname: bomb\ndescription: d\nx:\n  l0: &l0 [lol]\n" + laughs + "---\n", encoding="utf-8"
+    )
     huge = root / "huge"
     huge.mkdir()
-    (huge / "SKILL.md").write_text("---\nname: huge\ndescription: " + "x" * (20 * 1024 * 1024) + "\n---\n",
-                                   encoding="utf-8")
+    (huge / "SKILL.md").write_text(
+        "---\nname: huge\ndescription: " + "x" * (20 * 1024 * 1024) + "\n---\n", encoding="utf-8"
+    )
     link = root / "environ"
     link.mkdir()
     os.symlink("/proc/1/environ", link / "SKILL.md")  # the launcher's environment, holding the owner's secrets

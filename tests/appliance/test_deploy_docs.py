@@ -28,9 +28,16 @@ from tests.appliance.conftest import CAPS, REPO, SKILLS_MOUNT, run_flags
 pytestmark = pytest.mark.appliance
 
 TOKEN = "fly-example-token-0123456789abcdef"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "deploy-docs-test", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "deploy-docs-test", "version": "0"},
+    },
+}
 
 
 def fly_toml() -> dict[str, Any]:
@@ -62,8 +69,13 @@ def _wait_answer(port: int, host: str, cid: str) -> tuple[int, str]:
             return _post(port, host, TOKEN)
         except OSError as exc:
             last = exc
-            running = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", cid], capture_output=True,
-                                     text=True, timeout=30, check=False).stdout.strip()
+            running = subprocess.run(
+                ["docker", "inspect", "-f", "{{.State.Running}}", cid],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            ).stdout.strip()
             if running != "true":
                 break  # it exited: no use waiting for it to listen
             time.sleep(0.25)
@@ -83,19 +95,27 @@ def _get_metrics(port: int, host: str, token: str | None) -> int:
         conn.close()
 
 
-def _assert_serves_only(public: str, image: str, flags: list[str], argv: list[str], port: int,
-                        scrape_host: str | None = None) -> None:
+def _assert_serves_only(
+    public: str, image: str, flags: list[str], argv: list[str], port: int, scrape_host: str | None = None
+) -> None:
     """Start the image detached as an example does (``port`` published on loopback): requests
     for its public name with the token are answered, another Host name or no token refused.
     With ``scrape_host``, the example's ``/metrics`` answers a scraper under that Host with the
     token (and refuses one without it)."""
-    cid = subprocess.run(["docker", "run", "-d", *flags, "-p", f"127.0.0.1::{port}", image, *argv],
-                         capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    cid = subprocess.run(
+        ["docker", "run", "-d", *flags, "-p", f"127.0.0.1::{port}", image, *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
     try:
-        mapped = subprocess.run(["docker", "port", cid, str(port)], capture_output=True, text=True, timeout=30,
-                                check=False).stdout
-        assert mapped, subprocess.run(["docker", "logs", cid], capture_output=True, text=True, timeout=30,
-                                      check=False).stderr[-3000:]
+        mapped = subprocess.run(
+            ["docker", "port", cid, str(port)], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+        assert mapped, subprocess.run(
+            ["docker", "logs", cid], capture_output=True, text=True, timeout=30, check=False
+        ).stderr[-3000:]
         local = int(mapped.split("\n")[0].rsplit(":", 1)[1])
         # Positive control: the public name with the token gets the initialize result.
         status, body = _wait_answer(local, public, cid)
@@ -214,5 +234,11 @@ def test_kubernetes_deployment_container_boots_and_refuses_other_host_names(imag
     # Kubernetes expands $(NAME) in args from the container's env.
     args = [re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], a) for a in container["args"]]
     public = args[args.index("--allowed-host") + 1]
-    _assert_serves_only(public, image, _docker_flags(container, spec["volumes"]) + env, args,
-                        port["containerPort"], scrape_host=values["POD_IP"] if "--metrics" in args else None)
+    _assert_serves_only(
+        public,
+        image,
+        _docker_flags(container, spec["volumes"]) + env,
+        args,
+        port["containerPort"],
+        scrape_host=values["POD_IP"] if "--metrics" in args else None,
+    )

@@ -33,15 +33,17 @@ def test_udp_and_dns_from_script_fail(appliance: Appliance, peers: dict[str, Any
     assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}
 
 
-@pytest.mark.parametrize("url", [
-    "http://other.test/",                  # a host the run did not accept
-    "http://{web_ip}/",                    # an IP literal, even of the accepted host
-    "http://allowed.test.evil.test/",      # a look-alike suffix
-    "http://allowed.test./",               # a trailing dot
-    "http://xallowed.test/",               # a look-alike prefix
-])
-def test_proxy_refuses_hosts_outside_the_run_allowlist(appliance: Appliance, peers: dict[str, Any],
-                                                       url: str) -> None:
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://other.test/",  # a host the run did not accept
+        "http://{web_ip}/",  # an IP literal, even of the accepted host
+        "http://allowed.test.evil.test/",  # a look-alike suffix
+        "http://allowed.test./",  # a trailing dot
+        "http://xallowed.test/",  # a look-alike prefix
+    ],
+)
+def test_proxy_refuses_hosts_outside_the_run_allowlist(appliance: Appliance, peers: dict[str, Any], url: str) -> None:
     refused = appliance.run("net", "proxy", url.format(web_ip=peers["web_ip"]), egress=ALLOWED)["out"]
     assert refused == {"status": 403}
     assert appliance.run("net", "proxy", "http://allowed.test/", egress=ALLOWED)["out"] == {"status": 200}
@@ -54,7 +56,8 @@ def test_run_without_the_host_in_its_allowlist_gets_403(appliance: Appliance) ->
 
 
 def test_plain_http_through_the_proxy_cannot_reach_another_port_of_an_allowed_host(
-        appliance: Appliance, image: str, peers: dict[str, Any]) -> None:
+    appliance: Appliance, image: str, peers: dict[str, Any]
+) -> None:
     # The peer does serve that port (seen from a throwaway container on the test network) ...
     _wait_http(image, peers["network"], url=f"http://allowed.test:{ALT_WEB_PORT}/")
     # ... but a run whose allowlist names the host reaches only its web ports through the proxy.
@@ -84,8 +87,7 @@ def test_refused_name_is_never_resolved(appliance: Appliance, peers: dict[str, A
     assert accepted in dns_queries(peers)
 
 
-def test_allowed_name_resolving_to_loopback_does_not_reach_inside(appliance: Appliance,
-                                                                   peers: dict[str, Any]) -> None:
+def test_allowed_name_resolving_to_loopback_does_not_reach_inside(appliance: Appliance, peers: dict[str, Any]) -> None:
     name = "loopback.rebind.example"
     out = appliance.run("rebind", name, "0", "6", egress=(name,))["out"]
     assert out["listen"] == "EACCES" and out["listener_hits"] == 0  # a script cannot even listen now
@@ -97,8 +99,10 @@ def test_allowed_name_resolving_to_loopback_does_not_reach_inside(appliance: App
 
 
 def test_server_uid_has_no_network(appliance: Appliance, peers: dict[str, Any]) -> None:
-    code = ("import socket,sys\ntry:\n socket.create_connection((sys.argv[1], 80), timeout=3)\n print('connected')\n"
-            "except OSError as e:\n print(type(e).__name__)\n")
+    code = (
+        "import socket,sys\ntry:\n socket.create_connection((sys.argv[1], 80), timeout=3)\n print('connected')\n"
+        "except OSError as e:\n print(type(e).__name__)\n"
+    )
     out = appliance.request({"op": "exec", "argv": ["/usr/bin/python3", "-c", code, peers["web_ip"]]})
     assert out["stdout"].strip() == "TimeoutError", out
     # Positive control: the host is up and reachable through the proxy for an accepting run.

@@ -15,8 +15,12 @@ COMPILERS = ("gcc", "cc", "c++", "g++", "clang", "tcc", "as", "ld", "make", "rus
 
 
 def _sh(image: str, script: str) -> str:
-    proc = subprocess.run(["docker", "run", "--rm", "--entrypoint", "/bin/sh", image, "-c", script],
-                          capture_output=True, timeout=120, check=True)
+    proc = subprocess.run(
+        ["docker", "run", "--rm", "--entrypoint", "/bin/sh", image, "-c", script],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     return proc.stdout.decode()
 
 
@@ -36,7 +40,8 @@ def test_image_has_no_compilers(image: str) -> None:
 
 @pytest.mark.parametrize(("interpreter", "script"), [("node", "scripts/hello.js"), ("bash", "scripts/hello.sh")])
 def test_every_interpreter_of_the_closed_set_runs_under_the_limits(
-        image: str, appliance: Appliance, interpreter: str, script: str) -> None:
+    image: str, appliance: Appliance, interpreter: str, script: str
+) -> None:
     request = probe_plan("unused", skill="polyglot")
     request["run"].update(script=script, args=[], interpreter=interpreter)
     reply = appliance.request(request)
@@ -44,15 +49,19 @@ def test_every_interpreter_of_the_closed_set_runs_under_the_limits(
     assert json.loads(reply["result"]["stdout"])["uid"] == 10002
 
 
-@pytest.mark.parametrize(("field", "value", "reason"), [
-    ("script", "../quiet/scripts/probe.py", "undeclared-script"),
-    ("skill", "../skills/probe", "unknown-skill"),
-    ("cwd", "/", "invalid-arguments"),  # the broker decides cwd itself; a request that names one is forged
-    ("argv", ["/bin/sh", "-c", "id"], "invalid-arguments"),
-    ("interpreter_path", "/bin/sh", "invalid-arguments"),
-])
-def test_broker_refuses_a_request_naming_what_it_decides(appliance: Appliance, field: str, value: object,
-                                                         reason: str) -> None:
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("script", "../quiet/scripts/probe.py", "undeclared-script"),
+        ("skill", "../skills/probe", "unknown-skill"),
+        ("cwd", "/", "invalid-arguments"),  # the broker decides cwd itself; a request that names one is forged
+        ("argv", ["/bin/sh", "-c", "id"], "invalid-arguments"),
+        ("interpreter_path", "/bin/sh", "invalid-arguments"),
+    ],
+)
+def test_broker_refuses_a_request_naming_what_it_decides(
+    appliance: Appliance, field: str, value: object, reason: str
+) -> None:
     request = probe_plan("id")
     request["run"][field] = value
     reply = appliance.request(request)

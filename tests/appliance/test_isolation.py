@@ -50,8 +50,13 @@ SERVER_SCAN = (
 def _server_view(app: Appliance) -> list[str]:
     """The scan as the server uid, through ``docker exec`` (the stand-in server answers one request
     at a time, so it cannot be asked while a run is in progress)."""
-    proc = subprocess.run(["docker", "exec", "--user", "10001:10001", app.name, "/usr/bin/python3", "-c", SERVER_SCAN],
-                          capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        ["docker", "exec", "--user", "10001:10001", app.name, "/usr/bin/python3", "-c", SERVER_SCAN],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return list(json.loads(proc.stdout))
 
 
@@ -94,11 +99,19 @@ def test_the_server_side_scan_sees_a_plant_while_its_run_is_alive(image: str) ->
     app = Appliance(image)
     try:
         assert app.request({"op": "hello"})["ok"]
-        subprocess.run(["docker", "exec", "--user", "10002:10002", app.name, "/usr/bin/touch", "/tmp/plant-by-exec"],
-                       capture_output=True, timeout=30, check=True)
+        subprocess.run(
+            ["docker", "exec", "--user", "10002:10002", app.name, "/usr/bin/touch", "/tmp/plant-by-exec"],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
         assert "/tmp/plant-by-exec" in _server_view(app)  # the scan sees the script uid's files
-        subprocess.run(["docker", "exec", app.name, "/usr/bin/rm", "-f", "/tmp/plant-by-exec"], capture_output=True,
-                       timeout=30, check=True)
+        subprocess.run(
+            ["docker", "exec", app.name, "/usr/bin/rm", "-f", "/tmp/plant-by-exec"],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
         assert app.proc.stdin is not None
         app.proc.stdin.write((json.dumps(probe_plan("plant", "7", "60")) + "\n").encode())
         app.proc.stdin.flush()
@@ -149,8 +162,12 @@ def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
             assert first.proc.stdin is not None
             # The sandbox refuses the script /var/tmp, so root plants a file of the script uid there,
             # as a run of an older image (or a deployment without the sandbox) could have left it.
-            subprocess.run(["docker", "exec", "--user", "10002:10002", first.name, "/usr/bin/touch",
-                            "/var/tmp/plant-3"], capture_output=True, timeout=30, check=True)
+            subprocess.run(
+                ["docker", "exec", "--user", "10002:10002", first.name, "/usr/bin/touch", "/var/tmp/plant-3"],
+                capture_output=True,
+                timeout=30,
+                check=True,
+            )
             first.proc.stdin.write((json.dumps(probe_plan("plant", "3", "60")) + "\n").encode())
             first.proc.stdin.flush()
             wait_until(lambda: _exists_in(first.name, "/var/tmp/plant-3"), "the planted file", 30)  # positive control
@@ -170,10 +187,21 @@ def test_leftovers_of_an_earlier_life_are_removed_at_boot(image: str) -> None:
 def _exists_in(container: str, path: str, glob: bool = False) -> bool:
     if glob:  # a pattern: python's glob as root in the container, never a shell
         code = f"import glob, sys; sys.exit(0 if glob.glob({path!r}) else 1)"
-        return subprocess.run(["docker", "exec", container, "/usr/bin/python3", "-c", code], capture_output=True,
-                              timeout=30, check=False).returncode == 0
-    return subprocess.run(["docker", "exec", container, "/usr/bin/test", "-e", path], capture_output=True,
-                          timeout=30, check=False).returncode == 0
+        return (
+            subprocess.run(
+                ["docker", "exec", container, "/usr/bin/python3", "-c", code],
+                capture_output=True,
+                timeout=30,
+                check=False,
+            ).returncode
+            == 0
+        )
+    return (
+        subprocess.run(
+            ["docker", "exec", container, "/usr/bin/test", "-e", path], capture_output=True, timeout=30, check=False
+        ).returncode
+        == 0
+    )
 
 
 # --- clean-up that an adversary shapes: depth, volume, count; and memory ---------------------------
@@ -248,8 +276,9 @@ def test_script_cannot_take_the_next_runs_space_with_a_deep_tree_beside_40_mib(i
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize(("files", "script"), [(400_000, "scripts/probe.py"), (1_100_000, "scripts/long.py")],
-                         ids=["400000", "1100000"])
+@pytest.mark.parametrize(
+    ("files", "script"), [(400_000, "scripts/probe.py"), (1_100_000, "scripts/long.py")], ids=["400000", "1100000"]
+)
 def test_script_cannot_outlast_the_cleanup_with_many_files(image: str, files: int, script: str) -> None:
     """400,000 files; and 1,100,000, whose removal outlasts the broker's wait after the run (the
     next requests are refused with cleanup-pending until it is done, here and not by chance)."""

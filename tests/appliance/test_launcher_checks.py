@@ -41,10 +41,22 @@ mcp-host:
   egress: [api.example, declared-only.example]
 ---
 """
-GRANT = [{"skill": "s", "script": "scripts/a.py", "env": ["API_KEY", "LD_PRELOAD"],
-          "egress": ["api.example", "undeclared.example"]}]
-ENVIRON = {"API_KEY": "secret-value", "OTHER_KEY": "not-granted-value", "LANG": "C.UTF-8",
-           "LD_PRELOAD": "/tmp/evil.so", "MCP_SKILL_RUN": json.dumps(GRANT), "MCP_SKILLS_PATH": "/skills"}
+GRANT = [
+    {
+        "skill": "s",
+        "script": "scripts/a.py",
+        "env": ["API_KEY", "LD_PRELOAD"],
+        "egress": ["api.example", "undeclared.example"],
+    }
+]
+ENVIRON = {
+    "API_KEY": "secret-value",
+    "OTHER_KEY": "not-granted-value",
+    "LANG": "C.UTF-8",
+    "LD_PRELOAD": "/tmp/evil.so",
+    "MCP_SKILL_RUN": json.dumps(GRANT),
+    "MCP_SKILLS_PATH": "/skills",
+}
 
 
 @pytest.fixture(scope="module")
@@ -62,18 +74,30 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def skills(root: Path) -> dict[str, declwire.DeclaredSkill]:
-    out = subprocess.run([sys.executable, "-I", "-m", "skill_mcp.runner.dump_declarations"], capture_output=True,
-                         env={"SKILLS_DIR": str(root), "PATH": "/usr/bin:/bin"}, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-I", "-m", "skill_mcp.runner.dump_declarations"],
+        capture_output=True,
+        env={"SKILLS_DIR": str(root), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+        check=True,
+    )
     found = declwire.decode(out.stdout)
     assert found.parsed_as == os.getuid() and set(found.skills) == {"s", "t"} and not found.dropped
     return dict(found.skills)
 
 
-def decide(root: Path, skills: dict[str, declwire.DeclaredSkill], raw: dict[str, Any],
-           environ: dict[str, str] | None = None) -> Job:
+def decide(
+    root: Path, skills: dict[str, declwire.DeclaredSkill], raw: dict[str, Any], environ: dict[str, str] | None = None
+) -> Job:
     env = ENVIRON if environ is None else environ
-    return policy.decide(checks.parse_request(raw), skills=skills, grants=policy.Grants.from_environ(env),
-                         interpreters=INTERPRETERS, roots=(str(root),), environ=env)
+    return policy.decide(
+        checks.parse_request(raw),
+        skills=skills,
+        grants=policy.Grants.from_environ(env),
+        interpreters=INTERPRETERS,
+        roots=(str(root),),
+        environ=env,
+    )
 
 
 def request(**change: Any) -> dict[str, Any]:
@@ -133,8 +157,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("what", "raw", "reason"), CASES, ids=[c[0] for c in CASES])
-def test_broker_refuses_a_request_beyond_its_policy(root: Path, skills: dict[str, Any], what: str, raw: Any,
-                                                    reason: str) -> None:
+def test_broker_refuses_a_request_beyond_its_policy(
+    root: Path, skills: dict[str, Any], what: str, raw: Any, reason: str
+) -> None:
     with pytest.raises(SkillMcpError) as info:
         decide(root, skills, raw)
     assert str(info.value.reason) == reason
@@ -149,7 +174,8 @@ def test_every_loader_variable_of_the_shared_list_is_refused(root: Path, skills:
 
 
 def test_hosted_without_a_grant_runs_nothing_and_standalone_lets_the_declaration_stand(
-        root: Path, skills: dict[str, Any]) -> None:
+    root: Path, skills: dict[str, Any]
+) -> None:
     with pytest.raises(SkillMcpError) as info:
         decide(root, skills, request(), environ={"MCP_SKILLS_PATH": "/skills", "API_KEY": "v"})
     assert str(info.value.reason) == "not-granted"
@@ -175,8 +201,10 @@ def test_a_changed_skill_md_is_seen_by_a_stat(root: Path, skills: dict[str, Any]
 
 
 BAD_DOCUMENTS = [b"not json", b"[]", b'{"uid": 0}', b'{"uid": "0", "skills": []}']
-GOOD_ENTRY = (b'{"name": "g", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], '
-              b'"scripts": [{"script": "a", "interpreter": "python", "env": ["A"], "timeout": 1}]}')
+GOOD_ENTRY = (
+    b'{"name": "g", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], '
+    b'"scripts": [{"script": "a", "interpreter": "python", "env": ["A"], "timeout": 1}]}'
+)
 BAD_ENTRIES = [
     b'{"name": "s"}',
     b'{"name": "s", "directory": "rel", "skillMd": [1,2,3,4,5], "egress": [], "scripts": []}',
@@ -186,7 +214,8 @@ BAD_ENTRIES = [
     b'"scripts": [{"script": "a", "interpreter": "python", "env": [], "timeout": true}]}',
     # Past the bounds the catalog enforces too: 257 hosts, 257 scripts, a 33-character interpreter.
     b'{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": ['
-    + b",".join(b'"h%d.example"' % i for i in range(257)) + b'], "scripts": []}',
+    + b",".join(b'"h%d.example"' % i for i in range(257))
+    + b'], "scripts": []}',
     b'{"name": "s", "directory": "/d", "skillMd": [1,2,3,4,5], "egress": [], "scripts": ['
     + b",".join(b'{"script": "a%d", "interpreter": "python", "env": [], "timeout": 1}' % i for i in range(257))
     + b"]}",
@@ -210,7 +239,8 @@ def test_one_skill_out_of_shape_cannot_stop_the_other_skills(entry: bytes) -> No
 
 
 def test_broker_refuses_only_the_dropped_skill_and_asks_the_helper_nothing_while_it_is_unchanged(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     keys = {}
     for name in ("good", "bad"):
         (tmp_path / name).mkdir()
@@ -220,10 +250,18 @@ def test_broker_refuses_only_the_dropped_skill_and_asks_the_helper_nothing_while
     good = declwire.DeclaredSkill("good", str(tmp_path / "good"), keys["good"], (), ())
     bad = declwire.Dropped("bad", "egress is not a list of at most 256 entries", str(tmp_path / "bad"), keys["bad"])
     users = procs.Users(*(procs.Account(n, u, u) for n, u in (("s", 65001), ("c", 65002), ("p", 65003))))
-    broker = Broker(users=users, reaper=procs.Reaper(), roots=(str(tmp_path),), interpreters={}, fence_ok=True,
-                    fence_detail="", grants=policy.Grants("declaration"), environ={},
-                    parse_user=procs.Account("x", 65004, 65004),
-                    declarations=declwire.Declarations({"good": good}, 65004, {"bad": bad}))
+    broker = Broker(
+        users=users,
+        reaper=procs.Reaper(),
+        roots=(str(tmp_path),),
+        interpreters={},
+        fence_ok=True,
+        fence_detail="",
+        grants=policy.Grants("declaration"),
+        environ={},
+        parse_user=procs.Account("x", 65004, 65004),
+        declarations=declwire.Declarations({"good": good}, 65004, {"bad": bad}),
+    )
     with pytest.raises(SkillMcpError) as info:
         broker._skills("bad")
     assert str(info.value.reason) == "undeclared-script" and "256" in info.value.detail

@@ -12,17 +12,41 @@ import json
 import subprocess
 import sys
 
-LAUNCHER_MODULES = ("boot", "broker", "caps", "checks", "fence", "isolation", "parse_helper", "policy", "procs",
-                    "proxy", "sandbox")
+LAUNCHER_MODULES = (
+    "boot",
+    "broker",
+    "caps",
+    "checks",
+    "fence",
+    "isolation",
+    "parse_helper",
+    "policy",
+    "procs",
+    "proxy",
+    "sandbox",
+)
 # The leaves both sides share: path rules, reasons, run limits, tree removal, the process helpers,
 # the grant rules, the broker's framing, the declared-skills document, the depth-bounded JSON
 # decode, a run's outputs and its kernel sandbox (the Landlock and libseccomp bindings, and what
 # applies them).
-ALLOWED_PROJECT = {"skill_mcp", "skill_mcp.paths", "skill_mcp.errors", "skill_mcp.reasons", "skill_mcp.limits",
-                   "skill_mcp.sandbox_rules",
-                   "skill_mcp.trees", "skill_mcp.proctools", "skill_mcp.grantrules", "skill_mcp.brokerwire",
-                   "skill_mcp.declwire", "skill_mcp.jsonbound",
-                   "skill_mcp.outputs", "skill_mcp.confine", "skill_mcp.landlock", "skill_mcp.seccomp"}
+ALLOWED_PROJECT = {
+    "skill_mcp",
+    "skill_mcp.paths",
+    "skill_mcp.errors",
+    "skill_mcp.reasons",
+    "skill_mcp.limits",
+    "skill_mcp.sandbox_rules",
+    "skill_mcp.trees",
+    "skill_mcp.proctools",
+    "skill_mcp.grantrules",
+    "skill_mcp.brokerwire",
+    "skill_mcp.declwire",
+    "skill_mcp.jsonbound",
+    "skill_mcp.outputs",
+    "skill_mcp.confine",
+    "skill_mcp.landlock",
+    "skill_mcp.seccomp",
+}
 ALLOWED_LIBRARIES = {"prctl", "_prctl", "psutil"}  # top-level names: psutil's own submodules come with it
 
 
@@ -40,8 +64,12 @@ def _foreign(modules: list[str]) -> list[str]:
     bad = []
     for name in modules:
         top = name.split(".")[0]
-        if top in sys.stdlib_module_names or top == "skill_mcp_launcher" or name in ALLOWED_PROJECT \
-                or top in ALLOWED_LIBRARIES:
+        if (
+            top in sys.stdlib_module_names
+            or top == "skill_mcp_launcher"
+            or name in ALLOWED_PROJECT
+            or top in ALLOWED_LIBRARIES
+        ):
             continue
         bad.append(name)
     return bad

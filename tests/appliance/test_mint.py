@@ -28,12 +28,15 @@ def test_mint_yaml_validates_against_its_schema() -> None:
     assert manifest["egress"]["allow"] == []
 
 
-@pytest.mark.parametrize("change", [
-    {"runtime": "fly-machine"},
-    {"skills": [{"github-archive": "owner/repo@0123abc"}]},
-    {"state": {"dataDir": True}},
-    {"egress": {"allow": ["api.example.com"]}},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"runtime": "fly-machine"},
+        {"skills": [{"github-archive": "owner/repo@0123abc"}]},
+        {"state": {"dataDir": True}},
+        {"egress": {"allow": ["api.example.com"]}},
+    ],
+)
 def test_schema_refuses_what_only_a_registration_decides(change: dict[str, Any]) -> None:
     manifest, schema = _load()
     bad = copy.deepcopy(manifest)

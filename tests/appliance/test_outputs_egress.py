@@ -57,7 +57,8 @@ def test_ten_thousand_tiny_files_come_back_as_64_with_the_rest_counted(appliance
 
 
 def test_the_egress_report_names_exactly_the_refused_hosts_and_counts_direct_attempts(
-        appliance: Appliance, peers: dict[str, Any]) -> None:
+    appliance: Appliance, peers: dict[str, Any]
+) -> None:
     reply = _run(appliance, "egress", f"{peers['web_ip']}:80", egress=("allowed.test",))
     assert "error" in reply["out"]["direct"] and "error" in reply["out"]["udp"]
     seen = reply["out"]

@@ -154,8 +154,13 @@ def test_ruleset_is_in_force_after_boot(appliance: Appliance) -> None:
     def nft(*args: str) -> subprocess.CompletedProcess[str]:
         # docker exec runs as root with the container's capability set (NET_ADMIN included):
         # an observer outside the launcher, reading the kernel's tables.
-        return subprocess.run(["docker", "exec", appliance.name, "/usr/sbin/nft", "-j", *args],
-                              capture_output=True, text=True, timeout=60, check=False)
+        return subprocess.run(
+            ["docker", "exec", appliance.name, "/usr/sbin/nft", "-j", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
 
     assert appliance.request({"op": "hello"})["fence"] is True  # booted, ruleset loaded
     listing = nft("list", "table", "inet", "skill_mcp")

@@ -85,8 +85,12 @@ def test_system_v_ipc_objects_do_not_outlive_the_run(appliance: Appliance) -> No
     # The sweep behind it, as defence in depth: an object of the script uid made outside any run
     # (docker exec, as an older image's run could have) is seen by a run, and gone after it.
     code = "import ctypes; print(ctypes.CDLL(None).shmget(0, 4096, 0o1000 | 0o600))"
-    subprocess.run(["docker", "exec", "--user", "10002:10002", appliance.name, "/usr/bin/python3", "-c", code],
-                   capture_output=True, timeout=30, check=True)
+    subprocess.run(
+        ["docker", "exec", "--user", "10002:10002", appliance.name, "/usr/bin/python3", "-c", code],
+        capture_output=True,
+        timeout=30,
+        check=True,
+    )
     assert appliance.run("ipc", "list")["out"]["mine"] != []  # positive control: the listing sees it
     assert appliance.run("ipc", "list")["out"] == {"mine": []}
 
@@ -108,13 +112,20 @@ def test_stop_signal_ends_a_run_in_progress_instead_of_holding_shutdown(image: s
         app.proc.stdin.flush()
         # Bounded wait until the launcher has started the script (its pid shows in /proc as
         # the script uid), so the signal lands while the run is in progress.
-        scan = ("import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: c=open(f'/proc/{p}/cmdline','rb')"
-                ".read()\n  except OSError: continue\n  if b'probe.py\\x00" + mode + "' in c: print('running')\n")
+        scan = (
+            "import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: c=open(f'/proc/{p}/cmdline','rb')"
+            ".read()\n  except OSError: continue\n  if b'probe.py\\x00" + mode + "' in c: print('running')\n"
+        )
         deadline = time.monotonic() + 30
         seen = ""
         while time.monotonic() < deadline and "running" not in seen:
-            seen = subprocess.run(["docker", "exec", app.name, "/usr/bin/python3", "-c", scan], capture_output=True,
-                                  text=True, timeout=30, check=False).stdout
+            seen = subprocess.run(
+                ["docker", "exec", app.name, "/usr/bin/python3", "-c", scan],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            ).stdout
         assert "running" in seen  # positive control: the run really was in progress
         started = time.monotonic()
         subprocess.run(["docker", "kill", "--signal", "TERM", app.name], capture_output=True, timeout=30, check=True)

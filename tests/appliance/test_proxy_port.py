@@ -21,42 +21,54 @@ from tests.appliance.conftest import GRANT_ROWS, Appliance
 
 PROXY, SERVER = 10003, 10001
 HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode"
-TCP = HEADER + """
+TCP = (
+    HEADER
+    + """
    0: 0100007F:22B8 00000000:0000 0A 00000000:00000000 00:00000000 00000000 10003        0 4242 1 0 100 0 0 10 0
    1: 0100007F:22B8 0100007F:9C40 01 00000000:00000000 00:00000000 00000000 10003        0 4343 1 0 20 4 30 10 -1
    2: 00000000:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 99 1 0 100 0 0 10 0
 """
-TCP6 = HEADER + """
+)
+TCP6 = (
+    HEADER
+    + """
    0: 00000000000000000000000000000000:22B8 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 10001        0 777 1 0 100 0 0 10 0
    1: 0000000000000000FFFF00000100007F:22B8 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 10001        0 778 1 0 100 0 0 10 0
 """
+)
 
 
 def test_parse_reads_listeners_on_the_port_only() -> None:
     assert parse_listeners(TCP, 8888) == (Listener("127.0.0.1", 8888, PROXY, 4242),)  # not the connection
     assert parse_listeners(TCP, 80) == (Listener("0.0.0.0", 80, 0, 99),)
-    assert parse_listeners(TCP6, 8888) == (Listener("::", 8888, SERVER, 777),
-                                           Listener("::ffff:127.0.0.1", 8888, SERVER, 778))
+    assert parse_listeners(TCP6, 8888) == (
+        Listener("::", 8888, SERVER, 777),
+        Listener("::ffff:127.0.0.1", 8888, SERVER, 778),
+    )
     assert parse_listeners("garbage\n 0: zz:zz 0A", 8888) == ()
 
 
 OURS = Listener("127.0.0.1", 8888, PROXY, 1)
 
 
-@pytest.mark.parametrize(("listeners", "inodes", "verdict"), [
-    ((OURS,), None, Verdict.OURS),
-    ((OURS,), frozenset({1, 5}), Verdict.OURS),
-    ((), None, Verdict.WAIT),
-    ((Listener("::1", 8888, PROXY, 1),), None, Verdict.WAIT),  # not where scripts connect
-    ((Listener("127.0.0.1", 8888, SERVER, 2),), None, Verdict.FOREIGN),  # the squatter bound first
-    ((Listener("0.0.0.0", 8888, SERVER, 2),), None, Verdict.FOREIGN),  # any address counts
-    ((Listener("::", 8888, SERVER, 2),), None, Verdict.FOREIGN),  # IPv6 too
-    ((OURS, Listener("::ffff:127.0.0.1", 8888, 10002, 3)), None, Verdict.FOREIGN),  # beside ours
-    ((OURS,), frozenset({7}), Verdict.FOREIGN),  # the proxy uid's socket, but not this tinyproxy's
-    ((OURS, Listener("127.0.0.1", 8888, PROXY, 9)), frozenset({1}), Verdict.FOREIGN),  # a reuseport twin
-])
-def test_judge_accepts_only_the_proxys_own_socket(listeners: tuple[Listener, ...], inodes: frozenset[int] | None,
-                                                  verdict: Verdict) -> None:
+@pytest.mark.parametrize(
+    ("listeners", "inodes", "verdict"),
+    [
+        ((OURS,), None, Verdict.OURS),
+        ((OURS,), frozenset({1, 5}), Verdict.OURS),
+        ((), None, Verdict.WAIT),
+        ((Listener("::1", 8888, PROXY, 1),), None, Verdict.WAIT),  # not where scripts connect
+        ((Listener("127.0.0.1", 8888, SERVER, 2),), None, Verdict.FOREIGN),  # the squatter bound first
+        ((Listener("0.0.0.0", 8888, SERVER, 2),), None, Verdict.FOREIGN),  # any address counts
+        ((Listener("::", 8888, SERVER, 2),), None, Verdict.FOREIGN),  # IPv6 too
+        ((OURS, Listener("::ffff:127.0.0.1", 8888, 10002, 3)), None, Verdict.FOREIGN),  # beside ours
+        ((OURS,), frozenset({7}), Verdict.FOREIGN),  # the proxy uid's socket, but not this tinyproxy's
+        ((OURS, Listener("127.0.0.1", 8888, PROXY, 9)), frozenset({1}), Verdict.FOREIGN),  # a reuseport twin
+    ],
+)
+def test_judge_accepts_only_the_proxys_own_socket(
+    listeners: tuple[Listener, ...], inodes: frozenset[int] | None, verdict: Verdict
+) -> None:
     assert judge(listeners, PROXY, inodes)[0] is verdict
 
 
@@ -100,9 +112,13 @@ print("BYTES", total, flush=True)
 
 
 def _squat(app: Appliance) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(["docker", "exec", "-i", "-u", str(SERVER), app.name, "/usr/bin/python3", "-u", "-c",
-                             SQUATTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        ["docker", "exec", "-i", "-u", str(SERVER), app.name, "/usr/bin/python3", "-u", "-c", SQUATTER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.strip() == "READY", proc.stderr.read() if proc.stderr else ""
@@ -145,14 +161,20 @@ def test_squatter_on_the_proxy_port_cannot_complete_a_handshake(app: Appliance) 
     # Kernel-side, with no run in progress: a script-uid connection to a server-uid listener on
     # 127.0.0.1:8888 never completes (the ruleset drops its SYN-ACK), so no byte is received.
     squatter = _squat(app)
-    probe = ("import socket\ns = socket.socket(); s.settimeout(3)\ntry:\n s.connect(('127.0.0.1', 8888));"
-             " s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); print('connected')\nexcept OSError as e: print(type(e).__name__)")
+    probe = (
+        "import socket\ns = socket.socket(); s.settimeout(3)\ntry:\n s.connect(('127.0.0.1', 8888));"
+        " s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); print('connected')\nexcept OSError as e: print(type(e).__name__)"
+    )
     try:
-        done = subprocess.run(["docker", "exec", "-u", "10002", app.name, "/usr/bin/python3", "-c", probe],
-                              capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            ["docker", "exec", "-u", "10002", app.name, "/usr/bin/python3", "-c", probe],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     finally:
         received = _received(squatter)
     assert done.stdout.strip() == "TimeoutError" and received == 0, done
     # The positive control: the proxy's own port answers a script during a run.
     assert app.run("net", "proxy", "http://allowed.test/", egress=("allowed.test",))["out"] == {"status": 200}
-

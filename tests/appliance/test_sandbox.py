@@ -59,10 +59,21 @@ def test_script_cannot_bind_a_tcp_port(appliance: Appliance) -> None:
 @pytest.mark.timeout(300)
 def test_an_appliance_whose_kernel_cannot_confine_runs_nothing(image: str, tmp_path: Path) -> None:
     profile = tmp_path / "no-landlock.json"
-    profile.write_text(json.dumps({
-        "defaultAction": "SCMP_ACT_ALLOW",
-        "syscalls": [{"names": ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"],
-                      "action": "SCMP_ACT_ERRNO", "errnoRet": 38}]}), encoding="utf-8")
+    profile.write_text(
+        json.dumps(
+            {
+                "defaultAction": "SCMP_ACT_ALLOW",
+                "syscalls": [
+                    {
+                        "names": ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"],
+                        "action": "SCMP_ACT_ERRNO",
+                        "errnoRet": 38,
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     app = Appliance(image, extra=["--security-opt", f"seccomp={profile}"])
     try:
         hello = app.request({"op": "hello"})

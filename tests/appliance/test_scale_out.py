@@ -66,7 +66,9 @@ def _replica_skills(root: Path, name: str) -> Path:
     (skill / "SKILL.md").write_text(
         f"---\nname: replica\ndescription: This answer was served by replica {name}.\n"
         "mcp-host:\n  version: 1\n  run:\n    - script: scripts/where.py\n      interpreter: python\n---\n\n"
-        "Says which replica of a scaled-out deployment answered.\n", encoding="utf-8")
+        "Says which replica of a scaled-out deployment answered.\n",
+        encoding="utf-8",
+    )
     (skill / "scripts" / "where.py").write_text(f"print('run served by replica {name}')\n", encoding="utf-8")
     for path in (root, skill, skill / "scripts"):
         path.chmod(0o755)  # the server reads the mount as its own unprivileged uid
@@ -77,8 +79,13 @@ def _replica_skills(root: Path, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def lb_image(image: str) -> str:
-    proc = subprocess.run(["make", "lb-image", f"PY={sys.executable}", f"LB_IMAGE={LB_IMAGE}"], cwd=REPO,
-                          capture_output=True, timeout=600, check=False)
+    proc = subprocess.run(
+        ["make", "lb-image", f"PY={sys.executable}", f"LB_IMAGE={LB_IMAGE}"],
+        cwd=REPO,
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
     return LB_IMAGE
 
@@ -110,11 +117,11 @@ async def client(endpoint: str, mode: str, seen: list[str] | None = None) -> Asy
             seen.append(sid)
 
     headers = {"Authorization": f"Bearer {TOKEN}", "Host": PUBLIC_HOST}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=60.0),
-                                  event_hooks={"response": [note]}) as http:
+    async with httpx2.AsyncClient(
+        headers=headers, timeout=httpx2.Timeout(30.0, read=60.0), event_hooks={"response": [note]}
+    ) as http:
         # No client-side result cache: every call must travel to a replica.
-        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode,
-                          cache=None) as mcp:
+        async with Client(streamable_http_client(endpoint, http_client=http), mode=mode, cache=None) as mcp:
             yield mcp
 
 
@@ -171,22 +178,39 @@ def _raw_session(port: int) -> list[int]:
     tools/list requests carrying its id. Returns every status, initialize's first."""
     import httpx2
 
-    base = {"Authorization": f"Bearer {TOKEN}", "Host": PUBLIC_HOST, "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream"}
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
-                       "clientInfo": {"name": "scale-out-test", "version": "0"}}}
+    base = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Host": PUBLIC_HOST,
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "scale-out-test", "version": "0"},
+        },
+    }
     with httpx2.Client(timeout=30) as http:
         first = http.post(url(port), json=init, headers=base)
         sid = first.headers.get("mcp-session-id")
         assert first.status_code == 200 and sid, (first.status_code, first.text[:500])
         headers = {**base, "Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY_VERSION}
-        statuses = [first.status_code,
-                    http.post(url(port), json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                              headers=headers).status_code]
+        statuses = [
+            first.status_code,
+            http.post(
+                url(port), json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
+            ).status_code,
+        ]
         for i in range(1, 5):
-            statuses.append(http.post(url(port), json={"jsonrpc": "2.0", "id": i, "method": "tools/list"},
-                                      headers=headers).status_code)
+            statuses.append(
+                http.post(
+                    url(port), json={"jsonrpc": "2.0", "id": i, "method": "tools/list"}, headers=headers
+                ).status_code
+            )
     return statuses
 
 

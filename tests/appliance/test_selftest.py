@@ -38,8 +38,11 @@ def _report(proc: subprocess.Popen[bytes]) -> tuple[int, dict[str, Any], str]:
 
 
 def _start(image: str, flags: list[str], *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["docker", "run", "--rm", *flags, image, "selftest", "--json", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        ["docker", "run", "--rm", *flags, image, "selftest", "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def selftest(image: str, flags: list[str], *args: str) -> tuple[int, dict[str, Any], str]:
@@ -157,8 +160,9 @@ def test_selftest_fails_when_the_ruleset_is_flushed_after_boot(image: str) -> No
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _wait_for_line(proc, f"selftest: waiting for {GO}")
-        flush = subprocess.run(["docker", "exec", name, "/usr/sbin/nft", "flush", "ruleset"], capture_output=True,
-                               timeout=60, check=False)
+        flush = subprocess.run(
+            ["docker", "exec", name, "/usr/sbin/nft", "flush", "ruleset"], capture_output=True, timeout=60, check=False
+        )
         assert flush.returncode == 0, flush.stderr
         subprocess.run(["docker", "exec", name, "touch", GO], capture_output=True, timeout=60, check=True)
         out, _ = proc.communicate(timeout=180)
@@ -191,8 +195,11 @@ def _wait_for_line(proc: subprocess.Popen[bytes], marker: str, timeout: float = 
 
 def test_a_serving_container_never_offers_the_probe_skill(image: str) -> None:
     """The probe skill ships in the image but sits under no skills root of a serving server."""
-    grant = {"MCP_SKILL_RUN": json.dumps([{"skill": "skill-mcp-selftest", "script": "scripts/probe.py",
-                                           "env": ["SKILL_MCP_SELFTEST_SECRET"]}])}
+    grant = {
+        "MCP_SKILL_RUN": json.dumps(
+            [{"skill": "skill-mcp-selftest", "script": "scripts/probe.py", "env": ["SKILL_MCP_SELFTEST_SECRET"]}]
+        )
+    }
 
     async def go() -> None:
         async with served(image, grant) as client:

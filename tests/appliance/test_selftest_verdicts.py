@@ -30,39 +30,95 @@ FIVE = (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 12)
 def healthy() -> dict[str, Any]:
     caps = {k: ZERO for k in ("CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd")}
     return {
-        "facts": {"entry": {"effective": FIVE, "permitted": FIVE, "bounding": FIVE, "ambient": 0, "no_new_privs": True},
-                  "canary_sha256": SHA, "probe_host": "allowed.test", "probe_address": "172.18.0.2",
-                  "not_claimed": []},
-        "token": "0123456789abcdef", "listener_port": 40000, "listener_hits": 0,
-        "leftovers": [], "root_processes_seen": 3,
-        "server": {"uid": 10001, "status": {**caps, "NoNewPrivs": "1"}, "dumpable": 0, "environ_bytes": 0,
-                   "sibling": {"environ": "EACCES", "mem": "EACCES"}, "writes": {"/skills": "EROFS"},
-                   "nft": {"rc": 1}, "canary_found_in": []},
+        "facts": {
+            "entry": {"effective": FIVE, "permitted": FIVE, "bounding": FIVE, "ambient": 0, "no_new_privs": True},
+            "canary_sha256": SHA,
+            "probe_host": "allowed.test",
+            "probe_address": "172.18.0.2",
+            "not_claimed": [],
+        },
+        "token": "0123456789abcdef",
+        "listener_port": 40000,
+        "listener_hits": 0,
+        "leftovers": [],
+        "root_processes_seen": 3,
+        "server": {
+            "uid": 10001,
+            "status": {**caps, "NoNewPrivs": "1"},
+            "dumpable": 0,
+            "environ_bytes": 0,
+            "sibling": {"environ": "EACCES", "mem": "EACCES"},
+            "writes": {"/skills": "EROFS"},
+            "nft": {"rc": 1},
+            "canary_found_in": [],
+        },
         "runs": {
-            "posture": {"out": {"uid": 10002, "euid": 10002, "caps": caps, "bounding_prctl": [], "no_new_privs": 1,
-                                "setuid_root": "EPERM", "nft_flush": {"rc": 1}, "nft_add": {"rc": 1},
-                                "secret_sha256": SHA, "skills_write": {"/skills": "EROFS"}}},
-            "egress": {"out": {"loopback": {"result": "TimeoutError"}, "dns": {"127.0.0.11": "EPERM"},
-                               "proxy_undeclared": {"result": "http", "status": 403, "server": "tinyproxy/1.11.1"},
-                               "proxy_declared": {"result": "http", "status": 200, "server": "SimpleHTTP/0.6"},
-                               "direct_peer": {"result": "TimeoutError"}}},
+            "posture": {
+                "out": {
+                    "uid": 10002,
+                    "euid": 10002,
+                    "caps": caps,
+                    "bounding_prctl": [],
+                    "no_new_privs": 1,
+                    "setuid_root": "EPERM",
+                    "nft_flush": {"rc": 1},
+                    "nft_add": {"rc": 1},
+                    "secret_sha256": SHA,
+                    "skills_write": {"/skills": "EROFS"},
+                }
+            },
+            "egress": {
+                "out": {
+                    "loopback": {"result": "TimeoutError"},
+                    "dns": {"127.0.0.11": "EPERM"},
+                    "proxy_undeclared": {"result": "http", "status": 403, "server": "tinyproxy/1.11.1"},
+                    "proxy_declared": {"result": "http", "status": 200, "server": "SimpleHTTP/0.6"},
+                    "direct_peer": {"result": "TimeoutError"},
+                }
+            },
             "nproc": {"out": {"forked": 62, "refused": "EAGAIN", "bound": 2048, "rlimit": [64, 64]}},
-            "plant": {"out": {"scratch": "/run/skill-mcp/scratch/x", "shm_key": 1, "sleeper": 99,
-                              "wrote": {"/run/skill-mcp/scratch/x/selftest-planted-0123456789abcdef": "ok",
-                                        "/tmp/selftest-planted-0123456789abcdef": "EACCES"}}},
+            "plant": {
+                "out": {
+                    "scratch": "/run/skill-mcp/scratch/x",
+                    "shm_key": 1,
+                    "sleeper": 99,
+                    "wrote": {
+                        "/run/skill-mcp/scratch/x/selftest-planted-0123456789abcdef": "ok",
+                        "/tmp/selftest-planted-0123456789abcdef": "EACCES",
+                    },
+                }
+            },
             "find": {"out": {"seen": {"/tmp/selftest-planted-0123456789abcdef": False}, "shm_seen": False}},
-            "litter": {"out": {"scratch": "/run/skill-mcp/scratch/y", "files": 20000, "levels": 1100,
-                               "deep": {"/run/skill-mcp/scratch/y": "ok", "/tmp": "EACCES"}}},
-            "after": {"out": {"earlier_scratch": False, "tmp_tree": False, "own_entries": 0, "others": [],
-                              "scratch": "/run/skill-mcp/scratch/z"}},
-            "confine": {"out": {"reads": {"/skills/other/SKILL.md": "EACCES", "/run/skill-mcp/scratch": "EACCES"},
-                                "writes": {"/tmp": "EACCES", "/var/tmp": "EACCES", "/dev/shm": "EACCES",
-                                           "/run": "EACCES"},
-                                "own_read": "ok", "own_write": "ok",
-                                "connect_other": {"result": "EACCES"}, "connect_proxy": {"result": "connected"},
-                                "ipc": dict.fromkeys(("shmget", "msgget", "semget", "mq_open", "io_uring_setup"),
-                                                     "EPERM"),
-                                "abstract": "EPERM", "signal_server": "EPERM"}},
+            "litter": {
+                "out": {
+                    "scratch": "/run/skill-mcp/scratch/y",
+                    "files": 20000,
+                    "levels": 1100,
+                    "deep": {"/run/skill-mcp/scratch/y": "ok", "/tmp": "EACCES"},
+                }
+            },
+            "after": {
+                "out": {
+                    "earlier_scratch": False,
+                    "tmp_tree": False,
+                    "own_entries": 0,
+                    "others": [],
+                    "scratch": "/run/skill-mcp/scratch/z",
+                }
+            },
+            "confine": {
+                "out": {
+                    "reads": {"/skills/other/SKILL.md": "EACCES", "/run/skill-mcp/scratch": "EACCES"},
+                    "writes": {"/tmp": "EACCES", "/var/tmp": "EACCES", "/dev/shm": "EACCES", "/run": "EACCES"},
+                    "own_read": "ok",
+                    "own_write": "ok",
+                    "connect_other": {"result": "EACCES"},
+                    "connect_proxy": {"result": "connected"},
+                    "ipc": dict.fromkeys(("shmget", "msgget", "semget", "mq_open", "io_uring_setup"), "EPERM"),
+                    "abstract": "EPERM",
+                    "signal_server": "EPERM",
+                }
+            },
         },
     }
 
@@ -85,6 +141,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         for key in parents:
             node = node[key]
         node[last] = value
+
     return apply
 
 
@@ -109,22 +166,34 @@ WEAKENED = [
     ("server.writes", {"/skills": "ok"}, "skills-read-only", "server: /skills"),
     ("runs.find.out.seen", {"/tmp/selftest-planted-0123456789abcdef": True}, "runs-isolated", "/tmp/selftest"),
     ("runs.find.out.shm_seen", True, "runs-isolated", "System V"),
-    ("runs.find", {"isError": True, "reason": "spawn-failed", "detail": "File exists"}, "runs-isolated",
-     "could not start"),
+    (
+        "runs.find",
+        {"isError": True, "reason": "spawn-failed", "detail": "File exists"},
+        "runs-isolated",
+        "could not start",
+    ),
     ("runs.after.out.earlier_scratch", True, "cleanup-complete", "the earlier run's directory"),
     ("runs.after.out.tmp_tree", True, "cleanup-complete", "its tree in /tmp"),
     ("runs.after.out.own_entries", 3, "cleanup-complete", "3 entries in a fresh run directory"),
     ("runs.after.out.others", [412], "cleanup-complete", "processes of the script uid"),
-    ("runs.after", {"isError": True, "reason": "cleanup-pending", "detail": "still running"}, "cleanup-complete",
-     "the clean-up did not finish"),
+    (
+        "runs.after",
+        {"isError": True, "reason": "cleanup-pending", "detail": "still running"},
+        "cleanup-complete",
+        "the clean-up did not finish",
+    ),
     ("runs.litter.out.deep", {"/run/skill-mcp/scratch/y": "ENOSPC"}, "cleanup-complete", "nothing was proven"),
     ("runs.egress.out.loopback", {"result": "connected"}, "egress-default-deny", "direct connection"),
     ("listener_hits", 1, "egress-default-deny", "direct connection"),
     ("runs.egress.out.dns", {"127.0.0.11": "answered"}, "egress-default-deny", "DNS query"),
     ("runs.egress.out.proxy_undeclared", {"result": "http", "status": 200}, "egress-default-deny", "403"),
     ("runs.egress.out.direct_peer", {"result": "connected"}, "egress-default-deny", "172.18.0.2"),
-    ("runs.egress.out.proxy_declared", {"result": "http", "status": 403, "server": "tinyproxy/1.11.1"},
-     "egress-allowed-host", "not reached"),
+    (
+        "runs.egress.out.proxy_declared",
+        {"result": "http", "status": 403, "server": "tinyproxy/1.11.1"},
+        "egress-allowed-host",
+        "not reached",
+    ),
     ("runs.posture.out.nft_flush", {"rc": 0}, "ruleset-locked", "script flush"),
     ("server.nft", {"rc": 0}, "ruleset-locked", "server flush"),
     ("leftovers", [{"pid": 7, "name": "python3", "state": "S"}], "no-leftover-processes", "outlived"),
@@ -156,8 +225,10 @@ def test_fence_unavailable_fails_egress_and_makes_run_properties_not_applicable(
     obs["fence_unavailable"] = "the container was started without NET_ADMIN"
     got = states(obs)
     assert got["egress-default-deny"][0] == verdicts.FAILED and "--cap-add NET_ADMIN" in got["egress-default-deny"][1]
-    assert got["nproc"] == (verdicts.NA, "no script runs in this deployment (fence unavailable: "
-                                         "the container was started without NET_ADMIN)")
+    assert got["nproc"] == (
+        verdicts.NA,
+        "no script runs in this deployment (fence unavailable: the container was started without NET_ADMIN)",
+    )
     assert got["server-hardening"][0] == got["container-grant"][0] == verdicts.HELD
 
 
@@ -167,8 +238,9 @@ def test_a_kernel_that_cannot_confine_fails_every_sandbox_property_by_name() -> 
     obs["sandbox_unavailable"] = "the kernel offers no Landlock (ENOSYS)"
     got = states(obs)
     sandbox = [p for p in got if p.startswith("sandbox-")]
-    assert len(sandbox) == 4 and all(got[p][0] == verdicts.FAILED and "sandbox-unavailable" in got[p][1]
-                                     for p in sandbox)
+    assert len(sandbox) == 4 and all(
+        got[p][0] == verdicts.FAILED and "sandbox-unavailable" in got[p][1] for p in sandbox
+    )
     assert got["nproc"][0] == verdicts.NA and "sandbox unavailable" in got["nproc"][1]
     assert got["server-hardening"][0] == verdicts.HELD  # what needs no run still holds
 
@@ -214,7 +286,9 @@ def test_a_memory_scan_finds_a_value_held_by_this_process() -> None:
 
 def test_the_documented_selftest_line_carries_every_documented_flag() -> None:
     text = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
-    block = re.search(r"```sh\n(docker run --rm .*? selftest.*?)```", text.split("## Checking a deployment", 1)[1], re.S)
+    block = re.search(
+        r"```sh\n(docker run --rm .*? selftest.*?)```", text.split("## Checking a deployment", 1)[1], re.S
+    )
     assert block, "docs/deploy.md has no selftest docker line"
     words = block.group(1).replace("\\\n", " ").split()
     flags = run_flags()
@@ -227,8 +301,9 @@ def test_the_installed_probe_skill_is_a_valid_skill_declaring_the_canary_and_the
     skill = catalog.skills[launcher_selftest.SKILL]
     assert catalog.problems == ()
     assert skill.declaration is not None and skill.declaration.egress == ("allowed.test",)
-    assert [(r.script, r.env) for r in skill.declaration.run] == [(launcher_selftest.SCRIPT,
-                                                                  (launcher_selftest.CANARY_VAR,))]
+    assert [(r.script, r.env) for r in skill.declaration.run] == [
+        (launcher_selftest.SCRIPT, (launcher_selftest.CANARY_VAR,))
+    ]
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "*.example", "example.com.", "bad host"])

@@ -19,6 +19,7 @@ from tests.helpers import text_of
 
 pytestmark = pytest.mark.appliance
 
+
 def test_hosted_default_runs_nothing_and_still_serves_instructions(image: str) -> None:
     async def go() -> None:
         async with served(image) as client:
@@ -64,8 +65,10 @@ def test_without_net_admin_the_server_serves_instructions_and_refuses_scripts(im
 
 def test_skill_that_did_not_declare_the_host_gets_403(image: str, peers: dict[str, Any]) -> None:
     net = ("--network", peers["network"])
-    grants = grant({**PROBE, "egress": ["allowed.test"]},
-                    {"skill": "quiet", "script": "scripts/probe.py", "egress": ["allowed.test"]})
+    grants = grant(
+        {**PROBE, "egress": ["allowed.test"]},
+        {"skill": "quiet", "script": "scripts/probe.py", "egress": ["allowed.test"]},
+    )
 
     async def go() -> None:
         async with served(image, grants, extra=net) as client:
@@ -98,13 +101,25 @@ def test_http_transport_answers_from_the_appliance(image: str) -> None:
 
     token = "appliance-token-0123456789abcdef"
     flags = [*run_flags(CAPS), *SKILLS_MOUNT, "-p", "127.0.0.1::8000", "-e", f"MCP_HTTP_TOKEN={token}"]
-    cmd = ["/opt/skill-mcp/bin/python", "-I", "/opt/skill-mcp/bin/skill-mcp", "serve", "--http", "0.0.0.0:8000",
-           "--allowed-host", "127.0.0.1"]
-    cid = subprocess.run(["docker", "run", "-d", "--rm", *flags, image, *cmd], capture_output=True, text=True,
-                         check=True, timeout=60).stdout.strip()
+    cmd = [
+        "/opt/skill-mcp/bin/python",
+        "-I",
+        "/opt/skill-mcp/bin/skill-mcp",
+        "serve",
+        "--http",
+        "0.0.0.0:8000",
+        "--allowed-host",
+        "127.0.0.1",
+    ]
+    cid = subprocess.run(
+        ["docker", "run", "-d", "--rm", *flags, image, *cmd], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.strip()
     try:
-        port = subprocess.run(["docker", "port", cid, "8000"], capture_output=True, text=True, check=True,
-                              timeout=30).stdout.split("\n")[0].rsplit(":", 1)[1]
+        port = (
+            subprocess.run(["docker", "port", cid, "8000"], capture_output=True, text=True, check=True, timeout=30)
+            .stdout.split("\n")[0]
+            .rsplit(":", 1)[1]
+        )
 
         async def go() -> list[str]:
             last: BaseException | None = None

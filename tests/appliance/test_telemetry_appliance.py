@@ -42,9 +42,13 @@ def telemetry_dir() -> Iterator[Path]:
 
 
 def _params(image: str, telemetry: Path) -> StdioServerParameters:
-    env = {"MCP_CONFIRM_ELICITATION": "off", "SKILL_MCP_LOG": "warning",
-           "MCP_SKILL_RUN": json.dumps([PROBE]), "SKILL_MCP_OTEL_FILE": "/telemetry/otlp.jsonl",
-           "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    env = {
+        "MCP_CONFIRM_ELICITATION": "off",
+        "SKILL_MCP_LOG": "warning",
+        "MCP_SKILL_RUN": json.dumps([PROBE]),
+        "SKILL_MCP_OTEL_FILE": "/telemetry/otlp.jsonl",
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+    }
     args = ["run", "-i", "--rm", *run_flags(), *SKILLS_MOUNT, "-v", f"{telemetry}:/telemetry"]
     for key, value in env.items():
         args += ["-e", f"{key}={value}"]

@@ -61,22 +61,52 @@ def test_corpus_is_reused_when_its_stamp_matches(tmp_path: Path) -> None:
 def test_smoke_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "smoke.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--sizes", "100", "--quick", "--no-pack", "--no-appliance",
-         "--cache", str(tmp_path / "cache"), "--out", str(out), "--raw", str(tmp_path / "raw.json"),
-         "--peers-dir", str(tmp_path / "peers")],
-        cwd=REPO, capture_output=True, text=True, timeout=170,
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--sizes",
+            "100",
+            "--quick",
+            "--no-pack",
+            "--no-appliance",
+            "--cache",
+            str(tmp_path / "cache"),
+            "--out",
+            str(out),
+            "--raw",
+            str(tmp_path / "raw.json"),
+            "--peers-dir",
+            str(tmp_path / "peers"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=170,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = out.read_text(encoding="utf-8")
     raw = json.loads((tmp_path / "raw.json").read_text(encoding="utf-8"))
     assert len(raw["ready"]["100"]["ready"]) == len(raw["ready"]["floor"]["ready"]) == 3
-    for heading in ("## Ready", "## Peak memory", "## Per-call latency: 100", "## In-process",
-                    "## The first answer, cold and warm", "## Peers side by side", "## Appliance", "## Load"):
+    for heading in (
+        "## Ready",
+        "## Peak memory",
+        "## Per-call latency: 100",
+        "## In-process",
+        "## The first answer, cold and warm",
+        "## Peers side by side",
+        "## Appliance",
+        "## Load",
+    ):
         assert heading in text
     for mode in ("cold", "warm"):
         # floor ready, floor ready + walk, ours ready, ours ready + walk, the paired ratio, the ratio of medians
-        assert re.search(rf"^\| 100 \| 100 \| 1 \| {mode} \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+x \| "
-                         r"[\d.]+x \|", text, re.M), mode
+        assert re.search(
+            rf"^\| 100 \| 100 \| 1 \| {mode} \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+x \| "
+            r"[\d.]+x \|",
+            text,
+            re.M,
+        ), mode
         assert re.search(rf"^\| 100 \| ours \({mode}\) \| 100 \| [\d.]+ \| [\d.]+ \|", text, re.M), mode
     assert len(raw["first_answer"][0]["floor_walk"]) == len(raw["first_answer"][0]["warm"]["walk"]) == 1
     # No venv under this run's --peers-dir: every peer is named, as not set up, and no verdict is claimed.
@@ -85,6 +115,12 @@ def test_smoke_run_writes_every_section(tmp_path: Path) -> None:
     assert "- first on ready + first full list answer at 100: not measured (no peer answered" in text
     ready_row = re.search(r"^\| 100 \| 100 \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
     assert ready_row is not None, text
-    for call in ("skill_list (first page)", "skill_load", "skill_file (8 paths)", "skills/list (each page)",
-                 "skills/get", "resources/read"):
+    for call in (
+        "skill_list (first page)",
+        "skill_load",
+        "skill_file (8 paths)",
+        "skills/list (each page)",
+        "skills/get",
+        "resources/read",
+    ):
         assert re.search(rf"^\| {re.escape(call)} \| [\d.]+ \|", text, re.M), call

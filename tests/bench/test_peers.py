@@ -26,8 +26,9 @@ def _tools_list_peer() -> peers.Peer:
 
 def test_a_server_that_dies_is_reported_failed_with_its_error(tmp_path: Path) -> None:
     runs = peers.ServerRuns("tools/list")
-    dies = ServerSpec("dies", (sys.executable, "-c",
-                                     "import sys; sys.stderr.write('no skills root here\\n'); sys.exit(3)"))
+    dies = ServerSpec(
+        "dies", (sys.executable, "-c", "import sys; sys.stderr.write('no skills root here\\n'); sys.exit(3)")
+    )
     anyio.run(peers._peer, runs, _tools_list_peer(), dies, 10, tmp_path / "dies.log")
     assert runs.answer == [] and runs.ready == []
     assert "no skills root here" in runs.error

@@ -67,14 +67,27 @@ def test_a_warm_build_equals_a_cold_build_and_reuses_every_skill(tree: Path, tmp
     assert c2.loaded == 0 and c2.reused == c1.loaded
 
 
-@pytest.mark.parametrize("change", ["edit", "add-file", "remove-file", "rename-file", "add-skill",
-                                    "remove-skill", "rename-skill", "break-frontmatter", "add-nested"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "edit",
+        "add-file",
+        "remove-file",
+        "rename-file",
+        "add-skill",
+        "remove-skill",
+        "rename-skill",
+        "break-frontmatter",
+        "add-nested",
+    ],
+)
 def test_every_change_to_the_tree_is_seen_and_the_rest_is_reused(tree: Path, tmp_path: Path, change: str) -> None:
     cached(tree, tmp_path / "c")
     beta = tree / "beta"
     if change == "edit":
-        (beta / "SKILL.md").write_text("---\nname: beta\ndescription: Beta, now changed.\n---\nNew.\n",
-                                       encoding="utf-8")
+        (beta / "SKILL.md").write_text(
+            "---\nname: beta\ndescription: Beta, now changed.\n---\nNew.\n", encoding="utf-8"
+        )
     elif change == "add-file":
         (beta / "notes.md").write_text("notes\n", encoding="utf-8")
     elif change == "remove-file":
@@ -144,8 +157,9 @@ def test_with_the_real_clock_a_just_written_tree_is_read_fresh(tmp_path: Path) -
     assert "HELPS" in after.skills["fresh"].description
 
 
-@pytest.mark.parametrize("damage", ["flip-a-byte", "truncate", "garbage", "empty", "other-version",
-                                    "world-writable", "a-symlink"])
+@pytest.mark.parametrize(
+    "damage", ["flip-a-byte", "truncate", "garbage", "empty", "other-version", "world-writable", "a-symlink"]
+)
 def test_a_damaged_or_foreign_cache_file_is_rebuilt_never_served(tree: Path, tmp_path: Path, damage: str) -> None:
     cached(tree, tmp_path / "c")
     path = _cache(tree, tmp_path / "c").path
@@ -292,7 +306,8 @@ def test_a_file_row_of_the_wrong_shape_is_a_miss_when_read_not_an_error_later(tr
 
 
 def test_a_new_release_removes_what_older_rules_left_for_the_same_roots(
-        tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A cache file is megabytes at thousands of skills: an upgrade must not leave one behind per
     release. Another set of roots' file, and another user's, are left alone (the controls)."""
     import skill_mcp.catalog.cache as cache_module

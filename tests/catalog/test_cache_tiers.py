@@ -92,6 +92,7 @@ async def _outcome(ask: Callable[[], Awaitable[Any]]) -> Any:
 
 # --- the answers, each reduced to what it carries -------------------------------------------------
 
+
 async def skill_list(c: Client) -> Any:
     page = _structured(await c.call_tool("skill_list", {}))
     return {e["name"]: e for e in page["skills"]}
@@ -131,6 +132,7 @@ async def resources_list(c: Client) -> Any:
 async def resources_read(c: Client) -> Any:
     async def read() -> Any:
         return [(x.uri, getattr(x, "text", None)) for x in (await c.read_resource(f"skill://{GUIDE}")).contents]
+
     return await _outcome(read)
 
 
@@ -144,14 +146,20 @@ async def directory(c: Client) -> Any:
     return out.get("resources", out)
 
 
-LISTING = {"skill_list": skill_list, "problems": problems, "skill_search": skill_search,
-           "prompts_list": prompts_list}
-FILES = {"skill_load": skill_load, "skills_list": skills_list_ext, "skills_get": skills_get_ext,
-         "resources_list": resources_list, "resources_read": resources_read, "skill_file": skill_file,
-         "directory_read": directory}
+LISTING = {"skill_list": skill_list, "problems": problems, "skill_search": skill_search, "prompts_list": prompts_list}
+FILES = {
+    "skill_load": skill_load,
+    "skills_list": skills_list_ext,
+    "skills_get": skills_get_ext,
+    "resources_list": resources_list,
+    "resources_read": resources_read,
+    "skill_file": skill_file,
+    "directory_read": directory,
+}
 
 
 # --- the changes ----------------------------------------------------------------------------------
+
 
 def change(root: Path) -> None:
     """The content rewritten in place: a new size, the same inode, no directory stamp changed."""
@@ -238,7 +246,8 @@ def tree(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("kind", CHANGES)
 @pytest.mark.parametrize("answer", sorted(LISTING))
 async def test_a_listing_answer_is_right_and_checks_only_the_listing_tier(
-        tree: Path, tmp_path: Path, kind: str, answer: str) -> None:
+    tree: Path, tmp_path: Path, kind: str, answer: str
+) -> None:
     cache = _write_cache(tree, tmp_path / "c")
     _apply(kind, tree, cache)
     async with _serving(tree, tmp_path / "c") as (client, provider):
@@ -258,7 +267,8 @@ async def test_a_listing_answer_is_right_and_checks_only_the_listing_tier(
 @pytest.mark.parametrize("kind", CHANGES)
 @pytest.mark.parametrize("answer", sorted(FILES))
 async def test_a_file_answer_checks_its_skills_file_tier_and_reloads_what_changed(
-        tree: Path, tmp_path: Path, kind: str, answer: str) -> None:
+    tree: Path, tmp_path: Path, kind: str, answer: str
+) -> None:
     cache = _write_cache(tree, tmp_path / "c")
     _apply(kind, tree, cache)
     async with _serving(tree, tmp_path / "c") as (client, provider):
@@ -285,7 +295,8 @@ async def test_a_file_answer_checks_its_skills_file_tier_and_reloads_what_change
 
 @pytest.mark.anyio
 async def test_untouched_a_warm_server_answers_from_the_cache_and_checks_each_skill_once(
-        tree: Path, tmp_path: Path) -> None:
+    tree: Path, tmp_path: Path
+) -> None:
     """The positive control: with nothing changed, no skill is reloaded; a file answer checks its
     skill once, and a second answer finds it checked."""
     _write_cache(tree, tmp_path / "c")
@@ -316,8 +327,10 @@ async def test_a_reload_by_the_file_tier_shows_in_the_next_listing(tree: Path, t
         assert scripts[0]["state"] == "missing"
         after = await skill_list(client)
         assert after["one"]["scripts"][0]["state"] == "missing"
-        assert any(p["reason"] == "declared-script-missing" for p in
-                   _structured(await client.call_tool("skill_list", {}))["problems"])
+        assert any(
+            p["reason"] == "declared-script-missing"
+            for p in _structured(await client.call_tool("skill_list", {}))["problems"]
+        )
         assert not isinstance(provider().skills["one"].files, CachedFiles)
     assert after == await _expected(tree, skill_list)
 

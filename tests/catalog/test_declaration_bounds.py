@@ -22,16 +22,34 @@ from tests.cli.helpers import as_json, run, write
 from tests.fence.limits_table import documented_table
 
 
-def _block(*, scripts: int = 1, hosts: int = 0, env: int = 0, top_env: int = 0, script_chars: int = 0,
-           interpreter: str = "python") -> dict[str, Any]:
+def _block(
+    *,
+    scripts: int = 1,
+    hosts: int = 0,
+    env: int = 0,
+    top_env: int = 0,
+    script_chars: int = 0,
+    interpreter: str = "python",
+) -> dict[str, Any]:
     # A path of exactly ``script_chars`` characters, in segments a file system accepts.
-    script = ("a" * 99 + "/") * (script_chars // 100) + "b" * (script_chars % 100 or 1) if script_chars \
-        else "scripts/a0.py"
+    script = (
+        ("a" * 99 + "/") * (script_chars // 100) + "b" * (script_chars % 100 or 1) if script_chars else "scripts/a0.py"
+    )
     assert not script_chars or len(script) == script_chars
-    run_rows = [{"script": script if i == 0 else f"scripts/a{i}.py", "interpreter": interpreter,
-                 "env": [f"V{j}" for j in range(env)]} for i in range(scripts)]
-    return {"version": 1, "run": run_rows, "egress": [f"h{i}.example.com" for i in range(hosts)],
-            "env": [f"V{j}" for j in range(top_env)]}
+    run_rows = [
+        {
+            "script": script if i == 0 else f"scripts/a{i}.py",
+            "interpreter": interpreter,
+            "env": [f"V{j}" for j in range(env)],
+        }
+        for i in range(scripts)
+    ]
+    return {
+        "version": 1,
+        "run": run_rows,
+        "egress": [f"h{i}.example.com" for i in range(hosts)],
+        "env": [f"V{j}" for j in range(top_env)],
+    }
 
 
 @pytest.mark.parametrize("field", ["scripts", "hosts", "env", "top_env"])
@@ -53,10 +71,21 @@ def test_declaration_cannot_name_a_script_path_or_interpreter_past_the_bound() -
 
 def test_what_the_catalog_accepts_at_every_bound_the_broker_accepts() -> None:
     declaration, _ = build_declaration(_block(scripts=BOUNDS.scripts, hosts=BOUNDS.hosts, env=BOUNDS.names))
-    doc = {"uid": 1, "skills": [{
-        "name": "s", "directory": "/d", "skillMd": [1, 2, 3, 4, 5], "egress": list(declaration.egress),
-        "scripts": [{"script": r.script, "interpreter": r.interpreter, "env": list(r.env), "timeout": r.timeout}
-                    for r in declaration.run]}]}
+    doc = {
+        "uid": 1,
+        "skills": [
+            {
+                "name": "s",
+                "directory": "/d",
+                "skillMd": [1, 2, 3, 4, 5],
+                "egress": list(declaration.egress),
+                "scripts": [
+                    {"script": r.script, "interpreter": r.interpreter, "env": list(r.env), "timeout": r.timeout}
+                    for r in declaration.run
+                ],
+            }
+        ],
+    }
     found = declwire.decode(json.dumps(doc).encode())
     assert set(found.skills) == {"s"} and not found.dropped
     assert all(valid_host(h) for h in declaration.egress)
@@ -64,12 +93,19 @@ def test_what_the_catalog_accepts_at_every_bound_the_broker_accepts() -> None:
 
 def _skills(root: Path) -> Path:
     hosts = "".join(f"    - h{i}.example.com\n" for i in range(300))
-    write(root / "many" / "SKILL.md", "---\nname: many\ndescription: Names three hundred hosts.\nmcp-host:\n"
-          "  version: 1\n  run:\n    - script: scripts/a.py\n      interpreter: python\n  egress:\n" + hosts
-          + "---\n# many\n")
+    write(
+        root / "many" / "SKILL.md",
+        "---\nname: many\ndescription: Names three hundred hosts.\nmcp-host:\n"
+        "  version: 1\n  run:\n    - script: scripts/a.py\n      interpreter: python\n  egress:\n"
+        + hosts
+        + "---\n# many\n",
+    )
     write(root / "many" / "scripts" / "a.py", "print('many')\n")
-    write(root / "ok" / "SKILL.md", "---\nname: ok\ndescription: The neighbour.\nmcp-host:\n  version: 1\n"
-          "  run:\n    - script: scripts/a.py\n      interpreter: python\n---\n# ok\n")
+    write(
+        root / "ok" / "SKILL.md",
+        "---\nname: ok\ndescription: The neighbour.\nmcp-host:\n  version: 1\n"
+        "  run:\n    - script: scripts/a.py\n      interpreter: python\n---\n# ok\n",
+    )
     write(root / "ok" / "scripts" / "a.py", "print('ok')\n")
     return root
 

@@ -168,7 +168,9 @@ def test_every_directory_of_a_problem_tree_is_served_or_reported(tmp_path: Path)
     (root / "no-description" / "SKILL.md").write_text("---\nname: no-description\n---\n")
     skill(root / "mismatch", name="other")
     skill(root / "BadName", name="")
-    skill(root / "declares", extra="mcp-host:\n  version: 1\n  run:\n    - script: gone.py\n      interpreter: python\n")
+    skill(
+        root / "declares", extra="mcp-host:\n  version: 1\n  run:\n    - script: gone.py\n      interpreter: python\n"
+    )
     skill(root / "broken-block", extra="mcp-host:\n  version: 1\n  run: [\n")
     skill(root / "future-block", extra="mcp-host:\n  version: 9\n")
     skill(root / "spec", extra="compatibility: 5\n")
@@ -181,10 +183,17 @@ def test_every_directory_of_a_problem_tree_is_served_or_reported(tmp_path: Path)
     for entry in sorted(root.iterdir()):
         assert str(entry) in served | reported, f"{entry} was dropped in silence"
     assert {p.reason for p in catalog.problems} >= {
-        ProblemReason.NO_SKILL_MD, ProblemReason.FRONTMATTER_PARSE, ProblemReason.FRONTMATTER_INVALID,
-        ProblemReason.NAME_MISMATCH, ProblemReason.INVALID_NAME, ProblemReason.DECLARED_SCRIPT_MISSING,
-        ProblemReason.DECLARATION_INVALID, ProblemReason.DECLARATION_VERSION, ProblemReason.SPEC_WARNING,
-        ProblemReason.SYMLINK_ESCAPE, ProblemReason.DUPLICATE_NAME,
+        ProblemReason.NO_SKILL_MD,
+        ProblemReason.FRONTMATTER_PARSE,
+        ProblemReason.FRONTMATTER_INVALID,
+        ProblemReason.NAME_MISMATCH,
+        ProblemReason.INVALID_NAME,
+        ProblemReason.DECLARED_SCRIPT_MISSING,
+        ProblemReason.DECLARATION_INVALID,
+        ProblemReason.DECLARATION_VERSION,
+        ProblemReason.SPEC_WARNING,
+        ProblemReason.SYMLINK_ESCAPE,
+        ProblemReason.DUPLICATE_NAME,
     }
     assert all(p.level in (Level.ERROR, Level.WARNING) for p in catalog.problems)
 
@@ -200,6 +209,7 @@ def test_packed_skill_whose_files_differ_from_the_pins_is_refused_alone(tmp_path
     for name in ("kept", "tampered"):
         s = memo_catalog.skills[name]
         import hashlib
+
         files = {f.rel: "sha256:" + hashlib.sha256((s.directory / f.rel).read_bytes()).hexdigest() for f in s.files}
         pins.append(PinnedSkill(name=name, path=name, files=files))
     (pack / "pack.json").write_text(render_pack("demo", "1.0.0", pins))

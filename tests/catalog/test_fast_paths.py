@@ -59,8 +59,22 @@ def tree(tmp_path: Path) -> Path:
     return skill
 
 
-@pytest.mark.parametrize("rel", ["SKILL.md", "refs/deep/a.md", "dirlink/deep/a.md", "outlink/secret.txt",
-                                 "filelink", "escape", "dangling", "fifo", "refs", "missing.md", "refs/missing"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "SKILL.md",
+        "refs/deep/a.md",
+        "dirlink/deep/a.md",
+        "outlink/secret.txt",
+        "filelink",
+        "escape",
+        "dangling",
+        "fifo",
+        "refs",
+        "missing.md",
+        "refs/missing",
+    ],
+)
 def test_kernel_resolution_agrees_with_realpath(tree: Path, rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fast = _outcome(tree, rel)
     monkeypatch.setattr(paths, "_kernel_resolve", lambda joined: None)
@@ -95,7 +109,7 @@ def _reference_split(raw: bytes) -> tuple[str, int, str, int]:
         stripped = line.rstrip("\r\n").rstrip(" \t")
         consumed += len(line.encode("utf-8"))
         if stripped in ("---", "..."):
-            return "".join(yaml_lines), 2, raw[offset + consumed:].decode("utf-8"), offset + consumed
+            return "".join(yaml_lines), 2, raw[offset + consumed :].decode("utf-8"), offset + consumed
         if consumed > FRONTMATTER_MAX_BYTES:
             raise FrontmatterError("size", index, 1)
         yaml_lines.append(line.rstrip("\r\n") + "\n")
@@ -115,10 +129,15 @@ def _split_outcome(fn: object, raw: bytes) -> object:
 LINE = st.sampled_from(["---", "...", "--- ", "name: x", "é" * 300, "x" * 5000, "a: b\r", "", "#"])
 
 
-@given(st.lists(LINE, max_size=40), st.sampled_from(["\n", "\r\n", "\u2028"]), st.booleans(),
-       st.integers(min_value=0, max_value=3))
-def test_split_reads_only_the_head_yet_agrees_with_the_whole_text_rule(lines: list[str], eol: str, bom: bool,
-                                                                       pad: int) -> None:
+@given(
+    st.lists(LINE, max_size=40),
+    st.sampled_from(["\n", "\r\n", "\u2028"]),
+    st.booleans(),
+    st.integers(min_value=0, max_value=3),
+)
+def test_split_reads_only_the_head_yet_agrees_with_the_whole_text_rule(
+    lines: list[str], eol: str, bom: bool, pad: int
+) -> None:
     text = eol.join(lines) + ("z" * 30000 + eol) * pad
     raw = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8")
     assert _split_outcome(split, raw) == _split_outcome(_reference_split, raw)
@@ -146,9 +165,25 @@ def _pinned_outcome(base: Path, rel: str) -> object:
         os.close(fd)
 
 
-@pytest.mark.parametrize("rel", ["SKILL.md", "refs/deep/a.md", "dirlink/deep/a.md", "outlink/secret.txt",
-                                 "filelink", "escape", "dangling", "fifo", "refs", "missing.md", "refs/missing",
-                                 "../outside/secret.txt", "refs//deep/a.md", "/etc/passwd"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "SKILL.md",
+        "refs/deep/a.md",
+        "dirlink/deep/a.md",
+        "outlink/secret.txt",
+        "filelink",
+        "escape",
+        "dangling",
+        "fifo",
+        "refs",
+        "missing.md",
+        "refs/missing",
+        "../outside/secret.txt",
+        "refs//deep/a.md",
+        "/etc/passwd",
+    ],
+)
 def test_pinning_agrees_with_resolve_inside(tree: Path, rel: str) -> None:
     assert _pinned_outcome(tree, rel) == _outcome(tree, rel)
 

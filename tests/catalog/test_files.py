@@ -44,16 +44,19 @@ def test_reads_a_listed_file_and_its_body(demo: Skill) -> None:
     assert read_body(demo) == "# Demo\nRead ref/a b.md\n"
 
 
-@pytest.mark.parametrize(("rel", "reason"), [
-    ("../outside.txt", Refusal.INVALID_PATH),
-    ("/etc/passwd", Refusal.INVALID_PATH),
-    ("ref/../SKILL.md", Refusal.INVALID_PATH),
-    ("ref//a b.md", Refusal.INVALID_PATH),
-    ("ref\\a b.md", Refusal.INVALID_PATH),
-    ("ref/a%20b.md", Refusal.INVALID_PATH),
-    ("nope.md", Refusal.NOT_FOUND),
-    ("ref", Refusal.NOT_FOUND),
-])
+@pytest.mark.parametrize(
+    ("rel", "reason"),
+    [
+        ("../outside.txt", Refusal.INVALID_PATH),
+        ("/etc/passwd", Refusal.INVALID_PATH),
+        ("ref/../SKILL.md", Refusal.INVALID_PATH),
+        ("ref//a b.md", Refusal.INVALID_PATH),
+        ("ref\\a b.md", Refusal.INVALID_PATH),
+        ("ref/a%20b.md", Refusal.INVALID_PATH),
+        ("nope.md", Refusal.NOT_FOUND),
+        ("ref", Refusal.NOT_FOUND),
+    ],
+)
 def test_refuses_paths_that_are_not_listed_files(demo: Skill, rel: str, reason: Refusal) -> None:
     with pytest.raises(SkillMcpError) as info:
         read_skill_file(demo, rel, max_bytes=1024)

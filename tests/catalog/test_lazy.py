@@ -44,8 +44,9 @@ print(json.dumps(out))
 
 
 def _probe(root: Path, mode: str) -> dict[str, object]:
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(root), mode], capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(root), mode], capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return dict(json.loads(proc.stdout))
 

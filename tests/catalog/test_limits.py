@@ -60,8 +60,10 @@ def test_a_skill_with_too_many_files_is_served_with_its_instructions_and_scripts
     assert skill.missing_scripts == ()
     assert "Run scripts/fill.py" in read_body(skill)
     # The tools serve the capped files; the extension never publishes a cut manifest.
-    assert _reasons(catalog, "many") == {ProblemReason.FILES_OVER_LIMIT: Level.WARNING,
-                                         ProblemReason.EXTENSION_EXCLUDED: Level.ERROR}
+    assert _reasons(catalog, "many") == {
+        ProblemReason.FILES_OVER_LIMIT: Level.WARNING,
+        ProblemReason.EXTENSION_EXCLUDED: Level.ERROR,
+    }
     assert skill.skills_list_excluded is ExtensionRule.TOO_MANY_FILES
     assert skill not in catalog.extension_listed
     detail = next(p.detail for p in catalog.problems if p.reason == ProblemReason.FILES_OVER_LIMIT)
@@ -77,8 +79,10 @@ def test_a_skill_over_the_byte_limit_loses_the_big_file_not_the_rest(tmp_path: P
     catalog = scan(tmp_path)
     rels = {f.rel for f in catalog.skills["heavy"].files}
     assert rels == {"SKILL.md", "scripts/fill.py", "references/guide.md"}
-    assert _reasons(catalog, "heavy") == {ProblemReason.FILES_OVER_LIMIT: Level.WARNING,
-                                          ProblemReason.EXTENSION_EXCLUDED: Level.ERROR}
+    assert _reasons(catalog, "heavy") == {
+        ProblemReason.FILES_OVER_LIMIT: Level.WARNING,
+        ProblemReason.EXTENSION_EXCLUDED: Level.ERROR,
+    }
     assert catalog.skills["heavy"].skills_list_excluded is ExtensionRule.TOO_LARGE
     assert "assets/font.ttf" in next(p.detail for p in catalog.problems if p.skill == "heavy")
 

@@ -16,7 +16,9 @@ from skill_mcp.paths import is_inside, relpath_problem, resolve_inside
 BASE = Path(__file__).parent.resolve()
 
 
-@given(st.text(max_size=80) | st.sampled_from(["..", "./a", "a/../..", "a//b", "%2e%2e", "\u2024\u2024/x", "\uff0e\uff0e"]))
+@given(
+    st.text(max_size=80) | st.sampled_from(["..", "./a", "a/../..", "a//b", "%2e%2e", "\u2024\u2024/x", "\uff0e\uff0e"])
+)
 def test_any_string_is_refused_or_resolves_inside(rel: str) -> None:
     try:
         real, _ = resolve_inside(BASE, rel)
@@ -35,9 +37,13 @@ def test_any_bytes_parse_or_raise_the_one_documented_error(raw: bytes) -> None:
         pass
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                    max_leaves=12))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+        max_leaves=12,
+    )
+)
 def test_any_declaration_value_builds_or_raises_declaration_error(value: object) -> None:
     try:
         build_declaration(value)

@@ -19,8 +19,10 @@ def test_every_skill_is_served_and_only_true_problems_are_reported() -> None:
     problems = [(p.reason, p.skill) for p in catalog.problems]
     # The one true problem: a 1,068-character description, served by the tools with a warning and
     # left out of the Skills extension, whose hosts refuse it.
-    assert problems == [(ProblemReason.SPEC_WARNING, "algorithmic-art"),
-                        (ProblemReason.EXTENSION_EXCLUDED, "algorithmic-art")]
+    assert problems == [
+        (ProblemReason.SPEC_WARNING, "algorithmic-art"),
+        (ProblemReason.EXTENSION_EXCLUDED, "algorithmic-art"),
+    ]
     assert len(catalog.skills["algorithmic-art"].description) == 1068
 
 
@@ -30,5 +32,8 @@ def test_block_scalar_descriptions_and_nested_reference_folders() -> None:
     assert pdf.description.startswith("Extract text and tables") and "\nUse when" in pdf.description
     rels = [f.rel for f in pdf.files]
     assert "reference/forms/fillable.md" in rels and "scripts/fill_form.py" in rels
-    assert catalog.skills["docx"].description == "Create, edit and review Word documents, including tracked changes and comments."
+    assert (
+        catalog.skills["docx"].description
+        == "Create, edit and review Word documents, including tracked changes and comments."
+    )
     assert catalog.skills["artifacts-builder"].frontmatter["metadata"] == {"author": "example", "version": "1.0"}

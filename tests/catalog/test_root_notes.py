@@ -26,13 +26,16 @@ def test_the_names_are_the_catalogs() -> None:
     assert (SKILL_MD, PACK_JSON, frozenset({CONTAINER})) == (files.SKILL_MD, packs.PACK_JSON, CONTAINER_NAMES)
 
 
-@pytest.mark.parametrize(("layout", "said"), [
-    ("cat/pdf/SKILL.md", "SKILL.md found two levels below it ({root}/cat/pdf/SKILL.md): name {root}/cat as a root"),
-    ("a/b/c/SKILL.md", None),  # three levels down is beyond the hint
-    ("pdf/skill.md", "found {root}/pdf/skill.md: the file must be named SKILL.md"),
-    ("Skill.MD", "found {root}/Skill.MD: the file must be named SKILL.md"),
-    ("cat/.hidden/SKILL.md", None),  # hidden directories are not searched, nor hinted at
-])
+@pytest.mark.parametrize(
+    ("layout", "said"),
+    [
+        ("cat/pdf/SKILL.md", "SKILL.md found two levels below it ({root}/cat/pdf/SKILL.md): name {root}/cat as a root"),
+        ("a/b/c/SKILL.md", None),  # three levels down is beyond the hint
+        ("pdf/skill.md", "found {root}/pdf/skill.md: the file must be named SKILL.md"),
+        ("Skill.MD", "found {root}/Skill.MD: the file must be named SKILL.md"),
+        ("cat/.hidden/SKILL.md", None),  # hidden directories are not searched, nor hinted at
+    ],
+)
 def test_where_skills_sit_names_what_it_saw(tmp_path: Path, layout: str, said: str | None) -> None:
     _put(tmp_path, layout)
     hint = where_skills_sit(str(tmp_path))
@@ -57,9 +60,11 @@ def test_a_root_with_its_skills_in_a_container_is_decided_without_the_scanner(tm
     import sys
 
     _put(tmp_path, "skills/alpha/SKILL.md", "alpha")
-    code = ("import sys; from skill_mcp.catalog.roots import probe_roots; from skill_mcp.config import load_settings;"
-            f"assert probe_roots(load_settings([{str(tmp_path)!r}], {{}})) == ();"
-            "assert 'skill_mcp.catalog.discover' not in sys.modules")
+    code = (
+        "import sys; from skill_mcp.catalog.roots import probe_roots; from skill_mcp.config import load_settings;"
+        f"assert probe_roots(load_settings([{str(tmp_path)!r}], {{}})) == ();"
+        "assert 'skill_mcp.catalog.discover' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 

@@ -30,7 +30,8 @@ def test_frontmatter_parse_errors_carry_line_and_column(tmp_path: Path) -> None:
 def test_broken_declaration_reports_position_and_keeps_instructions(tmp_path: Path) -> None:
     (tmp_path / "keeps").mkdir()
     (tmp_path / "keeps" / "SKILL.md").write_text(
-        "---\nname: keeps\ndescription: still served\nmcp-host:\n  version: 1\n  run: [\nlicense: MIT\n---\n# Body\n")
+        "---\nname: keeps\ndescription: still served\nmcp-host:\n  version: 1\n  run: [\nlicense: MIT\n---\n# Body\n"
+    )
     catalog = build_catalog(load_settings([str(tmp_path)], {}))
     skill = catalog.skills["keeps"]
     assert skill.declaration is None

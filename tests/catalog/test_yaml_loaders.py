@@ -62,7 +62,10 @@ def test_the_libyaml_path_is_really_taken() -> None:  # positive control for the
     with pytest.MonkeyPatch.context() as m:
         m.setattr(yaml12, "_load_fast", spy)
         assert yaml12.load("name: x\ndescription: y\nn: [1, 0o17, .inf, ~, true]\n") == {
-            "name": "x", "description": "y", "n": [1, 15, math.inf, None, True]}
+            "name": "x",
+            "description": "y",
+            "n": [1, 15, math.inf, None, True],
+        }
     assert calls and calls[0] is yaml12._C_LOADERS[1]
 
 
@@ -75,11 +78,72 @@ def _vector_texts() -> list[str]:
     return out
 
 
-TOKENS = ["name", "description", "metadata", "tags", "x", "-", "- ", ": ", ":", " ", "  ", "\n", "\n  ", "\n    ",
-          "#", " # c", "'", '"', "''", "[", "]", "{", "}", ", ", "&a ", "*a", "!!str ", "!!binary ", "!x ", "|",
-          ">", "|-", ">+", "? ", "yes", "no", "on", "true", "False", "NULL", "~", "0o17", "017", "0x1F", "1:30",
-          "2024-01-01", ".inf", "-.Inf", ".nan", "1e3", "1.5", "+12", "\t", "\r", "...", "---", "%YAML 1.2",
-          "é", "\\n", "\\", "@", "`", "=", "<<: "]
+TOKENS = [
+    "name",
+    "description",
+    "metadata",
+    "tags",
+    "x",
+    "-",
+    "- ",
+    ": ",
+    ":",
+    " ",
+    "  ",
+    "\n",
+    "\n  ",
+    "\n    ",
+    "#",
+    " # c",
+    "'",
+    '"',
+    "''",
+    "[",
+    "]",
+    "{",
+    "}",
+    ", ",
+    "&a ",
+    "*a",
+    "!!str ",
+    "!!binary ",
+    "!x ",
+    "|",
+    ">",
+    "|-",
+    ">+",
+    "? ",
+    "yes",
+    "no",
+    "on",
+    "true",
+    "False",
+    "NULL",
+    "~",
+    "0o17",
+    "017",
+    "0x1F",
+    "1:30",
+    "2024-01-01",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "1e3",
+    "1.5",
+    "+12",
+    "\t",
+    "\r",
+    "...",
+    "---",
+    "%YAML 1.2",
+    "é",
+    "\\n",
+    "\\",
+    "@",
+    "`",
+    "=",
+    "<<: ",
+]
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow])

@@ -37,6 +37,8 @@ def check_vector(name: str, tmp_path: Path) -> None:
         assert skill.declaration is None
     if "scripts" in expected:
         assert skill.declaration is not None
-        rows = [{"script": r.script, "interpreter": r.interpreter, "env": list(r.env), "timeout": r.timeout}
-                for r in skill.declaration.run]
+        rows = [
+            {"script": r.script, "interpreter": r.interpreter, "env": list(r.env), "timeout": r.timeout}
+            for r in skill.declaration.run
+        ]
         assert rows == expected["scripts"]

@@ -9,14 +9,23 @@ from typing import Any
 
 from tests.serve import SKILL_MCP
 
-GOOD = ("---\nname: {name}\ndescription: {name} turns notes into reports. Use when a report is needed.\n"
-        "metadata:\n  phase: {phase}\n---\n# {name}\n\n## Steps\n\n1. Read `references/guide.md`.\n2. Write.\n")
+GOOD = (
+    "---\nname: {name}\ndescription: {name} turns notes into reports. Use when a report is needed.\n"
+    "metadata:\n  phase: {phase}\n---\n# {name}\n\n## Steps\n\n1. Read `references/guide.md`.\n2. Write.\n"
+)
 
 
 def run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     base = {"PATH": "/usr/bin:/bin", "SKILL_MCP_LOG": "warning", "HOME": "/tmp"}
-    return subprocess.run([SKILL_MCP, *args], capture_output=True, text=True, timeout=120, check=False,
-                          env={**base, **(env or {})}, input=stdin if stdin is not None else "")
+    return subprocess.run(
+        [SKILL_MCP, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**base, **(env or {})},
+        input=stdin if stdin is not None else "",
+    )
 
 
 def as_json(done: subprocess.CompletedProcess[str]) -> Any:

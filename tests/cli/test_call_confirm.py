@@ -84,8 +84,17 @@ def test_call_skill_run_of_a_failing_script_exits_1_with_its_output(root: Path) 
 
 
 def test_call_skill_run_with_yes_also_confirms_a_server_that_never_elicits(root: Path) -> None:
-    done = run("call", "skill_run", "--skills-dir", str(root), "--args", ARGS, "--yes", "--json",
-               env={"MCP_CONFIRM_ELICITATION": "off"})
+    done = run(
+        "call",
+        "skill_run",
+        "--skills-dir",
+        str(root),
+        "--args",
+        ARGS,
+        "--yes",
+        "--json",
+        env={"MCP_CONFIRM_ELICITATION": "off"},
+    )
     assert done.returncode == 0, done.stderr
     result = as_json(done)["structuredContent"]
     assert (result["status"], result["stdout"]) == ("ok", "hi there\n")
@@ -93,8 +102,16 @@ def test_call_skill_run_with_yes_also_confirms_a_server_that_never_elicits(root:
 
 @pytest.mark.parametrize("elicitation", ["on", "off"])
 def test_call_skill_run_without_a_terminal_or_yes_is_declined_and_runs_nothing(root: Path, elicitation: str) -> None:
-    done = run("call", "skill_run", "--skills-dir", str(root), "--args", ARGS, "--json",
-               env={"MCP_CONFIRM_ELICITATION": elicitation})
+    done = run(
+        "call",
+        "skill_run",
+        "--skills-dir",
+        str(root),
+        "--args",
+        ARGS,
+        "--json",
+        env={"MCP_CONFIRM_ELICITATION": elicitation},
+    )
     assert done.returncode == 1
     out = as_json(done)
     assert "pass --yes" in done.stderr
@@ -109,8 +126,13 @@ def _on_a_terminal(root: Path, answer: str) -> tuple[int, str, str]:
     """Run ``call skill_run`` with stdin and stderr on a pty; answer the prompt; (exit, stdout, terminal)."""
     master, slave = pty.openpty()
     env = {"PATH": "/usr/bin:/bin", "SKILL_MCP_LOG": "warning", "HOME": "/tmp"}
-    proc = subprocess.Popen([SKILL_MCP, "call", "skill_run", "--skills-dir", str(root), "--args", ARGS, "--json"],
-                            stdin=slave, stderr=slave, stdout=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [SKILL_MCP, "call", "skill_run", "--skills-dir", str(root), "--args", ARGS, "--json"],
+        stdin=slave,
+        stderr=slave,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
     os.close(slave)
     seen = b""
     deadline = time.monotonic() + 60

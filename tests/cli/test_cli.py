@@ -135,8 +135,10 @@ def test_validate_collects_every_problem_across_roots(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_serve_answers_a_client_and_exits_0_when_stdin_closes(root: Path) -> None:
-    init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26",'
-            '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n')
+    init = (
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26",'
+        '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n'
+    )
     done = run("serve", "--skills-dir", str(root), stdin=init)
     assert done.returncode == 0
     assert '"id":1' in done.stdout.replace(" ", "") and "serverInfo" in done.stdout
@@ -145,7 +147,6 @@ def test_serve_answers_a_client_and_exits_0_when_stdin_closes(root: Path) -> Non
 def test_serve_with_a_bad_http_address_is_a_usage_error() -> None:
     done = run("serve", "--http", "not-an-address")
     assert done.returncode in (2, 3) and done.stdout == "" and done.stderr
-
 
 
 def test_search_output_is_identical_across_processes_and_hash_seeds() -> None:

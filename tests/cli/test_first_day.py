@@ -49,6 +49,7 @@ COMMANDS = {
 
 # -- roots, one way for every command --------------------------------------------------------
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_takes_its_root_positionally_or_with_skills_dir(command: str, tmp_path: Path) -> None:
@@ -86,6 +87,7 @@ def test_pack_lock_takes_its_root_either_way(tmp_path: Path) -> None:
 
 # -- a root that is missing or serves nothing, said once at start ----------------------------
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_names_a_missing_root_once_on_stderr(command: str, tmp_path: Path) -> None:
@@ -110,8 +112,9 @@ def test_serve_names_a_missing_root_in_its_log_and_in_its_instructions(tmp_path:
 
     async def instructions() -> str:
         # The server's stderr goes to a file (exec keeps the server the process the client talks to).
-        params = StdioServerParameters(command="bash", args=["-c", 'exec "$0" serve "$1" 2>"$2"', SKILL_MCP,
-                                                             typo, str(log)], env=BASE_ENV)
+        params = StdioServerParameters(
+            command="bash", args=["-c", 'exec "$0" serve "$1" 2>"$2"', SKILL_MCP, typo, str(log)], env=BASE_ENV
+        )
         async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
             return client.instructions or ""
 
@@ -125,8 +128,15 @@ def test_serve_names_a_missing_root_in_its_log_and_in_its_instructions(tmp_path:
 @pytest.mark.slow
 def test_serve_of_a_good_root_says_nothing_about_it(tmp_path: Path) -> None:  # the positive control
     _skill(tmp_path, "alpha")
-    done = subprocess.run([SKILL_MCP, "serve", str(tmp_path)], capture_output=True, text=True, timeout=60,
-                          env=BASE_ENV, stdin=subprocess.DEVNULL, check=False)
+    done = subprocess.run(
+        [SKILL_MCP, "serve", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=BASE_ENV,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     assert done.returncode == 0 and "root-" not in done.stderr and done.stdout == ""
 
 
@@ -140,9 +150,14 @@ def _start_http(args: list[str]) -> tuple[subprocess.Popen[str], list[str]]:
     """``serve --http`` on a free loopback port; returns once it answers HTTP (so it is serving,
     its signal handlers in place)."""
     port = _free_port()
-    proc = subprocess.Popen([SKILL_MCP, "serve", "--http", f"127.0.0.1:{port}", "--no-auth", *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**BASE_ENV, "SKILL_MCP_LOG": "info"})  # "http listening" is an info line
+    proc = subprocess.Popen(
+        [SKILL_MCP, "serve", "--http", f"127.0.0.1:{port}", "--no-auth", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**BASE_ENV, "SKILL_MCP_LOG": "info"},
+    )  # "http listening" is an info line
     assert proc.stderr is not None
     lines: list[str] = []
     deadline = time.monotonic() + 60
@@ -210,6 +225,7 @@ def test_list_ends_with_what_it_did_not_serve_and_where_to_read_why(tmp_path: Pa
 
 # -- errors: one line, the documented exit ---------------------------------------------------
 
+
 def test_an_unknown_flag_gets_that_commands_own_usage_error(tmp_path: Path) -> None:
     text = run("list", "--bogus")
     assert text.returncode == 2 and text.stderr.startswith("usage: skill-mcp list ")
@@ -239,22 +255,40 @@ def test_a_port_already_in_use_is_one_line_and_exit_3() -> None:
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
-        done = subprocess.run([SKILL_MCP, "serve", "--http", f"127.0.0.1:{port}", "--no-auth"], capture_output=True,
-                              text=True, timeout=60, env=BASE_ENV, stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            [SKILL_MCP, "serve", "--http", f"127.0.0.1:{port}", "--no-auth"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=BASE_ENV,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     assert done.returncode == 3
     errors = [line for line in done.stderr.splitlines() if "error" in line.lower() and not line.startswith("{")]
-    assert errors == [f"skill-mcp: error: cannot listen on 127.0.0.1:{port}: Address already in use "
-                      "(another process listens there: stop it, or pick another port with --http HOST:PORT)"]
+    assert errors == [
+        f"skill-mcp: error: cannot listen on 127.0.0.1:{port}: Address already in use "
+        "(another process listens there: stop it, or pick another port with --http HOST:PORT)"
+    ]
     assert "Traceback" not in done.stderr
 
 
 def _stdio_server(root: Path) -> subprocess.Popen[bytes]:
     """``serve`` answering a handshake on stdio: from then on it is surely serving."""
-    proc = subprocess.Popen([SKILL_MCP, "serve", str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=BASE_ENV)
+    proc = subprocess.Popen(
+        [SKILL_MCP, "serve", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=BASE_ENV,
+    )
     assert proc.stdin is not None and proc.stdout is not None
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-             "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
     proc.stdin.write((json.dumps(hello) + "\n").encode())
     proc.stdin.flush()
     assert json.loads(proc.stdout.readline())["id"] == 1
@@ -282,6 +316,7 @@ def test_ctrl_c_on_serve_over_http_exits_130_and_sigterm_0(sent: signal.Signals,
 
 # -- progress on a terminal, never on stdout -------------------------------------------------
 
+
 def _many(root: Path, count: int) -> Path:
     for i in range(count):
         _skill(root, f"skill-{i:04d}")
@@ -291,8 +326,13 @@ def _many(root: Path, count: int) -> Path:
 def _stderr_on_a_terminal(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """Run with stderr on a pty (stdout a pipe); (exit, stdout, what the terminal showed)."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([SKILL_MCP, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
-                            env={**BASE_ENV, "SKILL_MCP_CACHE": "off", **(env or {})})
+    proc = subprocess.Popen(
+        [SKILL_MCP, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env={**BASE_ENV, "SKILL_MCP_CACHE": "off", **(env or {})},
+    )
     os.close(slave)
     shown = b""
     try:
@@ -317,13 +357,17 @@ def _stderr_on_a_terminal(args: list[str], env: dict[str, str] | None = None) ->
     return proc.returncode, stdout.decode(), shown.decode(errors="replace")
 
 
-@pytest.mark.parametrize(("args", "label"), [
-    (["list"], "reading skills: "),
-    (["validate", "--strict"], "checking the floors: "),
-    (["search", "report"], "indexing skills for search: "),
-])
-def test_long_work_shows_progress_on_a_terminal_and_never_on_stdout(args: list[str], label: str,
-                                                                   tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "label"),
+    [
+        (["list"], "reading skills: "),
+        (["validate", "--strict"], "checking the floors: "),
+        (["search", "report"], "indexing skills for search: "),
+    ],
+)
+def test_long_work_shows_progress_on_a_terminal_and_never_on_stdout(
+    args: list[str], label: str, tmp_path: Path
+) -> None:
     root = _many(tmp_path / "skills", 60)
     code, stdout, shown = _stderr_on_a_terminal([*args, str(root)])
     assert code == 0, shown
@@ -340,6 +384,7 @@ def test_pack_lock_shows_progress_on_a_terminal(tmp_path: Path) -> None:
 
 
 # -- near names --------------------------------------------------------------------------------
+
 
 def test_show_of_a_misspelt_name_suggests_the_served_one(tmp_path: Path) -> None:
     _skill(tmp_path, "pdf")
@@ -388,16 +433,26 @@ def test_skill_file_in_the_wrong_case_names_the_served_file_and_exits_1(tmp_path
 
 # -- completion ------------------------------------------------------------------------------
 
+
 def _complete(words: str, env: dict[str, str] | None = None) -> list[str]:
     """What bash completes for the line ``words`` (the last word being completed)."""
-    script = subprocess.run([SKILL_MCP, "completion", "bash"], capture_output=True, text=True, timeout=60,
-                            env=BASE_ENV, check=True).stdout
+    script = subprocess.run(
+        [SKILL_MCP, "completion", "bash"], capture_output=True, text=True, timeout=60, env=BASE_ENV, check=True
+    ).stdout
     line = words.split(" ")
-    program = (f"{script}\nCOMP_WORDS=({' '.join(repr(w) for w in line)}); COMP_CWORD={len(line) - 1}\n"
-               "_skill_mcp; printf '%s\\n' \"${COMPREPLY[@]}\"\n")
+    program = (
+        f"{script}\nCOMP_WORDS=({' '.join(repr(w) for w in line)}); COMP_CWORD={len(line) - 1}\n"
+        "_skill_mcp; printf '%s\\n' \"${COMPREPLY[@]}\"\n"
+    )
     path = os.path.dirname(SKILL_MCP) + ":/usr/bin:/bin"
-    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, timeout=60, check=True,
-                          env={**BASE_ENV, "PATH": path, **(env or {})})
+    done = subprocess.run(
+        ["bash", "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**BASE_ENV, "PATH": path, **(env or {})},
+    )
     return [w for w in done.stdout.splitlines() if w]
 
 
@@ -461,8 +516,13 @@ def waiter() -> Iterator[Path]:
 
 def _run_waiter(root: Path, gate: Path, *extra: str) -> subprocess.Popen[bytes]:
     args = json.dumps({"skill": "waiter", "script": "scripts/wait.py", "args": [str(gate)]})
-    return subprocess.Popen([SKILL_MCP, "call", "skill_run", str(root), "--args", args, "--yes", *extra],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=BASE_ENV)
+    return subprocess.Popen(
+        [SKILL_MCP, "call", "skill_run", str(root), "--args", args, "--yes", *extra],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=BASE_ENV,
+    )
 
 
 def _read_line(stream: IO[bytes], within: float = 60.0) -> bytes:
@@ -540,8 +600,9 @@ def test_call_skill_run_on_a_terminal_writes_no_json_audit_line(waiter: Path) ->
     gate = waiter / "gate"
     gate.write_text("open\n", encoding="utf-8")
     args = json.dumps({"skill": "waiter", "script": "scripts/wait.py", "args": [str(gate)]})
-    code, stdout, shown = _stderr_on_a_terminal(["call", "skill_run", str(waiter), "--args", args, "--yes"],
-                                                env={"SKILL_MCP_LOG": "error"})
+    code, stdout, shown = _stderr_on_a_terminal(
+        ["call", "skill_run", str(waiter), "--args", args, "--yes"], env={"SKILL_MCP_LOG": "error"}
+    )
     assert code == 0 and stdout == "first\nsecond\n"
     assert "skill-mcp: waiter scripts/wait.py: ok" in shown
     assert '{"ts"' not in shown and "skill_mcp.audit" not in shown

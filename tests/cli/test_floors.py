@@ -32,7 +32,10 @@ def test_a_skill_that_meets_every_floor_has_no_floor_problem(tmp_path: Path) -> 
 
 
 CASES = [
-    (ProblemReason.FLOOR_DESCRIPTION_WHEN, {"description": "Turns meeting notes into a short written report for teams."}),
+    (
+        ProblemReason.FLOOR_DESCRIPTION_WHEN,
+        {"description": "Turns meeting notes into a short written report for teams."},
+    ),
     (ProblemReason.FLOOR_DESCRIPTION_SHORT, {"description": "Use when reporting."}),
     (ProblemReason.FLOOR_NO_STEPS, {"body": "# Report\n\nThis skill is about reports in general.\n"}),
     (ProblemReason.FLOOR_BODY_TOO_LONG, {"body": GOOD_BODY + "text\n" * 501}),
@@ -44,8 +47,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("reason", "change"), CASES, ids=[f"{r.value}-{i}" for i, (r, _) in enumerate(CASES)])
-def test_each_floor_fires_on_the_skill_that_misses_it(tmp_path: Path, reason: ProblemReason,
-                                                      change: dict[str, str]) -> None:
+def test_each_floor_fires_on_the_skill_that_misses_it(
+    tmp_path: Path, reason: ProblemReason, change: dict[str, str]
+) -> None:
     assert reason in _floor_reasons(_skill(tmp_path, **change))
 
 
@@ -70,8 +74,7 @@ SAYS_ONLY_WHAT = [
 
 
 @pytest.mark.parametrize("description", SAYS_WHEN)
-def test_a_description_that_says_when_in_other_words_meets_the_when_floor(tmp_path: Path,
-                                                                           description: str) -> None:
+def test_a_description_that_says_when_in_other_words_meets_the_when_floor(tmp_path: Path, description: str) -> None:
     assert ProblemReason.FLOOR_DESCRIPTION_WHEN not in _floor_reasons(_skill(tmp_path, description=description))
 
 
@@ -97,8 +100,11 @@ def test_a_link_into_a_neighbouring_skill_is_outside_this_skill_not_missing(tmp_
     catalog_details = _neighbours(tmp_path, "../reviewing/prompts/reviewer.md")
     (detail,) = catalog_details
     assert "outside this skill" in detail and "'reviewing'" in detail and "prompts/reviewer.md" in detail
-    reasons = [p.reason for p in validate_catalog(build_catalog(load_settings([str(tmp_path)], {})), strict=True)
-               if p.skill == "demo"]
+    reasons = [
+        p.reason
+        for p in validate_catalog(build_catalog(load_settings([str(tmp_path)], {})), strict=True)
+        if p.skill == "demo"
+    ]
     assert reasons == [ProblemReason.FLOOR_REFERENCE_OUTSIDE_SKILL]
 
 
@@ -127,22 +133,28 @@ def test_links_and_paths_inside_fenced_code_are_samples_not_references(tmp_path:
     assert _floor_reasons(_skill(tmp_path, body=outside)) == [ProblemReason.FLOOR_MISSING_REFERENCE]
 
 
-@pytest.mark.parametrize("body", [
-    "- **Example**: `scripts/rotate.py` for rotating pages\n",
-    "Examples of folders such a skill has: `references/finance.md` and `assets/logo.png`.\n",
-    "\nExample: when building a PDF skill, the analysis shows:\n\n1. Rotating is rewritten each time\n"
-    "2. A `scripts/rotate.py` script would be helpful\n",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "- **Example**: `scripts/rotate.py` for rotating pages\n",
+        "Examples of folders such a skill has: `references/finance.md` and `assets/logo.png`.\n",
+        "\nExample: when building a PDF skill, the analysis shows:\n\n1. Rotating is rewritten each time\n"
+        "2. A `scripts/rotate.py` script would be helpful\n",
+    ],
+)
 def test_a_path_given_as_an_example_is_not_a_reference(tmp_path: Path, body: str) -> None:
     assert _floor_reasons(_skill(tmp_path, body=GOOD_BODY + body)) == []
 
 
-@pytest.mark.parametrize("body", [
-    "Run `scripts/rotate.py` on each page.\n",
-    "Pick a template from `examples/letter.md`.\n",  # a folder named examples is not "for example"
-    "Prepare the input:\n\n1. Run `scripts/rotate.py`.\n",
-    "See [an example of the output](examples/out.md).\n",  # a link is a claim even in an example
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Run `scripts/rotate.py` on each page.\n",
+        "Pick a template from `examples/letter.md`.\n",  # a folder named examples is not "for example"
+        "Prepare the input:\n\n1. Run `scripts/rotate.py`.\n",
+        "See [an example of the output](examples/out.md).\n",  # a link is a claim even in an example
+    ],
+)
 def test_a_path_the_body_tells_you_to_use_is_a_reference(tmp_path: Path, body: str) -> None:
     assert _floor_reasons(_skill(tmp_path, body=GOOD_BODY + body)) == [ProblemReason.FLOOR_MISSING_REFERENCE]
 

@@ -23,8 +23,12 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("module", ["skillmcp", "skill_mcp"])
 async def test_python_dash_m_serves_with_the_seeds_packs_root_line(module: str, tmp_path: Path) -> None:
     root = build_tree(tmp_path / "packs")
-    params = StdioServerParameters(command=sys.executable, args=["-m", module, "serve", "--packs-root", str(root)],
-                                   env={"SKILL_MCP_LOG": "warning", "HOME": str(tmp_path)}, cwd=str(tmp_path))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", module, "serve", "--packs-root", str(root)],
+        env={"SKILL_MCP_LOG": "warning", "HOME": str(tmp_path)},
+        cwd=str(tmp_path),
+    )
     async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"skill_list", "skill_load", "skill_file"} <= names
@@ -35,8 +39,14 @@ async def test_python_dash_m_serves_with_the_seeds_packs_root_line(module: str, 
 
 @pytest.mark.parametrize("module", ["skillmcp", "skill_mcp"])
 def test_python_dash_m_prints_the_cli_version(module: str, tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True,
-                          timeout=60, check=False, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("skill-mcp ")
 

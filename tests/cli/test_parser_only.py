@@ -108,8 +108,27 @@ def test_any_other_line_goes_to_argparse(line: list[str]) -> None:
     assert serve_line(line) is None
 
 
-WORDS = st.sampled_from(["--skills-dir", "--packs-root", "--watch", "--watc", "--skills", "--http", "--no-auth",
-                         "-h", "--", "-", "-x", "", "/a", "a b", "serve", "--skills-dir=/b", "--help"])
+WORDS = st.sampled_from(
+    [
+        "--skills-dir",
+        "--packs-root",
+        "--watch",
+        "--watc",
+        "--skills",
+        "--http",
+        "--no-auth",
+        "-h",
+        "--",
+        "-",
+        "-x",
+        "",
+        "/a",
+        "a b",
+        "serve",
+        "--skills-dir=/b",
+        "--help",
+    ]
+)
 
 
 @given(st.lists(WORDS, max_size=8))

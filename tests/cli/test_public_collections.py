@@ -22,21 +22,30 @@ pytestmark = pytest.mark.skipif(not BASE, reason="SKILL_MCP_PUBLIC_SKILLS is not
 
 # collection -> (roots under it, the findings {(skill, reason, level)} validate --strict must report)
 EXPECTED = {
-    "anthropics+skills": (["skills"], {
-        ("claude-api", "spec-warning", "warning"),  # 1,068 characters; the format allows 1,024
-        ("claude-api", "extension-excluded", "error"),  # so hosts refuse its entry: tools only
-        ("claude-api", "floor-body-too-long", "error"),
-        ("docx", "floor-body-too-long", "error"),
-        ("webapp-testing", "floor-description-when", "error"),
-    }),
-    "obra+superpowers": (["skills"], {
-        ("writing-skills", "floor-body-too-long", "error"),
-        ("writing-skills", "floor-reference-outside-skill", "error"),  # twice: two sibling files
-        ("subagent-driven-development", "floor-reference-outside-skill", "error"),
-    }),
-    "openai+skills": (["skills/.curated", "skills/.experimental", "skills/.system"], {
-        ("gh-address-comments", "floor-description-when", "error"),
-    }),
+    "anthropics+skills": (
+        ["skills"],
+        {
+            ("claude-api", "spec-warning", "warning"),  # 1,068 characters; the format allows 1,024
+            ("claude-api", "extension-excluded", "error"),  # so hosts refuse its entry: tools only
+            ("claude-api", "floor-body-too-long", "error"),
+            ("docx", "floor-body-too-long", "error"),
+            ("webapp-testing", "floor-description-when", "error"),
+        },
+    ),
+    "obra+superpowers": (
+        ["skills"],
+        {
+            ("writing-skills", "floor-body-too-long", "error"),
+            ("writing-skills", "floor-reference-outside-skill", "error"),  # twice: two sibling files
+            ("subagent-driven-development", "floor-reference-outside-skill", "error"),
+        },
+    ),
+    "openai+skills": (
+        ["skills/.curated", "skills/.experimental", "skills/.system"],
+        {
+            ("gh-address-comments", "floor-description-when", "error"),
+        },
+    ),
 }
 
 

@@ -36,15 +36,22 @@ async def _names(client: Client) -> set[str]:
 async def test_handshake_era_client_is_notified_of_a_new_and_a_removed_skill(tmp_path: Path) -> None:
     root = tmp_path / "skills"
     write_skill(root, "alpha", description="Alpha does the first thing. Use when testing reload.", atomic=True)
-    all_three = {"notifications/tools/list_changed", "notifications/prompts/list_changed",
-                 "notifications/resources/list_changed"}
+    all_three = {
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+    }
     seen: set[str] = set()
     changed = anyio.Event()
 
     async def on_message(message: Any) -> None:
         note = getattr(message, "root", message)
-        if isinstance(note, types.ToolListChangedNotification | types.PromptListChangedNotification
-                      | types.ResourceListChangedNotification):
+        if isinstance(
+            note,
+            types.ToolListChangedNotification
+            | types.PromptListChangedNotification
+            | types.ResourceListChangedNotification,
+        ):
             seen.add(note.method)
             if seen >= all_three:
                 changed.set()
@@ -76,8 +83,9 @@ async def test_2026_era_client_hears_changes_on_its_listen_stream(tmp_path: Path
     write_skill(root, "alpha", description="Alpha does the first thing. Use when testing reload.", atomic=True)
     async with Client(_params(root), mode="2026-07-28") as client:
         assert await _names(client) == {"alpha"}
-        async with client.listen(tools_list_changed=True, prompts_list_changed=True,
-                                 resources_list_changed=True) as sub:
+        async with client.listen(
+            tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+        ) as sub:
             write_skill(root, "beta", description="Beta does the second thing. Use when testing reload.", atomic=True)
             with anyio.fail_after(WAIT_S):
                 event = await sub.__anext__()

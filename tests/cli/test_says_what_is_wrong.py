@@ -107,8 +107,9 @@ def test_show_and_search_under_a_missing_root_name_it(tmp_path: Path) -> None:
 
 
 def test_a_name_mismatch_is_served_by_the_tools_and_fails_validate_for_the_extension(tmp_path: Path) -> None:
-    write(tmp_path / "real-dir" / "SKILL.md", GOOD.format(name="other-name", phase="wire").replace(
-        "# other-name", "# x"))
+    write(
+        tmp_path / "real-dir" / "SKILL.md", GOOD.format(name="other-name", phase="wire").replace("# other-name", "# x")
+    )
     listed = as_json(run("list", "--json", "--skills-dir", str(tmp_path)))
     assert [s["name"] for s in listed["skills"]] == ["real-dir"]  # served under its directory name
     done = run("validate", "--json", str(tmp_path))
@@ -126,8 +127,11 @@ def test_validate_of_a_root_with_no_skill_passes_but_says_nothing_was_found(tmp_
     assert done.stdout.count("hidden directories are not searched") == 1
     assert done.stderr.count("hidden directories are not searched") == 1
     (problem,) = as_json(run("validate", "--json", str(tmp_path / "collection")))["problems"]
-    assert (problem["reason"], problem["level"], problem["path"]) == ("root-empty", "warning",
-                                                                      str(tmp_path / "collection"))
+    assert (problem["reason"], problem["level"], problem["path"]) == (
+        "root-empty",
+        "warning",
+        str(tmp_path / "collection"),
+    )
     named = run("validate", str(tmp_path / "collection" / "skills" / ".curated"))  # the way to reach them
     assert named.returncode == 0 and "1 skills served" in named.stdout and named.stderr == ""
 

@@ -32,10 +32,16 @@ def client_venv(name: str) -> Path:
     ready = venv / ".ready"
     if not ready.exists():
         try:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120,
-                           capture_output=True)
-            subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(requirements)], check=True,
-                           timeout=INSTALL_TIMEOUT, capture_output=True, text=True)
+            subprocess.run(
+                [sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120, capture_output=True
+            )
+            subprocess.run(
+                [str(python), "-m", "pip", "install", "-q", "-r", str(requirements)],
+                check=True,
+                timeout=INSTALL_TIMEOUT,
+                capture_output=True,
+                text=True,
+            )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
             detail = getattr(err, "stderr", "") or ""
             message = f"could not make the client venv ({venv}): {str(detail)[-1500:]}"

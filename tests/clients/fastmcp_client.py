@@ -46,8 +46,9 @@ async def main(marker: str, argv: list[str]) -> dict[str, Any]:
         seen["resource"] = resource[0].text
         found = await client.call_tool("skill_search", {"query": "echo arguments as json"})
         seen["search"] = found.structured_content
-        run = await client.call_tool("skill_run", {"skill": "demo", "script": "scripts/echo.py", "args": [marker, "hi"]},
-                                     raise_on_error=False)
+        run = await client.call_tool(
+            "skill_run", {"skill": "demo", "script": "scripts/echo.py", "args": [marker, "hi"]}, raise_on_error=False
+        )
         seen["run"] = {"isError": run.is_error, "structured": run.structured_content}
     seen["prompts"] = prompts
     return seen

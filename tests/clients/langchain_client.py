@@ -26,16 +26,27 @@ def _text(content: Any) -> str:
 
 
 async def main(marker: str, argv: list[str]) -> dict[str, Any]:
-    client = MultiServerMCPClient({"skills": {"command": argv[0], "args": argv[1:], "transport": "stdio",
-                                              "env": {"SKILL_MCP_LOG": "warning", "PATH": "/usr/bin:/bin"}}})
+    client = MultiServerMCPClient(
+        {
+            "skills": {
+                "command": argv[0],
+                "args": argv[1:],
+                "transport": "stdio",
+                "env": {"SKILL_MCP_LOG": "warning", "PATH": "/usr/bin:/bin"},
+            }
+        }
+    )
     tools = {t.name: t for t in await client.get_tools()}
     seen: dict[str, Any] = {"tools": sorted(tools)}
 
     async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         message = await tools[name].ainvoke({"type": "tool_call", "id": name, "name": name, "args": arguments})
         artifact = message.artifact or {}
-        return {"text": _text(message.content), "status": message.status,
-                "structured": artifact.get("structured_content") if isinstance(artifact, dict) else None}
+        return {
+            "text": _text(message.content),
+            "status": message.status,
+            "structured": artifact.get("structured_content") if isinstance(artifact, dict) else None,
+        }
 
     seen["list"] = await call("skill_list", {})
     seen["load"] = await call("skill_load", {"name": "demo"})

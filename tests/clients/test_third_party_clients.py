@@ -35,8 +35,14 @@ def skills() -> Iterator[Path]:
 
 
 def _client(python: Path, script: str, *args: str) -> dict[str, Any]:
-    done = subprocess.run([str(python), str(HERE / script), *args], capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL, check=False)
+    done = subprocess.run(
+        [str(python), str(HERE / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     seen: dict[str, Any] = json.loads(done.stdout)
     return seen
@@ -81,7 +87,8 @@ def test_fastmcp_client_over_http_lists_loads_reads_searches_and_runs(fastmcp_py
 
 
 def test_langchain_adapters_one_server_per_call_read_everything_and_are_told_why_a_token_cannot_confirm(
-        langchain_python: Path, skills: Path) -> None:
+    langchain_python: Path, skills: Path
+) -> None:
     seen = _client(langchain_python, "langchain_client.py", str(skills / "out" / "ran"), *_serve(skills))
     assert {"skill_list", "skill_load", "skill_file", "skill_run", "skill_search"} <= set(seen["tools"])
     assert "demo" in seen["list"]["text"]

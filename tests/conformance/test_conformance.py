@@ -61,9 +61,24 @@ RUNS = {"all": [], "modern": ["--spec-version", "2026-07-28"]}
 def _run_suite(url: str, work: Path, name: str) -> dict[str, Any]:
     results = work / f"results-{name}"
     proc = subprocess.run(
-        [str(NODE), str(SUITE), "server", "--url", url, "--suite", "all", *RUNS[name],
-         "--expected-failures", str(BASELINE), "-o", str(results)],
-        cwd=work, capture_output=True, text=True, timeout=SUITE_TIMEOUT,
+        [
+            str(NODE),
+            str(SUITE),
+            "server",
+            "--url",
+            url,
+            "--suite",
+            "all",
+            *RUNS[name],
+            "--expected-failures",
+            str(BASELINE),
+            "-o",
+            str(results),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=SUITE_TIMEOUT,
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "NO_COLOR": "1"},
     )
     scenarios: dict[str, list[dict[str, Any]]] = {}
@@ -74,8 +89,13 @@ def _run_suite(url: str, work: Path, name: str) -> dict[str, Any]:
     statuses = Counter(check["status"] for checks in scenarios.values() for check in checks)
     baselined = _baselined_scenarios() | {e.split(":", 1)[0] for e in _baseline_entries() if ":" in e}
     clean = [n for n, checks in scenarios.items() if not any(c["status"] in ("FAILURE", "WARNING") for c in checks)]
-    summary = {"run": name, "scenarios": len(scenarios), "scenariosClean": len(clean),
-               "scenariosBaselined": len(baselined & set(scenarios)), "checks": dict(statuses)}
+    summary = {
+        "run": name,
+        "scenarios": len(scenarios),
+        "scenariosClean": len(clean),
+        "scenariosBaselined": len(baselined & set(scenarios)),
+        "checks": dict(statuses),
+    }
     print(f"conformance summary: {json.dumps(summary, sort_keys=True)}")
     (work / f"summary-{name}.json").write_text(json.dumps(summary, indent=2, sort_keys=True), encoding="utf-8")
     return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "scenarios": scenarios}
@@ -107,7 +127,8 @@ def test_conformance_suite_passes_against_its_baseline(suite_runs: dict[str, dic
 
 
 def test_the_modern_run_covered_the_core_listings_on_the_per_request_wire(
-        suite_runs: dict[str, dict[str, Any]]) -> None:
+    suite_runs: dict[str, dict[str, Any]],
+) -> None:
     modern = suite_runs["modern"]["scenarios"]
     for scenario in ("tools-list", "resources-list", "prompts-list", "caching", "dns-rebinding-protection"):
         assert modern.get(scenario), f"{scenario} did not run on the 2026-07-28 wire"
@@ -124,10 +145,14 @@ def test_sep_2640_scenario_passes_every_check(suite_run: dict[str, Any], scenari
 
 @pytest.mark.parametrize("run", sorted(RUNS))
 def test_core_scenarios_outside_the_baseline_have_no_failure_or_warning(
-        suite_runs: dict[str, dict[str, Any]], run: str) -> None:
+    suite_runs: dict[str, dict[str, Any]], run: str
+) -> None:
     baselined = _baselined_scenarios()
-    bad = {name: [(c["id"], c["status"]) for c in checks if c["status"] in ("FAILURE", "WARNING")]
-           for name, checks in suite_runs[run]["scenarios"].items() if name not in baselined}
+    bad = {
+        name: [(c["id"], c["status"]) for c in checks if c["status"] in ("FAILURE", "WARNING")]
+        for name, checks in suite_runs[run]["scenarios"].items()
+        if name not in baselined
+    }
     bad = {k: v for k, v in bad.items() if v and not _only_baselined_checks(k, v)}
     assert bad == {}
 

@@ -40,8 +40,13 @@ def _toolchain_or_skip() -> None:
 def test_the_typescript_sdk_client_gets_refusals_as_tool_errors_with_their_reason(tmp_path: Path) -> None:
     _toolchain_or_skip()
     root = build_tree(tmp_path / "skills")
-    done = subprocess.run([str(NODE), str(CLIENT), str(SDK), *serve_argv([root])],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [str(NODE), str(CLIENT), str(SDK), *serve_argv([root])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout)
     assert {"skill_list", "skill_load", "skill_file", "skill_run", "skill_search"} <= set(out["tools"])

@@ -29,8 +29,11 @@ def main() -> None:
     mode, root = sys.argv[1], Path(sys.argv[2])
     settings = load_settings((), dict(os.environ))
     quiet: dict[str, Any] = {"audit": lambda record: None}
-    runner = (DeferredRunner.boot(settings, **quiet).get() if mode == "hardened"
-              else Runner.create(settings, harden=None, spawner=LocalSpawner(confined=mode != "plain"), **quiet))
+    runner = (
+        DeferredRunner.boot(settings, **quiet).get()
+        if mode == "hardened"
+        else Runner.create(settings, harden=None, spawner=LocalSpawner(confined=mode != "plain"), **quiet)
+    )
     catalog = one_script_catalog(root, "probe", ScriptDecl("probe.py", "python"))
     prepared = runner.prepare(catalog, "probe", "probe.py", [str(os.getpid())])
     result = anyio.run(lambda: runner.execute(prepared, confirmed=True))

@@ -22,8 +22,9 @@ from tests.helpers import write_skill
 SCRUBBED = HardenReport(scrubbed=True, nondumpable=True)
 
 
-def make_skill(root: Path, name: str, files: Mapping[str, str], run: Sequence[ScriptDecl] = (),
-               egress: Sequence[str] = ()) -> Skill:
+def make_skill(
+    root: Path, name: str, files: Mapping[str, str], run: Sequence[ScriptDecl] = (), egress: Sequence[str] = ()
+) -> Skill:
     directory = write_skill(root, name, description="test", body="body\n")
     for rel, text in files.items():
         path = directory / rel
@@ -35,9 +36,17 @@ def make_skill(root: Path, name: str, files: Mapping[str, str], run: Sequence[Sc
         recs.append(SkillFile(rel=rel, size=st.st_size, mtime_ns=st.st_mtime_ns, ino=st.st_ino))
     decl = Declaration(version=1, run=tuple(run), egress=tuple(egress)) if run or egress else None
     real = Path(os.path.realpath(directory))
-    return Skill(name=name, directory=real, found_at=str(directory), root=Path(os.path.realpath(root)),
-                 frontmatter={"name": name, "description": "test"}, description="test", files=tuple(recs),
-                 body_offset=0, declaration=decl)
+    return Skill(
+        name=name,
+        directory=real,
+        found_at=str(directory),
+        root=Path(os.path.realpath(root)),
+        frontmatter={"name": name, "description": "test"},
+        description="test",
+        files=tuple(recs),
+        body_offset=0,
+        declaration=decl,
+    )
 
 
 def one_script_catalog(root: Path, name: str, script: ScriptDecl) -> Catalog:
@@ -47,8 +56,17 @@ def one_script_catalog(root: Path, name: str, script: ScriptDecl) -> Catalog:
     and never read the skill's files, so none are recorded.
     """
     directory = root / name
-    skill = Skill(name=name, directory=directory, found_at=str(directory), root=root, frontmatter={},
-                  description=name, files=(), body_offset=0, declaration=Declaration(version=1, run=(script,)))
+    skill = Skill(
+        name=name,
+        directory=directory,
+        found_at=str(directory),
+        root=root,
+        frontmatter={},
+        description=name,
+        files=(),
+        body_offset=0,
+        declaration=Declaration(version=1, run=(script,)),
+    )
     return Catalog(skills={name: skill}, problems=(), roots=(root,))
 
 
@@ -56,15 +74,27 @@ def catalog_of(*skills: Skill) -> Catalog:
     return Catalog(skills={s.name: s for s in sorted(skills, key=lambda s: s.name)}, problems=(), roots=())
 
 
-def make_runner(environ: Mapping[str, str] | None = None, *, harden: HardenReport | None = SCRUBBED,
-                audit: AuditSink | None = None, clock: Any = None, **kwargs: Any) -> Runner:
+def make_runner(
+    environ: Mapping[str, str] | None = None,
+    *,
+    harden: HardenReport | None = SCRUBBED,
+    audit: AuditSink | None = None,
+    clock: Any = None,
+    **kwargs: Any,
+) -> Runner:
     env = {"PATH": "/usr/bin:/bin", **(environ or {})}
     settings = load_settings((), env)
     extra: dict[str, Any] = {}
     if clock is not None:
         extra["clock"] = clock
-    return Runner.create(settings, harden=harden, audit=audit or (lambda record: None),
-                         interpreters=kwargs.pop("interpreters", None) or resolve_interpreters(), **extra, **kwargs)
+    return Runner.create(
+        settings,
+        harden=harden,
+        audit=audit or (lambda record: None),
+        interpreters=kwargs.pop("interpreters", None) or resolve_interpreters(),
+        **extra,
+        **kwargs,
+    )
 
 
 NOBODY = 65534
@@ -82,14 +112,23 @@ def nobody_python() -> tuple[str, str] | None:
     if setpriv is None or os.geteuid() != 0:
         return None
     stdlib = os.path.realpath(sys.base_prefix)
-    paths = [p for p in sys.path if p and os.path.isdir(p)
-             and (not os.path.realpath(p).startswith(stdlib) or "site-packages" in p)]
+    paths = [
+        p
+        for p in sys.path
+        if p and os.path.isdir(p) and (not os.path.realpath(p).startswith(stdlib) or "site-packages" in p)
+    ]
     pythonpath = os.pathsep.join(paths)
-    check = "import anyio, mcp, skill_mcp.server, subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True)"
+    check = (
+        "import anyio, mcp, skill_mcp.server, subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True)"
+    )
     for candidate in (sys.executable, os.path.realpath(sys.executable), "/usr/bin/python3"):
-        probe = subprocess.run([setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", candidate,
-                                "-c", check], env={"PYTHONPATH": pythonpath, "PATH": "/usr/bin:/bin"},
-                               capture_output=True, timeout=60, check=False)
+        probe = subprocess.run(
+            [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", candidate, "-c", check],
+            env={"PYTHONPATH": pythonpath, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
         if probe.returncode == 0:
             return candidate, pythonpath
     return None

@@ -12,8 +12,8 @@ HEADING = "## Limits at a glance: standalone and appliance"
 
 def documented_table(text: str | None = None) -> dict[str, tuple[str, str]]:
     text = DOC.read_text(encoding="utf-8") if text is None else text
-    section = text[text.index(HEADING):]
-    section = section[:section.index("\n## ", 1)]
+    section = text[text.index(HEADING) :]
+    section = section[: section.index("\n## ", 1)]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

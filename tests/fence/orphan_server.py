@@ -20,8 +20,9 @@ from tests.fence.helpers import one_script_catalog
 
 def main() -> None:
     root = Path(sys.argv[1])
-    runner = Runner.create(load_settings((), dict(os.environ)), harden=HardenReport(True, True),
-                           audit=lambda record: None)
+    runner = Runner.create(
+        load_settings((), dict(os.environ)), harden=HardenReport(True, True), audit=lambda record: None
+    )
     catalog = one_script_catalog(root, "long", ScriptDecl("long.sh", "bash", timeout=120))
     prepared = runner.prepare(catalog, "long", "long.sh", [])
     anyio.run(lambda: runner.execute(prepared, confirmed=True))

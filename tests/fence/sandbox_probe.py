@@ -25,7 +25,6 @@ CLONE_NEWUSER, SIGCHLD = 0x10000000, 17
 NR = {"io_uring_setup": 425, "clone": 56, "clone3": 435, "keyctl": 250, "bpf": 321, "userfaultfd": 323}
 
 
-
 def _closed(*sockets: socket.socket) -> int:
     """Opening the sockets worked (a denial raises first): close them and say 0."""
     for sock in sockets:
@@ -36,6 +35,7 @@ def _closed(*sockets: socket.socket) -> int:
 def _signalled(pid: int) -> int:
     os.kill(pid, 0)
     return 0
+
 
 def _libc(result: int) -> int:
     return ctypes.get_errno() if result == -1 else 0

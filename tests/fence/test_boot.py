@@ -54,8 +54,16 @@ def broker_pair() -> Iterator[tuple[socket.socket, list[dict[str, Any]]]]:
         message = protocol.recv(theirs, first_byte_timeout=10, frame_timeout=10)
         if message is not None:
             seen.append(message)
-            protocol.send(theirs, {"v": protocol.VERSION, "id": message["id"], "ok": True, "fence": False,
-                                   "fenceDetail": "test: no fence"})
+            protocol.send(
+                theirs,
+                {
+                    "v": protocol.VERSION,
+                    "id": message["id"],
+                    "ok": True,
+                    "fence": False,
+                    "fenceDetail": "test: no fence",
+                },
+            )
 
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()

@@ -44,8 +44,7 @@ print(json.dumps({"secret_in_block": b"PROBE" in block, "dumpable": dumpable, "b
 
 def test_boot_wipes_the_environ_block_and_drops_dumpable_before_it_returns() -> None:
     env = {"PATH": "/usr/bin:/bin", "PROBE_SECRET": SECRET, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-c", BOOT_THEN_LOOK], env=env, capture_output=True, timeout=60,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", BOOT_THEN_LOOK], env=env, capture_output=True, timeout=60, check=True)
     seen = json.loads(done.stdout)
     assert seen["secret_in_block"] is False and seen["dumpable"] == 0
     assert seen["environ_kept"] == SECRET  # os.environ (and so a script's allowlist) keeps its values
@@ -53,8 +52,9 @@ def test_boot_wipes_the_environ_block_and_drops_dumpable_before_it_returns() -> 
     assert seen["built"] is False and seen["fence_imported"] is False
 
 
-def _booted(monkeypatch: pytest.MonkeyPatch, report: HardenReport, environ: dict[str, str] | None = None
-            ) -> tuple[DeferredRunner, list[Mapping[str, Any]]]:
+def _booted(
+    monkeypatch: pytest.MonkeyPatch, report: HardenReport, environ: dict[str, str] | None = None
+) -> tuple[DeferredRunner, list[Mapping[str, Any]]]:
     monkeypatch.setattr(deferred, "harden_process", lambda: report)
     records: list[Mapping[str, Any]] = []
     settings = load_settings((), {"PATH": "/usr/bin:/bin", **(environ or {})})
@@ -94,8 +94,9 @@ def test_stopping_a_runner_never_built_builds_nothing(monkeypatch: pytest.Monkey
 
 
 def test_script_states_answer_like_the_runner_they_build(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
-    skill = make_skill(root, "s", {"x.py": "print(1)\n", "y.rb": "1\n"},
-                       run=[ScriptDecl("x.py", "python"), ScriptDecl("y.rb", "ruby")])
+    skill = make_skill(
+        root, "s", {"x.py": "print(1)\n", "y.rb": "1\n"}, run=[ScriptDecl("x.py", "python"), ScriptDecl("y.rb", "ruby")]
+    )
     catalog = catalog_of(skill)
     runner, _ = _booted(monkeypatch, HardenReport(scrubbed=True, nondumpable=True))
     states = runner.states(lambda: catalog)

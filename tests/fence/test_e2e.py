@@ -31,23 +31,28 @@ def skills(root: Path) -> Path:
 
 
 # Runs the server with its stderr appended to the file named first: the audit lines Marker reads.
-LOGGED = ("import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)\n"
-          "os.dup2(fd, 2)\nos.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n")
+LOGGED = (
+    "import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)\n"
+    "os.dup2(fd, 2)\nos.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n"
+)
 
 
 def server_params(roots: list[Path], env: Mapping[str, str] | None = None) -> StdioServerParameters:
     out = roots[0] / "out"
     args = ["-c", LOGGED, str(out / "server.log")] if out.is_dir() else []
     argv = serve_argv(roots, python=sys.executable)  # the console script, run by the wrapper's interpreter
-    return StdioServerParameters(command=sys.executable, args=[*args, *argv[1:]],
-                                 env={"SKILL_MCP_LOG": "warning", **(env or {})})
+    return StdioServerParameters(
+        command=sys.executable, args=[*args, *argv[1:]], env={"SKILL_MCP_LOG": "warning", **(env or {})}
+    )
 
 
 @asynccontextmanager
-async def connect(roots: list[Path], era: str, env: Mapping[str, str] | None = None,
-                  prompts: Prompts | None = None) -> AsyncIterator[Client]:
-    async with Client(server_params(roots, env), mode=era, read_timeout_seconds=60,
-                      elicitation_callback=prompts) as client:
+async def connect(
+    roots: list[Path], era: str, env: Mapping[str, str] | None = None, prompts: Prompts | None = None
+) -> AsyncIterator[Client]:
+    async with Client(
+        server_params(roots, env), mode=era, read_timeout_seconds=60, elicitation_callback=prompts
+    ) as client:
         yield client
 
 
@@ -75,16 +80,23 @@ async def test_token_flow_runs_once_and_refuses_each_misuse(skills: Path, era: s
 
         err, out = await run(client, skill="demo", script="scripts/echo.py", args=[mark, "$(id)"], confirmToken=token)
         assert err and out["reason"] == Refusal.DRAFT_CHANGED
-        err, out = await run(client, skill="demo", script="scripts/echo.py", args=[mark, "$(id)", ";", "`id`"],
-                             confirmToken="forged.token")
+        err, out = await run(
+            client,
+            skill="demo",
+            script="scripts/echo.py",
+            args=[mark, "$(id)", ";", "`id`"],
+            confirmToken="forged.token",
+        )
         assert err and out["reason"] == Refusal.TOKEN_INVALID
         assert not marker(skills).exists()
 
-        err, out = await run(client, skill="demo", script="scripts/echo.py", args=[mark, "$(id)", ";", "`id`"],
-                             confirmToken=token)
+        err, out = await run(
+            client, skill="demo", script="scripts/echo.py", args=[mark, "$(id)", ";", "`id`"], confirmToken=token
+        )
         assert not err and out["status"] == "ok" and json.loads(out["stdout"]) == ["$(id)", ";", "`id`"]
-        err, out = await run(client, skill="demo", script="scripts/echo.py", args=[mark, "$(id)", ";", "`id`"],
-                             confirmToken=token)
+        err, out = await run(
+            client, skill="demo", script="scripts/echo.py", args=[mark, "$(id)", ";", "`id`"], confirmToken=token
+        )
         assert err and out["reason"] == Refusal.TOKEN_REUSED
     assert marker(skills).read_text() == "ran\n"  # exactly once
 
@@ -114,8 +126,13 @@ async def test_a_script_changed_between_preview_and_run_is_refused(skills: Path,
     async with connect([skills], era) as client:
         _, first = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))])
         (skills / "demo" / "scripts" / "echo.py").write_text(ECHO + "print('changed')\n", encoding="utf-8")
-        err, out = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))],
-                             confirmToken=first["confirmToken"])
+        err, out = await run(
+            client,
+            skill="demo",
+            script="scripts/echo.py",
+            args=[str(marker(skills))],
+            confirmToken=first["confirmToken"],
+        )
         assert err and out["reason"] == Refusal.DRAFT_CHANGED
     assert not marker(skills).exists()
 
@@ -183,8 +200,13 @@ async def test_the_bundled_example_skill_runs_after_confirmation(era: str) -> No
     async with connect([bundled], era) as client:
         err, first = await run(client, skill="check-stdout-purity", script="scripts/check_stdout.py", args=args)
         assert not err and first["status"] == "confirmation-required"
-        err, out = await run(client, skill="check-stdout-purity", script="scripts/check_stdout.py", args=args,
-                             confirmToken=first["confirmToken"])
+        err, out = await run(
+            client,
+            skill="check-stdout-purity",
+            script="scripts/check_stdout.py",
+            args=args,
+            confirmToken=first["confirmToken"],
+        )
     assert not err and out["status"] == "ok", out
     assert out["stdout"].rstrip().endswith("PASS")
 
@@ -209,15 +231,22 @@ async def test_an_expired_token_is_refused_through_the_sdk(skills: Path, era: st
     catalog = build_catalog(settings)
     clock = Clock()
     records: list[dict[str, Any]] = []
-    runner = Runner.create(settings, harden=HardenReport(True, True), clock=clock,
-                           audit=lambda record: records.append(dict(record)))
-    server = build_server(settings, lambda: catalog, tools=[run_tool_spec(runner)],
-                          script_states=runner.states(lambda: catalog))
+    runner = Runner.create(
+        settings, harden=HardenReport(True, True), clock=clock, audit=lambda record: records.append(dict(record))
+    )
+    server = build_server(
+        settings, lambda: catalog, tools=[run_tool_spec(runner)], script_states=runner.states(lambda: catalog)
+    )
     async with Client(server, mode=era) as client:
         _, first = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))])
         clock.now += 3600
-        err, out = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))],
-                             confirmToken=first["confirmToken"])
+        err, out = await run(
+            client,
+            skill="demo",
+            script="scripts/echo.py",
+            args=[str(marker(skills))],
+            confirmToken=first["confirmToken"],
+        )
     assert err and out["reason"] == Refusal.TOKEN_EXPIRED
     assert not Marker(records_log(records), str(marker(skills))).exists()
 
@@ -255,6 +284,11 @@ async def test_token_flow_over_streamable_http(skills: Path, era: str) -> None:
 
     async with http_connect(skills, era) as client:
         _, first = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))])
-        err, out = await run(client, skill="demo", script="scripts/echo.py", args=[str(marker(skills))],
-                             confirmToken=first["confirmToken"])
+        err, out = await run(
+            client,
+            skill="demo",
+            script="scripts/echo.py",
+            args=[str(marker(skills))],
+            confirmToken=first["confirmToken"],
+        )
     assert first["status"] == "confirmation-required" and not err and out["status"] == "ok"

@@ -17,9 +17,13 @@ from .helpers import catalog_of, make_skill
 
 @pytest.fixture()
 def catalog(root: Path):
-    weather = make_skill(root, "weather", {"scripts/f.js": "1"},
-                         [ScriptDecl("scripts/f.js", "node", env=("WEATHER_KEY", "LD_PRELOAD"))],
-                         egress=["api.weather.example"])
+    weather = make_skill(
+        root,
+        "weather",
+        {"scripts/f.js": "1"},
+        [ScriptDecl("scripts/f.js", "node", env=("WEATHER_KEY", "LD_PRELOAD"))],
+        egress=["api.weather.example"],
+    )
     other = make_skill(root, "other", {"x.py": "1"}, [ScriptDecl("x.py", "python", env=("OTHER_KEY",))])
     return catalog_of(weather, other)
 
@@ -50,8 +54,16 @@ def test_hosted_without_grants_grants_nothing_and_says_so(catalog) -> None:
 
 
 def test_a_row_grants_only_what_the_script_declared(catalog) -> None:
-    raw = json.dumps([{"skill": "weather", "script": "scripts/f.js", "env": ["WEATHER_KEY", "OTHER_KEY"],
-                       "egress": ["api.weather.example", "evil.example"]}])
+    raw = json.dumps(
+        [
+            {
+                "skill": "weather",
+                "script": "scripts/f.js",
+                "env": ["WEATHER_KEY", "OTHER_KEY"],
+                "egress": ["api.weather.example", "evil.example"],
+            }
+        ]
+    )
     gs = build_grants(catalog, raw, hosted=True)
     grant = granted(gs, "weather", "scripts/f.js")
     assert grant.env == ("WEATHER_KEY",) and grant.egress == ("api.weather.example",)
@@ -73,9 +85,18 @@ def test_a_declared_loader_variable_can_never_be_granted(catalog) -> None:
     assert reasons(gs) == [ProblemReason.ENV_FORBIDDEN]
 
 
-@pytest.mark.parametrize("raw", ["not json", "{}", '"x"', "[1]", '[{"skill": "weather"}]',
-                                 '[{"skill": "weather", "script": "scripts/f.js", "env": "WEATHER_KEY"}]',
-                                 '[{"skill": "weather", "script": "scripts/f.js", "bogus": 1}]'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "not json",
+        "{}",
+        '"x"',
+        "[1]",
+        '[{"skill": "weather"}]',
+        '[{"skill": "weather", "script": "scripts/f.js", "env": "WEATHER_KEY"}]',
+        '[{"skill": "weather", "script": "scripts/f.js", "bogus": 1}]',
+    ],
+)
 def test_a_malformed_value_grants_nothing_and_is_reported(catalog, raw: str) -> None:
     gs = build_grants(catalog, raw, hosted=False)
     assert gs.grant_from == "MCP_SKILL_RUN"
@@ -88,9 +109,30 @@ def test_several_rows_for_one_script_are_a_union(catalog) -> None:
     assert granted(build_grants(catalog, raw, hosted=False), "other", "x.py").env == ("OTHER_KEY",)
 
 
-@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONSTARTUP", "NODE_OPTIONS",
-                                  "BASH_ENV", "ENV", "BASH_FUNC_x%%", "PATH", "TMPDIR", "SKILL_OUTPUT_DIR", "HOME", "MCP_DATA_DIR",
-                                  "GCONV_PATH", "LC_ALL", "PERL5OPT", "9X", "A=B", ""])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "NODE_OPTIONS",
+        "BASH_ENV",
+        "ENV",
+        "BASH_FUNC_x%%",
+        "PATH",
+        "TMPDIR",
+        "SKILL_OUTPUT_DIR",
+        "HOME",
+        "MCP_DATA_DIR",
+        "GCONV_PATH",
+        "LC_ALL",
+        "PERL5OPT",
+        "9X",
+        "A=B",
+        "",
+    ],
+)
 def test_loader_and_fixed_variables_are_forbidden(name: str) -> None:
     assert forbidden_variable(name) is not None
 
@@ -119,8 +161,9 @@ def test_a_nested_skill_is_granted_by_its_name_never_by_its_path(tmp_path: Path)
     for where, name in ((tmp_path / "parent", "parent"), (tmp_path / "parent" / "child", "child")):
         (where / "scripts").mkdir(parents=True)
         (where / "scripts" / "run.py").write_text("print(1)\n", encoding="utf-8")
-        (where / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Use when testing.\n{decl}---\n1. Run.\n",
-                                        encoding="utf-8")
+        (where / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Use when testing.\n{decl}---\n1. Run.\n", encoding="utf-8"
+        )
     catalog = build_catalog(load_settings([str(tmp_path)], {}))
     assert catalog.skills["child"].uri_prefix == "skill://parent/child/"  # published by path
     gs = build_grants(catalog, json.dumps([{"skill": "child", "script": "scripts/run.py"}]), hosted=True)

@@ -24,7 +24,7 @@ from .helpers import NOBODY, nobody_python
 SECRET = "PROBE-hunter2-9f8e7d"
 HARNESS = Path(__file__).with_name("harden_server.py")
 
-PROBE = r'''
+PROBE = r"""
 import json, os, sys
 pid = sys.argv[1] if len(sys.argv) > 1 else str(os.getppid())
 out = {"cmdline": open(f"/proc/{pid}/cmdline", "rb").read().decode("latin-1")}
@@ -42,7 +42,7 @@ try:
 except (OSError, ValueError) as exc:
     out["mem_errno"] = getattr(exc, "errno", None) or str(exc)
 print(json.dumps(out))
-'''
+"""
 
 
 def serve_as_nobody(root: Path, mode: str) -> dict[str, Any]:
@@ -54,8 +54,13 @@ def serve_as_nobody(root: Path, mode: str) -> dict[str, Any]:
     probe_dir.mkdir()
     (probe_dir / "probe.py").write_text(PROBE, encoding="utf-8")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "PROBE_SECRET": SECRET}
-    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python,
-                           str(HARNESS), mode, str(root)], env=env, capture_output=True, timeout=60, check=False)
+    done = subprocess.run(
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python, str(HARNESS), mode, str(root)],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     report = json.loads(done.stdout)
     assert report["environ_still_there"] == SECRET  # os.environ keeps every value
@@ -91,9 +96,11 @@ def test_env_block_parses_a_command_name_with_spaces_and_parens() -> None:
 
 
 def test_harden_keeps_os_environ_and_blanks_the_block_in_a_child() -> None:
-    code = ("import os\nfrom skill_mcp.runner.harden import harden_process\nr = harden_process()\n"
-            "blk = open('/proc/self/environ', 'rb').read()\n"
-            "print(r.ok, os.environ['PROBE_SECRET'], b'PROBE' in blk, len(blk) > 0)\n")
+    code = (
+        "import os\nfrom skill_mcp.runner.harden import harden_process\nr = harden_process()\n"
+        "blk = open('/proc/self/environ', 'rb').read()\n"
+        "print(r.ok, os.environ['PROBE_SECRET'], b'PROBE' in blk, len(blk) > 0)\n"
+    )
     env = {**os.environ, "PROBE_SECRET": SECRET}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=30, check=True)
     assert out.stdout.decode().split() == ["True", SECRET, "False", "True"]
@@ -111,15 +118,20 @@ async def _real_server_probe(root: Path) -> dict[str, Any]:
     (root / "probe" / "probe.py").write_text(PROBE, encoding="utf-8")
     (root / "probe" / "SKILL.md").write_text(
         "---\nname: probe\ndescription: probe\nmcp-host:\n  version: 1\n  run:\n"
-        "    - script: probe.py\n      interpreter: python\n---\nprobe\n", encoding="utf-8")
+        "    - script: probe.py\n      interpreter: python\n---\nprobe\n",
+        encoding="utf-8",
+    )
     params = StdioServerParameters(
-        command="setpriv", args=[f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *serve_argv([root], python=python)],
-        env={"PYTHONPATH": pythonpath, "PROBE_SECRET": SECRET, "SKILL_MCP_LOG": "warning"})
+        command="setpriv",
+        args=[f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *serve_argv([root], python=python)],
+        env={"PYTHONPATH": pythonpath, "PROBE_SECRET": SECRET, "SKILL_MCP_LOG": "warning"},
+    )
     async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
         first = (await client.call_tool("skill_run", {"skill": "probe", "script": "probe.py"})).structured_content
         assert first is not None
-        done = await client.call_tool("skill_run", {"skill": "probe", "script": "probe.py",
-                                                    "confirmToken": first["confirmToken"]})
+        done = await client.call_tool(
+            "skill_run", {"skill": "probe", "script": "probe.py", "confirmToken": first["confirmToken"]}
+        )
     assert done.structured_content is not None and done.structured_content["status"] == "ok", done
     return dict(json.loads(done.structured_content["stdout"]))
 

@@ -16,11 +16,17 @@ def expected_rows() -> dict[str, tuple[str, str]]:
     kib = 1024
     args = f"{limits.MAX_ARGS}, each {limits.MAX_ARG_CHARS // kib} KiB, {limits.MAX_ARGS_TOTAL_CHARS // kib} KiB in all"
     interpreters = f"{', '.join(limits.KNOWN)} on {limits.FIXED_PATH}"
-    per_run = (f"{outputs.MAX_OUTPUT_FILES} files, {outputs.MAX_OUTPUT_BYTES // limits.MIB} MiB"
-               " (the rest reported as dropped)")
+    per_run = (
+        f"{outputs.MAX_OUTPUT_FILES} files, {outputs.MAX_OUTPUT_BYTES // limits.MIB} MiB (the rest reported as dropped)"
+    )
     kept = f"{outputs.RETAIN_S // 60} min, {outputs.RETAIN_BYTES // limits.MIB} MiB across runs, oldest first out"
-    return {**limits.limits_table(), "arguments": (args, args), "interpreters": (interpreters, interpreters),
-            "outputs per run": (per_run, per_run), "outputs kept": (kept, kept)}
+    return {
+        **limits.limits_table(),
+        "arguments": (args, args),
+        "interpreters": (interpreters, interpreters),
+        "outputs per run": (per_run, per_run),
+        "outputs kept": (kept, kept),
+    }
 
 
 def test_docs_limits_table_matches_the_code() -> None:
@@ -38,14 +44,18 @@ def test_every_module_the_table_names_exists() -> None:
     for standalone, appliance in documented_table().values():
         named |= set(re.findall(r"`([\w/]+\.py)`", standalone + appliance))
     assert named  # positive control: the table does point at code
-    missing = [n for n in sorted(named) if not (REPO / "src" / n).exists() and not (REPO / "src/skill_mcp" / n).exists()]
+    missing = [
+        n for n in sorted(named) if not (REPO / "src" / n).exists() and not (REPO / "src/skill_mcp" / n).exists()
+    ]
     assert missing == []
 
 
 def test_a_changed_number_in_the_table_is_caught() -> None:
     # Positive control for the comparison: the same check on a table with one edited cell fails.
-    text = DOC.read_text(encoding="utf-8").replace("| RLIMIT_NPROC | 256 (only when dropped from root) | 64 |",
-                                                   "| RLIMIT_NPROC | 256 (only when dropped from root) | 65 |")
+    text = DOC.read_text(encoding="utf-8").replace(
+        "| RLIMIT_NPROC | 256 (only when dropped from root) | 64 |",
+        "| RLIMIT_NPROC | 256 (only when dropped from root) | 65 |",
+    )
     edited = documented_table(text)
     assert edited["RLIMIT_NPROC"] != expected_rows()["RLIMIT_NPROC"]
 

@@ -74,8 +74,16 @@ def test_a_run_larger_than_the_whole_budget_keeps_nothing() -> None:
     assert store.put(Collected(), None) is None
 
 
-@pytest.mark.parametrize("uri", ["skill-run://short/x", "skill://pdf/SKILL.md", "skill-run://" + "g" * 32 + "/x",
-                                 "skill-run://" + "a" * 32, "skill-run://" + "a" * 32 + "/"])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "skill-run://short/x",
+        "skill://pdf/SKILL.md",
+        "skill-run://" + "g" * 32 + "/x",
+        "skill-run://" + "a" * 32,
+        "skill-run://" + "a" * 32 + "/",
+    ],
+)
 def test_malformed_output_uris_do_not_parse(uri: str) -> None:
     assert parse_output_uri(uri) is None
     assert parse_output_uri(output_uri("a" * 32, "dir/f.txt")) == ("a" * 32, "dir/f.txt")

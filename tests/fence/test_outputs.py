@@ -80,6 +80,7 @@ def test_collect_refuses_a_hard_link_to_a_file_written_elsewhere(tmp_path: Path)
 
 def test_collect_never_blocks_on_a_fifo_or_reads_a_socket(tmp_path: Path) -> None:
     import socket
+
     out = _out(tmp_path)
     os.mkfifo(out / "pipe")
     sock = socket.socket(socket.AF_UNIX)
@@ -153,6 +154,7 @@ def test_undecodable_bytes_in_a_name_are_dropped(tmp_path: Path) -> None:
     got = collect(str(out))
     assert _kept(got) == {"report.md"} and _why(got) == {"caf\\xe9.txt": outputs.NAME}
     import json
+
     json.dumps(to_wire(got), ensure_ascii=False).encode("utf-8")  # the reply frame can carry it
 
 
@@ -197,8 +199,9 @@ _NAMES = st.text(alphabet="abcdefgh.-_", min_size=1, max_size=12).filter(lambda 
 # 40, whatever the profile: each example writes a directory of files and collects it from disk.
 @settings(max_examples=40, deadline=None)
 @given(st.dictionaries(_NAMES, st.binary(max_size=64), max_size=12))
-def test_the_wire_form_gives_back_what_was_collected(tmp_path_factory: pytest.TempPathFactory,
-                                                      files: dict[str, bytes]) -> None:
+def test_the_wire_form_gives_back_what_was_collected(
+    tmp_path_factory: pytest.TempPathFactory, files: dict[str, bytes]
+) -> None:
     out = tmp_path_factory.mktemp("wire")
     for name, data in files.items():
         (out / name).write_bytes(data)

@@ -21,10 +21,16 @@ SECRET = "s3cr3t-value-never-shown"
 
 @pytest.fixture()
 def catalog(root: Path) -> Catalog:
-    demo = make_skill(root, "demo", {"scripts/ok.py": "print('ok')\n", "scripts/undeclared.py": "1\n",
-                                         "notes.txt": "x"},
-                      [ScriptDecl("scripts/ok.py", "python", env=("DEMO_KEY", "ABSENT_KEY"), timeout=9999),
-                       ScriptDecl("scripts/ok.js", "node"), ScriptDecl("scripts/ok.sh", "cobol")])
+    demo = make_skill(
+        root,
+        "demo",
+        {"scripts/ok.py": "print('ok')\n", "scripts/undeclared.py": "1\n", "notes.txt": "x"},
+        [
+            ScriptDecl("scripts/ok.py", "python", env=("DEMO_KEY", "ABSENT_KEY"), timeout=9999),
+            ScriptDecl("scripts/ok.js", "node"),
+            ScriptDecl("scripts/ok.sh", "cobol"),
+        ],
+    )
     return catalog_of(demo)
 
 
@@ -82,13 +88,21 @@ def test_hosted_without_grants_refuses_a_declared_script(catalog: Catalog) -> No
 
 def test_hosted_with_a_grant_runs_it(catalog: Catalog) -> None:  # positive control for the line above
     grant = json.dumps([{"skill": "demo", "script": "scripts/ok.py"}])
-    prepared = make_runner({"MCP_DATA_DIR": "/tmp", "MCP_SKILL_RUN": grant}).prepare(catalog, "demo", "scripts/ok.py", [])
+    prepared = make_runner({"MCP_DATA_DIR": "/tmp", "MCP_SKILL_RUN": grant}).prepare(
+        catalog, "demo", "scripts/ok.py", []
+    )
     assert prepared.plan.env["MCP_DATA_DIR"] == "/tmp"
 
 
 def test_the_environment_is_built_from_nothing(catalog: Catalog) -> None:
-    env = {"DEMO_KEY": SECRET, "OTHER_SECRET": "x", "LD_PRELOAD": "/evil.so", "PYTHONPATH": "/evil",
-           "LANG": "C.UTF-8", "HOME": "/home/u"}
+    env = {
+        "DEMO_KEY": SECRET,
+        "OTHER_SECRET": "x",
+        "LD_PRELOAD": "/evil.so",
+        "PYTHONPATH": "/evil",
+        "LANG": "C.UTF-8",
+        "HOME": "/home/u",
+    }
     plan = make_runner(env).prepare(catalog, "demo", "scripts/ok.py", []).plan
     assert set(plan.env) == {"PATH", "HOME", "LANG", "TMPDIR", "SKILL_OUTPUT_DIR", "DEMO_KEY"}
     assert plan.env["DEMO_KEY"] == SECRET
@@ -104,8 +118,9 @@ def test_the_preview_names_variables_but_never_shows_a_value(catalog: Catalog) -
 
 def test_no_env_warning_when_an_owner_granted_the_variable(catalog: Catalog) -> None:
     grant = json.dumps([{"skill": "demo", "script": "scripts/ok.py", "env": ["DEMO_KEY"]}])
-    will_run = make_runner({"DEMO_KEY": SECRET, "MCP_SKILL_RUN": grant}).prepare(
-        catalog, "demo", "scripts/ok.py", []).will_run
+    will_run = (
+        make_runner({"DEMO_KEY": SECRET, "MCP_SKILL_RUN": grant}).prepare(catalog, "demo", "scripts/ok.py", []).will_run
+    )
     assert "envWarning" not in will_run
     assert [f["name"] for f in will_run["env"] if f.get("grantedBy")] == ["DEMO_KEY"]
 
@@ -114,15 +129,18 @@ def test_the_timeout_is_clamped_to_the_ceiling(catalog: Catalog) -> None:
     assert make_runner().prepare(catalog, "demo", "scripts/ok.py", []).plan.timeout_s == 300
 
 
-@pytest.mark.parametrize(("args", "reason"), [
-    (["a\x00b"], Refusal.INVALID_ARGUMENTS),
-    ([1], Refusal.INVALID_ARGUMENTS),
-    (["\udc80"], Refusal.INVALID_ARGUMENTS),
-    (["x"] * (MAX_ARGS + 1), Refusal.TOO_MANY_ARGS),
-    (["x" * (MAX_ARG_CHARS + 1)], Refusal.TOO_MANY_ARGS),
-    (["x" * MAX_ARG_CHARS] * 9, Refusal.TOO_MANY_ARGS),
-    ("not-a-list", Refusal.INVALID_ARGUMENTS),
-])
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["a\x00b"], Refusal.INVALID_ARGUMENTS),
+        ([1], Refusal.INVALID_ARGUMENTS),
+        (["\udc80"], Refusal.INVALID_ARGUMENTS),
+        (["x"] * (MAX_ARGS + 1), Refusal.TOO_MANY_ARGS),
+        (["x" * (MAX_ARG_CHARS + 1)], Refusal.TOO_MANY_ARGS),
+        (["x" * MAX_ARG_CHARS] * 9, Refusal.TOO_MANY_ARGS),
+        ("not-a-list", Refusal.INVALID_ARGUMENTS),
+    ],
+)
 def test_arguments_are_bounded_and_nul_is_refused(catalog: Catalog, args: object, reason: Refusal) -> None:
     assert refusal(make_runner().prepare, catalog, "demo", "scripts/ok.py", args) == reason
 
@@ -136,8 +154,9 @@ def _declared(root: Path, rel: str, files: dict[str, str] | None = None) -> Cata
     return catalog_of(make_skill(root, "s", files or {}, [ScriptDecl(rel, "python")]))
 
 
-@pytest.mark.parametrize("rel", ["/etc/passwd", "../s/x.py", "./x.py", "a/../x.py", "a\\x.py", "x%2epy",
-                                 "a//x.py", "x.py\x00", "x\n.py"])
+@pytest.mark.parametrize(
+    "rel", ["/etc/passwd", "../s/x.py", "./x.py", "a/../x.py", "a\\x.py", "x%2epy", "a//x.py", "x.py\x00", "x\n.py"]
+)
 def test_the_string_check_refuses_shapes_that_must_never_be_joined(root: Path, rel: str) -> None:
     # Several of these would resolve inside the skill; the string check refuses them anyway.
     (root / "s" / "a").mkdir(parents=True)

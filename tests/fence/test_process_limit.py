@@ -32,11 +32,13 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 NPROC_USER = "skillmcp-nproc"  # made by .ci/setup.d/security.sh
 # Threads of one process count as processes for RLIMIT_NPROC: one holder process is enough.
-HOLDER = ("import sys, threading, time\n"
-          "for _ in range(int(sys.argv[1])):\n"
-          "    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
-          "print('ready', flush=True)\n"
-          "sys.stdin.read()\n")
+HOLDER = (
+    "import sys, threading, time\n"
+    "for _ in range(int(sys.argv[1])):\n"
+    "    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+    "print('ready', flush=True)\n"
+    "sys.stdin.read()\n"
+)
 
 
 def _account() -> pwd.struct_passwd:
@@ -62,9 +64,21 @@ class Holder:
 
     def __init__(self, account: pwd.struct_passwd, count: int) -> None:
         self.proc = subprocess.Popen(
-            ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups",
-             sys.executable, "-I", "-c", HOLDER, str(count)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+            [
+                "setpriv",
+                f"--reuid={account.pw_uid}",
+                f"--regid={account.pw_gid}",
+                "--clear-groups",
+                sys.executable,
+                "-I",
+                "-c",
+                HOLDER,
+                str(count),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={"PATH": "/usr/bin:/bin"},
+        )
         assert self.proc.stdout is not None
         assert self.proc.stdout.readline() == b"ready\n"
 
@@ -78,8 +92,9 @@ class Holder:
 
 
 def _params(root: Path) -> StdioServerParameters:
-    return stdio_params([root], {"MCP_CONFIRM_ELICITATION": "off", "SKILL_MCP_SCRIPT_USER": NPROC_USER,
-                                 "PATH": "/usr/bin:/bin"})
+    return stdio_params(
+        [root], {"MCP_CONFIRM_ELICITATION": "off", "SKILL_MCP_SCRIPT_USER": NPROC_USER, "PATH": "/usr/bin:/bin"}
+    )
 
 
 async def _run(client: Client, root: Path) -> tuple[bool, dict[str, Any]]:
@@ -93,8 +108,7 @@ async def _run(client: Client, root: Path) -> tuple[bool, dict[str, Any]]:
 
 
 @pytest.mark.slow
-async def test_script_cannot_start_when_its_user_is_at_nproc_and_the_refusal_says_what_to_change(
-        skills: Path) -> None:
+async def test_script_cannot_start_when_its_user_is_at_nproc_and_the_refusal_says_what_to_change(skills: Path) -> None:
     account = _account()
     assert STANDALONE.nproc is not None
     holder = Holder(account, STANDALONE.nproc)
@@ -105,7 +119,11 @@ async def test_script_cannot_start_when_its_user_is_at_nproc_and_the_refusal_say
             assert "RLIMIT_NPROC" in out["detail"] and "SKILL_MCP_SCRIPT_USER" in out["detail"]
             assert NPROC_USER in out["detail"] and "not only this server's" in out["detail"]
             assert (out["errno"], out["limit"], out["scriptUser"], out["nproc"]) == (
-                "EAGAIN", "RLIMIT_NPROC", NPROC_USER, STANDALONE.nproc)
+                "EAGAIN",
+                "RLIMIT_NPROC",
+                NPROC_USER,
+                STANDALONE.nproc,
+            )
             assert out["running"] >= STANDALONE.nproc
             # Positive control, same server: once the other processes are gone the script runs (the
             # demo prints what it was given; a refused spawn ran nothing at all).

@@ -36,8 +36,13 @@ def catalog() -> Iterator[Catalog]:
     tmp = Path(tempfile.mkdtemp(prefix="skill-mcp-prop-"))
     try:
         yield catalog_of(
-            make_skill(tmp, "weather", {"f.js": "1"}, [ScriptDecl("f.js", "node", env=("WEATHER_KEY", "LD_PRELOAD"))],
-                       egress=["api.weather.example"]),
+            make_skill(
+                tmp,
+                "weather",
+                {"f.js": "1"},
+                [ScriptDecl("f.js", "node", env=("WEATHER_KEY", "LD_PRELOAD"))],
+                egress=["api.weather.example"],
+            ),
             make_skill(tmp, "other", {"x.py": "1"}, [ScriptDecl("x.py", "python", env=("OTHER_KEY",))]),
         )
     finally:
@@ -52,8 +57,9 @@ row = st.fixed_dictionaries(
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(row, max_size=6), hosted=st.booleans())
-def test_no_grant_row_makes_anything_runnable_that_was_not_declared(catalog: Catalog, rows: list[dict[str, object]],
-                                                                     hosted: bool) -> None:
+def test_no_grant_row_makes_anything_runnable_that_was_not_declared(
+    catalog: Catalog, rows: list[dict[str, object]], hosted: bool
+) -> None:
     grants = build_grants(catalog, json.dumps(rows), hosted=hosted)
     for (skill_name, script), grant in grants.grants.items():
         decl = catalog.skills[skill_name].declaration
@@ -65,8 +71,12 @@ def test_no_grant_row_makes_anything_runnable_that_was_not_declared(catalog: Cat
         assert set(grant.egress) <= set(decl.egress)
 
 
-@given(args=st.lists(st.text(alphabet=st.characters(exclude_categories=SURROGATES, exclude_characters="\x00"),
-                             max_size=50), max_size=20))
+@given(
+    args=st.lists(
+        st.text(alphabet=st.characters(exclude_categories=SURROGATES, exclude_characters="\x00"), max_size=50),
+        max_size=20,
+    )
+)
 def test_arguments_within_bounds_pass_through_verbatim(args: list[str]) -> None:
     assert check_args(args) == tuple(args)
 
@@ -98,18 +108,28 @@ def test_a_token_checks_only_against_its_own_plan(a: bytes, b: bytes) -> None:
             raise AssertionError("a token checked against another plan")
 
 
-declaration = st.fixed_dictionaries({
-    "scripts": st.lists(st.sampled_from(SCRIPTS[:3]), unique=True, min_size=1, max_size=3),
-    "env": st.lists(st.sampled_from(VARS), unique=True, max_size=4),
-    "egress": st.lists(st.sampled_from(HOSTS), unique=True, max_size=2),
-})
+declaration = st.fixed_dictionaries(
+    {
+        "scripts": st.lists(st.sampled_from(SCRIPTS[:3]), unique=True, min_size=1, max_size=3),
+        "env": st.lists(st.sampled_from(VARS), unique=True, max_size=4),
+        "egress": st.lists(st.sampled_from(HOSTS), unique=True, max_size=2),
+    }
+)
 
 
 def _server_skill(name: str, decl: dict[str, list[str]]) -> Skill:
     run = tuple(ScriptDecl(s, "python", env=tuple(decl["env"])) for s in decl["scripts"])
-    return Skill(name=name, directory=Path("/nonexistent") / name, found_at=f"/nonexistent/{name}",
-                 root=Path("/nonexistent"), frontmatter={"name": name}, description="test", files=(),
-                 body_offset=0, declaration=Declaration(version=1, run=run, egress=tuple(decl["egress"])))
+    return Skill(
+        name=name,
+        directory=Path("/nonexistent") / name,
+        found_at=f"/nonexistent/{name}",
+        root=Path("/nonexistent"),
+        frontmatter={"name": name},
+        description="test",
+        files=(),
+        body_offset=0,
+        declaration=Declaration(version=1, run=run, egress=tuple(decl["egress"])),
+    )
 
 
 def _broker_skill(name: str, decl: dict[str, list[str]]) -> DeclaredSkill:
@@ -117,10 +137,14 @@ def _broker_skill(name: str, decl: dict[str, list[str]]) -> DeclaredSkill:
     return DeclaredSkill(name, f"/nonexistent/{name}", (0, 0, 0, 0, 0), tuple(decl["egress"]), scripts)
 
 
-@given(decls=st.dictionaries(st.sampled_from(SKILLS[:2]), declaration, min_size=1),
-       rows=st.one_of(st.none(), st.lists(row, max_size=6)), hosted=st.booleans())
-def test_the_server_and_the_broker_grant_the_same(decls: dict[str, dict[str, list[str]]],
-                                                  rows: list[dict[str, object]] | None, hosted: bool) -> None:
+@given(
+    decls=st.dictionaries(st.sampled_from(SKILLS[:2]), declaration, min_size=1),
+    rows=st.one_of(st.none(), st.lists(row, max_size=6)),
+    hosted=st.booleans(),
+)
+def test_the_server_and_the_broker_grant_the_same(
+    decls: dict[str, dict[str, list[str]]], rows: list[dict[str, object]] | None, hosted: bool
+) -> None:
     # The server (runner.grants, what skill_list shows) and the appliance's broker (policy.Grants,
     # what it runs) read MCP_SKILL_RUN on their own; on any declarations and rows they must agree.
     raw = None if rows is None else json.dumps(rows)

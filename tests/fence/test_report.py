@@ -18,9 +18,16 @@ from .helpers import catalog_of, make_runner, make_skill
 
 
 def _catalog(root: Path):
-    skill = make_skill(root, "s", {"a.py": "1", "b.js": "1"},
-                       [ScriptDecl("a.py", "python", env=("KEY", "LD_PRELOAD"), description="does a"),
-                        ScriptDecl("b.js", "node"), ScriptDecl("c.sh", "bash")])
+    skill = make_skill(
+        root,
+        "s",
+        {"a.py": "1", "b.js": "1"},
+        [
+            ScriptDecl("a.py", "python", env=("KEY", "LD_PRELOAD"), description="does a"),
+            ScriptDecl("b.js", "node"),
+            ScriptDecl("c.sh", "bash"),
+        ],
+    )
     skill = replace(skill, missing_scripts=("c.sh",))
     plain = make_skill(root, "plain", {})
     return catalog_of(skill, plain)
@@ -49,7 +56,10 @@ def test_standalone_states_and_grant_source(root: Path) -> None:
     # an error-level problem beside unavailableScripts, in the words skill_run refuses it with.
     unavailable, forbidden = view.problems()
     assert (unavailable.reason, unavailable.level, unavailable.skill) == (
-        ProblemReason.INTERPRETER_UNAVAILABLE, Level.ERROR, "s")
+        ProblemReason.INTERPRETER_UNAVAILABLE,
+        Level.ERROR,
+        "s",
+    )
     assert unavailable.path.endswith("/b.js") and info.value.detail in unavailable.detail
     assert forbidden.reason == ProblemReason.ENV_FORBIDDEN
 

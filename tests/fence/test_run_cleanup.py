@@ -37,8 +37,10 @@ for i in range(20000):
 print(tmp)
 """
 # Entries in the run directory besides the run's own empty output directory (SKILL_OUTPUT_DIR).
-LOOK = ("import os\nt, o = os.environ['TMPDIR'], os.environ['SKILL_OUTPUT_DIR']\n"
-        "print(t, len([e for e in os.listdir(t) if os.path.join(t, e) != o or os.listdir(o)]))\n")
+LOOK = (
+    "import os\nt, o = os.environ['TMPDIR'], os.environ['SKILL_OUTPUT_DIR']\n"
+    "print(t, len([e for e in os.listdir(t) if os.path.join(t, e) != o or os.listdir(o)]))\n"
+)
 
 
 @pytest.mark.slow
@@ -53,7 +55,8 @@ def test_script_cannot_leave_a_deep_tree_and_many_files_for_the_next_run(root: P
 
 
 def test_a_run_directory_that_cannot_be_removed_refuses_the_next_run_by_name(
-        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     failing = {"left": True}
     real = trees.remove_tree
 

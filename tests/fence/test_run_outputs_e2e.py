@@ -21,7 +21,9 @@ from tests.fence.test_e2e import connect
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # slow: a server subprocess per case
 
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
 WRITER = f"""import os, sys
 out = os.environ["SKILL_OUTPUT_DIR"]
 open(os.path.join(out, "report.md"), "w").write("# Report\\n" + " ".join(sys.argv[1:]) + "\\n")
@@ -58,8 +60,9 @@ def skills(root: Path) -> Path:
 async def _run(client: Client, *args: str) -> types.CallToolResult:
     first = await client.call_tool("skill_run", {"skill": "writer", "script": "scripts/write.py", "args": list(args)})
     token = (first.structured_content or {})["confirmToken"]
-    return await client.call_tool("skill_run", {"skill": "writer", "script": "scripts/write.py",
-                                                "args": list(args), "confirmToken": token})
+    return await client.call_tool(
+        "skill_run", {"skill": "writer", "script": "scripts/write.py", "args": list(args), "confirmToken": token}
+    )
 
 
 async def test_written_files_come_back_as_resource_links_with_matching_digests(skills: Path, era: str) -> None:
@@ -80,10 +83,15 @@ async def test_written_files_come_back_as_resource_links_with_matching_digests(s
             assert link.uri.startswith("skill-run://")
             read = await client.read_resource(link.uri)
             item = read.contents[0]
-            data = (item.text.encode("utf-8") if isinstance(item, types.TextResourceContents)
-                    else base64.b64decode(item.blob))
+            data = (
+                item.text.encode("utf-8")
+                if isinstance(item, types.TextResourceContents)
+                else base64.b64decode(item.blob)
+            )
             entry = next(o for o in sc["outputs"] if o["uri"] == link.uri)
-            assert hashlib.sha256(data).hexdigest() == entry["sha256"] == (link.meta or {})["io.github.skill-mcp/sha256"]
+            assert (
+                hashlib.sha256(data).hexdigest() == entry["sha256"] == (link.meta or {})["io.github.skill-mcp/sha256"]
+            )
             assert len(data) == entry["size"] == link.size
         assert (await client.read_resource(by_path["report.md"]["uri"])).contents[0].text == "# Report\nhello\n"  # type: ignore[union-attr]
         listed = await client.list_resources()

@@ -30,7 +30,7 @@ HERE = Path(__file__).parent
 CANARY = "-----BEGIN OPENSSH PRIVATE KEY----- canary-7f3a"
 
 # Each argument OP:PARAM is tried; the answer is {argument: 0 or errno}.
-PROBE = r'''
+PROBE = r"""
 import ctypes, json, os, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -69,12 +69,14 @@ for arg in sys.argv[1:]:
     except OSError as exc:
         out[arg] = exc.errno
 print(json.dumps({"probe": out, "home": os.environ.get("HOME"), "tmpdir": os.environ.get("TMPDIR")}))
-'''
+"""
 BASH = 'set -e\nread -r line < "$PWD/data.txt"\necho "$line" > "$TMPDIR/copy"\ncat "$TMPDIR/copy"\n'
-NODE = ("const fs = require('fs'), path = require('path');\n"
-        "const f = path.join(process.env.TMPDIR, 'n.txt');\n"
-        "fs.writeFileSync(f, fs.readFileSync(path.join(__dirname, 'data.txt')));\n"
-        "console.log(fs.readFileSync(f, 'utf8').trim());\n")
+NODE = (
+    "const fs = require('fs'), path = require('path');\n"
+    "const f = path.join(process.env.TMPDIR, 'n.txt');\n"
+    "fs.writeFileSync(f, fs.readFileSync(path.join(__dirname, 'data.txt')));\n"
+    "console.log(fs.readFileSync(f, 'utf8').trim());\n"
+)
 
 
 def _kernel_can() -> bool:
@@ -94,7 +96,9 @@ def _skill(root: Path, name: str, files: dict[str, str], run: list[tuple[str, st
     (root / name).mkdir()
     (root / name / "SKILL.md").write_text(
         f"---\nname: {name}\ndescription: Sandbox probe.\nmcp-host:\n  version: 1\n{hosts}  run:\n{''.join(lines)}"
-        "---\nProbe.\n", encoding="utf-8")
+        "---\nProbe.\n",
+        encoding="utf-8",
+    )
     for rel, text in files.items():
         (root / name / rel).write_text(text, encoding="utf-8")
 
@@ -109,8 +113,12 @@ def world() -> Iterator[dict[str, Path]]:
     skills, home, loose = base / "skills", base / "home", base / "loose"
     for path in (skills, home, loose):
         path.mkdir()
-    _skill(skills, "probe", {"probe.py": PROBE, "probe.sh": BASH, "probe.js": NODE, "data.txt": "bundle-data\n"},
-           [("probe.py", "python"), ("probe.sh", "bash"), ("probe.js", "node")])
+    _skill(
+        skills,
+        "probe",
+        {"probe.py": PROBE, "probe.sh": BASH, "probe.js": NODE, "data.txt": "bundle-data\n"},
+        [("probe.py", "python"), ("probe.sh", "bash"), ("probe.js", "node")],
+    )
     _skill(skills, "net", {"probe.py": PROBE}, [("probe.py", "python")], egress=True)
     _skill(skills, "other", {"secret.txt": "other-skill-secret\n"}, [])
     (home / ".ssh").mkdir()
@@ -125,16 +133,43 @@ def world() -> Iterator[dict[str, Path]]:
         subprocess.run(["rm", "-rf", "--", str(base)], check=False)
 
 
-def serve(world: dict[str, Path], skill: str, script: str, *args: str, wrap: tuple[str, ...] = (),
-          env: dict[str, str] | None = None) -> dict[str, Any]:
+def serve(
+    world: dict[str, Path],
+    skill: str,
+    script: str,
+    *args: str,
+    wrap: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     found = nobody_python()
     assert found is not None
     python, pythonpath = found
-    environ = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "HOME": str(world["home"]),
-               "SKILL_MCP_LOG": "warning", **(env or {})}
-    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *wrap, python,
-                           str(HERE / "sandbox_server.py"), str(world["skills"]), skill, script, *args],
-                          env=environ, capture_output=True, timeout=120, check=False)
+    environ = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": pythonpath,
+        "HOME": str(world["home"]),
+        "SKILL_MCP_LOG": "warning",
+        **(env or {}),
+    }
+    done = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            *wrap,
+            python,
+            str(HERE / "sandbox_server.py"),
+            str(world["skills"]),
+            skill,
+            script,
+            *args,
+        ],
+        env=environ,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     out: dict[str, Any] = json.loads(done.stdout)
     out["stderr"] = done.stderr.decode(errors="replace")
@@ -149,8 +184,11 @@ def probe(world: dict[str, Path], *ops: str, skill: str = "probe") -> dict[str, 
 
 
 def test_a_script_cannot_read_another_skill_the_servers_home_or_a_file_of_its_uid(world: dict[str, Path]) -> None:
-    denied = [f"read:{world['skills']}/other/secret.txt", f"read:{world['home']}/.ssh/id_rsa",
-              f"read:{world['loose']}/notes.txt"]
+    denied = [
+        f"read:{world['skills']}/other/secret.txt",
+        f"read:{world['home']}/.ssh/id_rsa",
+        f"read:{world['loose']}/notes.txt",
+    ]
     allowed = [f"read:{world['skills']}/probe/data.txt", "read:/etc/passwd"]
     got = probe(world, *denied, *allowed)["probe"]
     assert {op: got[op] for op in denied} == dict.fromkeys(denied, errno.EACCES)
@@ -159,8 +197,13 @@ def test_a_script_cannot_read_another_skill_the_servers_home_or_a_file_of_its_ui
 
 def test_a_script_cannot_write_outside_its_run_directory(world: dict[str, Path]) -> None:
     tag = f"skill-mcp-sandbox-{os.getpid()}"
-    denied = [f"write:/tmp/{tag}", f"write:/dev/shm/{tag}", f"write:/var/tmp/{tag}",
-              f"write:{world['home']}/planted", f"write:{world['skills']}/probe/planted"]
+    denied = [
+        f"write:/tmp/{tag}",
+        f"write:/dev/shm/{tag}",
+        f"write:/var/tmp/{tag}",
+        f"write:{world['home']}/planted",
+        f"write:{world['skills']}/probe/planted",
+    ]
     answer = probe(world, *denied, "write:$TMPDIR/own")
     got = answer["probe"]
     assert {op: got[op] for op in denied} == dict.fromkeys(denied, errno.EACCES)
@@ -181,9 +224,25 @@ def test_positive_control_the_same_probe_unconfined_does_all_of_it(world: dict[s
     found = nobody_python()
     assert found is not None
     tag = f"/dev/shm/skill-mcp-sandbox-control-{os.getpid()}"
-    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", found[0], "-c",
-                           PROBE, f"read:{world['home']}/.ssh/id_rsa", f"write:{tag}", "shmget", "semget"],
-                          env={"TMPDIR": "/tmp", "PATH": "/usr/bin:/bin"}, capture_output=True, timeout=60, check=False)
+    done = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            found[0],
+            "-c",
+            PROBE,
+            f"read:{world['home']}/.ssh/id_rsa",
+            f"write:{tag}",
+            "shmget",
+            "semget",
+        ],
+        env={"TMPDIR": "/tmp", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     os.unlink(tag)
     got = json.loads(done.stdout)["probe"]
     assert got[f"read:{world['home']}/.ssh/id_rsa"] == 0 and got[f"write:{tag}"] == 0
@@ -228,8 +287,14 @@ def test_a_kernel_without_landlock_runs_no_script_and_says_why(world: dict[str, 
 def test_the_owner_may_opt_out_on_such_a_kernel_and_is_warned(world: dict[str, Path]) -> None:
     found = nobody_python()
     assert found is not None
-    out = serve(world, "probe", "probe.py", f"read:{world['home']}/.ssh/id_rsa",
-                wrap=(found[0], str(HERE / "no_landlock.py")), env={"SKILL_MCP_UNCONFINED": "1"})
+    out = serve(
+        world,
+        "probe",
+        "probe.py",
+        f"read:{world['home']}/.ssh/id_rsa",
+        wrap=(found[0], str(HERE / "no_landlock.py")),
+        env={"SKILL_MCP_UNCONFINED": "1"},
+    )
     assert out["result"]["status"] == "ok", out
     assert "sandbox-unavailable" in out["stderr"] and "WITHOUT a kernel sandbox" in out["stderr"]
     # Unconfined, as the warning says: the key the sandbox keeps from every other run is read.
@@ -240,6 +305,11 @@ def test_a_hosted_server_ignores_the_opt_out(world: dict[str, Path]) -> None:
     found = nobody_python()
     assert found is not None
     grant = json.dumps([{"skill": "probe", "script": "probe.py"}])
-    out = serve(world, "probe", "probe.py", wrap=(found[0], str(HERE / "no_landlock.py")),
-                env={"SKILL_MCP_UNCONFINED": "1", "MCP_SKILLS_PATH": str(world["skills"]), "MCP_SKILL_RUN": grant})
+    out = serve(
+        world,
+        "probe",
+        "probe.py",
+        wrap=(found[0], str(HERE / "no_landlock.py")),
+        env={"SKILL_MCP_UNCONFINED": "1", "MCP_SKILLS_PATH": str(world["skills"]), "MCP_SKILL_RUN": grant},
+    )
     assert out.get("refused") == "sandbox-unavailable", out

@@ -68,13 +68,30 @@ def listener() -> Iterator[int]:
 
 
 def standalone(d: dict[str, Path], *, egress: bool, data: bool = False) -> sandbox_rules.Sandbox:
-    return sandbox_rules.standalone_sandbox(skill_dir=str(d["skill"]), run_dir=str(d["run"]),
-                                     interpreters=limits.find_interpreters().values(),
-                                     data_dir=str(d["data"]) if data else None, egress=egress)
+    return sandbox_rules.standalone_sandbox(
+        skill_dir=str(d["skill"]),
+        run_dir=str(d["run"]),
+        interpreters=limits.find_interpreters().values(),
+        data_dir=str(d["data"]) if data else None,
+        egress=egress,
+    )
 
 
-DENIED_EPERM = ("shmget", "msgget", "semget", "mq_open", "io_uring_setup", "ptrace", "unshare", "clone_newuser",
-                "keyctl", "bpf", "userfaultfd", "socket_unix", "socket_netlink")
+DENIED_EPERM = (
+    "shmget",
+    "msgget",
+    "semget",
+    "mq_open",
+    "io_uring_setup",
+    "ptrace",
+    "unshare",
+    "clone_newuser",
+    "keyctl",
+    "bpf",
+    "userfaultfd",
+    "socket_unix",
+    "socket_netlink",
+)
 
 
 @needs_sandbox
@@ -94,8 +111,15 @@ def test_positive_control_an_unconfined_process_makes_the_same_calls() -> None:
 
 @needs_sandbox
 def test_a_confined_process_reads_only_the_runtime_and_its_skill(dirs: dict[str, Path]) -> None:
-    got = probe(standalone(dirs, egress=False), f"read:{dirs['other']}/file", f"read:{dirs['outside']}/file",
-                f"read:{dirs['skill']}/file", f"read:{dirs['run']}/file", "read:/etc/passwd", "read:/dev/urandom")
+    got = probe(
+        standalone(dirs, egress=False),
+        f"read:{dirs['other']}/file",
+        f"read:{dirs['outside']}/file",
+        f"read:{dirs['skill']}/file",
+        f"read:{dirs['run']}/file",
+        "read:/etc/passwd",
+        "read:/dev/urandom",
+    )
     assert got[f"read:{dirs['other']}/file"] == got[f"read:{dirs['outside']}/file"] == errno.EACCES
     assert got[f"read:{dirs['skill']}/file"] == got[f"read:{dirs['run']}/file"] == 0
     assert got["read:/etc/passwd"] == got["read:/dev/urandom"] == 0
@@ -108,13 +132,16 @@ def test_a_confined_process_writes_only_its_run_directory_and_the_data_directory
     assert got[f"write:{dirs['skill']}/new"] == got[f"write:{dirs['outside']}/new"] == errno.EACCES
     assert got[f"write:{dirs['run']}/new"] == got[f"write:{dirs['data']}/new"] == got["write:/dev/null"] == 0
     # Without MCP_DATA_DIR the same directory is like any other.
-    assert probe(standalone(dirs, egress=False), f"write:{dirs['data']}/again")[f"write:{dirs['data']}/again"] \
+    assert (
+        probe(standalone(dirs, egress=False), f"write:{dirs['data']}/again")[f"write:{dirs['data']}/again"]
         == errno.EACCES
+    )
 
 
 @needs_sandbox
-def test_a_confined_process_without_egress_opens_no_socket_but_a_socketpair(dirs: dict[str, Path],
-                                                                          listener: int) -> None:
+def test_a_confined_process_without_egress_opens_no_socket_but_a_socketpair(
+    dirs: dict[str, Path], listener: int
+) -> None:
     got = probe(standalone(dirs, egress=False), f"connect:{listener}", "socket_udp", "socketpair")
     assert got[f"connect:{listener}"] == got["socket_udp"] == errno.EPERM
     assert got["socketpair"] == 0
@@ -122,14 +149,19 @@ def test_a_confined_process_without_egress_opens_no_socket_but_a_socketpair(dirs
 
 
 @needs_sandbox
-def test_an_appliance_sandbox_connects_to_the_proxy_port_only_and_binds_none(dirs: dict[str, Path],
-                                                                            listener: int) -> None:
+def test_an_appliance_sandbox_connects_to_the_proxy_port_only_and_binds_none(
+    dirs: dict[str, Path], listener: int
+) -> None:
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))
         other.listen(1)
         elsewhere = other.getsockname()[1]
-        rules = sandbox_rules.appliance_sandbox(skill_dir=str(dirs["skill"]), scratch=str(dirs["run"]),
-                                         interpreters=limits.find_interpreters().values(), proxy_port=listener)
+        rules = sandbox_rules.appliance_sandbox(
+            skill_dir=str(dirs["skill"]),
+            scratch=str(dirs["run"]),
+            interpreters=limits.find_interpreters().values(),
+            proxy_port=listener,
+        )
         got = probe(rules, f"connect:{listener}", f"connect:{elsewhere}", "bind")
     assert got[f"connect:{elsewhere}"] == got["bind"] == errno.EACCES
     assert got[f"connect:{listener}"] == 0
@@ -144,10 +176,12 @@ def test_a_confined_process_cannot_signal_outside_its_run(dirs: dict[str, Path])
 
 @needs_sandbox
 def test_a_required_path_that_is_missing_fails_the_apply_instead_of_running_unconfined(dirs: dict[str, Path]) -> None:
-    rules = sandbox_rules.standalone_sandbox(skill_dir=str(dirs["skill"] / "gone"), run_dir=str(dirs["run"]),
-                                      interpreters=(), data_dir=None, egress=False)
-    done = subprocess.run([sys.executable, str(PROBE), json.dumps(rules.wire()), "fork"], capture_output=True,
-                          timeout=60, check=False)
+    rules = sandbox_rules.standalone_sandbox(
+        skill_dir=str(dirs["skill"] / "gone"), run_dir=str(dirs["run"]), interpreters=(), data_dir=None, egress=False
+    )
+    done = subprocess.run(
+        [sys.executable, str(PROBE), json.dumps(rules.wire()), "fork"], capture_output=True, timeout=60, check=False
+    )
     assert done.returncode != 0 and b"FileNotFoundError" in done.stderr
 
 
@@ -173,14 +207,22 @@ def test_the_landlock_rights_degrade_per_abi_as_the_kernel_sample_does() -> None
 
 
 def test_interpreter_prefixes_are_the_installation_roots() -> None:
-    assert sandbox_rules.interpreter_prefixes(["/opt/x/bin/python3.11", "/usr/bin/node", "/opt/x/bin/node",
-                                        "/weird/node"]) == ("/opt/x", "/usr", "/weird")
+    assert sandbox_rules.interpreter_prefixes(
+        ["/opt/x/bin/python3.11", "/usr/bin/node", "/opt/x/bin/node", "/weird/node"]
+    ) == ("/opt/x", "/usr", "/weird")
 
 
 def test_nothing_a_declaration_says_but_egress_changes_the_rules() -> None:
-    common: dict[str, Any] = {"skill_dir": "/s", "run_dir": "/r", "interpreters": ("/usr/bin/python3",),
-                              "data_dir": None}
-    closed, open_ = sandbox_rules.standalone_sandbox(**common, egress=False), sandbox_rules.standalone_sandbox(**common, egress=True)
+    common: dict[str, Any] = {
+        "skill_dir": "/s",
+        "run_dir": "/r",
+        "interpreters": ("/usr/bin/python3",),
+        "data_dir": None,
+    }
+    closed, open_ = (
+        sandbox_rules.standalone_sandbox(**common, egress=False),
+        sandbox_rules.standalone_sandbox(**common, egress=True),
+    )
     assert closed.paths == open_.paths and (closed.tcp_connect, closed.inet) == ((), False)
     assert (open_.tcp_connect, open_.inet) == (None, True)
     writable = [p for p, level, _ in closed.paths if level == sandbox_rules.WRITE_ALL]

@@ -5,8 +5,14 @@ from __future__ import annotations
 from skill_mcp.runner.script_env import spawn_env
 from skill_mcp.runner.types import TMPDIR_PLACEHOLDER
 
-PLAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/owner", "LANG": "C.UTF-8", "TMPDIR": TMPDIR_PLACEHOLDER,
-            "SKILL_OUTPUT_DIR": TMPDIR_PLACEHOLDER, "API_KEY": "k"}
+PLAN_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/home/owner",
+    "LANG": "C.UTF-8",
+    "TMPDIR": TMPDIR_PLACEHOLDER,
+    "SKILL_OUTPUT_DIR": TMPDIR_PLACEHOLDER,
+    "API_KEY": "k",
+}
 
 
 def test_an_unconfined_script_under_the_servers_uid_keeps_the_owners_home() -> None:

@@ -29,8 +29,17 @@ from .helpers import catalog_of, make_runner, make_skill, wait_for_argv0
 SECRET = "hunter2-server-secret"
 
 
-def run(root: Path, interpreter: str, source: str, args: list[str] | None = None, *, timeout: int = 20,
-        environ: Mapping[str, str] | None = None, env: tuple[str, ...] = (), runner: Any = None) -> dict[str, Any]:
+def run(
+    root: Path,
+    interpreter: str,
+    source: str,
+    args: list[str] | None = None,
+    *,
+    timeout: int = 20,
+    environ: Mapping[str, str] | None = None,
+    env: tuple[str, ...] = (),
+    runner: Any = None,
+) -> dict[str, Any]:
     ext = {"python": "py", "node": "js", "bash": "sh"}[interpreter]
     rel = f"scripts/main.{ext}"
     skill = make_skill(root, "t", {rel: source}, [ScriptDecl(rel, interpreter, env=env, timeout=timeout)])
@@ -55,11 +64,17 @@ def test_a_signalled_script_reports_the_signal(root: Path) -> None:
     assert (out["status"], out["signal"], out["exitCode"]) == ("killed", "SIGSEGV", None)
 
 
-@pytest.mark.parametrize(("interpreter", "source"), [
-    ("python", "import sys\nfor _ in range(50):\n    sys.stdout.buffer.write(b'x' * (1 << 20))\n"),
-    ("node", "const b = Buffer.alloc(1 << 20, 120);\nfor (let i = 0; i < 50; i++) require('fs').writeSync(1, b);\n"),
-    ("bash", "head -c 52428800 /dev/zero\n"),
-])
+@pytest.mark.parametrize(
+    ("interpreter", "source"),
+    [
+        ("python", "import sys\nfor _ in range(50):\n    sys.stdout.buffer.write(b'x' * (1 << 20))\n"),
+        (
+            "node",
+            "const b = Buffer.alloc(1 << 20, 120);\nfor (let i = 0; i < 50; i++) require('fs').writeSync(1, b);\n",
+        ),
+        ("bash", "head -c 52428800 /dev/zero\n"),
+    ],
+)
 def test_a_50_mb_flood_is_capped_at_1_mib_and_counted(root: Path, interpreter: str, source: str) -> None:
     out = run(root, interpreter, source)
     assert out["status"] == "ok"
@@ -111,8 +126,7 @@ def test_a_detached_grandchild_holding_stdout_cannot_hold_the_call(root: Path, p
     source = (
         "import os, subprocess, sys, time\n"
         "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True)\n"
-        "print('grandchild', p.pid, file=sys.stderr, flush=True)\n"
-        + ("time.sleep(120)\n" if parent_sleeps else "")
+        "print('grandchild', p.pid, file=sys.stderr, flush=True)\n" + ("time.sleep(120)\n" if parent_sleeps else "")
     )
     timeout = 2
     started = time.monotonic()
@@ -126,7 +140,7 @@ def test_a_detached_grandchild_holding_stdout_cannot_hold_the_call(root: Path, p
 
 
 def test_a_child_that_stayed_in_the_group_is_ended_with_the_script(root: Path) -> None:
-    source = "sleep 120 &\necho \"grandchild $!\" >&2\n"
+    source = 'sleep 120 &\necho "grandchild $!" >&2\n'
     out = run(root, "bash", source)
     pid = int(out["stderr"].split()[1])
     assert _dead_or_zombie(pid)
@@ -147,7 +161,9 @@ def test_the_environment_holds_only_the_allowlist_and_granted_names(root: Path) 
     source = "process.stdout.write(require('fs').readFileSync('/proc/self/environ', 'utf8'))\n"
     out = run(root, "node", source, environ=environ, env=("WANTED",))
     names = {kv.split("=", 1)[0] for kv in out["stdout"].split("\0") if kv}
-    assert names == {"PATH", "LANG", "TMPDIR", "SKILL_OUTPUT_DIR", "WANTED"} | ({"HOME"} if "HOME" in os.environ else set())
+    assert names == {"PATH", "LANG", "TMPDIR", "SKILL_OUTPUT_DIR", "WANTED"} | (
+        {"HOME"} if "HOME" in os.environ else set()
+    )
     assert SECRET not in out["stdout"] and "WANTED=granted-value" in out["stdout"]
 
 
@@ -161,14 +177,18 @@ def test_arguments_arrive_verbatim_never_through_a_shell(root: Path, tmp_path: P
 
 
 def test_stdin_is_dev_null_and_cwd_is_the_skill_directory(root: Path) -> None:
-    source = "import os, sys\nprint(repr(sys.stdin.read()))\nprint(os.getcwd())\nprint(os.readlink('/proc/self/fd/0'))\n"
+    source = (
+        "import os, sys\nprint(repr(sys.stdin.read()))\nprint(os.getcwd())\nprint(os.readlink('/proc/self/fd/0'))\n"
+    )
     out = run(root, "python", source)
     assert out["stdout"].splitlines() == ["''", str(root / "t"), "/dev/null"]
 
 
 def test_each_run_gets_a_private_tmpdir_removed_afterwards(root: Path) -> None:
-    source = ("import os, tempfile\nd = os.environ['TMPDIR']\nopen(os.path.join(d, 'f'), 'w').write('x')\n"
-              "print(d, tempfile.gettempdir() == d, oct(os.stat(d).st_mode & 0o777))\n")
+    source = (
+        "import os, tempfile\nd = os.environ['TMPDIR']\nopen(os.path.join(d, 'f'), 'w').write('x')\n"
+        "print(d, tempfile.gettempdir() == d, oct(os.stat(d).st_mode & 0o777))\n"
+    )
     first = run(root, "python", source)["stdout"].split()
     second = run(root, "python", source)["stdout"].split()
     assert first[0] != second[0] and first[1] == "True" and first[2] == "0o700"
@@ -176,16 +196,20 @@ def test_each_run_gets_a_private_tmpdir_removed_afterwards(root: Path) -> None:
 
 
 def test_rlimits_core_nofile_fsize_are_set(root: Path) -> None:
-    source = ("import resource\nfor r in (resource.RLIMIT_CORE, resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE):\n"
-              "    print(*resource.getrlimit(r))\n")
+    source = (
+        "import resource\nfor r in (resource.RLIMIT_CORE, resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE):\n"
+        "    print(*resource.getrlimit(r))\n"
+    )
     core, nofile, fsize = (tuple(map(int, line.split())) for line in run(root, "python", source)["stdout"].splitlines())
     assert core == (0, 0) and nofile == (256, 256) and fsize == (64 << 20, 64 << 20)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop applies only when the server runs as root")
 def test_a_root_server_never_runs_a_script_as_root(root: Path) -> None:
-    source = ("import os\nprint(os.getresuid(), os.getresgid(), os.getgroups())\n"
-              "print([l for l in open('/proc/self/status') if l.startswith(('NoNewPrivs', 'CapEff', 'CapPrm'))])\n")
+    source = (
+        "import os\nprint(os.getresuid(), os.getresgid(), os.getgroups())\n"
+        "print([l for l in open('/proc/self/status') if l.startswith(('NoNewPrivs', 'CapEff', 'CapPrm'))])\n"
+    )
     out = run(root, "python", source)["stdout"]
     assert "(65534, 65534, 65534)" in out and "[]" in out.splitlines()[0]
     assert "NoNewPrivs:\\t1" in out and "CapEff:\\t0000000000000000" in out and "CapPrm:\\t0000000000000000" in out
@@ -207,8 +231,9 @@ class GatedSpawner:
 
 @pytest.mark.slow
 def test_one_run_at_a_time_a_second_call_is_refused_at_once(root: Path) -> None:
-    skill = make_skill(root, "t", {"a.sh": "sleep 2\n", "b.sh": "echo b\n"},
-                       [ScriptDecl("a.sh", "bash"), ScriptDecl("b.sh", "bash")])
+    skill = make_skill(
+        root, "t", {"a.sh": "sleep 2\n", "b.sh": "echo b\n"}, [ScriptDecl("a.sh", "bash"), ScriptDecl("b.sh", "bash")]
+    )
     catalog = catalog_of(skill)
 
     async def main() -> None:
@@ -278,8 +303,12 @@ def test_a_cancelled_call_ends_the_script_and_releases_the_lock(root: Path) -> N
     # What happens when the server shuts down (or the caller goes away) mid-run.
     name = f"skill-mcp-cancelled-{os.getpid()}"
     source = f"exec -a {name} sleep 120\n"
-    skill = make_skill(root, "t", {"a.sh": source, "b.sh": "echo b\n"},
-                       [ScriptDecl("a.sh", "bash", timeout=120), ScriptDecl("b.sh", "bash")])
+    skill = make_skill(
+        root,
+        "t",
+        {"a.sh": source, "b.sh": "echo b\n"},
+        [ScriptDecl("a.sh", "bash", timeout=120), ScriptDecl("b.sh", "bash")],
+    )
     catalog = catalog_of(skill)
 
     def wait_started() -> int:
@@ -352,9 +381,13 @@ def test_a_script_does_not_outlive_a_server_killed_with_sigkill(root: Path) -> N
     name = f"skill-mcp-orphan-{os.getpid()}"
     (root / "long").mkdir()
     (root / "long" / "long.sh").write_text(f"exec -a {name} sleep 120\n", encoding="utf-8")
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("orphan_server.py")), str(root)],
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("orphan_server.py")), str(root)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         script_pid = wait_for_argv0(name)  # the script runs
         pidfd = os.pidfd_open(script_pid)
@@ -374,9 +407,11 @@ def test_a_script_does_not_outlive_a_server_killed_with_sigkill(root: Path) -> N
 
 
 def test_the_private_tmpdir_is_removed_even_when_the_script_locks_itself_out(root: Path) -> None:
-    source = ("import os\nd = os.path.join(os.environ['TMPDIR'], 'locked')\nos.makedirs(os.path.join(d, 'deep'))\n"
-              "open(os.path.join(d, 'deep', 'f'), 'w').write('x')\nos.chmod(os.path.join(d, 'deep'), 0)\n"
-              "os.chmod(d, 0)\nprint(os.environ['TMPDIR'])\n")
+    source = (
+        "import os\nd = os.path.join(os.environ['TMPDIR'], 'locked')\nos.makedirs(os.path.join(d, 'deep'))\n"
+        "open(os.path.join(d, 'deep', 'f'), 'w').write('x')\nos.chmod(os.path.join(d, 'deep'), 0)\n"
+        "os.chmod(d, 0)\nprint(os.environ['TMPDIR'])\n"
+    )
     out = run(root, "python", source)
     assert out["status"] == "ok" and not os.path.exists(out["stdout"].strip())
 

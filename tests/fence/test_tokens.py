@@ -100,8 +100,12 @@ def test_a_forged_payload_with_a_later_expiry_is_invalid() -> None:
 
 
 def test_the_runner_token_flow_refuses_each_change(root: Path) -> None:
-    skill = make_skill(root, "s", {"x.py": "print('v1')\n", "y.py": "print('y')\n"},
-                       [ScriptDecl("x.py", "python"), ScriptDecl("y.py", "python")])
+    skill = make_skill(
+        root,
+        "s",
+        {"x.py": "print('v1')\n", "y.py": "print('y')\n"},
+        [ScriptDecl("x.py", "python"), ScriptDecl("y.py", "python")],
+    )
     catalog = catalog_of(skill)
     clock = Clock()
     runner = make_runner(clock=clock)

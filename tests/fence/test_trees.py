@@ -202,8 +202,11 @@ def test_refuses_to_remove_a_path_without_a_name() -> None:
 # A random tree: each node is a file, a FIFO, a link (inside, outside, dangling) or a directory
 # (perhaps locked) with children.
 _leaf = st.sampled_from(["file", "fifo", "link-out-dir", "link-out-file", "link-in", "dangling"])
-_tree = st.recursive(_leaf, lambda kids: st.tuples(st.sampled_from([0o700, 0o000, 0o300, 0o500]),
-                                                    st.lists(kids, max_size=4)), max_leaves=30)
+_tree = st.recursive(
+    _leaf,
+    lambda kids: st.tuples(st.sampled_from([0o700, 0o000, 0o300, 0o500]), st.lists(kids, max_size=4)),
+    max_leaves=30,
+)
 
 
 def _build(at: Path, node: object, outside: Path, top: Path) -> None:

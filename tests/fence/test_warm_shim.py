@@ -255,15 +255,17 @@ async def _until(predicate: Callable[[], bool], what: str, timeout: float = 10.0
 
 @pytest.mark.parametrize("warm_ahead", [True, False], ids=["warm", "cold"])
 def test_warm_and_cold_starts_hand_the_script_the_same_process(root: Path, warm_ahead: bool) -> None:
-    source = ("import json, os, resource, sys\n"
-              "environ = open('/proc/self/environ', 'rb').read().split(b'\\0')\n"
-              "print(json.dumps({'argv': sys.argv[1:], 'cwd': os.getcwd(), 'stdin': os.readlink('/proc/self/fd/0'),\n"
-              "  'env': sorted(kv.split(b'=')[0].decode() for kv in environ if kv),\n"
-              "  'tmp': oct(os.stat(os.environ['TMPDIR']).st_mode & 0o777),\n"
-              "  'session': os.getsid(0) == os.getpid() == os.getpgid(0), 'fds': sorted(os.listdir('/proc/self/fd')),\n"
-              "  'limits': [resource.getrlimit(r) for r in (resource.RLIMIT_CORE, resource.RLIMIT_NOFILE)],\n"
-              "  'uid': os.getresuid(), 'groups': os.getgroups(),\n"
-              "  'nnp': [l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')]}))\n")
+    source = (
+        "import json, os, resource, sys\n"
+        "environ = open('/proc/self/environ', 'rb').read().split(b'\\0')\n"
+        "print(json.dumps({'argv': sys.argv[1:], 'cwd': os.getcwd(), 'stdin': os.readlink('/proc/self/fd/0'),\n"
+        "  'env': sorted(kv.split(b'=')[0].decode() for kv in environ if kv),\n"
+        "  'tmp': oct(os.stat(os.environ['TMPDIR']).st_mode & 0o777),\n"
+        "  'session': os.getsid(0) == os.getpid() == os.getpgid(0), 'fds': sorted(os.listdir('/proc/self/fd')),\n"
+        "  'limits': [resource.getrlimit(r) for r in (resource.RLIMIT_CORE, resource.RLIMIT_NOFILE)],\n"
+        "  'uid': os.getresuid(), 'groups': os.getgroups(),\n"
+        "  'nnp': [l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')]}))\n"
+    )
     catalog, runner = skill_and_runner(root, source)
     runner.spawner = LocalSpawner(drop=runner.spawner.drop, warm_ahead=warm_ahead)
 
@@ -276,10 +278,19 @@ def test_warm_and_cold_starts_hand_the_script_the_same_process(root: Path, warm_
     assert (warm is not None) is warm_ahead
     shape = json.loads(out["stdout"])
     uid = (NOBODY,) * 3 if os.geteuid() == 0 else (os.getuid(),) * 3
-    assert shape == {"argv": ["$(id)", "a b"], "cwd": str(root / "t"), "stdin": "/dev/null",
-                     "env": sorted({"PATH", "TMPDIR", "SKILL_OUTPUT_DIR"} | ({"HOME"} if os.geteuid() == 0 else set())),
-                     "tmp": "0o700", "session": True, "fds": ["0", "1", "2", "3"],
-                     "limits": [[0, 0], [256, 256]], "uid": list(uid), "groups": [], "nnp": ["1"]}
+    assert shape == {
+        "argv": ["$(id)", "a b"],
+        "cwd": str(root / "t"),
+        "stdin": "/dev/null",
+        "env": sorted({"PATH", "TMPDIR", "SKILL_OUTPUT_DIR"} | ({"HOME"} if os.geteuid() == 0 else set())),
+        "tmp": "0o700",
+        "session": True,
+        "fds": ["0", "1", "2", "3"],
+        "limits": [[0, 0], [256, 256]],
+        "uid": list(uid),
+        "groups": [],
+        "nnp": ["1"],
+    }
     runner.stop_running()
 
 
@@ -287,8 +298,12 @@ def _shim(server_pid: int, cfg: bytes | None) -> tuple[int, bytes]:
     """Run the shim by hand: its exit code and what it wrote on the status pipe."""
     cfg_r, cfg_w = os.pipe()
     st_r, st_w = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-I", "-S", SHIM, str(cfg_r), str(st_w), str(server_pid), prctl_dir(), PACKAGE_DIR],
-                            env={}, pass_fds=(cfg_r, st_w), stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-S", SHIM, str(cfg_r), str(st_w), str(server_pid), prctl_dir(), PACKAGE_DIR],
+        env={},
+        pass_fds=(cfg_r, st_w),
+        stdout=subprocess.DEVNULL,
+    )
     os.close(cfg_r)
     os.close(st_w)
     with os.fdopen(cfg_w, "wb") as fh:
@@ -324,9 +339,13 @@ def warm_server(root: Path) -> Iterator[Callable[..., tuple[subprocess.Popen[byt
     (root / "probe" / "probe.py").write_text("print('probe')\n", encoding="utf-8")
 
     def start(*prefix: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
-        server = subprocess.Popen([*prefix, str(Path(__file__).with_name("warm_server.py")), "idle", str(root)],
-                                  env=env or {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [*prefix, str(Path(__file__).with_name("warm_server.py")), "idle", str(root)],
+            env=env or {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         procs.append(server)
         assert server.stdout is not None
         return server, json.loads(server.stdout.readline())
@@ -341,7 +360,8 @@ def warm_server(root: Path) -> Iterator[Callable[..., tuple[subprocess.Popen[byt
 
 
 def test_a_warm_shim_does_not_outlive_a_server_killed_with_sigkill(
-        warm_server: Callable[..., tuple[subprocess.Popen[bytes], dict[str, int]]]) -> None:
+    warm_server: Callable[..., tuple[subprocess.Popen[bytes], dict[str, int]]],
+) -> None:
     server, pids = warm_server(sys.executable)
     pidfd = os.pidfd_open(pids["warm"])
     try:
@@ -356,7 +376,8 @@ def test_a_warm_shim_does_not_outlive_a_server_killed_with_sigkill(
 @root_only
 @pytest.mark.skipif(READ_SYSCALL is None, reason="needs the read syscall number of this architecture")
 def test_a_same_uid_process_cannot_attach_to_or_read_a_waiting_shim(
-        warm_server: Callable[..., tuple[subprocess.Popen[bytes], dict[str, int]]]) -> None:
+    warm_server: Callable[..., tuple[subprocess.Popen[bytes], dict[str, int]]],
+) -> None:
     # Root passes every /proc check, so the server, the shim and the reader all run as nobody.
     found = nobody_python()
     if found is None:
@@ -367,15 +388,21 @@ def test_a_same_uid_process_cannot_attach_to_or_read_a_waiting_shim(
     wait_until(lambda: waiting(pids["warm"]), "the shim to wait for its run")
     control = subprocess.Popen([*as_nobody, "sleep", "60"])  # an ordinary, dumpable process of that uid
     try:
-        reader = ("import ctypes, json, sys\nlibc = ctypes.CDLL(None, use_errno=True)\nout = {}\n"
-                  "for name, pid in (('shim', int(sys.argv[1])), ('control', int(sys.argv[2]))):\n"
-                  "    try:\n        open(f'/proc/{pid}/mem', 'rb').close()\n        out[name + '_mem'] = 'ok'\n"
-                  "    except OSError as exc:\n        out[name + '_mem'] = exc.errno\n"
-                  "    rc = libc.ptrace(16, pid, None, None)\n"
-                  "    out[name + '_attach'] = 'ok' if rc == 0 else ctypes.get_errno()\n"
-                  "print(json.dumps(out))\n")
-        done = subprocess.run([*as_nobody, python, "-c", reader, str(pids["warm"]), str(control.pid)],
-                              capture_output=True, timeout=30, check=True)
+        reader = (
+            "import ctypes, json, sys\nlibc = ctypes.CDLL(None, use_errno=True)\nout = {}\n"
+            "for name, pid in (('shim', int(sys.argv[1])), ('control', int(sys.argv[2]))):\n"
+            "    try:\n        open(f'/proc/{pid}/mem', 'rb').close()\n        out[name + '_mem'] = 'ok'\n"
+            "    except OSError as exc:\n        out[name + '_mem'] = exc.errno\n"
+            "    rc = libc.ptrace(16, pid, None, None)\n"
+            "    out[name + '_attach'] = 'ok' if rc == 0 else ctypes.get_errno()\n"
+            "print(json.dumps(out))\n"
+        )
+        done = subprocess.run(
+            [*as_nobody, python, "-c", reader, str(pids["warm"]), str(control.pid)],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
         out = json.loads(done.stdout)
     finally:
         control.kill()

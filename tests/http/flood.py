@@ -95,13 +95,25 @@ def flood(port: int) -> Iterator[Flood]:
 
 def modern_tools_list(url: str, token: str, timeout: float = 20.0) -> httpx2.Response:
     """One authenticated 2026-07-28 ``tools/list`` on a new connection (no session, one round trip)."""
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}}
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-               "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2026-07-28",
-               "Mcp-Method": "tools/list"}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/list",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+            }
+        },
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/list",
+    }
     with httpx2.Client(timeout=timeout) as http:
         return http.post(url, headers=headers, content=json.dumps(body))
 

@@ -23,9 +23,15 @@ __all__ = ["HttpServer", "child_env", "http_client", "http_connect", "running_ht
 
 
 @asynccontextmanager
-async def http_client(url: str, *, token: str | None = None, mode: str = "legacy",
-                      headers: Mapping[str, str] | None = None, max_sse_event_size: int | None = None,
-                      **client_kwargs: Any) -> AsyncIterator[Any]:
+async def http_client(
+    url: str,
+    *,
+    token: str | None = None,
+    mode: str = "legacy",
+    headers: Mapping[str, str] | None = None,
+    max_sse_event_size: int | None = None,
+    **client_kwargs: Any,
+) -> AsyncIterator[Any]:
     """An ``mcp.Client`` over Streamable HTTP. ``mode``: ``legacy`` (initialize handshake) or
     ``2026-07-28`` (per-request era); ``auto`` probes. ``max_sse_event_size`` overrides the SDK
     client's 1 MiB cap on one SSE event (handshake-era answers travel as one event)."""
@@ -45,8 +51,9 @@ async def http_client(url: str, *, token: str | None = None, mode: str = "legacy
 
 
 @asynccontextmanager
-async def http_connect(root: Path, era: str, env: Mapping[str, str] | None = None,
-                       **client_kwargs: Any) -> AsyncIterator[Any]:
+async def http_connect(
+    root: Path, era: str, env: Mapping[str, str] | None = None, **client_kwargs: Any
+) -> AsyncIterator[Any]:
     """Drop-in twin of ``tests.integration.harness.connect`` over Streamable HTTP.
 
     Starts its own server (token auth, 127.0.0.1, port 0) serving ``root`` with ``env`` and

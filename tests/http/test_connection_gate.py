@@ -29,15 +29,18 @@ def _admit(gate: ConnectionGate, conn: Conn) -> list[Conn]:
     return [victim for victim, _ in evicted]  # type: ignore[misc]
 
 
-@pytest.mark.parametrize(("client", "key"), [
-    (("127.0.0.1", 5), "127.0.0.1"),
-    (("::ffff:10.1.2.3", 5), "10.1.2.3"),
-    (("2001:db8::1", 5), "2001:db8::/64"),
-    (("2001:db8::ffff:1", 5), "2001:db8::/64"),
-    (("2001:db8:0:1::1", 5), "2001:db8:0:1::/64"),
-    (None, ""),
-    (("not-an-ip", 0), "not-an-ip"),
-])
+@pytest.mark.parametrize(
+    ("client", "key"),
+    [
+        (("127.0.0.1", 5), "127.0.0.1"),
+        (("::ffff:10.1.2.3", 5), "10.1.2.3"),
+        (("2001:db8::1", 5), "2001:db8::/64"),
+        (("2001:db8::ffff:1", 5), "2001:db8::/64"),
+        (("2001:db8:0:1::1", 5), "2001:db8:0:1::/64"),
+        (None, ""),
+        (("not-an-ip", 0), "not-an-ip"),
+    ],
+)
 def test_peer_key_counts_an_ipv6_client_by_its_64(client: tuple[str, int] | None, key: str) -> None:
     assert peer_key(client) == key
 
@@ -128,8 +131,12 @@ def test_shed_tally_is_due_at_once_then_once_per_period() -> None:
     assert tally.add("busy", "a", now_s=200.0) == 0.0  # quiet for a period: at once again
 
 
-EVENTS = st.lists(st.tuples(st.sampled_from(["open", "start", "finish", "close"]),
-                            st.sampled_from(["a", "b", "c"]), st.integers(0, 30)), max_size=200)
+EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from(["open", "start", "finish", "close"]), st.sampled_from(["a", "b", "c"]), st.integers(0, 30)
+    ),
+    max_size=200,
+)
 
 
 @given(EVENTS)
@@ -148,8 +155,7 @@ def test_property_caps_hold_and_in_flight_connections_survive(events: list[tuple
             if admitted:
                 live.append(conn)
             else:
-                assert all(id(c) in flying for c in live if c.peer == peer) or \
-                    all(id(c) in flying for c in live)
+                assert all(id(c) in flying for c in live if c.peer == peer) or all(id(c) in flying for c in live)
         elif live:
             conn = live[index % len(live)]
             if action == "start":

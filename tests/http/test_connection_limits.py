@@ -113,8 +113,10 @@ def test_idle_connections_cannot_starve_an_authenticated_client(server: HttpServ
         response = modern_tools_list(server.url, TOKEN, timeout=30)
         took = time.monotonic() - started
         idle_open, slow_open = attack.open_count(attack.idle), attack.open_count(attack.slow)
-        print(f"\nunder {IDLE} idle + {SLOW} slow-header connections: answered {response.status_code} "
-              f"in {took * 1000:.0f} ms; attack connections open {idle_open + slow_open}")
+        print(
+            f"\nunder {IDLE} idle + {SLOW} slow-header connections: answered {response.status_code} "
+            f"in {took * 1000:.0f} ms; attack connections open {idle_open + slow_open}"
+        )
         assert response.status_code == 200, response.text
         assert "skill_list" in {t["name"] for t in response.json()["result"]["tools"]}
         assert took < ANSWER_BOUND_S
@@ -123,7 +125,7 @@ def test_idle_connections_cannot_starve_an_authenticated_client(server: HttpServ
         # ones were evicted to make room.
         assert slow_open == SLOW
         assert idle_open + slow_open >= LIMITS.max_per_peer - 5
-        assert attack.open_count(attack.idle[:IDLE + SLOW - LIMITS.max_per_peer]) == 0
+        assert attack.open_count(attack.idle[: IDLE + SLOW - LIMITS.max_per_peer]) == 0
 
         async def session() -> set[str]:
             async with http_client(server.url, token=TOKEN, mode="legacy") as client:
@@ -206,6 +208,7 @@ def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(
             assert first.structured_content is not None
             token = first.structured_content["confirmToken"]
             async with anyio.create_task_group() as tg:
+
                 async def call() -> None:
                     result = await client.call_tool("skill_run", {**args, "confirmToken": token})
                     outcome["result"] = result.structured_content
@@ -217,9 +220,10 @@ def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(
     def attack_while_running() -> None:
         with flood(server.port) as attack:
             attack.open_idle(LIMITS.max_per_peer + extra)
-            oldest, newest = attack.idle[:extra], attack.idle[-(LIMITS.max_per_peer - 10):]
-            assert eventually(lambda: attack.open_count(oldest) == 0, timeout=MARGIN_S), \
+            oldest, newest = attack.idle[:extra], attack.idle[-(LIMITS.max_per_peer - 10) :]
+            assert eventually(lambda: attack.open_count(oldest) == 0, timeout=MARGIN_S), (
                 "the per-address cap evicted nothing"
+            )
             assert attack.open_count(newest) == len(newest)  # the newest idle ones stay
             outcome["open_during_call"] = attack.open_count(attack.idle)
             outcome["call_done_during_attack"] = "result" in outcome
@@ -232,6 +236,7 @@ def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(
     # The in-flight call's connection was older than every idle one and survived; the attack
     # was held at the cap less the connections the client itself holds.
     assert outcome["open_during_call"] <= LIMITS.max_per_peer
+
     def evicted() -> int:
         return sum(line["causes"].get("peer-cap", 0) for line in _shed_lines(server))
 
@@ -246,9 +251,12 @@ def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(
 def test_requests_in_flight_beyond_the_limit_get_503_busy_and_idle_sockets_never_count(server: HttpServer) -> None:
     # An authenticated POST whose body never comes holds its request in flight (the guard waits
     # for the body); idle sockets beside them hold nothing.
-    hold = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode() +
-            b"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-            b"Content-Length: 100\r\n\r\n")
+    hold = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+        + TOKEN.encode()
+        + b"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        b"Content-Length: 100\r\n\r\n"
+    )
     with flood(server.port) as attack:
         holders = [connect(server.port) for _ in range(LIMITS.max_in_flight)]
         try:
@@ -274,8 +282,9 @@ def test_requests_in_flight_beyond_the_limit_get_503_busy_and_idle_sockets_never
         finally:
             for sock in holders:
                 sock.close()
-    assert eventually(lambda: any(line["causes"].get("busy") for line in _shed_lines(server)),
-                      timeout=LOG_EVERY_S + MARGIN_S)
+    assert eventually(
+        lambda: any(line["causes"].get("busy") for line in _shed_lines(server)), timeout=LOG_EVERY_S + MARGIN_S
+    )
 
 
 def test_the_global_cap_evicts_from_the_heaviest_address_and_admits_a_new_one(server: HttpServer) -> None:
@@ -289,6 +298,7 @@ def test_the_global_cap_evicts_from_the_heaviest_address_and_admits_a_new_one(se
         # connection; the lighter addresses lost nothing.
         assert eventually(lambda: is_closed(heavy[0]), timeout=MARGIN_S)
         assert attack.open_count(light) == len(light) and attack.open_count(other) == len(other)
-        assert attack.open_count(heavy[-(LIMITS.max_per_peer - 5):]) == LIMITS.max_per_peer - 5
-    assert eventually(lambda: any(line["causes"].get("global-cap") for line in _shed_lines(server)),
-                      timeout=LOG_EVERY_S + MARGIN_S)
+        assert attack.open_count(heavy[-(LIMITS.max_per_peer - 5) :]) == LIMITS.max_per_peer - 5
+    assert eventually(
+        lambda: any(line["causes"].get("global-cap") for line in _shed_lines(server)), timeout=LOG_EVERY_S + MARGIN_S
+    )

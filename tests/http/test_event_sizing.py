@@ -33,7 +33,7 @@ from tests.serve import stdio_params
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 TOKEN = "sizing-token-0123456789abcdef"
 PART = 600 * 1024  # three parts: 1.8 MiB of text, twice that on the wire (content and structuredContent)
-FLOOD = ("import sys\nsys.stdout.write('o' * (1024 * 1024))\nsys.stderr.write('e' * (1024 * 1024))\n")
+FLOOD = "import sys\nsys.stdout.write('o' * (1024 * 1024))\nsys.stderr.write('e' * (1024 * 1024))\n"
 SKILL = """---
 name: big
 description: Big files and a loud script. Use when testing large answers.
@@ -59,8 +59,9 @@ def root() -> Iterator[Path]:
     (skill / "scripts").mkdir()
     (skill / "SKILL.md").write_text(SKILL, encoding="utf-8")
     for i in range(3):
-        (skill / "data" / f"part{i}.txt").write_text(f"{i}\n" + "line of text \"quoted\"\n" * (PART // 22),
-                                                     encoding="utf-8")
+        (skill / "data" / f"part{i}.txt").write_text(
+            f"{i}\n" + 'line of text "quoted"\n' * (PART // 22), encoding="utf-8"
+        )
     (skill / "data" / "whole.txt").write_bytes(b"w" * (1024 * 1024))
     (skill / "scripts" / "flood.py").write_text(FLOOD, encoding="utf-8")
     try:
@@ -121,8 +122,9 @@ async def test_a_run_answered_on_a_confirmation_stream_comes_back_cut_to_fit(roo
 
 # Pure parts of the middleware.
 
+
 def test_event_lines_reads_one_complete_event_and_ignores_comments() -> None:
-    assert event_lines(b"event: message\r\ndata: {\"id\":1}\r\n\r\n") == [b"event: message", b'data: {"id":1}']
+    assert event_lines(b'event: message\r\ndata: {"id":1}\r\n\r\n') == [b"event: message", b'data: {"id":1}']
     assert event_lines(b": ping\r\n\r\n") == []
     assert event_lines(b"data: 1\n\ndata: 2\n\n") is None  # two events
     assert event_lines(b"data: 1\n") is None  # incomplete
@@ -137,19 +139,34 @@ def test_an_oversized_answer_becomes_an_error_that_keeps_its_id() -> None:
     lines = event_lines(b'event: message\ndata: {"jsonrpc":"2.0","id":7,"result":{}}\n\n')
     assert lines is not None
     error = too_large(event_data(lines), 2 * CLIENT_EVENT_LIMIT)
-    assert error["id"] == 7 and error["error"]["data"] == {"reason": "answer-too-large", "size": 2 * CLIENT_EVENT_LIMIT,
-                                                            "limit": CLIENT_EVENT_LIMIT}
+    assert error["id"] == 7 and error["error"]["data"] == {
+        "reason": "answer-too-large",
+        "size": 2 * CLIENT_EVENT_LIMIT,
+        "limit": CLIENT_EVENT_LIMIT,
+    }
 
 
 def test_a_run_result_is_cut_to_the_limit_and_says_so() -> None:
-    out: dict[str, Any] = {"status": "error", "exitCode": 3, "signal": None, "stdout": "o\n" * 400_000, "stderr": "\u00e9" * 300_000,
-           "truncated": {"stdout": False, "stderr": True}, "droppedBytes": 10, "durationMs": 5}
+    out: dict[str, Any] = {
+        "status": "error",
+        "exitCode": 3,
+        "signal": None,
+        "stdout": "o\n" * 400_000,
+        "stderr": "\u00e9" * 300_000,
+        "truncated": {"stdout": False, "stderr": True},
+        "droppedBytes": 10,
+        "durationMs": 5,
+    }
     fitted = fit_run_output(out, limit=500_000)
     assert wire_size(fitted) <= 500_000 and fitted["exitCode"] == 3
     assert fitted["truncated"] == {"stdout": True, "stderr": True}
     assert out["stdout"].startswith(fitted["stdout"]) and out["stderr"].startswith(fitted["stderr"])
-    cut = len(out["stdout"].encode()) + len(out["stderr"].encode()) - len(fitted["stdout"].encode()) \
+    cut = (
+        len(out["stdout"].encode())
+        + len(out["stderr"].encode())
+        - len(fitted["stdout"].encode())
         - len(fitted["stderr"].encode())
+    )
     assert fitted["droppedBytes"] == 10 + cut
     small = {**out, "stdout": "ok", "stderr": ""}
     assert fit_run_output(small) is small

@@ -41,18 +41,30 @@ def test_parse_host_port_accepts(text: str, expected: tuple[str, int]) -> None:
     assert parse_host_port(text) == expected
 
 
-@pytest.mark.parametrize("text", ["8080", ":8080", "127.0.0.1:", "127.0.0.1:x", "::1:8080", "[nothost]:80",
-                                  "127.0.0.1:70000", "127.0.0.1:-1"])
+@pytest.mark.parametrize(
+    "text",
+    ["8080", ":8080", "127.0.0.1:", "127.0.0.1:x", "::1:8080", "[nothost]:80", "127.0.0.1:70000", "127.0.0.1:-1"],
+)
 def test_parse_host_port_refuses(text: str) -> None:
     with pytest.raises(SkillMcpError) as err:
         parse_host_port(text)
     assert err.value.reason == Refusal.HTTP_ADDRESS_INVALID
 
 
-@pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("127.8.9.10", True), ("::1", True),
-                                               ("localhost", True), ("LOCALHOST", True), ("0.0.0.0", False),
-                                               ("10.0.0.1", False), ("localhost.example.com", False),
-                                               ("::", False)])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("0.0.0.0", False),
+        ("10.0.0.1", False),
+        ("localhost.example.com", False),
+        ("::", False),
+    ],
+)
 def test_is_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
 
@@ -71,8 +83,9 @@ def test_is_loopback(host: str, loopback: bool) -> None:
         ("0.0.0.0", TOKEN, False, (), Refusal.HTTP_ALLOWED_HOSTS_REQUIRED),
     ],
 )
-def test_unsafe_exposure_is_refused_before_binding(host: str, token: str | None, no_auth: bool,
-                                                   allowed: tuple[str, ...], reason: Refusal) -> None:
+def test_unsafe_exposure_is_refused_before_binding(
+    host: str, token: str | None, no_auth: bool, allowed: tuple[str, ...], reason: Refusal
+) -> None:
     with pytest.raises(SkillMcpError) as err:
         decide_exposure(host, 0, token, no_auth, allowed)
     assert err.value.reason == reason
@@ -103,10 +116,21 @@ LOOP = frozenset(LOOPBACK_NAMES)
 @pytest.mark.parametrize(
     ("value", "ok"),
     [
-        ("127.0.0.1:8080", True), ("localhost", True), ("LocalHost:1", True), ("[::1]:80", True), ("[::1]", True),
-        ("evil.example.com", False), ("evil.example.com:8080", False), ("127.0.0.1.evil.com:80", False),
-        ("localhost:80:80", False), ("localhost:abc", False), ("[::1]x", False), ("[::2]:80", False),
-        ("", False), (None, False), ("127.0.0.1@evil.com", False),
+        ("127.0.0.1:8080", True),
+        ("localhost", True),
+        ("LocalHost:1", True),
+        ("[::1]:80", True),
+        ("[::1]", True),
+        ("evil.example.com", False),
+        ("evil.example.com:8080", False),
+        ("127.0.0.1.evil.com:80", False),
+        ("localhost:80:80", False),
+        ("localhost:abc", False),
+        ("[::1]x", False),
+        ("[::2]:80", False),
+        ("", False),
+        (None, False),
+        ("127.0.0.1@evil.com", False),
     ],
 )
 def test_host_header_must_name_an_allowed_host(value: str | None, ok: bool) -> None:
@@ -116,9 +140,15 @@ def test_host_header_must_name_an_allowed_host(value: str | None, ok: bool) -> N
 @pytest.mark.parametrize(
     ("value", "ok"),
     [
-        (None, True), ("http://localhost:3000", True), ("https://127.0.0.1", True), ("http://[::1]:5", True),
-        ("http://evil.example.com", False), ("null", False), ("file://localhost", False),
-        ("http://localhost:3000/path", False), ("http://localhost.evil.com", False),
+        (None, True),
+        ("http://localhost:3000", True),
+        ("https://127.0.0.1", True),
+        ("http://[::1]:5", True),
+        ("http://evil.example.com", False),
+        ("null", False),
+        ("file://localhost", False),
+        ("http://localhost:3000/path", False),
+        ("http://localhost.evil.com", False),
     ],
 )
 def test_origin_header_when_present_must_name_an_allowed_host(value: str | None, ok: bool) -> None:
@@ -131,9 +161,17 @@ DIGEST = hashlib.sha256(TOKEN.encode()).digest()
 @pytest.mark.parametrize(
     ("header", "ok"),
     [
-        (f"Bearer {TOKEN}", True), (f"bearer {TOKEN}", True), (f"  Bearer   {TOKEN}  ", True),
-        (None, False), ("", False), ("Bearer", False), ("Bearer ", False), (f"Basic {TOKEN}", False),
-        (f"Bearer {TOKEN[:-1]}", False), (f"Bearer {TOKEN}x", False), (f"Bearer {TOKEN.upper()}", False),
+        (f"Bearer {TOKEN}", True),
+        (f"bearer {TOKEN}", True),
+        (f"  Bearer   {TOKEN}  ", True),
+        (None, False),
+        ("", False),
+        ("Bearer", False),
+        ("Bearer ", False),
+        (f"Basic {TOKEN}", False),
+        (f"Bearer {TOKEN[:-1]}", False),
+        (f"Bearer {TOKEN}x", False),
+        (f"Bearer {TOKEN.upper()}", False),
         (TOKEN, False),
     ],
 )
@@ -202,8 +240,9 @@ def test_a_websocket_scope_is_closed_without_reaching_the_app() -> None:
         ([], 200),  # positive control: one of each passes
     ],
 )
-def test_a_repeated_host_origin_or_authorization_header_is_refused(extra: list[tuple[bytes, bytes]],
-                                                                    status: int) -> None:
+def test_a_repeated_host_origin_or_authorization_header_is_refused(
+    extra: list[tuple[bytes, bytes]], status: int
+) -> None:
     import anyio
 
     from skill_mcp.surfaces.http.guard import GuardMiddleware

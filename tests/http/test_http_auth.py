@@ -22,9 +22,12 @@ from tests.http.harness import HttpServer, child_env, http_client, running_http_
 TOKEN = "conformance-token-0123456789abcdef"
 CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "corpus"
 SESSION_CREATED = "Created new transport with session ID"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "t", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 pytestmark = pytest.mark.timeout(90)
@@ -42,10 +45,18 @@ def _post(url: str, headers: dict[str, str], body: dict[str, object] = INIT) -> 
 
 
 def _modern_post(url: str, headers: dict[str, str]) -> httpx2.Response:
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/list",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+            }
+        },
+    }
     return _post(url, {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list", **headers}, body)
 
 
@@ -56,8 +67,15 @@ def _sessions_created(srv: HttpServer) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "auth",
-    [None, "Bearer wrong-token-0123456789abcdef", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}0",
-     f"Basic {TOKEN}", TOKEN, "Bearer"],
+    [
+        None,
+        "Bearer wrong-token-0123456789abcdef",
+        f"Bearer {TOKEN[:-1]}",
+        f"Bearer {TOKEN}0",
+        f"Basic {TOKEN}",
+        TOKEN,
+        "Bearer",
+    ],
     ids=["missing", "wrong", "prefix", "extended", "basic-scheme", "no-scheme", "empty"],
 )
 def test_request_without_the_right_token_gets_401_and_no_session(server: HttpServer, auth: str | None) -> None:
@@ -131,8 +149,9 @@ def test_sdk_client_without_the_token_cannot_connect(server: HttpServer) -> None
 
 def _start_refused(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     argv = [*server_argv([CORPUS], address=args[0]), *args[1:]]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=child_env(env),
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, env=child_env(env), stdin=subprocess.DEVNULL
+    )
 
 
 @pytest.mark.slow
@@ -145,8 +164,9 @@ def _start_refused(*args: str, env: dict[str, str] | None = None) -> subprocess.
         ("127.0.0.1:0", [], {"MCP_HTTP_TOKEN": "short"}, "http-token-weak"),
     ],
 )
-def test_unsafe_start_is_refused_and_nothing_listens(address: str, flags: list[str], env: dict[str, str],
-                                                     reason: str) -> None:
+def test_unsafe_start_is_refused_and_nothing_listens(
+    address: str, flags: list[str], env: dict[str, str], reason: str
+) -> None:
     done = _start_refused(address, *flags, env=env)
     assert done.returncode == 3, done.stderr  # skill-mcp's "could not start"
     assert "http listening" not in done.stderr
@@ -200,9 +220,14 @@ def test_allowed_host_admits_the_proxy_name_and_nothing_else() -> None:
     with running_http_server([CORPUS], token=TOKEN, allowed_hosts=["mcp.example.com"]) as srv:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         assert _post(srv.url, {**auth, "Host": "mcp.example.com"}).status_code == 200
-        assert _post(srv.url, {**auth, "Host": "MCP.example.com:443", "Origin": "https://Mcp.Example.com"}).status_code == 200
+        assert (
+            _post(srv.url, {**auth, "Host": "MCP.example.com:443", "Origin": "https://Mcp.Example.com"}).status_code
+            == 200
+        )
         assert _post(srv.url, {**auth, "Host": "other.example.com"}).status_code == 421
-        assert _post(srv.url, {**auth, "Host": "mcp.example.com", "Origin": "https://evil.example.com"}).status_code == 403
+        assert (
+            _post(srv.url, {**auth, "Host": "mcp.example.com", "Origin": "https://evil.example.com"}).status_code == 403
+        )
 
 
 def test_neither_the_token_nor_a_presented_one_is_ever_logged(server: HttpServer) -> None:

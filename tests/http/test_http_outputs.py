@@ -45,7 +45,9 @@ def server() -> Iterator[HttpServer]:
 async def _run(client: Any) -> dict[str, Any]:
     args = {"skill": "writer", "script": "scripts/write.py", "args": ["over", "http"]}
     first = await client.call_tool("skill_run", args)
-    done = await client.call_tool("skill_run", {**args, "confirmToken": (first.structured_content or {})["confirmToken"]})
+    done = await client.call_tool(
+        "skill_run", {**args, "confirmToken": (first.structured_content or {})["confirmToken"]}
+    )
     assert not done.is_error, done
     out = dict(done.structured_content or {})
     assert out["status"] == "ok", out

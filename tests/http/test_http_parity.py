@@ -41,9 +41,11 @@ async def _walk(client: Client) -> dict[str, Any]:
         seen[f"get {entry['uri']}"] = await skills_get(client, entry["uri"])
         root = entry["uri"].removesuffix("/SKILL.md")
         seen[f"dir {root}"] = await directory_read(client, root)
-    calls: list[tuple[str, dict[str, Any]]] = [("skill_list", {}), ("skill_load", {"name": "alpha-tools"}),
-                            ("skill_file", {"name": "alpha-tools",
-                                            "paths": ["references/GUIDE.md", "scripts/hello.py", "nope.txt"]})]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("skill_list", {}),
+        ("skill_load", {"name": "alpha-tools"}),
+        ("skill_file", {"name": "alpha-tools", "paths": ["references/GUIDE.md", "scripts/hello.py", "nope.txt"]}),
+    ]
     for name, arguments in calls:
         result = await client.call_tool(name, arguments)
         seen[f"call {name}"] = {"isError": bool(result.is_error), "structured": result.structured_content}

@@ -69,8 +69,9 @@ async def test_elicitation_accept_runs_the_script_over_http(server: HttpServer, 
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
-async def test_elicitation_decline_runs_nothing_over_http(server: HttpServer, era: str, mark: Marker,
-                                                          action: str) -> None:
+async def test_elicitation_decline_runs_nothing_over_http(
+    server: HttpServer, era: str, mark: Marker, action: str
+) -> None:
     prompts = Prompts(action)
     async with http_client(server.url, token=TOKEN, mode=era, elicitation_callback=prompts) as client:
         err, out = await _run(client, skill="demo", script="scripts/echo.py", args=[str(mark)])
@@ -78,8 +79,9 @@ async def test_elicitation_decline_runs_nothing_over_http(server: HttpServer, er
     assert not mark.exists()
 
 
-async def test_a_confirm_token_is_bound_to_the_plan_not_to_the_connection(server: HttpServer, era: str,
-                                                                          mark: Marker) -> None:
+async def test_a_confirm_token_is_bound_to_the_plan_not_to_the_connection(
+    server: HttpServer, era: str, mark: Marker
+) -> None:
     """Tokens bind the plan, not the connection: a second client with the same bearer token is the
     same principal. This pins that (documented in docs/http.md) rather than assuming isolation."""
     args = {"skill": "demo", "script": "scripts/echo.py", "args": [str(mark)]}

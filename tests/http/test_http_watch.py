@@ -20,8 +20,11 @@ from tests.http.harness import http_client, running_http_server
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 TOKEN = "watch-token-0123456789abcdef"
 WAIT_S = 30
-ALL_THREE = {"notifications/tools/list_changed", "notifications/prompts/list_changed",
-             "notifications/resources/list_changed"}
+ALL_THREE = {
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+}
 
 
 async def _names(client: Any) -> set[str]:
@@ -37,8 +40,12 @@ class Heard:
 
     async def __call__(self, message: Any) -> None:
         note = getattr(message, "root", message)
-        if isinstance(note, types.ToolListChangedNotification | types.PromptListChangedNotification
-                      | types.ResourceListChangedNotification):
+        if isinstance(
+            note,
+            types.ToolListChangedNotification
+            | types.PromptListChangedNotification
+            | types.ResourceListChangedNotification,
+        ):
             self.seen.add(note.method)
             if self.seen >= ALL_THREE:
                 self.all.set()
@@ -50,8 +57,10 @@ async def test_every_handshake_era_session_is_told_of_a_new_skill(tmp_path: Path
     write_skill(root, "alpha", atomic=True)
     with running_http_server([root], token=TOKEN, watch=True) as server:
         first, second = Heard(), Heard()
-        async with http_client(server.url, token=TOKEN, mode="legacy", message_handler=first) as one, \
-                http_client(server.url, token=TOKEN, mode="legacy", message_handler=second) as two:
+        async with (
+            http_client(server.url, token=TOKEN, mode="legacy", message_handler=first) as one,
+            http_client(server.url, token=TOKEN, mode="legacy", message_handler=second) as two,
+        ):
             assert await _names(one) == {"alpha"} and await _names(two) == {"alpha"}
             write_skill(root, "beta", atomic=True)
             with anyio.fail_after(WAIT_S):
@@ -68,8 +77,9 @@ async def test_a_2026_era_client_hears_it_on_its_listen_stream(tmp_path: Path) -
     with running_http_server([root], token=TOKEN, watch=True) as server:
         async with http_client(server.url, token=TOKEN, mode="2026-07-28") as client:
             assert await _names(client) == {"alpha"}
-            async with client.listen(tools_list_changed=True, prompts_list_changed=True,
-                                     resources_list_changed=True) as sub:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+            ) as sub:
                 write_skill(root, "beta", atomic=True)
                 with anyio.fail_after(WAIT_S):
                     event = await sub.__anext__()

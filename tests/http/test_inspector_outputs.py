@@ -35,19 +35,37 @@ def _inspector(server: HttpServer, *args: str) -> dict[str, Any]:
     inspector_or_skip()
     home = Path(tempfile.mkdtemp(prefix="inspector-home-"))
     try:
-        argv = [str(NODE), str(INSPECTOR), "--transport", "http", "--server-url", server.url,
-                "--header", f"Authorization: Bearer {TOKEN}", "--protocol-era", "modern", *args]
+        argv = [
+            str(NODE),
+            str(INSPECTOR),
+            "--transport",
+            "http",
+            "--server-url",
+            server.url,
+            "--header",
+            f"Authorization: Bearer {TOKEN}",
+            "--protocol-era",
+            "modern",
+            *args,
+        ]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "NO_COLOR": "1", "LANG": "C.UTF-8"}
         done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, check=False)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout[done.stdout.index("{"):])
+    return json.loads(done.stdout[done.stdout.index("{") :])
 
 
 def test_the_inspector_shows_a_runs_files_as_resource_links_and_reads_them(server: HttpServer) -> None:
-    tool = ["--method", "tools/call", "--tool-name", "skill_run", "--tool-arg",
-            *[f"{k}={v}" for k, v in ARGS.items()], 'args=["apples=3"]']
+    tool = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "skill_run",
+        "--tool-arg",
+        *[f"{k}={v}" for k, v in ARGS.items()],
+        'args=["apples=3"]',
+    ]
     preview = _inspector(server, *tool)
     token = preview["structuredContent"]["confirmToken"]
     ran = _inspector(server, *tool, f"confirmToken={token}")

@@ -11,7 +11,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "http.md"
 
 def documented(text: str | None = None) -> dict[str, str]:
     text = DOC.read_text(encoding="utf-8") if text is None else text
-    table = text[text.index("<!-- http-limits:begin -->"):text.index("<!-- http-limits:end -->")]
+    table = text[text.index("<!-- http-limits:begin -->") : text.index("<!-- http-limits:end -->")]
     rows = {}
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

@@ -20,14 +20,25 @@ LOOPBACK = frozenset({"localhost", "127.0.0.1", "[::1]"})
         ("127.0.0.1", TOKEN, (), "/metrics", MetricsPlan(path="/metrics")),
         ("0.0.0.0", TOKEN, ("mcp.example.com",), "/metrics", MetricsPlan(path="/metrics")),
         ("127.0.0.1", None, (), "127.0.0.1:9464", MetricsPlan(host="127.0.0.1", port=9464, allowed_hosts=LOOPBACK)),
-        ("0.0.0.0", TOKEN, ("mcp.example.com",), "0.0.0.0:9464",
-         MetricsPlan(host="0.0.0.0", port=9464, allowed_hosts=frozenset({"mcp.example.com"}))),
-        ("127.0.0.1", TOKEN, (), "10.0.0.5:9464",
-         MetricsPlan(host="10.0.0.5", port=9464, allowed_hosts=frozenset({"10.0.0.5"}))),
+        (
+            "0.0.0.0",
+            TOKEN,
+            ("mcp.example.com",),
+            "0.0.0.0:9464",
+            MetricsPlan(host="0.0.0.0", port=9464, allowed_hosts=frozenset({"mcp.example.com"})),
+        ),
+        (
+            "127.0.0.1",
+            TOKEN,
+            (),
+            "10.0.0.5:9464",
+            MetricsPlan(host="10.0.0.5", port=9464, allowed_hosts=frozenset({"10.0.0.5"})),
+        ),
     ],
 )
-def test_a_metrics_endpoint_is_placed_as_asked(bind: str, token: str | None, allowed: tuple[str, ...],
-                                               spec: str | None, expected: MetricsPlan | None) -> None:
+def test_a_metrics_endpoint_is_placed_as_asked(
+    bind: str, token: str | None, allowed: tuple[str, ...], spec: str | None, expected: MetricsPlan | None
+) -> None:
     policy = decide_exposure(bind, 8000, token, token is None, allowed)
     assert decide_metrics(spec, policy, "/mcp") == expected
 
@@ -44,8 +55,9 @@ def test_a_metrics_endpoint_is_placed_as_asked(bind: str, token: str | None, all
         ("127.0.0.1", TOKEN, (), "metrics", Refusal.HTTP_ADDRESS_INVALID),
     ],
 )
-def test_the_scrape_endpoint_cannot_be_placed_unsafely(bind: str, token: str | None, allowed: tuple[str, ...],
-                                                       spec: str, reason: Refusal) -> None:
+def test_the_scrape_endpoint_cannot_be_placed_unsafely(
+    bind: str, token: str | None, allowed: tuple[str, ...], spec: str, reason: Refusal
+) -> None:
     policy = decide_exposure(bind, 8000, token, token is None, allowed)
     with pytest.raises(SkillMcpError) as caught:
         decide_metrics(spec, policy, "/mcp")

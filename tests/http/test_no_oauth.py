@@ -25,10 +25,18 @@ from tests.verifiers.judges import INSPECTOR, NODE, inspector_or_skip
 TOKEN = "no-oauth-token-0123456789abcdef"
 WRONG = "wrong-token-0123456789abcdef"
 CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "corpus"
-WELL_KNOWN = ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
-              "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+WELL_KNOWN = [
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+]
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]  # slow: an HTTP server subprocess per case
@@ -46,8 +54,7 @@ def _base(srv: HttpServer) -> str:
 
 @pytest.mark.parametrize("path", WELL_KNOWN)
 @pytest.mark.parametrize("auth", [None, WRONG, TOKEN], ids=["no-token", "wrong-token", "right-token"])
-def test_well_known_oauth_documents_are_not_found_token_or_not(server: HttpServer, path: str,
-                                                                auth: str | None) -> None:
+def test_well_known_oauth_documents_are_not_found_token_or_not(server: HttpServer, path: str, auth: str | None) -> None:
     headers = {"Authorization": f"Bearer {auth}"} if auth else {}
     with httpx2.Client(timeout=20) as http:
         response = http.get(_base(server) + path, headers=headers)
@@ -65,8 +72,9 @@ def test_well_known_from_a_foreign_host_is_still_refused_first(server: HttpServe
 
 def test_a_wrong_token_gets_a_plain_bearer_401_without_an_oauth_pointer(server: HttpServer) -> None:
     with httpx2.Client(timeout=20) as http:
-        response = http.post(server.url, headers={**ACCEPT, "Authorization": f"Bearer {WRONG}"},
-                             content=json.dumps(INIT))
+        response = http.post(
+            server.url, headers={**ACCEPT, "Authorization": f"Bearer {WRONG}"}, content=json.dumps(INIT)
+        )
         ok = http.post(server.url, headers={**ACCEPT, "Authorization": f"Bearer {TOKEN}"}, content=json.dumps(INIT))
     assert response.status_code == 401
     challenge = response.headers["www-authenticate"]
@@ -86,8 +94,9 @@ def test_an_empty_token_file_is_named_as_empty(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("\n", encoding="utf-8")
     argv = [*server_argv([CORPUS]), "--token-file", str(token_file)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=child_env(),
-                          stdin=subprocess.DEVNULL, check=False)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, env=child_env(), stdin=subprocess.DEVNULL, check=False
+    )
     assert done.returncode == 2, done.stderr
     assert "the token file is empty" in done.stderr
     assert "needs a bearer token" not in done.stderr
@@ -98,18 +107,33 @@ def _inspector(url: str, token: str, home: Path) -> subprocess.CompletedProcess[
     # The Inspector installed by `npm ci` in tools/verifiers (.ci/setup.d/node.sh), not an npx
     # download: the version is the lock file's, and a first run does not wait on the registry.
     inspector_or_skip()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "NO_COLOR": "1",
-           "MCP_INSPECTOR_SECRET_STORE": "memory"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "NO_COLOR": "1",
+        "MCP_INSPECTOR_SECRET_STORE": "memory",
+    }
     # --stored-auth-only is the Inspector's non-interactive mode: without a terminal it never
     # starts OAuth itself, so what it reports is what the server answered.
-    argv = [str(NODE), str(INSPECTOR), "--transport", "http", "--server-url", url, "--method", "tools/list",
-            "--stored-auth-only", "--header", f"Authorization: Bearer {token}"]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=200, env=env, stdin=subprocess.DEVNULL,
-                          check=False)
+    argv = [
+        str(NODE),
+        str(INSPECTOR),
+        "--transport",
+        "http",
+        "--server-url",
+        url,
+        "--method",
+        "tools/list",
+        "--stored-auth-only",
+        "--header",
+        f"Authorization: Bearer {token}",
+    ]
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=200, env=env, stdin=subprocess.DEVNULL, check=False
+    )
 
 
-def test_the_inspector_cli_reports_a_wrong_token_as_unauthorized_and_lists_with_the_right_one(
-        tmp_path: Path) -> None:
+def test_the_inspector_cli_reports_a_wrong_token_as_unauthorized_and_lists_with_the_right_one(tmp_path: Path) -> None:
     with running_http_server([CORPUS], token=TOKEN) as srv:
         refused = _inspector(srv.url, WRONG, tmp_path)
         listed = _inspector(srv.url, TOKEN, tmp_path)

@@ -129,6 +129,7 @@ def test_sigterm_lets_a_call_in_flight_finish_and_refuses_new_work(root: Path) -
     async def main(server: HttpServer) -> None:
         async with http_client(server.url, token=TOKEN, mode="legacy") as client:
             async with anyio.create_task_group() as tg:
+
                 async def call() -> None:
                     result.update(await _run_script(client, marker, 1.5))
 
@@ -150,10 +151,15 @@ def test_sigterm_lets_a_call_in_flight_finish_and_refuses_new_work(root: Path) -
 
 
 def _assert_new_session_refused(server: HttpServer) -> None:
-    init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
-            '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}')
-    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
-               "Accept": "application/json, text/event-stream"}
+    init = (
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+        '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}'
+    )
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
     deadline = time.monotonic() + 5
     while True:
         try:
@@ -176,6 +182,7 @@ def _long_call_then_sigterm(root: Path, *, stop_hooks: bool) -> tuple[float, dic
     async def main(server: HttpServer) -> float:
         async with http_client(server.url, token=TOKEN, mode="legacy") as client:
             async with anyio.create_task_group() as tg:
+
                 async def call() -> None:
                     try:
                         outcome["result"] = await _run_script(client, marker, 100)
@@ -228,8 +235,9 @@ def test_a_confirmation_answered_during_the_drain_still_reaches_its_call(root: P
         async with http_client(server.url, token=TOKEN, mode="legacy", elicitation_callback=confirm) as client:
             # The SDK client lists tools to validate a result; do it now, not during the drain.
             await client.list_tools()
-            result = await client.call_tool("skill_run", {"skill": "sleeper", "script": "scripts/sleep.py",
-                                                          "args": [marker, "0.2"]})
+            result = await client.call_tool(
+                "skill_run", {"skill": "sleeper", "script": "scripts/sleep.py", "args": [marker, "0.2"]}
+            )
             seen["result"] = result.structured_content
 
     with running_http_server([root], token=TOKEN, drain_seconds=10) as server:

@@ -64,8 +64,7 @@ class OtlpReceiver:
                 self.end_headers()
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
 
     @property
     def url(self) -> str:
@@ -111,9 +110,15 @@ async def _run_once(client: Any, mark: Path, *, meta: dict[str, str] | None = No
 async def test_the_spans_of_one_skill_run_reach_an_otlp_receiver_under_the_callers_trace(skills: Path) -> None:
     mark = skills / "out" / "otlp"
     with OtlpReceiver() as receiver:
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_METRICS_EXPORTER": "none",
-               "OTEL_SERVICE_NAME": "skill-mcp-test", "OTEL_EXPORTER_OTLP_HEADERS": f"x-api-key={CANARY}",
-               "OTEL_BSP_SCHEDULE_DELAY": "100", "MCP_CONFIRM_ELICITATION": "off", "PROBE_SECRET": CANARY}
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_SERVICE_NAME": "skill-mcp-test",
+            "OTEL_EXPORTER_OTLP_HEADERS": f"x-api-key={CANARY}",
+            "OTEL_BSP_SCHEDULE_DELAY": "100",
+            "MCP_CONFIRM_ELICITATION": "off",
+            "PROBE_SECRET": CANARY,
+        }
         meta = {"traceparent": f"00-{TRACE_ID}-{PARENT_SPAN}-01"}
         async with connect(skills, "legacy", env=env) as client:
             out = await _run_once(client, mark, meta=meta)
@@ -175,13 +180,23 @@ class Prometheus:
             "  - job_name: skill-mcp\n"
             f"    metrics_path: {metrics_path}\n"
             f"{auth}"
-            f"    static_configs: [{{targets: ['{target}']}}]\n", encoding="utf-8")
+            f"    static_configs: [{{targets: ['{target}']}}]\n",
+            encoding="utf-8",
+        )
         binary = shutil.which("prometheus")
         assert binary, "prometheus is not installed (.ci/setup.d/prometheus.sh installs it)"
         self.proc = subprocess.Popen(
-            [binary, f"--config.file={self.dir / 'prometheus.yml'}", f"--storage.tsdb.path={self.dir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            [
+                binary,
+                f"--config.file={self.dir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.dir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
 
     def query(self, promql: str) -> list[Any]:
         status, body = _get(f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": promql}))
@@ -222,8 +237,9 @@ async def test_prometheus_scrapes_the_run_counter_and_answers_promql(skills: Pat
         prometheus = Prometheus(urllib.parse.urlsplit(url).netloc)
         try:
             result = prometheus.wait_for('sum by (skill_mcp_run_status) (skill_mcp_runs_total{skill_mcp_skill="demo"})')
-            durations = prometheus.wait_for('sum(mcp_server_operation_duration_seconds_count'
-                                            '{gen_ai_tool_name="skill_run"})')
+            durations = prometheus.wait_for(
+                'sum(mcp_server_operation_duration_seconds_count{gen_ai_tool_name="skill_run"})'
+            )
         finally:
             prometheus.close()
     assert [(r["metric"]["skill_mcp_run_status"], r["value"][1]) for r in result] == [("ok", "1")]
@@ -240,13 +256,16 @@ async def test_metrics_on_the_mcp_port_need_the_token_and_an_allowed_host(skills
         assert _get(base, {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"})[0] == 421
         status, body = _get(base, {"Authorization": f"Bearer {TOKEN}"})
     assert status == 200 and "# TYPE" in body  # positive control: the token and a loopback Host pass
-    values = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
-              if line and not line.startswith("#")}
+    values = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in body.splitlines()
+        if line and not line.startswith("#")
+    }
     sessions = [v for k, v in values.items() if k.startswith("mcp_server_session_duration_seconds_count")]
     assert sessions == [1.0], sorted(values)
     assert any(k.startswith("skill_mcp_http_connections") for k in values)
     assert any(k.startswith("http_server_active_requests") for k in values)
-    assert any(k.startswith('skill_mcp_catalog_skills') and v == 1.0 for k, v in values.items())
+    assert any(k.startswith("skill_mcp_catalog_skills") and v == 1.0 for k, v in values.items())
 
 
 @pytest.mark.slow

@@ -60,8 +60,14 @@ def _write(path: Path, data: bytes | str) -> None:
 
 
 # Every file ``build_tree`` writes under alpha/, in path order: what a listing of alpha must hold.
-ALPHA_FILES = ("SKILL.md", "assets/logo.png", "references/big.txt", "references/deep/notes.txt",
-               "references/guide.md", "scripts/hello.py")
+ALPHA_FILES = (
+    "SKILL.md",
+    "assets/logo.png",
+    "references/big.txt",
+    "references/deep/notes.txt",
+    "references/guide.md",
+    "scripts/hello.py",
+)
 
 
 def build_tree(root: Path) -> Path:
@@ -111,8 +117,9 @@ async def connect(
 
 
 @asynccontextmanager
-async def in_process(root: Path, era: str, env: Mapping[str, str] | None = None, **client_kwargs: Any
-                     ) -> AsyncIterator[Client]:
+async def in_process(
+    root: Path, era: str, env: Mapping[str, str] | None = None, **client_kwargs: Any
+) -> AsyncIterator[Client]:
     """The server for ``root`` under ``env``, built in this process, and the SDK's in-memory client on it.
 
     For what ``Settings`` and the catalog alone decide (narrowing, problems, answers): the same
@@ -167,8 +174,10 @@ async def skills_get(client: Client, uri: str) -> dict[str, Any]:
 
 
 async def directory_read(client: Client, uri: str, cursor: str | None = None) -> dict[str, Any]:
-    return await client.session.send_request(DirectoryReadRequest(params=UriParams(uri=uri, cursor=cursor)),  # type: ignore[type-var]
-                                             _RAW)
+    return await client.session.send_request(
+        DirectoryReadRequest(params=UriParams(uri=uri, cursor=cursor)),  # type: ignore[type-var]
+        _RAW,
+    )
 
 
 class RawServer:
@@ -177,8 +186,11 @@ class RawServer:
     def __init__(self, root: Path, env: Mapping[str, str] | None = None) -> None:
         base = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
         self.proc = subprocess.Popen(
-            serve_argv([root]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env={**base, "LANG": "C.UTF-8", **(env or {})},
+            serve_argv([root]),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**base, "LANG": "C.UTF-8", **(env or {})},
         )
 
     def send(self, line: str | bytes) -> None:
@@ -211,8 +223,11 @@ class RawServer:
             raise
 
     def initialize(self) -> dict[str, Any]:
-        self.request(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                       "clientInfo": {"name": "raw-test", "version": "0"}})
+        self.request(
+            1,
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}},
+        )
         reply = json.loads(self.read_line())
         self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         return reply

@@ -19,7 +19,9 @@ from tests.integration.harness import Connect
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 PAGE_LIMIT = 16 * 1024
-DESCRIPTION = "Use when the task needs a long description. " * 22  # about 1,000 characters, the Agent Skills specification's cap
+DESCRIPTION = (
+    "Use when the task needs a long description. " * 22
+)  # about 1,000 characters, the Agent Skills specification's cap
 
 
 def _cost(result: Any) -> int:
@@ -31,15 +33,17 @@ def _tree(root: Path, skills: int, body: str = "# Steps\n\nDo it.\n") -> Path:
     for i in range(skills):
         skill = root / f"skill-{i:03d}"
         (skill / "references").mkdir(parents=True)
-        (skill / "SKILL.md").write_text(f"---\nname: skill-{i:03d}\ndescription: {DESCRIPTION.strip()}\n---\n{body}",
-                                        encoding="utf-8")
-        (skill / "references" / "guide.md").write_text("A line of the guide, with \"quotes\".\n" * 320,
-                                                      encoding="utf-8")  # 11.8 KB
+        (skill / "SKILL.md").write_text(
+            f"---\nname: skill-{i:03d}\ndescription: {DESCRIPTION.strip()}\n---\n{body}", encoding="utf-8"
+        )
+        (skill / "references" / "guide.md").write_text(
+            'A line of the guide, with "quotes".\n' * 320, encoding="utf-8"
+        )  # 11.8 KB
     return root
 
 
 async def test_a_file_costs_its_size_once_not_twice(connect: Connect, tmp_path: Path) -> None:
-    root = _tree(tmp_path / "skills", 1, body="# Steps\n\n" + "Step with \"quotes\" and a \\ path.\n" * 360)
+    root = _tree(tmp_path / "skills", 1, body="# Steps\n\n" + 'Step with "quotes" and a \\ path.\n' * 360)
     guide = (root / "skill-000" / "references" / "guide.md").stat().st_size
     skill_md = (root / "skill-000" / "SKILL.md").stat().st_size
     assert guide > 11_000 and skill_md > 11_000
@@ -55,7 +59,8 @@ async def test_a_file_costs_its_size_once_not_twice(connect: Connect, tmp_path: 
 
 
 async def test_a_default_skill_list_page_stays_under_16_kb_and_the_pages_cover_every_skill(
-        connect: Connect, tmp_path: Path) -> None:
+    connect: Connect, tmp_path: Path
+) -> None:
     root = _tree(tmp_path / "skills", 60)
     async with connect(root, "legacy") as client:
         first = await client.call_tool("skill_list", {})

@@ -41,8 +41,9 @@ async def _listing(root: Path, env: dict[str, str]) -> dict[str, Any]:
 def _settle_clock(root: Path) -> None:
     """Wait (bounded) until every file under ``root`` is older than the cache's racy margin, so
     the servers may write what they read: otherwise this test would only see cold starts."""
-    newest = max(os.lstat(os.path.join(d, n)).st_ctime_ns for d, dirs, files in os.walk(root)
-                 for n in [*dirs, *files, "."])
+    newest = max(
+        os.lstat(os.path.join(d, n)).st_ctime_ns for d, dirs, files in os.walk(root) for n in [*dirs, *files, "."]
+    )
     margin = COARSE_MARGIN_NS if newest % 1_000_000_000 == 0 else RACY_MARGIN_NS
     deadline = time.monotonic() + 5
     while time.time_ns() <= newest + 2 * margin and time.monotonic() < deadline:

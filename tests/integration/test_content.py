@@ -11,7 +11,10 @@ from mcp.shared.exceptions import MCPError
 from tests.helpers import blob_of, text_of
 from tests.integration.harness import ALPHA_FILES, PNG, Connect, Wire, directory_read, sha256, skills_get, skills_list
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio]  # slow: four shared servers (two transports, two eras) and one per case beside them
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.anyio,
+]  # slow: four shared servers (two transports, two eras) and one per case beside them
 
 INVALID_PARAMS = -32602
 ERA_FIELDS = ("resultType", "ttlMs", "cacheScope")
@@ -158,7 +161,8 @@ async def test_directory_read_takes_a_trailing_slash_as_the_same_directory(wire:
             assert slashed["resources"], canonical
         # The children keep their canonical URIs (no slash), and a file is still not a directory.
         assert {r["uri"] for r in (await directory_read(client, "skill://alpha/scripts/"))["resources"]} == {
-            "skill://alpha/scripts/hello.py"}
+            "skill://alpha/scripts/hello.py"
+        }
         for uri in ("skill://alpha/SKILL.md/", "skill://alpha/scripts//", "skill://alpha/nope/", "skill://nope/"):
             with pytest.raises(MCPError) as err:
                 await directory_read(client, uri)

@@ -25,9 +25,7 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-async def test_skill_list_names_a_root_whose_skills_sit_in_hidden_folders(
-    tmp_path: Path, era: str
-) -> None:
+async def test_skill_list_names_a_root_whose_skills_sit_in_hidden_folders(tmp_path: Path, era: str) -> None:
     root = tmp_path / "collection"
     _write(root / "skills" / ".curated" / "alpha" / "SKILL.md", SKILL)
     _write(root / "README.md", "# A collection\n")

@@ -71,12 +71,16 @@ def _narrowing_warnings(root: Path, value: str, caplog: pytest.LogCaptureFixture
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="skill_mcp"):
         build_server(load_settings([str(root)], {"MCP_ENABLED_TOOLS": value}))
-    return [json.dumps({"msg": r.getMessage(), "tool": getattr(r, "tool", None)}) for r in caplog.records
-            if "MCP_ENABLED_TOOLS" in r.getMessage()]
+    return [
+        json.dumps({"msg": r.getMessage(), "tool": getattr(r, "tool", None)})
+        for r in caplog.records
+        if "MCP_ENABLED_TOOLS" in r.getMessage()
+    ]
 
 
-@pytest.mark.parametrize(("value", "said"), [("", "is set but empty"), (" , ", "is set but empty"),
-                                              ("skill-list,skil_load", "skil_load")])
+@pytest.mark.parametrize(
+    ("value", "said"), [("", "is set but empty"), (" , ", "is set but empty"), ("skill-list,skil_load", "skil_load")]
+)
 async def test_a_narrowing_that_leaves_no_tool_says_so_once_on_stderr_and_in_the_instructions(
     skills_root: Path, era: str, value: str, said: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -88,8 +92,9 @@ async def test_a_narrowing_that_leaves_no_tool_says_so_once_on_stderr_and_in_the
     assert said in warning and "skill_list" in warning  # names what it could be
 
 
-def test_a_narrowing_that_keeps_a_tool_gives_no_nothing_offered_warning(skills_root: Path,
-                                                                         caplog: pytest.LogCaptureFixture) -> None:
+def test_a_narrowing_that_keeps_a_tool_gives_no_nothing_offered_warning(
+    skills_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     assert _narrowing_warnings(skills_root, "skill_list", caplog) == []
     (unknown,) = _narrowing_warnings(skills_root, "skill_list,skil_load", caplog)  # the per-name warning stays
     assert "offers no tools" not in unknown and "skil_load" in unknown

@@ -32,7 +32,8 @@ def nested_packs(root: Path) -> Path:
     tree(root / "team-a" / "writing")
     (root / "team-a" / "writing" / "broken").rename(root / "team-a" / "writing" / "delta")
     (root / "team-a" / "writing" / "delta" / "SKILL.md").write_text(
-        "---\nname: delta\ndescription: Delta checks. Use when checking.\n---\nDelta.\n", encoding="utf-8")
+        "---\nname: delta\ndescription: Delta checks. Use when checking.\n---\nDelta.\n", encoding="utf-8"
+    )
     _lock(root / "team-a" / "writing")
     shutil.copytree(REPO / "tests" / "fixtures" / "realworld" / "skills" / "pdf", root / "plain" / "pdf")
     top = root / "top-pack"
@@ -136,7 +137,8 @@ def test_a_build_output_copy_of_a_pack_is_not_served_beside_its_original(tmp_pat
 def test_a_group_without_a_pack_below_is_still_reported(tmp_path: Path) -> None:
     (tmp_path / "root" / "group" / "deeper" / "skill").mkdir(parents=True)
     (tmp_path / "root" / "group" / "deeper" / "skill" / "SKILL.md").write_text(
-        "---\nname: skill\ndescription: x\n---\n", encoding="utf-8")
+        "---\nname: skill\ndescription: x\n---\n", encoding="utf-8"
+    )
     index = _cli("index", "--json", "--skills-dir", str(tmp_path / "root"))
     assert index["skills"] == []
     assert [(Path(p["path"]).name, p["reason"]) for p in index["problems"]] == [("group", "no-skill-md")]

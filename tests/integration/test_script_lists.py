@@ -77,9 +77,14 @@ async def test_an_interpreter_outside_the_closed_set_is_an_error_level_problem_t
 
 
 def test_validate_reports_the_same_problem_and_fails_without_strict(root: Path) -> None:
-    done = subprocess.run([SKILL_MCP, "validate", "--json", str(root)],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "SKILL_MCP_LOG": "warning"})
+    done = subprocess.run(
+        [SKILL_MCP, "validate", "--json", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "SKILL_MCP_LOG": "warning"},
+    )
     assert done.returncode == 1, done.stdout
     (problem,) = json.loads(done.stdout)["problems"]
     assert (problem["reason"], problem["level"]) == ("interpreter-unavailable", "error")
@@ -88,7 +93,12 @@ def test_validate_reports_the_same_problem_and_fails_without_strict(root: Path) 
 
 def test_validate_of_a_skill_whose_interpreters_are_all_in_the_set_passes(root: Path) -> None:
     (root / "tools" / "SKILL.md").write_text(SKILL.replace("interpreter: ruby", "interpreter: bash"))
-    done = subprocess.run([SKILL_MCP, "validate", "--json", str(root)],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "SKILL_MCP_LOG": "warning"})
+    done = subprocess.run(
+        [SKILL_MCP, "validate", "--json", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "SKILL_MCP_LOG": "warning"},
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["problems"] == []

@@ -54,7 +54,9 @@ async def test_without_the_switch_the_seed_tools_are_not_offered() -> None:
 
 
 async def test_an_unknown_profile_offers_nothing_extra() -> None:
-    async with in_process(BUNDLED_ROOT, "legacy", env={"SKILL_MCP_COMPAT": "nope", "SKILL_MCP_LOG": "warning"}) as client:
+    async with in_process(
+        BUNDLED_ROOT, "legacy", env={"SKILL_MCP_COMPAT": "nope", "SKILL_MCP_LOG": "warning"}
+    ) as client:
         assert not SEED_TOOLS & {t.name for t in (await client.list_tools()).tools}
 
 
@@ -69,10 +71,30 @@ def _check_refusal(error: dict[str, object]) -> None:
 
 @pytest.mark.slow  # the server subprocess: what the transport answers
 def test_the_seeds_literal_initialize_is_told_what_is_missing_over_stdio() -> None:
-    lines = [json.dumps(SEED_INITIALIZE), json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
-        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "seed", "version": "1"}}})]
-    done = subprocess.run(serve_argv(), input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, timeout=60, check=False, env={"SKILL_MCP_LOG": "warning"})
+    lines = [
+        json.dumps(SEED_INITIALIZE),
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-03-26",
+                    "capabilities": {},
+                    "clientInfo": {"name": "seed", "version": "1"},
+                },
+            }
+        ),
+    ]
+    done = subprocess.run(
+        serve_argv(),
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"SKILL_MCP_LOG": "warning"},
+    )
     answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
     _check_refusal(answers[1]["error"])
     assert answers[2]["result"]["serverInfo"]["name"]  # the completed handshake still works
@@ -81,9 +103,13 @@ def test_the_seeds_literal_initialize_is_told_what_is_missing_over_stdio() -> No
 @pytest.mark.slow  # the server subprocess: what the transport answers
 def test_the_seeds_literal_initialize_is_told_what_is_missing_over_http(tmp_path: Path) -> None:
     with running_http_server([BUNDLED_ROOT], no_auth=True) as server:
-        response = httpx2.post(server.url, json=SEED_INITIALIZE, timeout=30,
-                               headers={"Accept": "application/json, text/event-stream"})
+        response = httpx2.post(
+            server.url, json=SEED_INITIALIZE, timeout=30, headers={"Accept": "application/json, text/event-stream"}
+        )
     body = response.text
-    payload = json.loads(body) if body.lstrip().startswith("{") else json.loads(
-        next(line[5:] for line in body.splitlines() if line.startswith("data:")))
+    payload = (
+        json.loads(body)
+        if body.lstrip().startswith("{")
+        else json.loads(next(line[5:] for line in body.splitlines() if line.startswith("data:")))
+    )
     _check_refusal(payload["error"])

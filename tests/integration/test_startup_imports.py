@@ -73,10 +73,21 @@ class Server:
     """``skill-mcp serve`` on pipes, with the modules it imported between two markers."""
 
     def __init__(self, root: Path, extra_env: dict[str, str] | None = None) -> None:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "SKILL_MCP_LOG": "warning",
-               "PYTHONPROFILEIMPORTTIME": "1", "MCP_CONFIRM_ELICITATION": "off", **(extra_env or {})}
-        self.proc = subprocess.Popen([SKILL_MCP, "serve", "--skills-dir", str(root)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": "/tmp",
+            "SKILL_MCP_LOG": "warning",
+            "PYTHONPROFILEIMPORTTIME": "1",
+            "MCP_CONFIRM_ELICITATION": "off",
+            **(extra_env or {}),
+        }
+        self.proc = subprocess.Popen(
+            [SKILL_MCP, "serve", "--skills-dir", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         self._next_id = 0
         self._out = b""
         self._err = b""
@@ -153,8 +164,10 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 def _handshake(server: Server) -> set[str]:
-    init = server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                         "clientInfo": {"name": "imports", "version": "0"}})
+    init = server.request(
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "imports", "version": "0"}},
+    )
     assert init["result"]["serverInfo"]["name"] == "skill-mcp"
     server.notify("notifications/initialized")
     tools = server.request("tools/list")
@@ -181,8 +194,13 @@ def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(serve
     listed = server.request("tools/call", {"name": "skill_list", "arguments": {}})
     assert listed["result"]["structuredContent"]["total"] >= 1
     seen |= server.imported_so_far()
-    scanned = ("yaml", "skill_mcp.models", "skill_mcp.catalog.files", "skill_mcp.runner.core",
-               "skill_mcp.runner.interpreters")
+    scanned = (
+        "yaml",
+        "skill_mcp.models",
+        "skill_mcp.catalog.files",
+        "skill_mcp.runner.core",
+        "skill_mcp.runner.interpreters",
+    )
     assert _loaded(seen, scanned) == list(scanned)
     assert _loaded(seen, ("skill_mcp.search",)) == []
     found = server.request("tools/call", {"name": "skill_search", "arguments": {"query": "reports"}})
@@ -194,9 +212,14 @@ def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(serve
 def test_configured_telemetry_is_imported_before_the_first_answer(tmp_path: Path) -> None:
     # The positive control of the telemetry entries: with an OTLP endpoint set (a closed loopback
     # port: nothing is sent before the batch delay), the same pin sees the SDK at the handshake.
-    running = Server(build_tree(tmp_path / "skills"), {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
-                                                       "OTEL_METRICS_EXPORTER": "none",
-                                                       "OTEL_EXPORTER_OTLP_TIMEOUT": "500"})
+    running = Server(
+        build_tree(tmp_path / "skills"),
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "500",
+        },
+    )
     try:
         seen = _handshake(running)
     finally:
@@ -232,8 +255,10 @@ def test_the_handshake_is_answered_while_the_sdk_cannot_be_imported(tmp_path: Pa
     env, mark = _unimportable_sdk(tmp_path)
     running = Server(build_tree(tmp_path / "skills"), env)
     try:
-        init = running.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                              "clientInfo": {"name": "imports", "version": "0"}})
+        init = running.request(
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "imports", "version": "0"}},
+        )
         assert init["result"]["serverInfo"]["name"] == "skill-mcp"
         running.notify("notifications/initialized")
         tools = running.request("tools/list")

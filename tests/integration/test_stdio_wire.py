@@ -139,8 +139,9 @@ def test_a_line_over_16_mib_is_dropped_and_answered_and_serving_goes_on(skills_r
 
 
 @pytest.mark.parametrize("stdout_kind", ["pipe", "file", "socket"])
-def test_every_request_read_before_end_of_input_is_answered(skills_root: Path, tmp_path: Path,
-                                                            stdout_kind: str) -> None:
+def test_every_request_read_before_end_of_input_is_answered(
+    skills_root: Path, tmp_path: Path, stdout_kind: str
+) -> None:
     """Whatever stdout is (a pipe, a regular file, a socket as inetd would give), every answer lands whole."""
     lines = [
         {
@@ -175,19 +176,32 @@ def test_every_request_read_before_end_of_input_is_answered(skills_root: Path, t
     command = serve_argv([skills_root])
     with requests.open("rb") as stdin:
         if stdout_kind == "pipe":
-            done = subprocess.run(command, stdin=stdin, capture_output=True, env={**env, "LANG": "C.UTF-8"},
-                                  timeout=60, check=False)
+            done = subprocess.run(
+                command, stdin=stdin, capture_output=True, env={**env, "LANG": "C.UTF-8"}, timeout=60, check=False
+            )
             returncode, out = done.returncode, done.stdout
         elif stdout_kind == "file":
             with (tmp_path / "answers.jsonl").open("wb") as sink:
-                returncode = subprocess.run(command, stdin=stdin, stdout=sink, stderr=subprocess.DEVNULL,
-                                            env={**env, "LANG": "C.UTF-8"}, timeout=60, check=False).returncode
+                returncode = subprocess.run(
+                    command,
+                    stdin=stdin,
+                    stdout=sink,
+                    stderr=subprocess.DEVNULL,
+                    env={**env, "LANG": "C.UTF-8"},
+                    timeout=60,
+                    check=False,
+                ).returncode
             out = (tmp_path / "answers.jsonl").read_bytes()
         else:
             ours, peer = socket.socketpair()
             with ours, peer:
-                proc = subprocess.Popen(command, stdin=stdin, stdout=ours.fileno(), stderr=subprocess.DEVNULL,
-                                        env={**env, "LANG": "C.UTF-8"})
+                proc = subprocess.Popen(
+                    command,
+                    stdin=stdin,
+                    stdout=ours.fileno(),
+                    stderr=subprocess.DEVNULL,
+                    env={**env, "LANG": "C.UTF-8"},
+                )
                 ours.close()
                 chunks = []
                 peer.settimeout(60)

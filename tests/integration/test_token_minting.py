@@ -27,8 +27,12 @@ def _findings(tree: ast.AST) -> list[str]:
             found += [f"imports {TOKENS}" for a in node.names if a.name == "tokens"]
         elif isinstance(node, ast.Name) and node.id == "TokenBook":
             found.append("names TokenBook")
-        elif (isinstance(node, ast.Attribute) and node.attr == "mint" and isinstance(node.value, ast.Attribute)
-              and node.value.attr == "tokens"):
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "mint"
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "tokens"
+        ):
             found.append("calls .tokens.mint")
     return found
 

@@ -16,15 +16,19 @@ from skill_mcp_launcher.egress import allowed_hosts
 GRANTED = ("api.example.com", "files.example.org")
 
 
-@pytest.mark.parametrize(("granted", "requested", "allowed"), [
-    (GRANTED, None, GRANTED),                                   # the request names none: all granted
-    (GRANTED, ("files.example.org",), ("files.example.org",)),  # narrowed to what it names
-    (GRANTED, (), ()),                                          # narrowed to nothing
-    (("api.example.com", "10.0.0.1", "*.example.com"), None, ("api.example.com",)),  # not host names: dropped
-    ((), None, ()),
-])
-def test_the_hosts_a_run_may_reach(granted: tuple[str, ...], requested: tuple[str, ...] | None,
-                                   allowed: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("granted", "requested", "allowed"),
+    [
+        (GRANTED, None, GRANTED),  # the request names none: all granted
+        (GRANTED, ("files.example.org",), ("files.example.org",)),  # narrowed to what it names
+        (GRANTED, (), ()),  # narrowed to nothing
+        (("api.example.com", "10.0.0.1", "*.example.com"), None, ("api.example.com",)),  # not host names: dropped
+        ((), None, ()),
+    ],
+)
+def test_the_hosts_a_run_may_reach(
+    granted: tuple[str, ...], requested: tuple[str, ...] | None, allowed: tuple[str, ...]
+) -> None:
     assert allowed_hosts(granted, requested) == allowed
 
 

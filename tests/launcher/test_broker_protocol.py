@@ -20,12 +20,29 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.runner.spawn_broker import BrokerSpawner
 from skill_mcp.runner.types import RunPlan
 
-PLAN = RunPlan(skill="s", script="scripts/a.py", interpreter="python", interpreter_path="/usr/bin/python3.11",
-               argv=("/usr/bin/python3.11", "/skills/s/scripts/a.py", "--flag"), cwd="/skills/s",
-               env={"LANG": "C", "API_KEY": "secret"},
-               timeout_s=5, egress=("api.example",))
-RESULT = {"status": "ok", "exit_code": 0, "signal": None, "stdout": "hi\n", "stderr": "",
-          "truncated_stdout": False, "truncated_stderr": False, "dropped_bytes": 0, "duration_ms": 7, "notes": []}
+PLAN = RunPlan(
+    skill="s",
+    script="scripts/a.py",
+    interpreter="python",
+    interpreter_path="/usr/bin/python3.11",
+    argv=("/usr/bin/python3.11", "/skills/s/scripts/a.py", "--flag"),
+    cwd="/skills/s",
+    env={"LANG": "C", "API_KEY": "secret"},
+    timeout_s=5,
+    egress=("api.example",),
+)
+RESULT = {
+    "status": "ok",
+    "exit_code": 0,
+    "signal": None,
+    "stdout": "hi\n",
+    "stderr": "",
+    "truncated_stdout": False,
+    "truncated_stderr": False,
+    "dropped_bytes": 0,
+    "duration_ms": 7,
+    "notes": [],
+}
 
 
 def _peer(answer: Callable[[dict[str, Any]], dict[str, Any] | None]) -> tuple[BrokerSpawner, threading.Thread]:
@@ -46,6 +63,7 @@ def _peer(answer: Callable[[dict[str, Any]], dict[str, Any] | None]) -> tuple[Br
 
 def test_request_asks_by_name_and_result_comes_back() -> None:
     seen: list[dict[str, Any]] = []
+
     def answer(m: dict[str, Any]) -> dict[str, Any]:
         seen.append(m)
         return {"id": m["id"], "ok": True, "result": RESULT}
@@ -54,16 +72,28 @@ def test_request_asks_by_name_and_result_comes_back() -> None:
     result = anyio.run(spawner.run, PLAN)
     assert result.stdout == "hi\n" and result.status == "ok"
     # What to run and what the preview showed, by name; never argv, cwd, a path or a value.
-    assert seen[0]["run"] == {"skill": "s", "script": "scripts/a.py", "args": ["--flag"], "timeout_s": 5,
-                              "interpreter": "python", "env": ["API_KEY", "LANG"], "egress": ["api.example"]}
+    assert seen[0]["run"] == {
+        "skill": "s",
+        "script": "scripts/a.py",
+        "args": ["--flag"],
+        "timeout_s": 5,
+        "interpreter": "python",
+        "env": ["API_KEY", "LANG"],
+        "egress": ["api.example"],
+    }
     assert "secret" not in repr(seen[0])
     spawner.sock.close()
     thread.join(5)
 
 
-@pytest.mark.parametrize(("reason", "expected"), [("fence-unavailable", "fence-unavailable"),
-                                                  ("outside-skill", "outside-skill"),
-                                                  ("no-such-reason", "spawn-failed")])
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        ("fence-unavailable", "fence-unavailable"),
+        ("outside-skill", "outside-skill"),
+        ("no-such-reason", "spawn-failed"),
+    ],
+)
 def test_broker_refusal_keeps_its_reason(reason: str, expected: str) -> None:
     spawner, _ = _peer(lambda m: {"id": m["id"], "ok": False, "reason": reason, "detail": "no"})
     with pytest.raises(SkillMcpError) as info:

@@ -57,12 +57,14 @@ def _waits_for(flag: Path) -> Any:
         while not flag.exists():  # a removal that takes as long as the test says
             time.sleep(0.02)
         trees.empty_dir(scratch[0])
+
     return remove
 
 
 @pytest.mark.slow
 def test_the_next_run_waits_for_a_cleanup_still_running_and_never_kills_it(
-        nobody: procs.Account, flags: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nobody: procs.Account, flags: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(isolation, "remove_leftovers", _waits_for(flags / "go"))
     reaper = procs.Reaper()
     cleanup = procs.Cleanup(nobody)
@@ -82,8 +84,9 @@ def test_the_next_run_waits_for_a_cleanup_still_running_and_never_kills_it(
     assert not os.path.exists(scratch) and cleanup.report() == {"cleanup": "done"}
 
 
-def test_a_cleanup_that_fails_is_reported_and_retried(nobody: procs.Account, flags: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cleanup_that_fails_is_reported_and_retried(
+    nobody: procs.Account, flags: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tries = flags / "tries"
 
     def remove(uid: int, scratch: tuple[str, ...]) -> None:
@@ -103,8 +106,9 @@ def test_a_cleanup_that_fails_is_reported_and_retried(nobody: procs.Account, fla
     assert tries.read_text() == "xx" and not os.path.exists(scratch)
 
 
-def test_a_cleanup_child_that_dies_is_not_taken_for_done(nobody: procs.Account, flags: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cleanup_child_that_dies_is_not_taken_for_done(
+    nobody: procs.Account, flags: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def remove(uid: int, scratch: tuple[str, ...]) -> None:
         raise RecursionError("maximum recursion depth exceeded")  # what rmtree raised on a deep tree
 
@@ -116,15 +120,24 @@ def test_a_cleanup_child_that_dies_is_not_taken_for_done(nobody: procs.Account, 
 
 def _broker(cleanup: procs.Cleanup) -> broker_mod.Broker:
     users = procs.Users(cleanup.account, cleanup.account, cleanup.account)
-    return broker_mod.Broker(users=users, reaper=procs.Reaper(), roots=("/nonexistent-root",),
-                             interpreters={"python": sys.executable}, fence_ok=True, fence_detail="test",
-                             grants=policy.Grants("declaration"), environ={}, parse_user=cleanup.account,
-                             cleanup=cleanup)
+    return broker_mod.Broker(
+        users=users,
+        reaper=procs.Reaper(),
+        roots=("/nonexistent-root",),
+        interpreters={"python": sys.executable},
+        fence_ok=True,
+        fence_detail="test",
+        grants=policy.Grants("declaration"),
+        environ={},
+        parse_user=cleanup.account,
+        cleanup=cleanup,
+    )
 
 
 @pytest.mark.slow
 def test_script_cannot_start_beside_an_unfinished_cleanup_it_is_refused_by_name(
-        nobody: procs.Account, flags: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nobody: procs.Account, flags: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(isolation, "remove_leftovers", _waits_for(flags / "go"))
     monkeypatch.setattr(broker_mod, "CLEANUP_WAIT_S", 0.2)
     cleanup = procs.Cleanup(nobody)
@@ -133,7 +146,9 @@ def test_script_cannot_start_beside_an_unfinished_cleanup_it_is_refused_by_name(
     with pytest.raises(SkillMcpError) as refused:
         broker._ensure_clean()
     assert refused.value.reason is Refusal.CLEANUP_PENDING
-    assert refused.value.data["sweep"]["cleanup"] == "running" and refused.value.data["sweep"]["scratchRemoved"] is False
+    assert (
+        refused.value.data["sweep"]["cleanup"] == "running" and refused.value.data["sweep"]["scratchRemoved"] is False
+    )
     assert broker.hello()["cleanup"] == "running"
     (flags / "go").touch()
     monkeypatch.setattr(broker_mod, "CLEANUP_WAIT_S", 10)

@@ -18,13 +18,21 @@ from skill_mcp.declwire import DeclaredScript, DeclaredSkill
 
 names = st.text(st.sampled_from("abcxyz-_"), min_size=1, max_size=12)
 variables = st.from_regex(r"[A-Z_][A-Z0-9_]{0,10}", fullmatch=True)
-script = st.builds(DeclaredScript, st.from_regex(r"scripts/[a-z]{1,8}\.(py|js|sh)", fullmatch=True),
-                   st.sampled_from(("python", "node", "bash")),
-                   st.lists(variables, unique=True, max_size=4).map(tuple), st.integers(1, 24 * 3600))
-skill = st.builds(DeclaredSkill, names, names.map(lambda n: f"/skills/{n}"),
-                  st.tuples(*[st.integers(0, 2**62)] * 5),
-                  st.lists(st.sampled_from(("api.example", "b.example")), unique=True).map(tuple),
-                  st.lists(script, max_size=3, unique_by=lambda d: d.script).map(tuple))
+script = st.builds(
+    DeclaredScript,
+    st.from_regex(r"scripts/[a-z]{1,8}\.(py|js|sh)", fullmatch=True),
+    st.sampled_from(("python", "node", "bash")),
+    st.lists(variables, unique=True, max_size=4).map(tuple),
+    st.integers(1, 24 * 3600),
+)
+skill = st.builds(
+    DeclaredSkill,
+    names,
+    names.map(lambda n: f"/skills/{n}"),
+    st.tuples(*[st.integers(0, 2**62)] * 5),
+    st.lists(st.sampled_from(("api.example", "b.example")), unique=True).map(tuple),
+    st.lists(script, max_size=3, unique_by=lambda d: d.script).map(tuple),
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -52,11 +60,21 @@ def test_the_helper_program_writes_the_document(tmp_path: Path) -> None:
     (tmp_path / "w" / "f.py").write_text("print(1)\n")
     (tmp_path / "w" / "SKILL.md").write_text(
         "---\nname: w\ndescription: a test skill\nmcp-host:\n  version: 1\n  run:\n    - script: f.py\n      interpreter: python\n"
-        "      env: [W_KEY]\n      timeout: 20\n  egress: [api.example]\n---\nBody.\n")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SKILLS_DIR": str(tmp_path), "SKILL_MCP_LOG": "error",
-           "SKILL_MCP_CACHE": "off"}
-    out = subprocess.run([sys.executable, "-I", "-m", "skill_mcp.runner.dump_declarations"], env=env,
-                         capture_output=True, check=True, timeout=60)
+        "      env: [W_KEY]\n      timeout: 20\n  egress: [api.example]\n---\nBody.\n"
+    )
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "SKILLS_DIR": str(tmp_path),
+        "SKILL_MCP_LOG": "error",
+        "SKILL_MCP_CACHE": "off",
+    }
+    out = subprocess.run(
+        [sys.executable, "-I", "-m", "skill_mcp.runner.dump_declarations"],
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
     found = declwire.decode(out.stdout)
     assert found.parsed_as == os.getuid()
     w = found.skills["w"]

@@ -26,15 +26,18 @@ def test_only_host_names_come_out_of_the_proxy_log_never_a_url() -> None:
 def test_lines_split_across_reads_are_joined() -> None:
     log = ProxyLog()
     for i in range(0, len(REFUSED), 7):
-        log.feed(REFUSED[i:i + 7])
+        log.feed(REFUSED[i : i + 7])
     assert log.refused == ["refused.example"]
 
 
-@pytest.mark.parametrize("line", [
-    b'Proxying refused on filtered domain "1.2.3.4"\n',          # an IP literal is no host name
-    b'Proxying refused on filtered domain "evil..name"\n',
-    b'Proxying refused on filtered domain "x" "y"\n' + b"z" * 10,
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'Proxying refused on filtered domain "1.2.3.4"\n',  # an IP literal is no host name
+        b'Proxying refused on filtered domain "evil..name"\n',
+        b'Proxying refused on filtered domain "x" "y"\n' + b"z" * 10,
+    ],
+)
 def test_a_name_that_is_no_host_name_is_dropped(line: bytes) -> None:
     log = ProxyLog()
     log.feed(line + REFUSED)
@@ -57,7 +60,12 @@ def test_hosts_are_kept_once_and_at_most_a_bounded_number() -> None:
 
 def test_netlink_replies_that_are_not_an_ack_or_a_log_message_count_nothing() -> None:
     assert packets(b"") == 0 and not acked(b"")
-    error = (20).to_bytes(4, sys.byteorder) + (2).to_bytes(2, sys.byteorder) + b"\0" * 10 + (-1).to_bytes(4, sys.byteorder, signed=True)
+    error = (
+        (20).to_bytes(4, sys.byteorder)
+        + (2).to_bytes(2, sys.byteorder)
+        + b"\0" * 10
+        + (-1).to_bytes(4, sys.byteorder, signed=True)
+    )
     assert not acked(error) and packets(error) == 0
 
 
@@ -87,11 +95,14 @@ print(first[0], second[0], refused[0])
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nft"),
-                    reason="needs root, util-linux unshare and nft")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nft"),
+    reason="needs root, util-linux unshare and nft",
+)
 def test_the_drop_log_bound_at_boot_still_counts_after_the_capability_drop() -> None:
-    done = subprocess.run(["unshare", "--net", sys.executable, "-c", CHILD], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     first, second, refused = done.stdout.split()
     assert int(first) >= 3 and second == "0"

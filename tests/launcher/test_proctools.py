@@ -10,8 +10,9 @@ from skill_mcp.proctools import killpg
 
 
 def _dumpable_after(code: str) -> str:
-    probe = ("import ctypes\n" + code + "\n"
-             "print(ctypes.CDLL(None, use_errno=True).prctl(3, 0, 0, 0, 0))\n")  # PR_GET_DUMPABLE
+    probe = (
+        "import ctypes\n" + code + "\nprint(ctypes.CDLL(None, use_errno=True).prctl(3, 0, 0, 0, 0))\n"
+    )  # PR_GET_DUMPABLE
     out = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True, timeout=60)
     return out.stdout.strip()
 

@@ -9,10 +9,27 @@ import pytest
 from skill_mcp_launcher.proxy import filter_lines, valid_host
 
 REFUSED = [
-    "", " allowed.test", "allowed.test.", ".allowed.test", "*.allowed.test", "allowed..test",
-    "192.168.0.1", "[::1]", "::1", "0x7f.1", "127.1", "1.2.3.4", "allowed_test.example", "localhost",
-    "a" * 64 + ".test", "allowed.test/path", "allowed.test:443", "-allowed.test", "allowed-.test",
-    "xn--allowed.test\n", "allowed.test\x00.evil",
+    "",
+    " allowed.test",
+    "allowed.test.",
+    ".allowed.test",
+    "*.allowed.test",
+    "allowed..test",
+    "192.168.0.1",
+    "[::1]",
+    "::1",
+    "0x7f.1",
+    "127.1",
+    "1.2.3.4",
+    "allowed_test.example",
+    "localhost",
+    "a" * 64 + ".test",
+    "allowed.test/path",
+    "allowed.test:443",
+    "-allowed.test",
+    "allowed-.test",
+    "xn--allowed.test\n",
+    "allowed.test\x00.evil",
 ]
 ACCEPTED = ["allowed.test", "api.weather.example", "Mixed.Case.Example", "xn--bcher-kva.example", "a-b.c0.example"]
 

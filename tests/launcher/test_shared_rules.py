@@ -44,8 +44,11 @@ def _sources(environ: dict[str, str]) -> dict[str, str]:
     }
 
 
-environs = st.dictionaries(st.sampled_from((*HOSTED_MARKERS, "MCP_SKILL_RUN", *OTHER)),
-                           st.sampled_from(("", "/x", "[]", "not json")), max_size=6)
+environs = st.dictionaries(
+    st.sampled_from((*HOSTED_MARKERS, "MCP_SKILL_RUN", *OTHER)),
+    st.sampled_from(("", "/x", "[]", "not json")),
+    max_size=6,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -57,11 +60,14 @@ def test_the_server_and_the_broker_name_the_same_grant_source(environ: dict[str,
     assert found["config"] in GRANT_SOURCES
 
 
-@pytest.mark.parametrize(("environ", "expected"), [
-    ({}, "declaration"),
-    ({"MCP_DATA_DIR": "/data"}, "hosted-default"),
-    ({"MCP_SKILLS_PATH": "/skills", "MCP_SKILL_RUN": "not json"}, "MCP_SKILL_RUN"),
-])
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, "declaration"),
+        ({"MCP_DATA_DIR": "/data"}, "hosted-default"),
+        ({"MCP_SKILLS_PATH": "/skills", "MCP_SKILL_RUN": "not json"}, "MCP_SKILL_RUN"),
+    ],
+)
 def test_each_grant_source_is_reached(environ: dict[str, str], expected: str) -> None:
     # Positive control: the property above compares three different answers, not one constant;
     # a runner-less server once said "none" where the others said "hosted-default".
@@ -89,10 +95,14 @@ def _without_proxy(env: dict[str, str]) -> dict[str, str]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(owner=st.dictionaries(st.sampled_from(OWNER_NAMES), st.sampled_from(("", "v", "/data")), max_size=8),
-       granted=st.lists(st.sampled_from(DECLARED), unique=True, max_size=5), narrowed=st.booleans())
+@given(
+    owner=st.dictionaries(st.sampled_from(OWNER_NAMES), st.sampled_from(("", "v", "/data")), max_size=8),
+    granted=st.lists(st.sampled_from(DECLARED), unique=True, max_size=5),
+    narrowed=st.booleans(),
+)
 def test_the_server_and_the_broker_build_the_same_script_environment(
-        skill_root: Path, owner: dict[str, str], granted: list[str], narrowed: bool) -> None:
+    skill_root: Path, owner: dict[str, str], granted: list[str], narrowed: bool
+) -> None:
     # The same owner environment and grant: the standalone spawner's environment (plan_env, then
     # spawn_env, with HOME the run's directory as in every confined run) and the broker's
     # (policy.decide, then broker_env) are equal but for the proxy the appliance adds, given the
@@ -108,8 +118,14 @@ def test_the_server_and_the_broker_build_the_same_script_environment(
     skill = DeclaredSkill(SKILL, directory, (0, 0, 0, 0, 0), (), (DeclaredScript(SCRIPT, "python", DECLARED, 30),))
     grants = Grants("MCP_SKILL_RUN", (GrantRow(SKILL, SCRIPT, tuple(granted)),))
     request = Request(SKILL, SCRIPT, (), env=tuple(sorted(plan)) if narrowed else None)
-    job = decide(request, skills={SKILL: skill}, grants=grants, interpreters={"python": "/usr/bin/python3"},
-                 roots=(str(skill_root),), environ=owner)
+    job = decide(
+        request,
+        skills={SKILL: skill},
+        grants=grants,
+        interpreters={"python": "/usr/bin/python3"},
+        roots=(str(skill_root),),
+        environ=owner,
+    )
     broker = broker_env(job.env, run_dir, 8888)
 
     assert _without_proxy(broker) == _without_proxy(server)
@@ -126,20 +142,26 @@ def test_the_script_environment_comparison_can_fail(skill_root: Path) -> None:
     assert server["WEATHER_KEY"] == "k" and "SECRET" not in server and server["LANG"] == "C.UTF-8"
     assert server["HOME"] == server["TMPDIR"] == "/run/skill-1"
     assert server["SKILL_OUTPUT_DIR"] == "/run/skill-1/out"
-    skill = DeclaredSkill(SKILL, str(skill_root / SKILL), (0, 0, 0, 0, 0), (),
-                          (DeclaredScript(SCRIPT, "python", ("WEATHER_KEY",), 30),))
-    job = decide(Request(SKILL, SCRIPT, ()), skills={SKILL: skill},
-                 grants=Grants("MCP_SKILL_RUN", (GrantRow(SKILL, SCRIPT, ()),)),
-                 interpreters={"python": "/usr/bin/python3"}, roots=(str(skill_root),), environ=owner)
+    skill = DeclaredSkill(
+        SKILL, str(skill_root / SKILL), (0, 0, 0, 0, 0), (), (DeclaredScript(SCRIPT, "python", ("WEATHER_KEY",), 30),)
+    )
+    job = decide(
+        Request(SKILL, SCRIPT, ()),
+        skills={SKILL: skill},
+        grants=Grants("MCP_SKILL_RUN", (GrantRow(SKILL, SCRIPT, ()),)),
+        interpreters={"python": "/usr/bin/python3"},
+        roots=(str(skill_root),),
+        environ=owner,
+    )
     broker = broker_env(job.env, "/run/skill-1", 8888)
     assert "WEATHER_KEY" not in broker  # granted by no row here
     assert _without_proxy(broker) != _without_proxy(server)
 
 
 def test_the_broker_owns_its_names_whatever_the_values_say() -> None:
-    env = broker_env({"PATH": "/evil", "HOME": "/", "HTTP_PROXY": "http://evil", "NO_PROXY": "*", "KEEP": "1"},
-                     "/s/run-1", 8888)
+    env = broker_env(
+        {"PATH": "/evil", "HOME": "/", "HTTP_PROXY": "http://evil", "NO_PROXY": "*", "KEEP": "1"}, "/s/run-1", 8888
+    )
     assert env["PATH"] == FIXED_PATH and env["HOME"] == env["TMPDIR"] == "/s/run-1"
     assert env["HTTP_PROXY"] == env["https_proxy"] == "http://127.0.0.1:8888"
     assert env["SKILL_OUTPUT_DIR"] == "/s/run-1/out" and env["KEEP"] == "1" and "NO_PROXY" not in env
-

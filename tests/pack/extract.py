@@ -48,7 +48,7 @@ def split_skill_md(text: str) -> tuple[dict[str, Any], str]:
     lines = text.splitlines(keepends=True)
     assert lines[0].rstrip() == "---"
     end = next(i for i in range(1, len(lines)) if lines[i].rstrip() == "---")
-    return yaml.safe_load("".join(lines[1:end])), "".join(lines[end + 1:])
+    return yaml.safe_load("".join(lines[1:end])), "".join(lines[end + 1 :])
 
 
 def code_blocks(body: str) -> Iterator[tuple[str, str]]:
@@ -64,7 +64,7 @@ def code_blocks(body: str) -> Iterator[tuple[str, str]]:
             yield lang, "\n".join(buf)
             lang = None
         elif lang is not None:
-            buf.append(line[len(indent):] if line.startswith(indent) else line)
+            buf.append(line[len(indent) :] if line.startswith(indent) else line)
 
 
 def prose(body: str) -> str:
@@ -98,7 +98,7 @@ def _commands_in_words(words: list[str]) -> Iterator[tuple[str, ...]]:
     """
     for i, word in enumerate(words):
         if _is_program(word) and (i == 0 or words[i - 1] == "--"):
-            yield tuple(words[i + 1:])
+            yield tuple(words[i + 1 :])
             return
         if word.startswith("skill-mcp "):
             yield tuple(shlex.split(word)[1:])
@@ -140,7 +140,7 @@ def config_commands(value: Any) -> Iterator[tuple[str, ...]]:
         if len(words) == len(value):
             for i, word in enumerate(words):
                 if _is_program(word):
-                    yield tuple(words[i + 1:])
+                    yield tuple(words[i + 1 :])
                     break
         for item in value:
             yield from config_commands(item)

@@ -34,8 +34,15 @@ def _probe_lines() -> list[str]:
 def _exchange(lines: list[str], timeout: float = 60) -> dict[Any, dict[str, Any]]:
     """Pipe ``lines`` in and close stdin, exactly as the skill says (`serve < probe.jsonl`):
     the server must answer everything it read before the end of input, then exit 0."""
-    done = subprocess.run([str(SERVER), "serve"], input="\n".join(lines) + "\n", capture_output=True, text=True,
-                          timeout=timeout, check=False, env={"SKILL_MCP_LOG": "warning", "LANG": "C.UTF-8"})
+    done = subprocess.run(
+        [str(SERVER), "serve"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={"SKILL_MCP_LOG": "warning", "LANG": "C.UTF-8"},
+    )
     assert done.returncode == 0, done.stderr[-1000:]
     answers = [json.loads(line) for line in done.stdout.splitlines()]  # every stdout line must be JSON
     return {msg.get("id"): msg for msg in answers}
@@ -61,8 +68,15 @@ RUNNABLE = {"tools", "index", "list", "search", "show", "call"}
 
 def _cli(argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "SKILL_MCP_LOG": "warning"}
-    return subprocess.run([str(SERVER), *argv], capture_output=True, text=True, timeout=120, check=False,
-                          stdin=subprocess.DEVNULL, env=env)
+    return subprocess.run(
+        [str(SERVER), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
 
 
 def _self_contained_commands() -> list[tuple[str, ...]]:
@@ -101,8 +115,9 @@ def test_list_phase_returns_exactly_the_skills_of_that_phase() -> None:
         done = _cli(("list", "--phase", phase, "--json"))
         assert done.returncode == 0, done.stderr
         listed = sorted(s["name"] for s in json.loads(done.stdout)["skills"])
-        expected = sorted(d.name for d in skill_dirs()
-                          if f"  phase: {phase}\n" in (d / "SKILL.md").read_text(encoding="utf-8"))
+        expected = sorted(
+            d.name for d in skill_dirs() if f"  phase: {phase}\n" in (d / "SKILL.md").read_text(encoding="utf-8")
+        )
         assert listed == expected and len(listed) >= 6
 
 
@@ -116,8 +131,9 @@ def test_the_python_client_examples_in_the_pack_run_against_the_real_server(skil
     code = blocks[0].replace('command="skill-mcp"', f"command={str(SERVER)!r}")
     code = code.replace(', "--skills-dir", "./skills"', "")  # serve the bundled pack
     assert str(SERVER) in code
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=False,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=False, stdin=subprocess.DEVNULL
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "skill_search" in done.stdout
 
@@ -125,10 +141,18 @@ def test_the_python_client_examples_in_the_pack_run_against_the_real_server(skil
 def test_narrowing_does_what_choose_tools_and_make_read_only_say() -> None:
     """`MCP_ENABLED_TOOLS` keeps only the named tools and stops advertising prompts,
     resources and the Skills extension (choose-tools-prompts-or-resources, make-server-read-only)."""
+
     def tools(extra: dict[str, str]) -> dict[str, Any]:
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "SKILL_MCP_LOG": "warning", **extra}
-        done = subprocess.run([str(SERVER), "tools", "--json"], capture_output=True, text=True, timeout=120,
-                              check=False, stdin=subprocess.DEVNULL, env=env)
+        done = subprocess.run(
+            [str(SERVER), "tools", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
@@ -140,15 +164,25 @@ def test_narrowing_does_what_choose_tools_and_make_read_only_say() -> None:
     assert read_only["prompts"] == 0 and read_only["resources"] == 0
 
 
-@pytest.mark.parametrize(("env", "grant_from"), [
-    ({"MCP_SKILL_RUN": "[]"}, "MCP_SKILL_RUN"),  # make-server-read-only, step 2
-    ({"MCP_DATA_DIR": "/tmp"}, "hosted-default"),  # grant-scripts-with-mcp-skill-run: the hosted default
-    ({}, "declaration"),  # standalone: the declaration stands (positive control)
-])
+@pytest.mark.parametrize(
+    ("env", "grant_from"),
+    [
+        ({"MCP_SKILL_RUN": "[]"}, "MCP_SKILL_RUN"),  # make-server-read-only, step 2
+        ({"MCP_DATA_DIR": "/tmp"}, "hosted-default"),  # grant-scripts-with-mcp-skill-run: the hosted default
+        ({}, "declaration"),  # standalone: the declaration stands (positive control)
+    ],
+)
 def test_grant_defaults_the_pack_describes(env: dict[str, str], grant_from: str) -> None:
     base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "SKILL_MCP_LOG": "warning"}
-    done = subprocess.run([str(SERVER), "call", "skill_list", "--args", '{"limit": 200}'], capture_output=True,
-                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL, env={**base, **env})
+    done = subprocess.run(
+        [str(SERVER), "call", "skill_list", "--args", '{"limit": 200}'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        env={**base, **env},
+    )
     assert done.returncode == 0, done.stderr
     listing = json.loads(done.stdout)
     states = {s["state"] for skill in listing["skills"] for s in skill["scripts"]}

@@ -12,14 +12,17 @@ from tests.pack.extract import PHASES, code_blocks, pack_text, parse_block, skil
 NAME = re.compile(r"^(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$")
 STEP = re.compile(r"^\d+\. ", re.MULTILINE)
 # Shapes of real credentials. Assembled from parts so this file does not match itself.
-CREDENTIALS = [re.compile(p) for p in (
-    "-----BEGIN [A-Z ]*PRIV" "ATE KEY-----",
-    "AKI" "A[0-9A-Z]{16}",
-    "gh[pousr]_" "[A-Za-z0-9]{36,}",
-    "xox[abprs]-" "[A-Za-z0-9-]{10,}",
-    "sk-" "[A-Za-z0-9_-]{32,}",
-    r"(?i)(?:api[_-]?key|secret|token|passw(?:or)?d)\s*[:=]\s*['\"][A-Za-z0-9/+_-]{16,}['\"]",
-)]
+CREDENTIALS = [
+    re.compile(p)
+    for p in (
+        "-----BEGIN [A-Z ]*PRIVATE KEY-----",
+        "AKIA[0-9A-Z]{16}",
+        "gh[pousr]_[A-Za-z0-9]{36,}",
+        "xox[abprs]-[A-Za-z0-9-]{10,}",
+        "sk-[A-Za-z0-9_-]{32,}",
+        r"(?i)(?:api[_-]?key|secret|token|passw(?:or)?d)\s*[:=]\s*['\"][A-Za-z0-9/+_-]{16,}['\"]",
+    )
+]
 
 
 def _skills() -> list[tuple[str, dict, str]]:
@@ -93,8 +96,11 @@ def test_the_server_with_no_skills_directory_serves_the_whole_pack_with_no_probl
     catalog = build_catalog(settings)
     assert [p.to_dict() for p in catalog.problems] == []
     assert sorted(catalog.skills) == [d.name for d in skill_dirs()]
-    declared = {name: [r.interpreter for r in s.declaration.run] for name, s in catalog.skills.items()
-                if s.declaration and s.declaration.run}
+    declared = {
+        name: [r.interpreter for r in s.declaration.run]
+        for name, s in catalog.skills.items()
+        if s.declaration and s.declaration.run
+    }
     assert sorted(i for v in declared.values() for i in v) == ["node", "python", "python", "python"], declared
     assert all(not s.missing_scripts for s in catalog.skills.values())
 

@@ -129,8 +129,11 @@ def _serve_options() -> set[str]:
     return {o for action in sub.choices["serve"]._actions for o in action.option_strings}  # type: ignore[index]  # choices of a sub-parsers action: a dict
 
 
-@pytest.mark.xfail("--allowed-host" not in _serve_options(), strict=True,
-                   reason="the pack's skills name `serve --allowed-host`, which the CLI does not have yet")
+@pytest.mark.xfail(
+    "--allowed-host" not in _serve_options(),
+    strict=True,
+    reason="the pack's skills name `serve --allowed-host`, which the CLI does not have yet",
+)
 def test_every_skill_mcp_command_line_in_the_pack_parses_with_the_real_cli() -> None:
     bad = [(c.skill, " ".join(c.argv), why) for c in _all_commands() if (why := _parse(c.argv))]
     assert not bad, "\n".join(f"{s}: skill-mcp {a}  ->  {w}" for s, a, w in bad)
@@ -189,8 +192,9 @@ def test_cross_references_name_skills_that_exist() -> None:
     for d in skill_dirs():
         _, body = split_skill_md((d / "SKILL.md").read_text(encoding="utf-8"))
         for ref in pattern.findall(body):
-            if re.search(r"\bsee `" + re.escape(ref) + "`|skill `" + re.escape(ref) + "`|`" + re.escape(ref)
-                         + r"` skill", body):
+            if re.search(
+                r"\bsee `" + re.escape(ref) + "`|skill `" + re.escape(ref) + "`|`" + re.escape(ref) + r"` skill", body
+            ):
                 refs.add((d.name, ref))
     assert refs, "the pack should point readers at related skills"
     assert sorted((s, r) for s, r in refs if r not in names) == []

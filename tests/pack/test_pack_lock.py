@@ -23,8 +23,9 @@ IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=120, check=False,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [str(CLI), *args], capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL
+    )
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -32,8 +33,11 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def _files(skill_dir: Path) -> dict[str, str]:
-    return {p.relative_to(skill_dir).as_posix(): "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(skill_dir.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        p.relative_to(skill_dir).as_posix(): "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(skill_dir.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def test_pack_json_pins_every_file_of_every_skill_with_its_phase_and_tags() -> None:
@@ -72,8 +76,9 @@ def test_pack_lock_check_fails_on_an_edited_copy(tmp_path: Path) -> None:  # neg
     assert done.returncode == 1, done.stdout + done.stderr
 
 
-@pytest.mark.xfail(importlib.util.find_spec("skill_mcp.cli.validate_cmd") is None, strict=True,
-                   reason="needs `skill-mcp validate`")
+@pytest.mark.xfail(
+    importlib.util.find_spec("skill_mcp.cli.validate_cmd") is None, strict=True, reason="needs `skill-mcp validate`"
+)
 def test_validate_strict_passes_on_the_bundled_pack() -> None:
     done = _cli("validate", "--strict", str(BUNDLED_ROOT), "--json")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -48,13 +48,26 @@ for line in sys.stdin:
 
 def fenced_env(tmp: Path) -> dict[str, str]:
     """What the fence hands a script with nothing declared: the fixed allowlist only."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp), "LANG": "C.UTF-8", "TZ": "UTC",
-            "TMPDIR": str(tmp)}
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp),
+        "LANG": "C.UTF-8",
+        "TZ": "UTC",
+        "TMPDIR": str(tmp),
+    }
 
 
 def run_direct(skill: str, argv: list[str], tmp: Path, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=BUNDLED_ROOT / skill, env=fenced_env(tmp), stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        argv,
+        cwd=BUNDLED_ROOT / skill,
+        env=fenced_env(tmp),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def python() -> str:
@@ -63,10 +76,10 @@ def python() -> str:
 
 # --- check-stdout-purity (python) ---------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_stdout_check_passes_the_real_skill_mcp_server(tmp_path: Path) -> None:
-    out = run_direct("check-stdout-purity", [python(), "scripts/check_stdout.py", "--", str(SERVER), "serve"],
-                     tmp_path)
+    out = run_direct("check-stdout-purity", [python(), "scripts/check_stdout.py", "--", str(SERVER), "serve"], tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     for check in ("stdout-lines", "initialize", "parse-error", "still-serving"):
@@ -75,20 +88,25 @@ def test_stdout_check_passes_the_real_skill_mcp_server(tmp_path: Path) -> None:
 
 
 def test_stdout_check_fails_a_server_that_prints_debug_lines(tmp_path: Path) -> None:
-    out = run_direct("check-stdout-purity",
-                     [python(), "scripts/check_stdout.py", "--", python(), "-c", FAKE_SERVER, "noisy"], tmp_path)
+    out = run_direct(
+        "check-stdout-purity",
+        [python(), "scripts/check_stdout.py", "--", python(), "-c", FAKE_SERVER, "noisy"],
+        tmp_path,
+    )
     assert out.returncode == 1, out.stdout + out.stderr
     assert "stray stdout: 'debug: handling tools/list'" in out.stdout
     assert out.stdout.splitlines()[-1] == "FAIL"
 
 
 def test_stdout_check_reports_a_command_it_cannot_start(tmp_path: Path) -> None:
-    out = run_direct("check-stdout-purity", [python(), "scripts/check_stdout.py", "--", str(tmp_path / "absent")],
-                     tmp_path)
+    out = run_direct(
+        "check-stdout-purity", [python(), "scripts/check_stdout.py", "--", str(tmp_path / "absent")], tmp_path
+    )
     assert out.returncode == 2
 
 
 # --- print-client-config (node) ------------------------------------------------------------
+
 
 def _parse_snippet(fmt: str, text: str) -> Any:
     if fmt == "json":
@@ -104,8 +122,19 @@ def _parse_snippet(fmt: str, text: str) -> Any:
 @pytest.mark.skipif("node" not in INTERPRETERS.paths, reason="node is not installed on this machine")
 def test_client_config_script_prints_a_parseable_snippet_for_every_client(tmp_path: Path) -> None:
     command = "/opt/tools/bin/skill-mcp"
-    out = run_direct("print-client-config", [INTERPRETERS.path_for("node"), "scripts/print_config.js", "--json",
-                                             "--command", command, "--skills-dir", "/srv/skills"], tmp_path)
+    out = run_direct(
+        "print-client-config",
+        [
+            INTERPRETERS.path_for("node"),
+            "scripts/print_config.js",
+            "--json",
+            "--command",
+            command,
+            "--skills-dir",
+            "/srv/skills",
+        ],
+        tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["command"] == command and report["args"] == ["serve", "--skills-dir", "/srv/skills"]
@@ -123,8 +152,11 @@ def test_client_config_script_prints_a_parseable_snippet_for_every_client(tmp_pa
 
 @pytest.mark.skipif("node" not in INTERPRETERS.paths, reason="node is not installed on this machine")
 def test_client_config_script_refuses_an_unknown_client(tmp_path: Path) -> None:
-    out = run_direct("print-client-config", [INTERPRETERS.path_for("node"), "scripts/print_config.js",
-                                             "--client", "no-such-client"], tmp_path)
+    out = run_direct(
+        "print-client-config",
+        [INTERPRETERS.path_for("node"), "scripts/print_config.js", "--client", "no-such-client"],
+        tmp_path,
+    )
     assert out.returncode == 2 and "unknown client" in out.stderr
 
 
@@ -152,18 +184,25 @@ def _broken_tree(root: Path) -> Path:
     _write(root / "no-front" / "SKILL.md", "# just markdown\n")
     _write(root / "no-desc" / "SKILL.md", "---\nname: no-desc\n---\n1. Do.\n")
     _write(root / "vague" / "SKILL.md", "---\nname: vague\ndescription: |\n  Short.\n---\nProse only, no steps.\n")
-    _write(root / "scripted" / "SKILL.md", f"---\nname: scripted\ndescription: {ok}\nmcp-host:\n"
-           "  version: 1\n  run:\n    - script: scripts/gone.py\n      interpreter: python\n"
-           "    - script: scripts/tool.rb\n      interpreter: ruby\n---\n1. Run.\n")
+    _write(
+        root / "scripted" / "SKILL.md",
+        f"---\nname: scripted\ndescription: {ok}\nmcp-host:\n"
+        "  version: 1\n  run:\n    - script: scripts/gone.py\n      interpreter: python\n"
+        "    - script: scripts/tool.rb\n      interpreter: ruby\n---\n1. Run.\n",
+    )
     _write(root / "scripted" / "scripts" / "tool.rb", "puts 1\n")
     _write(root / "leaky" / "SKILL.md", f"---\nname: leaky\ndescription: {ok}\n---\n1. Use the key.\n")
     _write(root / "leaky" / "notes.txt", "AKI" + "A" + "Z7" * 8 + "\n")  # assembled: no literal key here
-    _write(root / "long-body" / "SKILL.md", f"---\nname: long-body\ndescription: {ok}\n---\n"
-           + "".join(f"{i}. step\n" for i in range(1, 520)))
+    _write(
+        root / "long-body" / "SKILL.md",
+        f"---\nname: long-body\ndescription: {ok}\n---\n" + "".join(f"{i}. step\n" for i in range(1, 520)),
+    )
     # 1030 characters, 10 of them three bytes long: a count in bytes would say 1050.
     wide = (ok + " \u2014" * 10 + " x" * 600)[:1030]
-    _write(root / "wide" / "SKILL.md", f"---\nname: wide\ndescription: \"{wide}\"\n---\n1. Do.\n")
-    _write(root / "outward" / "SKILL.md", f"---\nname: outward\ndescription: {ok}\n---\n1. See [g](../good/SKILL.md).\n")
+    _write(root / "wide" / "SKILL.md", f'---\nname: wide\ndescription: "{wide}"\n---\n1. Do.\n')
+    _write(
+        root / "outward" / "SKILL.md", f"---\nname: outward\ndescription: {ok}\n---\n1. See [g](../good/SKILL.md).\n"
+    )
     _write(root / "skills" / "nested" / "SKILL.md", f"---\nname: nested\ndescription: {ok}\n---\n- do\n")
     (root / "empty-dir").mkdir()
     return root
@@ -185,14 +224,23 @@ def test_skills_check_reports_each_broken_skill_by_reason(tmp_path: Path) -> Non
     assert out.returncode == 1, out.stdout + out.stderr
     report = json.loads(out.stdout)
     assert _findings(report["problems"], root) == {
-        ("other-name", "name-mismatch"), ("Bad_Name", "invalid-name"), ("no-front", "frontmatter-parse"),
-        ("no-desc", "frontmatter-invalid"), ("vague", "floor-description-short"),
-        ("vague", "floor-description-when"), ("vague", "floor-no-steps"),
-        ("scripted", "declared-script-missing"), ("scripted", "interpreter-unavailable"),
-        ("leaky", "credential-like"), ("long-body", "floor-body-too-long"), ("empty-dir", "no-skill-md"),
-        ("wide", "spec-warning"), ("outward", "floor-reference-outside-skill"),
+        ("other-name", "name-mismatch"),
+        ("Bad_Name", "invalid-name"),
+        ("no-front", "frontmatter-parse"),
+        ("no-desc", "frontmatter-invalid"),
+        ("vague", "floor-description-short"),
+        ("vague", "floor-description-when"),
+        ("vague", "floor-no-steps"),
+        ("scripted", "declared-script-missing"),
+        ("scripted", "interpreter-unavailable"),
+        ("leaky", "credential-like"),
+        ("long-body", "floor-body-too-long"),
+        ("empty-dir", "no-skill-md"),
+        ("wide", "spec-warning"),
+        ("outward", "floor-reference-outside-skill"),
         # Served by the tools, left out of the Skills extension: a conforming host refuses both.
-        ("other-name", "extension-excluded"), ("wide", "extension-excluded"),
+        ("other-name", "extension-excluded"),
+        ("wide", "extension-excluded"),
     }
     (wide,) = [p for p in report["problems"] if p["reason"] == "spec-warning"]
     assert "1030 characters" in wide["detail"]  # characters, not bytes
@@ -206,8 +254,14 @@ def test_skills_check_and_skill_mcp_validate_strict_give_one_report(tmp_path: Pa
     """One validator: the script's report and the command's are the same bytes, and so are their exits."""
     root = _broken_tree(tmp_path / "skills-root")
     script = run_direct("validate-skills-directory", [python(), CHECK, "--json", str(root)], tmp_path)
-    authority = subprocess.run([str(SERVER), "validate", "--strict", "--json", str(root)], capture_output=True,
-                               text=True, timeout=120, check=False, env=fenced_env(tmp_path))
+    authority = subprocess.run(
+        [str(SERVER), "validate", "--strict", "--json", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=fenced_env(tmp_path),
+    )
     assert (script.returncode, script.stdout) == (authority.returncode, authority.stdout)
     assert json.loads(script.stdout)["problems"]  # a non-trivial report
 
@@ -216,13 +270,20 @@ def test_skills_check_without_skill_mcp_to_import_says_so_and_exits_3(tmp_path: 
     # A copy of the skill outside the package, run without site-packages: no validator to import,
     # and no second, divergent one to fall back on.
     copy = Path(shutil.copytree(BUNDLED_ROOT / "validate-skills-directory", tmp_path / "alone"))
-    out = subprocess.run([python(), "-S", str(copy / CHECK), str(tmp_path)], env=fenced_env(tmp_path),
-                         capture_output=True, text=True, timeout=60, check=False)
+    out = subprocess.run(
+        [python(), "-S", str(copy / CHECK), str(tmp_path)],
+        env=fenced_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 3 and out.stdout == ""
     assert "skill-mcp validate --strict" in out.stderr
 
 
 # --- through the real fence -----------------------------------------------------------------
+
 
 def _run_cases() -> list[tuple[str, str, list[str], str, str]]:
     """(skill, script, args, status, text stdout or stderr must contain) for each declared script.
@@ -236,8 +297,15 @@ def _run_cases() -> list[tuple[str, str, list[str], str, str]]:
         ("write-a-run-report", "scripts/report.py", ["apples=3"], "ok", "wrote report.md and table.csv"),
     ]
     if "node" in INTERPRETERS.paths:
-        cases.append(("print-client-config", "scripts/print_config.js",
-                      ["--client", "codex", "--command", "/usr/local/bin/skill-mcp"], "ok", "[mcp_servers.skills]"))
+        cases.append(
+            (
+                "print-client-config",
+                "scripts/print_config.js",
+                ["--client", "codex", "--command", "/usr/local/bin/skill-mcp"],
+                "ok",
+                "[mcp_servers.skills]",
+            )
+        )
     return cases
 
 
@@ -265,8 +333,9 @@ def readable_pack() -> Iterator[Path]:
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_each_declared_script_runs_through_skill_run_after_confirmation(era: str, readable_pack: Path) -> None:
-    params = StdioServerParameters(command=str(SERVER), args=["serve", "--skills-dir", str(readable_pack)],
-                                   env={"SKILL_MCP_LOG": "warning"})
+    params = StdioServerParameters(
+        command=str(SERVER), args=["serve", "--skills-dir", str(readable_pack)], env={"SKILL_MCP_LOG": "warning"}
+    )
     async with Client(params, mode=era, read_timeout_seconds=90) as client:
         listing = (await client.call_tool("skill_list", {"limit": 200})).structured_content
         assert listing["grantFrom"] == "declaration" and listing["total"] == 51

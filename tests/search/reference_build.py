@@ -77,5 +77,6 @@ def build_index(docs: Iterable[SearchDoc]) -> SearchIndex:
             scores.append(score)
         sections = [min(_section(term, parsed[d][1], parsed[d][2]), NO_SECTION) for d in holders]
         postings[term] = make_postings(array("I", holders), array("f", scores), masks, array("H", sections), n)
-    return SearchIndex(names=tuple(d.name for d in ordered), headings=tuple(tuple(p[1]) for p in parsed),
-                       postings=postings)
+    return SearchIndex(
+        names=tuple(d.name for d in ordered), headings=tuple(tuple(p[1]) for p in parsed), postings=postings
+    )

@@ -21,8 +21,11 @@ def search(index: SearchIndex, query: str, limit: int = 10) -> list[Hit]:
         return []
     qterms = query_terms(query)
     # term -> {doc: (score, field mask, section)}, for the query's terms the index holds
-    rows = {t: {d: (s, m, sec) for d, s, m, sec in zip(p.docs, p.scores, p.masks, p.sections, strict=True)}
-            for t in qterms if (p := index.postings.get(t)) is not None}
+    rows = {
+        t: {d: (s, m, sec) for d, s, m, sec in zip(p.docs, p.scores, p.masks, p.sections, strict=True)}
+        for t in qterms
+        if (p := index.postings.get(t)) is not None
+    }
     # The order scores are summed in (floats add in a fixed order, so sums repeat exactly): the
     # term's best possible contribution first, then the term.
     order = sorted(rows, key=lambda t: (-qterms[t][0] * max(s for s, _, _ in rows[t].values()), t))
@@ -42,8 +45,13 @@ def _labels(mask: int) -> tuple[str, ...]:
     return tuple(FIELD_LABELS[f] for f in Field if mask & (1 << f))
 
 
-def _hit(index: SearchIndex, doc: int, score: float, qterms: dict[str, QueryTerm],
-         rows: dict[str, dict[int, tuple[float, int, int]]]) -> Hit:
+def _hit(
+    index: SearchIndex,
+    doc: int,
+    score: float,
+    qterms: dict[str, QueryTerm],
+    rows: dict[str, dict[int, tuple[float, int, int]]],
+) -> Hit:
     """Which words matched (in term order), how and in which fields, and the section most of them point at."""
     mask, matched, why, votes = 0, [], [], Counter[int]()
     for term in sorted(rows):
@@ -58,5 +66,11 @@ def _hit(index: SearchIndex, doc: int, score: float, qterms: dict[str, QueryTerm
             votes[section] += 1
     heads = index.headings[doc]
     section = min(votes, key=lambda s: (-votes[s], s)) if votes else NO_SECTION
-    return Hit(name=index.names[doc], score=round(score, 6), fields=_labels(mask), matched=tuple(matched),
-               section=heads[section] if section < len(heads) else None, why=tuple(why))
+    return Hit(
+        name=index.names[doc],
+        score=round(score, 6),
+        fields=_labels(mask),
+        matched=tuple(matched),
+        section=heads[section] if section < len(heads) else None,
+        why=tuple(why),
+    )

@@ -41,27 +41,68 @@ def test_the_test_corpus_indexes_exactly_as_the_reference_does() -> None:
     _assert_same(index_catalog(catalog), reference_build_index(list(docs_from_catalog(catalog))))
 
 
-_WORDS = ["pdf", "form", "forms", "Fill", "filling", "the", "and", "slackGif", "GIFs", "x_y", "naïve", "Straße",
-          "deck", "AI", "ml2", "testing", "tests", "a" * 45, "über-cool", "fooBar", "FooBar", "foo"]
+_WORDS = [
+    "pdf",
+    "form",
+    "forms",
+    "Fill",
+    "filling",
+    "the",
+    "and",
+    "slackGif",
+    "GIFs",
+    "x_y",
+    "naïve",
+    "Straße",
+    "deck",
+    "AI",
+    "ml2",
+    "testing",
+    "tests",
+    "a" * 45,
+    "über-cool",
+    "fooBar",
+    "FooBar",
+    "foo",
+]
 _LINES = st.one_of(
     st.lists(st.sampled_from(_WORDS), max_size=8).map(" ".join),
-    st.builds(lambda h, ws: h + " ".join(ws), st.sampled_from(["# ", "## ", "  ### ", "#", "####### ", "#\t"]),
-              st.lists(st.sampled_from(_WORDS), max_size=4)),
+    st.builds(
+        lambda h, ws: h + " ".join(ws),
+        st.sampled_from(["# ", "## ", "  ### ", "#", "####### ", "#\t"]),
+        st.lists(st.sampled_from(_WORDS), max_size=4),
+    ),
     st.sampled_from(["```", "~~~", "  ```sh", "```", "---", ""]),
     st.text(max_size=12),
 )
-_BODIES = st.builds(lambda lines, sep: sep.join(lines), st.lists(_LINES, max_size=25),
-                    st.sampled_from(["\n", "\n", "\r\n", "\n\n", "\x0c\n", "\u2028"]))
+_BODIES = st.builds(
+    lambda lines, sep: sep.join(lines),
+    st.lists(_LINES, max_size=25),
+    st.sampled_from(["\n", "\n", "\r\n", "\n\n", "\x0c\n", "\u2028"]),
+)
 _TEXT = st.lists(st.sampled_from(_WORDS), max_size=6).map(" ".join)
 
 
 @st.composite
 def _docs(draw: st.DrawFn) -> list[SearchDoc]:
-    names = draw(st.lists(st.sampled_from(["pdf", "slack-gif", "form-filler", "deck", "foo-bar", "a1", "zz"]),
-                          min_size=1, max_size=7, unique=True))
-    return [SearchDoc(name=n, title=draw(st.sampled_from(["", n, n.upper(), "Other Title"])),
-                      description=draw(_TEXT), tags=tuple(draw(st.lists(_TEXT, max_size=3))),
-                      body=draw(_BODIES)) for n in names]
+    names = draw(
+        st.lists(
+            st.sampled_from(["pdf", "slack-gif", "form-filler", "deck", "foo-bar", "a1", "zz"]),
+            min_size=1,
+            max_size=7,
+            unique=True,
+        )
+    )
+    return [
+        SearchDoc(
+            name=n,
+            title=draw(st.sampled_from(["", n, n.upper(), "Other Title"])),
+            description=draw(_TEXT),
+            tags=tuple(draw(st.lists(_TEXT, max_size=3))),
+            body=draw(_BODIES),
+        )
+        for n in names
+    ]
 
 
 @pytest.mark.slow
@@ -110,7 +151,11 @@ def test_a_skill_md_changed_since_the_scan_is_read_as_read_body_reads_it(tmp_pat
     md.parent.mkdir()
     md.write_text("---\nname: demo\ndescription: Demo things. Use when testing.\n---\n# Steps\nDo it.\n")
     skill = build_catalog(load_settings([str(tmp_path)], {})).skills["demo"]
-    for changed in ("---\nname: demo\ndescription: A longer description now. Use when testing.\n---\n# New\nx\n",
-                    "---\nname: demo\n---\n# Short\ny\n", "no frontmatter at all\n", "---\nname: d\n"):
+    for changed in (
+        "---\nname: demo\ndescription: A longer description now. Use when testing.\n---\n# New\nx\n",
+        "---\nname: demo\n---\n# Short\ny\n",
+        "no frontmatter at all\n",
+        "---\nname: d\n",
+    ):
         md.write_text(changed)
         assert _body_or_error(lambda s: _body(s)[0], skill) == _body_or_error(read_body, skill), changed

@@ -30,17 +30,52 @@ _CLAIM = re.compile(r"^(?P<word>\S+)(?: \((?:stem (?P<stem>\S+)|related to (?P<t
 
 # Typed words, their other forms, and words of the related-word tables (tdd -> test first,
 # k8s -> kubernetes, excel -> xlsx spreadsheet, failing -> debug, carry out -> execute).
-_WORDS = ["test", "tests", "testing", "first", "tdd", "kubernetes", "k8s", "deploy", "deployment", "cluster",
-          "excel", "xlsx", "spreadsheet", "spreadsheets", "failing", "failure", "debug", "debugging", "carry",
-          "out", "execute", "plan", "forms", "form", "fill", "pdf", "pdfs", "airflow", "the", "and"]
+_WORDS = [
+    "test",
+    "tests",
+    "testing",
+    "first",
+    "tdd",
+    "kubernetes",
+    "k8s",
+    "deploy",
+    "deployment",
+    "cluster",
+    "excel",
+    "xlsx",
+    "spreadsheet",
+    "spreadsheets",
+    "failing",
+    "failure",
+    "debug",
+    "debugging",
+    "carry",
+    "out",
+    "execute",
+    "plan",
+    "forms",
+    "form",
+    "fill",
+    "pdf",
+    "pdfs",
+    "airflow",
+    "the",
+    "and",
+]
 _TEXT = st.lists(st.sampled_from(_WORDS), max_size=6).map(" ".join)
 _BODY = st.lists(st.one_of(_TEXT, _TEXT.map(lambda t: "## " + t)), max_size=8).map("\n".join)
 
 
 def _fields(doc: SearchDoc) -> dict[str, str]:
     headings, _ = split_markdown(doc.body)
-    return {"name": doc.name, "frontmatter name": doc.title, "description": doc.description,
-            "tags": " ".join(doc.tags), "heading": " ".join(headings), "body": doc.body}
+    return {
+        "name": doc.name,
+        "frontmatter name": doc.title,
+        "description": doc.description,
+        "tags": " ".join(doc.tags),
+        "heading": " ".join(headings),
+        "body": doc.body,
+    }
 
 
 def _false_claims(hit: Hit, doc: SearchDoc, query: str) -> list[str]:
@@ -63,11 +98,34 @@ def _false_claims(hit: Hit, doc: SearchDoc, query: str) -> list[str]:
 
 @st.composite
 def _corpus(draw: st.DrawFn) -> list[SearchDoc]:
-    names = draw(st.lists(st.sampled_from(["deploy-cluster-airflow", "test-first", "excel-budget", "pdf-forms",
-                                           "debugging", "plan-runner", "kubernetes-reference"]),
-                          min_size=1, max_size=7, unique=True))
-    return [SearchDoc(name=n, title=draw(st.sampled_from(["", "Other Title"])), description=draw(_TEXT),
-                      tags=tuple(draw(st.lists(_TEXT, max_size=2))), body=draw(_BODY)) for n in names]
+    names = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "deploy-cluster-airflow",
+                    "test-first",
+                    "excel-budget",
+                    "pdf-forms",
+                    "debugging",
+                    "plan-runner",
+                    "kubernetes-reference",
+                ]
+            ),
+            min_size=1,
+            max_size=7,
+            unique=True,
+        )
+    )
+    return [
+        SearchDoc(
+            name=n,
+            title=draw(st.sampled_from(["", "Other Title"])),
+            description=draw(_TEXT),
+            tags=tuple(draw(st.lists(_TEXT, max_size=2))),
+            body=draw(_BODY),
+        )
+        for n in names
+    ]
 
 
 @given(_corpus(), st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4).map(" ".join))
@@ -80,8 +138,10 @@ def test_every_word_an_explanation_claims_occurs_in_each_field_it_names(docs: li
 
 
 def test_a_related_word_is_named_as_related_to_what_was_typed() -> None:
-    docs = [SearchDoc(name="test-first", description="Write the failing test first."),
-            SearchDoc(name="deploy-cluster-airflow", description="Deploy an Airflow cluster.")]
+    docs = [
+        SearchDoc(name="test-first", description="Write the failing test first."),
+        SearchDoc(name="deploy-cluster-airflow", description="Deploy an Airflow cluster."),
+    ]
     index = build_index(docs)
     tdd = index.search("tdd")[0]
     assert tdd.name == "test-first"
@@ -104,8 +164,11 @@ async def test_skill_search_explanations_hold_for_every_query_of_the_quality_set
     settings_ = load_settings([str(CORPUS)], {})
     docs = list(docs_from_catalog(build_catalog(settings_)))
     index, by_name = build_index(docs), {d.name: d for d in docs}
-    queries = [line.split("\t")[0] for line in QUERIES.read_text(encoding="utf-8").splitlines()
-               if line and not line.startswith("#")]
+    queries = [
+        line.split("\t")[0]
+        for line in QUERIES.read_text(encoding="utf-8").splitlines()
+        if line and not line.startswith("#")
+    ]
     checked = 0
     async with Client(build_server(settings_), mode=era) as client:
         for query in [*queries, "tdd", "k8s deploy", "excel budget"]:

@@ -41,8 +41,10 @@ def test_each_field_can_carry_a_match(query: str, first: str) -> None:
 
 
 def test_name_outranks_body_for_the_same_word() -> None:
-    docs = [SearchDoc("alpha", description="about things", body="kafka " * 3),
-            SearchDoc("kafka", description="about things", body="other words")]
+    docs = [
+        SearchDoc("alpha", description="about things", body="kafka " * 3),
+        SearchDoc("kafka", description="about things", body="other words"),
+    ]
     assert _names(build_index(docs), "kafka") == ["kafka", "alpha"]
 
 
@@ -120,20 +122,28 @@ def test_pruned_search_returns_exactly_the_exhaustive_ranking(bodies, query, lim
 
 def _reference_body() -> str:
     """A 74 KB reference-style body that uses every generic word many times."""
-    para = ("Before you call the client, think through the request and work through the steps; "
-            "build the payload, test it, plan the retries, then review the response. ")
-    sections = [f"## Method {i}\n\n{para * 3}`client.method_{i}(name, timeout)` sets the endpoint.\n"
-                for i in range(150)]
+    para = (
+        "Before you call the client, think through the request and work through the steps; "
+        "build the payload, test it, plan the retries, then review the response. "
+    )
+    sections = [
+        f"## Method {i}\n\n{para * 3}`client.method_{i}(name, timeout)` sets the endpoint.\n" for i in range(150)
+    ]
     return "# API reference\n\n" + "\n".join(sections)
 
 
 def test_a_large_reference_does_not_win_on_generic_words() -> None:
     body = _reference_body()
     assert len(body) > 70_000
-    docs = [SearchDoc("api-reference", description="Reference for the Example API client.", body=body),
-            SearchDoc("brainstorming", description="Think a design through with the user before anything is built.",
-                      body="# Ask\nOne question at a time.\n# Options\nTwo or three approaches."),
-            SearchDoc("pdf", description="Fill in PDF forms.", body="# Forms\nfill_fields.py")]
+    docs = [
+        SearchDoc("api-reference", description="Reference for the Example API client.", body=body),
+        SearchDoc(
+            "brainstorming",
+            description="Think a design through with the user before anything is built.",
+            body="# Ask\nOne question at a time.\n# Options\nTwo or three approaches.",
+        ),
+        SearchDoc("pdf", description="Fill in PDF forms.", body="# Forms\nfill_fields.py"),
+    ]
     index = build_index(docs)
     assert _names(index, "let's think through the design before we build it")[0] == "brainstorming"
     assert _names(index, "think it through before building")[0] == "brainstorming"

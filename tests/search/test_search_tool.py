@@ -82,8 +82,9 @@ async def test_a_query_nothing_fits_is_reported_as_a_weak_match_with_low_confide
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("query", ["my test keeps failing and I don't know why", "carry out the plan we wrote",
-                                   "who won the football match"])
+@pytest.mark.parametrize(
+    "query", ["my test keeps failing and I don't know why", "carry out the plan we wrote", "who won the football match"]
+)
 async def test_the_cli_search_gives_the_tools_answer(query: str) -> None:
     from tests.cli.helpers import as_json, run
 

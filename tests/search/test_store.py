@@ -27,8 +27,13 @@ from skill_mcp.server import build_server
 from tests.cli.helpers import run
 
 FAR_FUTURE_NS = 2**62  # an injected clock for which nothing on disk is recent
-QUERIES = ("rotate a pdf page", "resize images for the web", "write release notes", "quarterly budget numbers",
-           "zebra harmonica")
+QUERIES = (
+    "rotate a pdf page",
+    "resize images for the web",
+    "write release notes",
+    "quarterly budget numbers",
+    "zebra harmonica",
+)
 SKILLS = {
     "pdf-tools": ("Rotate, merge and split PDF pages. Use when a PDF needs rearranging.", "## Pages\nRotate pages.\n"),
     "image-resizer": ("Resize and compress images for the web.", "## Sizes\nThumbnails and banners.\n"),
@@ -118,8 +123,7 @@ def _change(tree: Path, change: str) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("change", ["description", "body", "same-size-mtime-put-back", "add", "remove", "rename"])
-def test_every_change_to_a_skill_rebuilds_and_the_next_start_reads_it(tree: Path, tmp_path: Path,
-                                                                      change: str) -> None:
+def test_every_change_to_a_skill_rebuilds_and_the_next_start_reads_it(tree: Path, tmp_path: Path, change: str) -> None:
     _index(tree, tmp_path / "c")
     catalog, warm = _index(tree, tmp_path / "c")
     assert _stored(warm)  # positive control: unchanged, the file is read
@@ -156,7 +160,7 @@ def _damage(path: Path, how: str) -> None:
         offset, length, _ = header[how]
         data[offset + length // 2] ^= 0x01
     elif how == "truncated":
-        del data[header["names"][0]:]
+        del data[header["names"][0] :]
     elif how == "other-version":
         text = data[:HEADER_BYTES].decode().replace(header["version"], "0.0.0-other")
         data[:HEADER_BYTES] = text.ljust(HEADER_BYTES - 1).encode() + b"\n"
@@ -169,8 +173,21 @@ def _damage(path: Path, how: str) -> None:
         path.symlink_to(moved)
 
 
-@pytest.mark.parametrize("how", ["header", "names", "headings", "terms", "offsets", "digests", "truncated", "other-version", "writable-by-others",
-                                 "symlink"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "header",
+        "names",
+        "headings",
+        "terms",
+        "offsets",
+        "digests",
+        "truncated",
+        "other-version",
+        "writable-by-others",
+        "symlink",
+    ],
+)
 def test_a_damaged_or_foreign_index_file_is_rebuilt_never_served(tree: Path, tmp_path: Path, how: str) -> None:
     catalog, _ = _index(tree, tmp_path / "c")
     path = index_file(tmp_path / "c", catalog.roots)
@@ -227,8 +244,9 @@ async def test_the_server_persists_its_index_and_answers_right_after_damage(tmp_
 def test_two_servers_at_once_share_one_cache_directory(tmp_path: Path) -> None:
     root = _fresh_tree(tmp_path)
     env = {"SKILL_MCP_CACHE_DIR": str(tmp_path / "c")}
-    expected = run("search", "rotate", "a", "pdf", "page", "--json", "--skills-dir", str(root),
-                   env={"SKILL_MCP_CACHE": "off"})
+    expected = run(
+        "search", "rotate", "a", "pdf", "page", "--json", "--skills-dir", str(root), env={"SKILL_MCP_CACHE": "off"}
+    )
     assert expected.returncode == 0
 
     def one(_: int) -> subprocess.CompletedProcess[str]:

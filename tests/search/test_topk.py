@@ -35,18 +35,31 @@ _QUERY_WORDS = [*_VOCAB, "the", "zzz", "forms", "testing", "presentation"]
 @st.composite
 def _corpora(draw: st.DrawFn) -> list[SearchDoc]:
     """Skills drawn from a handful of templates, so many share every field but the name (ties)."""
-    templates = draw(st.lists(st.tuples(st.lists(st.sampled_from(_VOCAB), max_size=5),
-                                        st.lists(st.sampled_from(_VOCAB), max_size=12),
-                                        st.lists(st.sampled_from(_VOCAB), max_size=2)),
-                              min_size=1, max_size=8))
+    templates = draw(
+        st.lists(
+            st.tuples(
+                st.lists(st.sampled_from(_VOCAB), max_size=5),
+                st.lists(st.sampled_from(_VOCAB), max_size=12),
+                st.lists(st.sampled_from(_VOCAB), max_size=2),
+            ),
+            min_size=1,
+            max_size=8,
+        )
+    )
     n = draw(st.integers(min_value=FIRST_DEPTH + 1, max_value=HEAD + 150))
     rng = random.Random(draw(st.integers(min_value=0, max_value=2**32)))
     docs = []
     for i in range(n):
         description, body, tags = templates[rng.randrange(len(templates))]
         name = f"{rng.choice(_VOCAB)}-{i:04d}" if rng.random() < 0.3 else f"s{i:04d}"
-        docs.append(SearchDoc(name, description=" ".join(description), tags=tuple(tags),
-                              body=f"# {rng.choice(_VOCAB)}\n" + " ".join(body)))
+        docs.append(
+            SearchDoc(
+                name,
+                description=" ".join(description),
+                tags=tuple(tags),
+                body=f"# {rng.choice(_VOCAB)}\n" + " ".join(body),
+            )
+        )
     return docs
 
 
@@ -74,9 +87,14 @@ def _zipf_corpus(n: int, seed: int) -> list[SearchDoc]:
         for _ in range(rng.randint(1, 4)):
             body.append(f"## {rng.choice(verbs)} the {rng.choice(words)}")
             body.append(" ".join([*rng.choices(filler, weights, k=rng.randint(10, 60)), rng.choice(words)]))
-        docs.append(SearchDoc(f"{rng.choice(verbs)}-{rng.choice(words)}-{i:05d}",
-                              description=f"{rng.choice(verbs)} {' '.join(rng.sample(words, 4))}",
-                              tags=tuple(rng.sample(words, 2)), body="\n".join(body)))
+        docs.append(
+            SearchDoc(
+                f"{rng.choice(verbs)}-{rng.choice(words)}-{i:05d}",
+                description=f"{rng.choice(verbs)} {' '.join(rng.sample(words, 4))}",
+                tags=tuple(rng.sample(words, 2)),
+                body="\n".join(body),
+            )
+        )
     return docs
 
 
@@ -88,7 +106,22 @@ def big() -> SearchIndex:
 def _big_queries() -> list[str]:
     rng = random.Random(3)
     verbs = ["create", "check", "convert", "plan", "test", "fix", "review"]
-    words = ["chart", "task", "zip", "yaml", "export", "cloud", "lint", "wiki", "pdf", "deck", "excel", "form", "w0", "w3"]
+    words = [
+        "chart",
+        "task",
+        "zip",
+        "yaml",
+        "export",
+        "cloud",
+        "lint",
+        "wiki",
+        "pdf",
+        "deck",
+        "excel",
+        "form",
+        "w0",
+        "w3",
+    ]
     return [" ".join([rng.choice(verbs), *rng.sample(words, rng.randint(0, 3))]) for _ in range(120)]
 
 
@@ -121,8 +154,9 @@ def test_queries_over_long_lists_are_answered_from_the_heads(big: SearchIndex) -
     assert answered >= 0.9 * len(queries)
 
 
-_SCORES = st.lists(st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.5]) | st.floats(0.015625, 20.0, width=32),
-                   min_size=1, max_size=5 * HEAD)
+_SCORES = st.lists(
+    st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.5]) | st.floats(0.015625, 20.0, width=32), min_size=1, max_size=5 * HEAD
+)
 
 
 @given(_SCORES, st.integers(min_value=0, max_value=3))
@@ -154,10 +188,13 @@ def test_a_head_is_a_prefix_of_the_score_order_and_rest_bounds_the_others(values
 _TESTS = Path(__file__).parent.parent
 
 
-@pytest.mark.parametrize(("roots", "sets"), [
-    ([str(_TESTS / "search" / "corpus")], ["search/queries.tsv"]),
-    ([], ["pack/queries.tsv", "pack/queries-heldout.tsv"]),  # the bundled pack
-])
+@pytest.mark.parametrize(
+    ("roots", "sets"),
+    [
+        ([str(_TESTS / "search" / "corpus")], ["search/queries.tsv"]),
+        ([], ["pack/queries.tsv", "pack/queries-heldout.tsv"]),  # the bundled pack
+    ],
+)
 def test_the_labelled_query_sets_rank_exactly_as_the_plain_query_does(roots: list[str], sets: list[str]) -> None:
     index = index_catalog(build_catalog(load_settings(roots, {})))
     for name in sets:

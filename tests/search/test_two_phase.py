@@ -71,8 +71,9 @@ async def test_a_small_catalog_is_indexed_whole_at_once() -> None:
     assert len(catalog.skills) < TWO_PHASE_FROM
     state = SearchState()
     first = await state.answer(catalog, "fill in a pdf form", 3)
-    assert first["coverage"] == "complete" and first == search_result(catalog, index_catalog(catalog),
-                                                                        "fill in a pdf form", 3)
+    assert first["coverage"] == "complete" and first == search_result(
+        catalog, index_catalog(catalog), "fill in a pdf form", 3
+    )
 
 
 def _big_tree(root: Path, n: int = TWO_PHASE_FROM + 2) -> Path:
@@ -84,8 +85,9 @@ def _big_tree(root: Path, n: int = TWO_PHASE_FROM + 2) -> Path:
             body += "## Kebab sizes\n\nThe quokka jumps.\n"
         path = root / name / "SKILL.md"
         path.parent.mkdir(parents=True)
-        path.write_text(f"---\nname: {name}\ndescription: Tool number {i} for everyday work.\n---\n{body}",
-                        encoding="utf-8")
+        path.write_text(
+            f"---\nname: {name}\ndescription: Tool number {i} for everyday work.\n---\n{body}", encoding="utf-8"
+        )
     return root
 
 
@@ -113,8 +115,19 @@ async def test_the_server_answers_first_from_short_fields_then_completes_and_per
     assert partial, "the first answer came before the bodies were in"
     assert partial[0]["hits"] == [] and partial[0]["match"] == "none"  # the words are in a body only
     assert complete["hits"][0]["name"] == "skill-0007" and complete["hits"][0]["section"] == "Kebab sizes"
-    cli = await anyio.to_thread.run_sync(lambda: run("search", "kebab", "quokka", "--limit", "3", "--json",
-                                                     "--skills-dir", str(root), env={"SKILL_MCP_CACHE": "off"}))
+    cli = await anyio.to_thread.run_sync(
+        lambda: run(
+            "search",
+            "kebab",
+            "quokka",
+            "--limit",
+            "3",
+            "--json",
+            "--skills-dir",
+            str(root),
+            env={"SKILL_MCP_CACHE": "off"},
+        )
+    )
     assert complete == as_json(cli)  # the one-phase build's answer, to the bit
     assert index_file(tmp_path / "c", _catalog(root).roots).is_file()
     async with Client(build_server(settings), mode="legacy") as client:  # warm: the persisted whole index
@@ -177,8 +190,7 @@ def test_two_servers_building_in_two_phases_share_one_cache_directory(tmp_path: 
     assert done == [expected] * 3
     warm = SearchState(tmp_path / "c")
     assert anyio.run(warm.answer, catalogs[0], "kebab quokka", 3) == expected
-    assert warm.built_for(catalogs[0]) is not None and not isinstance(
-        warm.built_for(catalogs[0])[0].postings, dict)  # type: ignore[index]  # read from the file
+    assert warm.built_for(catalogs[0]) is not None and not isinstance(warm.built_for(catalogs[0])[0].postings, dict)  # type: ignore[index]  # read from the file
     assert not [p for p in (tmp_path / "c").iterdir() if p.name.endswith(".tmp")]
 
 

@@ -32,10 +32,16 @@ PROBE_SKILL = "probe"
 PROBE_MOUNT = ["-v", f"{SKILLS / PROBE_SKILL}:/skills/{PROBE_SKILL}:ro"]
 SERVER_UID, SCRIPT_UID, PROXY_UID = 10001, 10002, 10003
 SECRET = "appliance-canary-4f1c2a9e"
-GRANT = json.dumps([
-    {"skill": PROBE_SKILL, "script": "scripts/probe.py", "egress": ["allowed.test", "rebind.example", "ext-allowed.example"]},
-    {"skill": PROBE_SKILL, "script": "scripts/short.py"},  # granted to run, but no host accepted for it
-])
+GRANT = json.dumps(
+    [
+        {
+            "skill": PROBE_SKILL,
+            "script": "scripts/probe.py",
+            "egress": ["allowed.test", "rebind.example", "ext-allowed.example"],
+        },
+        {"skill": PROBE_SKILL, "script": "scripts/short.py"},  # granted to run, but no host accepted for it
+    ]
+)
 
 
 @dataclass
@@ -45,8 +51,9 @@ class AppServer:
 
     @property
     def init_pid(self) -> int:
-        out = subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", self.name], capture_output=True,
-                             timeout=30, check=True)
+        out = subprocess.run(
+            ["docker", "inspect", "-f", "{{.State.Pid}}", self.name], capture_output=True, timeout=30, check=True
+        )
         return int(out.stdout.strip())
 
     def procs(self) -> list[dict[str, Any]]:
@@ -73,28 +80,43 @@ class AppServer:
 
     def exec(self, *argv: str, privileged: bool = False) -> subprocess.CompletedProcess[bytes]:
         flags = ["--privileged"] if privileged else []
-        return subprocess.run(["docker", "exec", *flags, self.name, *argv], capture_output=True, timeout=60,
-                              check=False)
+        return subprocess.run(
+            ["docker", "exec", *flags, self.name, *argv], capture_output=True, timeout=60, check=False
+        )
 
 
 def host_status(pid: int) -> dict[str, Any]:
     with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
         fields = dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
-    return {"pid": pid, "uid": int(fields["Uid"].split()[0]), "state": fields["State"][:1], "name": fields["Name"],
-            "CapEff": fields["CapEff"], "CapPrm": fields["CapPrm"], "CapBnd": fields["CapBnd"],
-            "NoNewPrivs": fields.get("NoNewPrivs"), "NSpid": int(fields.get("NSpid", "0").split()[-1]), "VmRSS_kB": int(fields.get("VmRSS", "0 kB").split()[0])}
+    return {
+        "pid": pid,
+        "uid": int(fields["Uid"].split()[0]),
+        "state": fields["State"][:1],
+        "name": fields["Name"],
+        "CapEff": fields["CapEff"],
+        "CapPrm": fields["CapPrm"],
+        "CapBnd": fields["CapBnd"],
+        "NoNewPrivs": fields.get("NoNewPrivs"),
+        "NSpid": int(fields.get("NSpid", "0").split()[-1]),
+        "VmRSS_kB": int(fields.get("VmRSS", "0 kB").split()[0]),
+    }
 
 
 def fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def appliance_params(image: str, name: str, *, network: str, dns: str,
-                     env: Mapping[str, str] | None = None) -> StdioServerParameters:
-    settings = {"MCP_SKILL_RUN": GRANT, "MCP_CONFIRM_ELICITATION": "off", "SEC_SERVER_SECRET": SECRET,
-                "SKILL_MCP_LOG": "warning", **(env or {})}
-    args = ["run", "-i", "--rm", "--name", name, *run_flags(), "--network", network, "--dns", dns,
-            *PROBE_MOUNT]
+def appliance_params(
+    image: str, name: str, *, network: str, dns: str, env: Mapping[str, str] | None = None
+) -> StdioServerParameters:
+    settings = {
+        "MCP_SKILL_RUN": GRANT,
+        "MCP_CONFIRM_ELICITATION": "off",
+        "SEC_SERVER_SECRET": SECRET,
+        "SKILL_MCP_LOG": "warning",
+        **(env or {}),
+    }
+    args = ["run", "-i", "--rm", "--name", name, *run_flags(), "--network", network, "--dns", dns, *PROBE_MOUNT]
     for key, value in settings.items():
         args += ["-e", f"{key}={value}"]
     return StdioServerParameters(command="docker", args=[*args, image], env={"PATH": os.environ["PATH"]})

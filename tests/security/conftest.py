@@ -115,16 +115,30 @@ def sec_root() -> Iterator[Path]:
 
 def server_env(**extra: str) -> dict[str, str]:
     account = script_account()
-    grant = ('[{"skill": "sec", "script": "scripts/probe.py", "env": ["SEC_GRANTED", '
-             + ", ".join(f'"{n}"' for n in LOADERS) + '], "egress": ["allowed.test"]},'
-             ' {"skill": "sec", "script": "scripts/short.py"}, {"skill": "sec", "script": "alias/probe.py"},'
-             ' {"skill": "sec", "script": "scripts/hello.sh"}'
-             + "".join(f', {{"skill": "sec", "script": "{t}"}}' for t in TRAPS) + "]")
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SKILL_MCP_LOG": "warning", "MCP_CONFIRM_ELICITATION": "off",
-           "TMPDIR": str(RUNS_TMP),  # runs' directories here: how the suite tells its own processes (harness)
-           "MCP_SKILL_RUN": grant, "SEC_SERVER_SECRET": SECRET, "SEC_GRANTED": GRANTED,
-           "SEC_DECLARED_ONLY": "declared-but-not-granted", "LD_PRELOAD": "", "PYTHONPATH": "/sec-canary-pythonpath",
-           "NODE_OPTIONS": "--sec-canary", "BASH_ENV": "/sec-canary-bash-env", "LANG": "C.UTF-8"}
+    grant = (
+        '[{"skill": "sec", "script": "scripts/probe.py", "env": ["SEC_GRANTED", '
+        + ", ".join(f'"{n}"' for n in LOADERS)
+        + '], "egress": ["allowed.test"]},'
+        ' {"skill": "sec", "script": "scripts/short.py"}, {"skill": "sec", "script": "alias/probe.py"},'
+        ' {"skill": "sec", "script": "scripts/hello.sh"}'
+        + "".join(f', {{"skill": "sec", "script": "{t}"}}' for t in TRAPS)
+        + "]"
+    )
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "SKILL_MCP_LOG": "warning",
+        "MCP_CONFIRM_ELICITATION": "off",
+        "TMPDIR": str(RUNS_TMP),  # runs' directories here: how the suite tells its own processes (harness)
+        "MCP_SKILL_RUN": grant,
+        "SEC_SERVER_SECRET": SECRET,
+        "SEC_GRANTED": GRANTED,
+        "SEC_DECLARED_ONLY": "declared-but-not-granted",
+        "LD_PRELOAD": "",
+        "PYTHONPATH": "/sec-canary-pythonpath",
+        "NODE_OPTIONS": "--sec-canary",
+        "BASH_ENV": "/sec-canary-bash-env",
+        "LANG": "C.UTF-8",
+    }
     if account is not None:
         env["SKILL_MCP_SCRIPT_USER"] = account.pw_name
     env.update(extra)
@@ -147,8 +161,11 @@ def no_script_processes(uid: int | None, timeout: float = 5.0) -> None:
     """Zero processes of the script uid that this run's servers started remain (bounded wait: a
     SIGKILLed process takes a moment to go). Other processes of the uid are not this test's."""
     if uid is not None:
-        wait_until(lambda: not procs_of_uid(uid), f"every process of uid {uid} this run started to end: "
-                   f"{procs_of_uid(uid)}", timeout)
+        wait_until(
+            lambda: not procs_of_uid(uid),
+            f"every process of uid {uid} this run started to end: {procs_of_uid(uid)}",
+            timeout,
+        )
         # A killed run's children (a fork bomb's) are zombies until re-parented and reaped, and
         # each holds a slot of the uid's RLIMIT_NPROC the next case's runs need. A zombie has no
         # environment to tell whose it is, so this is a bounded pause, never a verdict: it neither
@@ -183,9 +200,12 @@ def rebind_dns(image: str, peers: dict) -> Iterator[dict]:
     """A DNS peer on the test network answering every ``*.example`` name with 127.0.0.1 (logging each query)."""
     from testcontainers.core.container import DockerContainer
 
-    container = (DockerContainer(image).with_volume_mapping(str(appliance_conftest.HELPERS), "/helpers", "ro")
-                 .with_kwargs(entrypoint=["/usr/bin/python3"], network=peers["network"])
-                 .with_command(["-u", "/helpers/dns_logger.py", "127.0.0.1"]))
+    container = (
+        DockerContainer(image)
+        .with_volume_mapping(str(appliance_conftest.HELPERS), "/helpers", "ro")
+        .with_kwargs(entrypoint=["/usr/bin/python3"], network=peers["network"])
+        .with_command(["-u", "/helpers/dns_logger.py", "127.0.0.1"])
+    )
     try:
         with container:
             appliance_conftest._wait_log(container, "READY")

@@ -86,9 +86,13 @@ def procs_of_uid(uid: int) -> list[dict[str, Any]]:
 
 def zombies_of_uid(uid: int) -> list[int]:
     """The zombies of real uid ``uid``, whoever started them (a zombie's environment is gone)."""
-    return [proc.pid for proc in psutil.process_iter(["uids", "status"])
-            if proc.info["uids"] is not None and proc.info["uids"].real == uid
-            and proc.info["status"] == psutil.STATUS_ZOMBIE]
+    return [
+        proc.pid
+        for proc in psutil.process_iter(["uids", "status"])
+        if proc.info["uids"] is not None
+        and proc.info["uids"].real == uid
+        and proc.info["status"] == psutil.STATUS_ZOMBIE
+    ]
 
 
 def kill_uid(uid: int) -> None:
@@ -131,10 +135,13 @@ class Session:
         err, first = self.preview(skill, script, args)
         if err or first.get("status") != "confirmation-required":
             return err, first
-        return self.call("skill_run", {"skill": skill, "script": script, "args": list(args),
-                                       "confirmToken": first["confirmToken"]})
+        return self.call(
+            "skill_run", {"skill": skill, "script": script, "args": list(args), "confirmToken": first["confirmToken"]}
+        )
 
-    def probe(self, mode: str, *args: str, skill: str | None = None, script: str = "scripts/probe.py") -> dict[str, Any]:
+    def probe(
+        self, mode: str, *args: str, skill: str | None = None, script: str = "scripts/probe.py"
+    ) -> dict[str, Any]:
         """Run the probe and return its result with the probe's JSON parsed in as ``out``."""
         err, result = self.run(skill or self.skill, script, [mode, *args])
         assert not err, result
@@ -154,8 +161,9 @@ def server_params(roots: Sequence[Path], env: Mapping[str, str]) -> StdioServerP
 
 
 @contextmanager
-def open_session(params: StdioServerParameters, mode: str = "legacy", read_timeout: float = 120,
-                 skill: str = "sec") -> Iterator[Session]:
+def open_session(
+    params: StdioServerParameters, mode: str = "legacy", read_timeout: float = 120, skill: str = "sec"
+) -> Iterator[Session]:
     with ExitStack() as stack:
         portal = stack.enter_context(start_blocking_portal("asyncio"))
         client = portal.call(lambda: Client(params, mode=mode, read_timeout_seconds=read_timeout))

@@ -21,8 +21,12 @@ LAUNCHER_CAPS = (1 << 5) | (1 << 6) | (1 << 7)  # CAP_KILL, CAP_SETGID, CAP_SETU
 
 
 def _image_run(image: str, *argv: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", argv[0], image, *argv[1:]],
-                          capture_output=True, timeout=120, check=False)
+    return subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", argv[0], image, *argv[1:]],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_capability_sets_of_every_process(app: AppServer) -> None:
@@ -52,8 +56,9 @@ def test_ruleset_cannot_be_changed_from_inside(as_uid: int, app: AppServer) -> N
         out = app.session.probe("cmd", "nft", "flush", "ruleset")["out"]
         rc, stderr = out["rc"], out.get("stderr", "") + out.get("error", "")
     else:
-        proc = app.exec("setpriv", f"--reuid={as_uid}", f"--regid={as_uid}", "--clear-groups", "nft", "flush",
-                        "ruleset")
+        proc = app.exec(
+            "setpriv", f"--reuid={as_uid}", f"--regid={as_uid}", "--clear-groups", "nft", "flush", "ruleset"
+        )
         rc, stderr = proc.returncode, proc.stderr.decode(errors="replace")
     assert rc != 0 and ("Operation not permitted" in stderr or "EPERM" in stderr or rc is None), stderr
     # Positive control: the ruleset is still there, unchanged, and still drops.
@@ -71,7 +76,10 @@ def test_users_and_uids_as_designed(image: str, app: AppServer) -> None:
     passwd = _image_run(image, "getent", "passwd", "skillmcp-server", "skillmcp-script", "skillmcp-proxy")
     rows = {line.split(":")[0]: line.split(":") for line in passwd.stdout.decode().splitlines()}
     assert {name: int(row[2]) for name, row in rows.items()} == {
-        "skillmcp-server": SERVER_UID, "skillmcp-script": SCRIPT_UID, "skillmcp-proxy": PROXY_UID}
+        "skillmcp-server": SERVER_UID,
+        "skillmcp-script": SCRIPT_UID,
+        "skillmcp-proxy": PROXY_UID,
+    }
     assert all(row[6] == "/usr/sbin/nologin" for row in rows.values())
     assert app.procs() and {p["uid"] for p in app.procs()} <= {0, SERVER_UID}
 
@@ -83,16 +91,21 @@ def test_no_compiler_in_the_image(image: str) -> None:
 
 
 def test_launcher_imports_only_its_allowlist_in_the_image(image: str) -> None:
-    code = ("import sys, json; import skill_mcp_launcher.boot, skill_mcp_launcher.broker, skill_mcp_launcher.checks; "
-            "print(json.dumps(sorted(m.split('.')[0] for m in sys.modules)))")
+    code = (
+        "import sys, json; import skill_mcp_launcher.boot, skill_mcp_launcher.broker, skill_mcp_launcher.checks; "
+        "print(json.dumps(sorted(m.split('.')[0] for m in sys.modules)))"
+    )
     proc = _image_run(image, "/opt/skill-mcp/bin/python", "-I", "-c", code)
     assert proc.returncode == 0, proc.stderr
     tops = set(json.loads(proc.stdout))
     # Debian ships /usr/lib/python3.11/sitecustomize.py (it tries apport, which is not installed).
     first_party = ("skill_mcp", "skill_mcp_launcher", "sitecustomize")
     libraries = ("prctl", "psutil")  # the two chosen libraries: capabilities and prctl, processes
-    foreign = {m for m in tops if m not in sys.stdlib_module_names and m not in first_party + libraries
-               and not m.startswith("_")}
+    foreign = {
+        m
+        for m in tops
+        if m not in sys.stdlib_module_names and m not in first_party + libraries and not m.startswith("_")
+    }
     assert foreign == set(), foreign
     assert "skill_mcp_launcher" in tops  # positive control: the launcher was really imported
     assert set(libraries) <= tops  # and the image holds the two libraries it imports

@@ -40,6 +40,7 @@ def _control(app: AppServer) -> None:
 
 # --- identity and environment -------------------------------------------------------------------
 
+
 def test_script_is_script_uid_without_groups_capabilities_or_new_privileges(app: AppServer) -> None:
     out = app.session.probe("id")["out"]
     assert out["uid"] == out["euid"] == SCRIPT_UID and out["groups"] == []
@@ -62,6 +63,7 @@ def test_appliance_script_descriptors_are_only_its_stdio(app: AppServer) -> None
 
 
 # --- secrets and introspection ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("what", ["environ", "mem"])
 @pytest.mark.parametrize("target", ["server", "launcher"])
@@ -109,10 +111,11 @@ def test_appliance_script_dumps_no_core(app: AppServer) -> None:
 
 # --- lifetime and resources ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", ["doublefork", "setsid"])
 def test_session_escapee_is_dead_after_the_call(mode: str, app: AppServer) -> None:
     out = app.session.probe(mode)["out"]
-    assert (out.get("grandchild") or out.get("daemon"))  # positive control: the escape happened
+    assert out.get("grandchild") or out.get("daemon")  # positive control: the escape happened
     assert app.of_uid(SCRIPT_UID) == []  # and the broker's sweep ended it before the call returned
 
 
@@ -151,16 +154,28 @@ def _kill_server_mid_run(image: str, peers: dict, rebind_dns: dict, script: str,
     with open_appliance(image, name, network=peers["network"], dns=rebind_dns["ip"]) as app:
         args = ["sleep", "60"]
         token = app.session.preview(PROBE_SKILL, script, args)[1]["confirmToken"]
-        app.session.portal.start_task_soon(app.session.client.call_tool, "skill_run",
-                                           {"skill": PROBE_SKILL, "script": script, "args": args, "confirmToken": token})
+        app.session.portal.start_task_soon(
+            app.session.client.call_tool,
+            "skill_run",
+            {"skill": PROBE_SKILL, "script": script, "args": args, "confirmToken": token},
+        )
         wait_until(lambda: app.of_uid(SCRIPT_UID), "the script to start", 30)
         script_pids = [p["pid"] for p in app.of_uid(SCRIPT_UID)]  # host pids: positive control, it runs
         os.kill(app.server_pid(), signal.SIGKILL)
-        wait_until(lambda: not any(os.path.exists(f"/proc/{p}") for p in script_pids),
-                   "every script process to end after the server died", within_s)
+        wait_until(
+            lambda: not any(os.path.exists(f"/proc/{p}") for p in script_pids),
+            "every script process to end after the server died",
+            within_s,
+        )
         # The launcher exits with the server; the container is gone as well.
-        wait_until(lambda: subprocess.run(["docker", "inspect", name], capture_output=True, timeout=30,
-                                          check=False).returncode != 0, "the container to end", 30)
+        wait_until(
+            lambda: (
+                subprocess.run(["docker", "inspect", name], capture_output=True, timeout=30, check=False).returncode
+                != 0
+            ),
+            "the container to end",
+            30,
+        )
 
 
 def test_appliance_server_killed_mid_run_leaves_no_orphan(image: str, peers: dict, rebind_dns: dict) -> None:

@@ -68,20 +68,35 @@ def test_script_that_ignores_the_proxy_variables_gets_nowhere(app: AppServer) ->
     _control(app)
 
 
-@pytest.mark.parametrize("url", [
-    "http://other.test/",                       # a host the owner did not accept
-    "http://{web_ip}/",                         # an IPv4 literal, even of the accepted host's address
-    "http://[::1]/",                            # an IPv6 literal
-    "http://[::ffff:127.0.0.1]/",               # a v4-mapped IPv6 literal
-    "http://2130706433/",                       # a decimal IPv4 literal
-    "http://allowed.test./",                    # a trailing dot
-    "http://allowed.test.evil.test/",           # a look-alike suffix
-    "http://xallowed.test/",                    # a look-alike prefix
-    "http://allowed.test@other.test/",          # userinfo naming the accepted host
-    "http://allowed.test:80@other.test/",       # userinfo with a port
-    "http://ALLOWED.TEST.other.test/",          # case folding does not make a suffix match
-], ids=["refused_host", "ipv4_literal", "ipv6_literal", "v4_mapped_ipv6", "decimal_ipv4", "trailing_dot",
-        "suffix_lookalike", "prefix_lookalike", "at_userinfo", "at_userinfo_port", "uppercase_suffix"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://other.test/",  # a host the owner did not accept
+        "http://{web_ip}/",  # an IPv4 literal, even of the accepted host's address
+        "http://[::1]/",  # an IPv6 literal
+        "http://[::ffff:127.0.0.1]/",  # a v4-mapped IPv6 literal
+        "http://2130706433/",  # a decimal IPv4 literal
+        "http://allowed.test./",  # a trailing dot
+        "http://allowed.test.evil.test/",  # a look-alike suffix
+        "http://xallowed.test/",  # a look-alike prefix
+        "http://allowed.test@other.test/",  # userinfo naming the accepted host
+        "http://allowed.test:80@other.test/",  # userinfo with a port
+        "http://ALLOWED.TEST.other.test/",  # case folding does not make a suffix match
+    ],
+    ids=[
+        "refused_host",
+        "ipv4_literal",
+        "ipv6_literal",
+        "v4_mapped_ipv6",
+        "decimal_ipv4",
+        "trailing_dot",
+        "suffix_lookalike",
+        "prefix_lookalike",
+        "at_userinfo",
+        "at_userinfo_port",
+        "uppercase_suffix",
+    ],
+)
 def test_proxy_refuses_with_403(url: str, app: AppServer, peers: dict) -> None:
     assert _fetch(app, url.format(web_ip=peers["web_ip"])) == {"status": 403}
     _control(app)
@@ -127,8 +142,11 @@ def test_raw_socket_is_refused(app: AppServer) -> None:
 
 
 def test_server_uid_has_no_network(app: AppServer, peers: dict) -> None:
-    code = ("import socket\ns=socket.socket();s.settimeout(3)\ntry:\n s.connect(('" + peers["web_ip"]
-            + "',80));print('connected')\nexcept OSError as e:\n print(type(e).__name__)")
+    code = (
+        "import socket\ns=socket.socket();s.settimeout(3)\ntry:\n s.connect(('"
+        + peers["web_ip"]
+        + "',80));print('connected')\nexcept OSError as e:\n print(type(e).__name__)"
+    )
     proc = app.exec("setpriv", "--reuid=10001", "--regid=10001", "--clear-groups", "/usr/bin/python3", "-c", code)
     assert proc.stdout.decode().strip() == "TimeoutError", proc.stderr.decode()[-500:]
     # Positive control: the same connection as the proxy uid (the only uid allowed out) connects.

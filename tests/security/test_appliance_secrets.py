@@ -62,19 +62,50 @@ def _grant() -> str:
 @pytest.fixture(scope="module")
 def canary_app(image: str, peers: dict[str, Any], rebind_dns: dict[str, Any]) -> Iterator[AppServer]:
     name = f"skill-mcp-canary-{os.getpid()}-{secrets.token_hex(3)}"
-    with open_appliance(image, name, network=peers["network"], dns=rebind_dns["ip"],
-                        env={"MCP_SKILL_RUN": _grant(), "SEC_CANARY": CANARY, "SKILL_MCP_LOG": "info"}) as app:
+    with open_appliance(
+        image,
+        name,
+        network=peers["network"],
+        dns=rebind_dns["ip"],
+        env={"MCP_SKILL_RUN": _grant(), "SEC_CANARY": CANARY, "SKILL_MCP_LOG": "info"},
+    ) as app:
         yield app
 
 
 def _memory_hits(app: AppServer, ns_pid: int, *needles: str) -> list[int]:
     """Scan from a root sidecar in the appliance's pid namespace, with the one capability it needs."""
-    image = subprocess.run(["docker", "inspect", "-f", "{{.Config.Image}}", app.name], capture_output=True, text=True,
-                           timeout=30, check=True).stdout.strip()
-    proc = subprocess.run(["docker", "run", "--rm", "--pid", f"container:{app.name}", "--cap-drop", "ALL",
-                           "--cap-add", "SYS_PTRACE", "--network", "none", "--entrypoint", "/usr/bin/python3", image,
-                           "-c", SCAN, str(ns_pid), *(n.encode().hex() for n in needles)],
-                          capture_output=True, timeout=120, check=False)
+    image = subprocess.run(
+        ["docker", "inspect", "-f", "{{.Config.Image}}", app.name],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.strip()
+    proc = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--pid",
+            f"container:{app.name}",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "SYS_PTRACE",
+            "--network",
+            "none",
+            "--entrypoint",
+            "/usr/bin/python3",
+            image,
+            "-c",
+            SCAN,
+            str(ns_pid),
+            *(n.encode().hex() for n in needles),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     return list(json.loads(proc.stdout))
 
@@ -83,15 +114,25 @@ def _answers_of_a_session(app: AppServer) -> tuple[list[str], dict[str, Any], di
     """Every tool's answer over one session, as the client received it, plus the preview and the run."""
     session = app.session
     answers = [json.dumps([t.model_dump(mode="json") for t in session.portal.call(session.client.list_tools).tools])]
-    for tool, args in (("skill_list", {}), ("skill_load", {"name": PROBE_SKILL}),
-                       ("skill_file", {"name": PROBE_SKILL, "paths": ["SKILL.md", "scripts/probe.py"]}),
-                       ("skill_search", {"query": "security probe"})):
+    for tool, args in (
+        ("skill_list", {}),
+        ("skill_load", {"name": PROBE_SKILL}),
+        ("skill_file", {"name": PROBE_SKILL, "paths": ["SKILL.md", "scripts/probe.py"]}),
+        ("skill_search", {"query": "security probe"}),
+    ):
         answers.append(json.dumps(session.call(tool, args)))
     err, preview = session.preview(PROBE_SKILL, "scripts/probe.py", ["envhash", "SEC_CANARY"])
     assert not err, preview
     answers.append(json.dumps(preview))
-    err, result = session.call("skill_run", {"skill": PROBE_SKILL, "script": "scripts/probe.py",
-                                             "args": ["envhash", "SEC_CANARY"], "confirmToken": preview["confirmToken"]})
+    err, result = session.call(
+        "skill_run",
+        {
+            "skill": PROBE_SKILL,
+            "script": "scripts/probe.py",
+            "args": ["envhash", "SEC_CANARY"],
+            "confirmToken": preview["confirmToken"],
+        },
+    )
     assert not err, result
     answers.append(json.dumps(result))
     return answers, preview, result

@@ -33,29 +33,32 @@ def _nested(depth: int, open_: str = "[", close: str = "]", core: str = "0") -> 
     return open_ * depth + core + close * depth
 
 
-@pytest.mark.parametrize(("text", "limit", "within"), [
-    ("0", 0, True),
-    ("[]", 0, False),
-    ("[]", 1, True),
-    ("[[]]", 1, False),
-    ('{"a": [1, {"b": []}]}', 4, True),
-    ('{"a": [1, {"b": []}]}', 3, False),
-    ('["[[[[[[[[", "{{{{{{{{{"]', 1, True),  # brackets inside strings never count
-    ('["\\"[[[[", "\\\\", [[]]]', 3, True),  # escaped quotes and backslashes end strings where JSON does
-    ('["\\"[[[[", "\\\\", [[]]]', 2, False),
-    ("[]" * 1000, 1, True),  # many siblings are not depth
-    ("[" * 5 + "]" * 5, 5, True),
-    ("[" * 6 + "]" * 6, 5, False),
-    ("[{[{[]}]}]", 5, True),
-    ("[{[{[]}]}]", 4, False),
-    ("]]]]]][[[[[[", 3, False),  # unbalanced: refused or not, the decoder stops at its first character
-    ("]]]]]]][[[[[[", 6, True),
-    ("[[[[]]]]]]][[[[", 3, False),  # what comes before the point the decoder stops at counts
-    ('["unterminated [[[[[[', 1, True),  # the decoder stops at the string
-    ('[[["\\', 2, False),
-    ('"\\"\\"\\"' * 1000, 1, True),  # quotes and escapes cannot make the scan quadratic
-    ("[[[[[[", 3, False),
-])
+@pytest.mark.parametrize(
+    ("text", "limit", "within"),
+    [
+        ("0", 0, True),
+        ("[]", 0, False),
+        ("[]", 1, True),
+        ("[[]]", 1, False),
+        ('{"a": [1, {"b": []}]}', 4, True),
+        ('{"a": [1, {"b": []}]}', 3, False),
+        ('["[[[[[[[[", "{{{{{{{{{"]', 1, True),  # brackets inside strings never count
+        ('["\\"[[[[", "\\\\", [[]]]', 3, True),  # escaped quotes and backslashes end strings where JSON does
+        ('["\\"[[[[", "\\\\", [[]]]', 2, False),
+        ("[]" * 1000, 1, True),  # many siblings are not depth
+        ("[" * 5 + "]" * 5, 5, True),
+        ("[" * 6 + "]" * 6, 5, False),
+        ("[{[{[]}]}]", 5, True),
+        ("[{[{[]}]}]", 4, False),
+        ("]]]]]][[[[[[", 3, False),  # unbalanced: refused or not, the decoder stops at its first character
+        ("]]]]]]][[[[[[", 6, True),
+        ("[[[[]]]]]]][[[[", 3, False),  # what comes before the point the decoder stops at counts
+        ('["unterminated [[[[[[', 1, True),  # the decoder stops at the string
+        ('[[["\\', 2, False),
+        ('"\\"\\"\\"' * 1000, 1, True),  # quotes and escapes cannot make the scan quadratic
+        ("[[[[[[", 3, False),
+    ],
+)
 def test_depth_within_table(text: str, limit: int, within: bool) -> None:
     assert jsonbound.depth_within(text, limit) is within
 
@@ -71,9 +74,11 @@ def test_depth_limit_holds_for_text_the_decoder_would_crash_on() -> None:
 
 # Strings full of brackets, quotes and backslashes: what a string holds must never count.
 TRICKY = st.text(alphabet='[]{}"\\/ab\n\u00e9', max_size=8) | st.text(max_size=8)
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TRICKY,
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TRICKY, inner, max_size=4),
-                    max_leaves=40)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TRICKY,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TRICKY, inner, max_size=4),
+    max_leaves=40,
+)
 
 
 def _depth(value: Any) -> int:
@@ -85,8 +90,7 @@ def _depth(value: Any) -> int:
 
 
 @given(value=JSON, wrap=st.integers(0, 80), ascii_only=st.booleans())
-def test_json_within_the_bound_decodes_the_same_and_deeper_is_refused(value: Any, wrap: int,
-                                                                      ascii_only: bool) -> None:
+def test_json_within_the_bound_decodes_the_same_and_deeper_is_refused(value: Any, wrap: int, ascii_only: bool) -> None:
     text = "[" * wrap + json.dumps(value, ensure_ascii=ascii_only) + "]" * wrap
     assert jsonbound.depth_within(text, _depth(value) + wrap)  # measured exactly ...
     assert not jsonbound.depth_within(text, _depth(value) + wrap - 1) or _depth(value) + wrap == 0  # ... both ways
@@ -114,6 +118,7 @@ def _send_in_background(sock: socket.socket, data: bytes) -> threading.Thread:
     def send() -> None:
         with contextlib.suppress(OSError):
             sock.sendall(data)
+
     thread = threading.Thread(target=send, daemon=True)
     thread.start()
     return thread
@@ -130,9 +135,17 @@ def test_broker_cannot_be_crashed_by_a_200000_deep_frame() -> None:
 
 def _broker() -> Broker:
     users = procs.Users(*(procs.Account(n, u, u) for n, u in (("s", 65001), ("c", 65002), ("p", 65003))))
-    return Broker(users=users, reaper=procs.Reaper(), roots=("/nonexistent-root",),
-                  interpreters={"python": sys.executable}, fence_ok=False, fence_detail="test",
-                  grants=policy.Grants("declaration"), environ={}, parse_user=procs.Account("x", 65004, 65004))
+    return Broker(
+        users=users,
+        reaper=procs.Reaper(),
+        roots=("/nonexistent-root",),
+        interpreters={"python": sys.executable},
+        fence_ok=False,
+        fence_detail="test",
+        grants=policy.Grants("declaration"),
+        environ={},
+        parse_user=procs.Account("x", 65004, 65004),
+    )
 
 
 def test_broker_loop_step_refuses_a_deep_frame_and_answers_the_next_one() -> None:
@@ -165,9 +178,22 @@ class _Exploding(Broker):
 
 
 def test_broker_loop_step_refuses_when_handle_raises() -> None:
-    broker = _Exploding(**{f: getattr(_broker(), f) for f in ("users", "reaper", "roots", "interpreters",
-                                                              "fence_ok", "fence_detail", "grants", "environ",
-                                                              "parse_user")})
+    broker = _Exploding(
+        **{
+            f: getattr(_broker(), f)
+            for f in (
+                "users",
+                "reaper",
+                "roots",
+                "interpreters",
+                "fence_ok",
+                "fence_detail",
+                "grants",
+                "environ",
+                "parse_user",
+            )
+        }
+    )
     ours, theirs = socket.socketpair()
     with ours, theirs:
         brokerwire.send(ours, {"v": 2, "id": 3, "op": "hello"})

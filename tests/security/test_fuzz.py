@@ -44,8 +44,12 @@ FIGURES = Path(__file__).resolve().parents[2] / "build" / "security" / "fuzz.jso
 COUNTS: dict[str, int] = {}
 # Fixed counts, whatever the Hypothesis profile: tests/security/README.md publishes the examples run
 # per property (and ``fuzz.json`` records them), so the suite's figures are the same on every machine.
-FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=1000,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def _count(name: str) -> None:
@@ -62,11 +66,43 @@ def write_counts() -> Iterator[None]:
 
 # --- the path check -----------------------------------------------------------------------------
 
-PIECES = st.sampled_from(["scripts", "probe.py", "link", "dirlink", "fifo", ".", "..", "/", "//", "\\", "%2e",
-                          "%2f", "%252f", "\x00", "\n", "\x1b", "\x85", "\u2215", "\uff0e", "\u2024", "\uff0f",
-                          "-", "~", "SKILL.md", "a" * 300, "\u0301", "\ufeff", " "])
-PATHS = st.one_of(st.text(max_size=80), st.lists(PIECES, max_size=12).map("".join),
-                  st.lists(st.one_of(PIECES, st.text(max_size=6)), max_size=8).map("/".join))
+PIECES = st.sampled_from(
+    [
+        "scripts",
+        "probe.py",
+        "link",
+        "dirlink",
+        "fifo",
+        ".",
+        "..",
+        "/",
+        "//",
+        "\\",
+        "%2e",
+        "%2f",
+        "%252f",
+        "\x00",
+        "\n",
+        "\x1b",
+        "\x85",
+        "\u2215",
+        "\uff0e",
+        "\u2024",
+        "\uff0f",
+        "-",
+        "~",
+        "SKILL.md",
+        "a" * 300,
+        "\u0301",
+        "\ufeff",
+        " ",
+    ]
+)
+PATHS = st.one_of(
+    st.text(max_size=80),
+    st.lists(PIECES, max_size=12).map("".join),
+    st.lists(st.one_of(PIECES, st.text(max_size=6)), max_size=8).map("/".join),
+)
 
 
 @pytest.fixture(scope="module")
@@ -103,14 +139,46 @@ def test_any_string_is_refused_with_a_reason_or_resolves_inside_the_skill(skill_
 
 # --- frontmatter and declaration parsers --------------------------------------------------------
 
-YAMLISH = st.lists(st.sampled_from(["name: x", "description: y", "mcp-host:", "  version: 1", "  run:",
-                                     "    - script: scripts/a.py", "      interpreter: python", "  egress: [a.b]",
-                                     "  env: [A]", "&a [1]", "*a", "!!python/object:os.system", "? [1, 2]",
-                                     "{", "]", "- -", "'", '"', ":", "---", "...", "\t", "#", "x: .nan", "y: 1e999",
-                                     "z: 0x1f", "k: !!binary aGk=", "<<: *a"]), max_size=12).map("\n".join)
-DOCS = st.one_of(st.binary(max_size=400),
-                 st.tuples(YAMLISH, st.text(max_size=40)).map(lambda t: f"---\n{t[0]}\n---\n{t[1]}".encode()),
-                 st.tuples(st.binary(max_size=60), YAMLISH).map(lambda t: b"---\n" + t[0] + t[1].encode() + b"\n---\n"))
+YAMLISH = st.lists(
+    st.sampled_from(
+        [
+            "name: x",
+            "description: y",
+            "mcp-host:",
+            "  version: 1",
+            "  run:",
+            "    - script: scripts/a.py",
+            "      interpreter: python",
+            "  egress: [a.b]",
+            "  env: [A]",
+            "&a [1]",
+            "*a",
+            "!!python/object:os.system",
+            "? [1, 2]",
+            "{",
+            "]",
+            "- -",
+            "'",
+            '"',
+            ":",
+            "---",
+            "...",
+            "\t",
+            "#",
+            "x: .nan",
+            "y: 1e999",
+            "z: 0x1f",
+            "k: !!binary aGk=",
+            "<<: *a",
+        ]
+    ),
+    max_size=12,
+).map("\n".join)
+DOCS = st.one_of(
+    st.binary(max_size=400),
+    st.tuples(YAMLISH, st.text(max_size=40)).map(lambda t: f"---\n{t[0]}\n---\n{t[1]}".encode()),
+    st.tuples(st.binary(max_size=60), YAMLISH).map(lambda t: b"---\n" + t[0] + t[1].encode() + b"\n---\n"),
+)
 
 
 @pytest.mark.slow
@@ -127,13 +195,20 @@ def test_any_bytes_parse_or_raise_frontmatter_error(raw: bytes) -> None:
     assert result.declaration is None or result.declaration.version == 1
 
 
-JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20)),
-                       lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                               st.dictionaries(st.sampled_from(["version", "run", "env", "egress",
-                                                                                "script", "interpreter", "timeout",
-                                                                                "name", "secret", "x"]), inner,
-                                                               max_size=5)),
-                       max_leaves=20)
+JSONISH = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(
+            st.sampled_from(
+                ["version", "run", "env", "egress", "script", "interpreter", "timeout", "name", "secret", "x"]
+            ),
+            inner,
+            max_size=5,
+        ),
+    ),
+    max_leaves=20,
+)
 
 
 @pytest.mark.slow
@@ -151,22 +226,35 @@ def test_any_declaration_value_builds_or_raises_declaration_error(block: Any) ->
 
 # --- the broker's protocol parser and dispatcher ------------------------------------------------
 
+
 def _broker() -> Broker:
     users = procs.Users(*(procs.Account(n, u, u) for n, u in (("s", 65001), ("c", 65002), ("p", 65003))))
     # fence_ok=False: a message that passes every check is refused before anything is spawned.
-    return Broker(users=users, reaper=procs.Reaper(), roots=("/nonexistent-root",),
-                  interpreters={"python": sys.executable}, fence_ok=False, fence_detail="fuzzing",
-                  grants=policy.Grants("declaration"), environ={}, parse_user=procs.Account("x", 65004, 65004))
+    return Broker(
+        users=users,
+        reaper=procs.Reaper(),
+        roots=("/nonexistent-root",),
+        interpreters={"python": sys.executable},
+        fence_ok=False,
+        fence_detail="fuzzing",
+        grants=policy.Grants("declaration"),
+        environ={},
+        parse_user=procs.Account("x", 65004, 65004),
+    )
 
 
-FRAMES = st.one_of(st.binary(max_size=64),
-                   st.builds(lambda body: struct.pack(">I", len(body)) + body, st.binary(max_size=64)),
-                   st.builds(lambda obj: protocol.encode(obj) if isinstance(obj, dict) else
-                             struct.pack(">I", 4) + b"null", JSONISH),
-                   st.builds(lambda n: struct.pack(">I", n), st.integers(0, 2**32 - 1)),
-                   # Nesting far past what any request needs (the decoder recurses per level).
-                   st.builds(lambda depth, opener: (lambda body: struct.pack(">I", len(body)) + body)(
-                       (opener * depth).encode()), st.integers(60, 5000), st.sampled_from(["[", '{"a":'])))
+FRAMES = st.one_of(
+    st.binary(max_size=64),
+    st.builds(lambda body: struct.pack(">I", len(body)) + body, st.binary(max_size=64)),
+    st.builds(lambda obj: protocol.encode(obj) if isinstance(obj, dict) else struct.pack(">I", 4) + b"null", JSONISH),
+    st.builds(lambda n: struct.pack(">I", n), st.integers(0, 2**32 - 1)),
+    # Nesting far past what any request needs (the decoder recurses per level).
+    st.builds(
+        lambda depth, opener: (lambda body: struct.pack(">I", len(body)) + body)((opener * depth).encode()),
+        st.integers(60, 5000),
+        st.sampled_from(["[", '{"a":']),
+    ),
+)
 
 
 @pytest.mark.slow
@@ -187,15 +275,25 @@ def test_any_frame_is_answered_or_refused_without_crashing_the_broker(frame: byt
 
 
 # Requests shaped like the server's, with hostile values, beside arbitrary JSON.
-REQUESTS = st.one_of(JSONISH, st.builds(
-    lambda skill, script, args, extra: {"skill": skill, "script": script, "args": args, **extra},
-    st.sampled_from(["s", "S", "", "../s", "s/..", "\x00"]) | st.text(max_size=12),
-    st.sampled_from(["scripts/a.py", "scripts/../SKILL.md", "/etc/passwd", "scripts/a.py/"]) | st.text(max_size=12),
-    st.lists(st.text(max_size=12), max_size=4),
-    st.dictionaries(st.sampled_from(["env", "egress", "timeout_s", "interpreter", "argv", "cwd"]), JSONISH,
-                    max_size=3)))
-FUZZ_SKILL = DeclaredSkill("s", "/nonexistent-root/s", (0, 0, 0, 0, 0), ("api.example",),
-                           (DeclaredScript("scripts/a.py", "python", ("KEY",), 30),))
+REQUESTS = st.one_of(
+    JSONISH,
+    st.builds(
+        lambda skill, script, args, extra: {"skill": skill, "script": script, "args": args, **extra},
+        st.sampled_from(["s", "S", "", "../s", "s/..", "\x00"]) | st.text(max_size=12),
+        st.sampled_from(["scripts/a.py", "scripts/../SKILL.md", "/etc/passwd", "scripts/a.py/"]) | st.text(max_size=12),
+        st.lists(st.text(max_size=12), max_size=4),
+        st.dictionaries(
+            st.sampled_from(["env", "egress", "timeout_s", "interpreter", "argv", "cwd"]), JSONISH, max_size=3
+        ),
+    ),
+)
+FUZZ_SKILL = DeclaredSkill(
+    "s",
+    "/nonexistent-root/s",
+    (0, 0, 0, 0, 0),
+    ("api.example",),
+    (DeclaredScript("scripts/a.py", "python", ("KEY",), 30),),
+)
 
 
 @pytest.mark.slow
@@ -204,8 +302,14 @@ FUZZ_SKILL = DeclaredSkill("s", "/nonexistent-root/s", (0, 0, 0, 0, 0), ("api.ex
 def test_any_run_request_is_decided_or_refused_with_a_reason(raw: Any) -> None:
     _count("broker_plan")
     try:
-        policy.decide(checks.parse_request(raw), skills={"s": FUZZ_SKILL}, grants=policy.Grants("declaration"),
-                      interpreters={"python": sys.executable}, roots=("/nonexistent-root",), environ={"KEY": "v"})
+        policy.decide(
+            checks.parse_request(raw),
+            skills={"s": FUZZ_SKILL},
+            grants=policy.Grants("declaration"),
+            interpreters={"python": sys.executable},
+            roots=("/nonexistent-root",),
+            environ={"KEY": "v"},
+        )
     except SkillMcpError as exc:
         assert exc.reason in {r for r in Refusal}
         return
@@ -214,19 +318,48 @@ def test_any_run_request_is_decided_or_refused_with_a_reason(raw: Any) -> None:
 
 # --- the stdio transport ------------------------------------------------------------------------
 
-METHODS = st.sampled_from(["ping", "tools/list", "tools/call", "resources/list", "resources/read", "prompts/list",
-                           "prompts/get", "initialize", "notifications/initialized", "completion/complete",
-                           "logging/setLevel", "nonexistent/method", "", "$/cancel", "notifications/cancelled"])
-IDS = st.one_of(st.none(), st.integers(-2**63, 2**63), st.text(max_size=10), st.booleans(), st.floats(), st.lists(st.integers(), max_size=2))
+METHODS = st.sampled_from(
+    [
+        "ping",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "initialize",
+        "notifications/initialized",
+        "completion/complete",
+        "logging/setLevel",
+        "nonexistent/method",
+        "",
+        "$/cancel",
+        "notifications/cancelled",
+    ]
+)
+IDS = st.one_of(
+    st.none(),
+    st.integers(-(2**63), 2**63),
+    st.text(max_size=10),
+    st.booleans(),
+    st.floats(),
+    st.lists(st.integers(), max_size=2),
+)
 # A JSON-RPC request or notification of any method, and a tools/call of any tool, with any params.
-REQUESTS = st.builds(lambda m, i, p, has_id: json.dumps({"jsonrpc": "2.0", "method": m,
-                                                         **({"id": i} if has_id else {}), "params": p}),
-                     METHODS, IDS, JSONISH, st.booleans())
-TOOL_CALLS = st.builds(lambda name, args: json.dumps({"jsonrpc": "2.0", "id": "t", "method": "tools/call",
-                                                      "params": {"name": name, "arguments": args}}),
-                       st.sampled_from(["skill_list", "skill_load", "skill_file", "skill_run", "skill_search",
-                                        "nope"]),
-                       JSONISH)
+REQUESTS = st.builds(
+    lambda m, i, p, has_id: json.dumps({"jsonrpc": "2.0", "method": m, **({"id": i} if has_id else {}), "params": p}),
+    METHODS,
+    IDS,
+    JSONISH,
+    st.booleans(),
+)
+TOOL_CALLS = st.builds(
+    lambda name, args: json.dumps(
+        {"jsonrpc": "2.0", "id": "t", "method": "tools/call", "params": {"name": name, "arguments": args}}
+    ),
+    st.sampled_from(["skill_list", "skill_load", "skill_file", "skill_run", "skill_search", "nope"]),
+    JSONISH,
+)
 MESSAGES = st.one_of(
     st.text(max_size=120).filter(lambda s: "\n" not in s and "\r" not in s),
     REQUESTS,
@@ -254,13 +387,25 @@ class StdioServer:
 
         root = self.root
         env = {"PATH": "/usr/bin:/bin", "SKILL_MCP_LOG": "error", "MCP_CONFIRM_ELICITATION": "off"}
-        self.proc = subprocess.Popen(serve_argv([root]),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env)
+        self.proc = subprocess.Popen(
+            serve_argv([root]), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
         self.sentinel = 0
         self.pending = b""
-        self.send(json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}}))
+        self.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "init",
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "fuzz", "version": "0"},
+                    },
+                }
+            )
+        )
         assert self.read_until("init")[-1]["result"]
         self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
@@ -338,8 +483,9 @@ class StdioServer:
 def stdio_server() -> Iterator[StdioServer]:
     base = Path(tempfile.mkdtemp(prefix="skill-mcp-fuzz-stdio-"))
     (base / "demo").mkdir()
-    (base / "demo" / "SKILL.md").write_text("---\nname: demo\ndescription: A demo skill.\n---\nbody\n",
-                                           encoding="utf-8")
+    (base / "demo" / "SKILL.md").write_text(
+        "---\nname: demo\ndescription: A demo skill.\n---\nbody\n", encoding="utf-8"
+    )
     server = StdioServer(base)
     try:
         yield server
@@ -351,8 +497,12 @@ def stdio_server() -> Iterator[StdioServer]:
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(line=OBJECT_MESSAGES)
 def test_any_json_object_line_gets_a_valid_answer_or_none(stdio_server: StdioServer, line: str) -> None:
     _count("stdio_object_line")
@@ -360,15 +510,19 @@ def test_any_json_object_line_gets_a_valid_answer_or_none(stdio_server: StdioSer
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(line=MESSAGES)
 def test_any_stdio_line_gets_a_valid_answer_or_none(stdio_server: StdioServer, line: str) -> None:
     _count("stdio_any_line")
     stdio_server.exchange(line, timeout=5)
 
 
-@pytest.mark.parametrize("line", ["garbage", "0", "[]", "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\"", "\ud800"])
+@pytest.mark.parametrize("line", ["garbage", "0", "[]", '{"jsonrpc": "2.0", "id": 1, "method"', "\ud800"])
 def test_unparseable_line_is_answered_and_the_session_continues(stdio_server: StdioServer, line: str) -> None:
     answers = stdio_server.exchange(line, timeout=5)
     assert any("error" in a and a["error"]["code"] in (-32700, -32600) for a in answers), answers

@@ -78,8 +78,12 @@ def test_setuid_binary_gains_nothing(server: Session, setuid_id: Path) -> None:
     assert out["euid_after_exec"] == str(account.pw_uid)
     # Positive control: the same uid without no-new-privileges does become root through it,
     # so the binary is really setuid and the mount honours it.
-    proc = subprocess.run(["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups",
-                           str(setuid_id), "-u"], capture_output=True, timeout=20, check=True)
+    proc = subprocess.run(
+        ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups", str(setuid_id), "-u"],
+        capture_output=True,
+        timeout=20,
+        check=True,
+    )
     assert proc.stdout.decode().strip() == "0"
 
 

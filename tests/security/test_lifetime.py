@@ -171,9 +171,11 @@ def test_second_concurrent_run_is_refused_busy(server: Session, sec_root: Path) 
     args = ["pidfile", str(pidfile), "3"]
     err, first = server.preview("sec", "scripts/probe.py", args)
     assert not err
-    long_run = server.portal.start_task_soon(server.client.call_tool, "skill_run",
-                                             {"skill": "sec", "script": "scripts/probe.py", "args": args,
-                                              "confirmToken": first["confirmToken"]})
+    long_run = server.portal.start_task_soon(
+        server.client.call_tool,
+        "skill_run",
+        {"skill": "sec", "script": "scripts/probe.py", "args": args, "confirmToken": first["confirmToken"]},
+    )
     announced(pidfile)  # the first run started
     err, out = server.run("sec", "scripts/probe.py", ["echo", "second"])
     assert err and out["reason"] == Refusal.BUSY
@@ -182,17 +184,24 @@ def test_second_concurrent_run_is_refused_busy(server: Session, sec_root: Path) 
     _control(server)  # the lock was released
 
 
-@pytest.mark.parametrize("how", ["SIGKILL",  # PR_SET_PDEATHSIG in the exec shim
-                                 "SIGTERM",  # SIGTERM stops serving like EOF
-                                 "stdin-EOF"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "SIGKILL",  # PR_SET_PDEATHSIG in the exec shim
+        "SIGTERM",  # SIGTERM stops serving like EOF
+        "stdin-EOF",
+    ],
+)
 def test_server_killed_mid_run_leaves_no_orphan(how: str, sec_root: Path, script_uid: int | None) -> None:
     pidfile = sec_root.parent / "out" / f"killed-{how}.pid"
     with open_session(server_params([sec_root], server_env()), read_timeout=60) as session:
         args = ["pidfile", str(pidfile), "60"]
         token = session.preview("sec", "scripts/probe.py", args)[1]["confirmToken"]
-        pending = session.portal.start_task_soon(session.client.call_tool, "skill_run",
-                                                 {"skill": "sec", "script": "scripts/probe.py", "args": args,
-                                                  "confirmToken": token})
+        pending = session.portal.start_task_soon(
+            session.client.call_tool,
+            "skill_run",
+            {"skill": "sec", "script": "scripts/probe.py", "args": args, "confirmToken": token},
+        )
         info = announced(pidfile)
         assert _alive(info["pid"])  # positive control: the script is running when the server goes
         if how == "stdin-EOF":

@@ -33,9 +33,11 @@ def test_a_killed_servers_run_directory_is_gone_before_the_next_servers_first_ru
     with open_session(server_params([sec_root], server_env()), read_timeout=60) as session:
         args = ["leave", str(pidfile), "60", secret]
         token = session.preview("sec", "scripts/probe.py", args)[1]["confirmToken"]
-        session.portal.start_task_soon(session.client.call_tool, "skill_run",
-                                       {"skill": "sec", "script": "scripts/probe.py", "args": args,
-                                        "confirmToken": token})
+        session.portal.start_task_soon(
+            session.client.call_tool,
+            "skill_run",
+            {"skill": "sec", "script": "scripts/probe.py", "args": args, "confirmToken": token},
+        )
         info = announced(pidfile)
         os.kill(info["ppid"], signal.SIGKILL)
         wait_until(lambda: not _alive(info["ppid"]), "the server to die", 15)

@@ -64,9 +64,14 @@ SHAPES: dict[str, str] = {
 def _broker_decides(root: Path, script: str) -> None:
     cwd = str((root / "sec").resolve())
     skill = DeclaredSkill("sec", cwd, (0, 0, 0, 0, 0), (), (DeclaredScript("scripts/probe.py", "python", (), 30),))
-    policy.decide(checks.parse_request({"skill": "sec", "script": script, "args": ["echo"]}), skills={"sec": skill},
-                  grants=policy.Grants("declaration"), interpreters={"python": PY}, roots=(str(root.resolve()),),
-                  environ={})
+    policy.decide(
+        checks.parse_request({"skill": "sec", "script": script, "args": ["echo"]}),
+        skills={"sec": skill},
+        grants=policy.Grants("declaration"),
+        interpreters={"python": PY},
+        roots=(str(root.resolve()),),
+        environ={},
+    )
 
 
 def _control(server: Session) -> None:
@@ -79,8 +84,11 @@ def _control(server: Session) -> None:
 def test_script_reference_shape_refused(denial: str, server: Session, sec_root: Path) -> None:
     script = SHAPES[denial].format(root=sec_root)
     err, out = server.preview("sec", script, ["echo"])
-    assert err and out["reason"] == Refusal.UNDECLARED_SCRIPT and "scripts/probe.py" in out.get("declared", [
-        "scripts/probe.py"])
+    assert (
+        err
+        and out["reason"] == Refusal.UNDECLARED_SCRIPT
+        and "scripts/probe.py" in out.get("declared", ["scripts/probe.py"])
+    )
     with pytest.raises(SkillMcpError) as caught:
         check_relpath(script)
     assert caught.value.reason == Refusal.INVALID_PATH
@@ -115,8 +123,9 @@ def test_declared_trap_refused_by_resolved_path_check(trap: str, server: Session
         pytest.skip("making a device node needs root")
     started = time.monotonic()
     err, out = server.preview("sec", trap, ["echo"])
-    expected = Refusal.NOT_A_FILE if trap in ("scripts/fifo.py", "scripts/dir.py", "scripts/dev.py") \
-        else Refusal.OUTSIDE_SKILL
+    expected = (
+        Refusal.NOT_A_FILE if trap in ("scripts/fifo.py", "scripts/dir.py", "scripts/dev.py") else Refusal.OUTSIDE_SKILL
+    )
     assert err and out["reason"] == expected, out
     assert time.monotonic() - started < 10  # a FIFO is never opened for reading, so nothing blocks
     # skill_list says the declared trap is not runnable, with the catalog's reason.

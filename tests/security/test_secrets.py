@@ -65,16 +65,19 @@ def test_script_cannot_signal_server(server: Session) -> None:
 
 
 @root_only
-def test_script_cannot_attach_to_signal_or_read_the_shim_waiting_for_the_next_run(server: Session,
-                                                                                  sec_root: Path) -> None:
+def test_script_cannot_attach_to_signal_or_read_the_shim_waiting_for_the_next_run(
+    server: Session, sec_root: Path
+) -> None:
     # The shim for the next run waits as root until that run's configuration arrives. It is started
     # after a run and by any call that passes the checks: here a preview made while the probe runs.
     pidfile = sec_root.parent / "out" / "shim-probe.pid"
     args = ["shim", str(pidfile)]
     token = server.preview("sec", "scripts/probe.py", args)[1]["confirmToken"]
-    pending = server.portal.start_task_soon(server.client.call_tool, "skill_run",
-                                            {"skill": "sec", "script": "scripts/probe.py", "args": args,
-                                             "confirmToken": token})
+    pending = server.portal.start_task_soon(
+        server.client.call_tool,
+        "skill_run",
+        {"skill": "sec", "script": "scripts/probe.py", "args": args, "confirmToken": token},
+    )
     announced(pidfile)  # the probe started
     assert server.preview("sec", "scripts/probe.py", ["echo", "next"])[1]["status"] == "confirmation-required"
     result = pending.result(timeout=60)

@@ -23,8 +23,18 @@ pytestmark = [pytest.mark.appliance, pytest.mark.slow]
 CALLS, RUNS = 2000, 200
 WARMUP = 0.1
 FIGURES = Path(__file__).resolve().parents[2] / "build" / "security" / "soak.json"
-RUN_MODES = (["echo", "x"], ["zombie"], ["background"], ["doublefork"], ["flood", "200000"], ["id"], ["setsid"],
-             ["weird"], ["env"], ["echo", "$(id)"])
+RUN_MODES = (
+    ["echo", "x"],
+    ["zombie"],
+    ["background"],
+    ["doublefork"],
+    ["flood", "200000"],
+    ["id"],
+    ["setsid"],
+    ["weird"],
+    ["env"],
+    ["echo", "$(id)"],
+)
 
 
 def _mixed_call(app: AppServer, i: int, tools: list[str]) -> None:
@@ -80,10 +90,15 @@ def test_soak_two_thousand_calls_and_two_hundred_runs(app: AppServer) -> None:
     end = _sample(app)
     assert warm is not None
     figures: dict[str, Any] = {
-        "calls": calls, "runs": runs, "seconds": round(time.monotonic() - started, 1),
-        "rss_kB_after_warmup": warm["rss_kB"], "rss_kB_end": end["rss_kB"], "rss_kB_peak_sampled": peak_rss,
+        "calls": calls,
+        "runs": runs,
+        "seconds": round(time.monotonic() - started, 1),
+        "rss_kB_after_warmup": warm["rss_kB"],
+        "rss_kB_end": end["rss_kB"],
+        "rss_kB_peak_sampled": peak_rss,
         "rss_growth_pct": round(100 * (end["rss_kB"] - warm["rss_kB"]) / warm["rss_kB"], 2),
-        "fds_after_warmup": warm["fds"], "fds_end": end["fds"],
+        "fds_after_warmup": warm["fds"],
+        "fds_end": end["fds"],
         "script_uid_processes_end": len(app.of_uid(SCRIPT_UID)),
     }
     FIGURES.parent.mkdir(parents=True, exist_ok=True)

@@ -6,16 +6,27 @@ import pytest
 
 from skill_mcp.surfaces.state import closest_names
 
-NAMES = ["check-stdout-purity", "check-nftables-egress", "run-conformance-suite", "test-both-protocol-eras",
-         "pass-secrets-via-environment", "connect-claude-code", "connect-claude-desktop", "connect-cursor"]
+NAMES = [
+    "check-stdout-purity",
+    "check-nftables-egress",
+    "run-conformance-suite",
+    "test-both-protocol-eras",
+    "pass-secrets-via-environment",
+    "connect-claude-code",
+    "connect-claude-desktop",
+    "connect-cursor",
+]
 
 
-@pytest.mark.parametrize(("wanted", "first"), [
-    ("stdout-purity-check", "check-stdout-purity"),          # words in another order
-    ("protocol-conformance-test", "run-conformance-suite"),  # fewer words shared, but more alike
-    ("secrets-via-environment", "pass-secrets-via-environment"),
-    ("Connect-Claude", "connect-claude-code"),
-])
+@pytest.mark.parametrize(
+    ("wanted", "first"),
+    [
+        ("stdout-purity-check", "check-stdout-purity"),  # words in another order
+        ("protocol-conformance-test", "run-conformance-suite"),  # fewer words shared, but more alike
+        ("secrets-via-environment", "pass-secrets-via-environment"),
+        ("Connect-Claude", "connect-claude-code"),
+    ],
+)
 def test_the_most_alike_name_sharing_a_word_comes_first(wanted: str, first: str) -> None:
     assert closest_names(NAMES, wanted)[0] == first
 

@@ -33,9 +33,16 @@ PING = {"jsonrpc": "2.0", "id": "p", "method": "ping"}
 
 
 def _initialize(version: str, rid: int | str = 1) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": {"roots": {"listChanged": True}},
-                       "clientInfo": {"name": "early", "version": "0"}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {"roots": {"listChanged": True}},
+            "clientInfo": {"name": "early", "version": "0"},
+        },
+    }
 
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -48,11 +55,22 @@ def _exchange(root: Path, messages: list[dict[str, Any]], env: dict[str, str] | 
 
 
 def _run(root: Path, messages: list[dict[str, Any]], env: dict[str, str] | None = None) -> tuple[list[bytes], str]:
-    full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "SKILL_MCP_LOG": "warning",
-            "SKILL_MCP_CACHE": "off", **(env or {})}
+    full = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": "/tmp",
+        "SKILL_MCP_LOG": "warning",
+        "SKILL_MCP_CACHE": "off",
+        **(env or {}),
+    }
     data = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
-    done = subprocess.run([SKILL_MCP, "serve", "--skills-dir", str(root)], input=data, capture_output=True,
-                          env=full, timeout=120, check=False)
+    done = subprocess.run(
+        [SKILL_MCP, "serve", "--skills-dir", str(root)],
+        input=data,
+        capture_output=True,
+        env=full,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     return done.stdout.splitlines(keepends=True), done.stderr.decode(errors="replace")
 
@@ -60,7 +78,7 @@ def _run(root: Path, messages: list[dict[str, Any]], env: dict[str, str] | None 
 def _result_json(frame: bytes, rid: int | str) -> str:
     head = b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":'
     assert frame.startswith(head) and frame.endswith(b"}\n"), frame[:200]
-    return frame[len(head):-2].decode()
+    return frame[len(head) : -2].decode()
 
 
 def _skills(tmp_path: Path) -> Path:
@@ -74,9 +92,14 @@ def sdk_answers(root: Path) -> dict[str, Any]:
     """The constants ``early_answers`` must hold, read from the SDK server's own answers."""
     frames = _exchange(root, [PING, _initialize(LATEST_HANDSHAKE_VERSION), INITIALIZED, TOOLS_LIST])
     init = json.loads(_result_json(frames[1], 1))
-    return {"CAPABILITIES": init["capabilities"], "INSTRUCTIONS": init["instructions"],
-            "SERVER_NAME": init["serverInfo"]["name"], "HANDSHAKE_VERSIONS": tuple(HANDSHAKE_PROTOCOL_VERSIONS),
-            "LATEST_HANDSHAKE_VERSION": LATEST_HANDSHAKE_VERSION, "TOOLS_LIST": _result_json(frames[2], 2)}
+    return {
+        "CAPABILITIES": init["capabilities"],
+        "INSTRUCTIONS": init["instructions"],
+        "SERVER_NAME": init["serverInfo"]["name"],
+        "HANDSHAKE_VERSIONS": tuple(HANDSHAKE_PROTOCOL_VERSIONS),
+        "LATEST_HANDSHAKE_VERSION": LATEST_HANDSHAKE_VERSION,
+        "TOOLS_LIST": _result_json(frames[2], 2),
+    }
 
 
 @pytest.mark.slow
@@ -91,17 +114,23 @@ def test_the_early_handshake_is_the_sdk_servers_byte_for_byte(tmp_path: Path, ve
     assert len(early) == 2
 
 
-RICH_CAPABILITIES = {"roots": {"listChanged": True}, "sampling": {"context": {}, "tools": {}},
-                     "elicitation": {"form": {}, "url": {}}, "experimental": {"x": {"y": 1}},
-                     "tasks": {"requests": {"sampling": {"createMessage": {}}}}, "extensions": {"e": {}}}
+RICH_CAPABILITIES = {
+    "roots": {"listChanged": True},
+    "sampling": {"context": {}, "tools": {}},
+    "elicitation": {"form": {}, "url": {}},
+    "experimental": {"x": {"y": 1}},
+    "tasks": {"requests": {"sampling": {"createMessage": {}}}},
+    "extensions": {"e": {}},
+}
 
 
 def test_a_rich_plain_initialize_is_answered_early_as_the_sdk_server_answers_it(tmp_path: Path) -> None:
     root = _skills(tmp_path)
     init = _initialize(LATEST_HANDSHAKE_VERSION)
-    init["params"].update(capabilities=RICH_CAPABILITIES,
-                          clientInfo={"name": "n", "version": "1", "title": "T", "description": "d",
-                                      "websiteUrl": "https://example.org"})
+    init["params"].update(
+        capabilities=RICH_CAPABILITIES,
+        clientInfo={"name": "n", "version": "1", "title": "T", "description": "d", "websiteUrl": "https://example.org"},
+    )
     assert EarlyHandshake("", "0").answer(json.dumps(init).encode())  # taken by the early path
     handshake = [init, INITIALIZED, TOOLS_LIST]
     assert _exchange(root, handshake) == _exchange(root, [PING, *handshake])[1:]
@@ -137,21 +166,42 @@ def test_a_session_goes_on_after_the_early_handshake(tmp_path: Path) -> None:
     assert json.loads(frames[2])["result"]["structuredContent"]["total"] == 1
 
 
-@pytest.mark.parametrize("line", [
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {"protocolVersion": LATEST_HANDSHAKE_VERSION}},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "_meta": {}}},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "capabilities": {"roots": 1}}},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "capabilities": {"roots": {"listChanged": "yes"}}}},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "capabilities": {"sampling": {"context": 1}}}},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "capabilities": {"future": {}}}},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "clientInfo": {"name": "n"}}},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "clientInfo": {"name": "n", "version": "1", "icons": []}}},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "id": True},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "id": None},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "extra": 1},
-    {**_initialize(LATEST_HANDSHAKE_VERSION), "jsonrpc": "1.0"},
-    PING,
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {"protocolVersion": LATEST_HANDSHAKE_VERSION}},
+        {**_initialize(LATEST_HANDSHAKE_VERSION), "params": {**_initialize("x")["params"], "_meta": {}}},
+        {
+            **_initialize(LATEST_HANDSHAKE_VERSION),
+            "params": {**_initialize("x")["params"], "capabilities": {"roots": 1}},
+        },
+        {
+            **_initialize(LATEST_HANDSHAKE_VERSION),
+            "params": {**_initialize("x")["params"], "capabilities": {"roots": {"listChanged": "yes"}}},
+        },
+        {
+            **_initialize(LATEST_HANDSHAKE_VERSION),
+            "params": {**_initialize("x")["params"], "capabilities": {"sampling": {"context": 1}}},
+        },
+        {
+            **_initialize(LATEST_HANDSHAKE_VERSION),
+            "params": {**_initialize("x")["params"], "capabilities": {"future": {}}},
+        },
+        {
+            **_initialize(LATEST_HANDSHAKE_VERSION),
+            "params": {**_initialize("x")["params"], "clientInfo": {"name": "n"}},
+        },
+        {
+            **_initialize(LATEST_HANDSHAKE_VERSION),
+            "params": {**_initialize("x")["params"], "clientInfo": {"name": "n", "version": "1", "icons": []}},
+        },
+        {**_initialize(LATEST_HANDSHAKE_VERSION), "id": True},
+        {**_initialize(LATEST_HANDSHAKE_VERSION), "id": None},
+        {**_initialize(LATEST_HANDSHAKE_VERSION), "extra": 1},
+        {**_initialize(LATEST_HANDSHAKE_VERSION), "jsonrpc": "1.0"},
+        PING,
+    ],
+)
 def test_anything_but_a_plain_initialize_is_left_to_the_sdk_server(line: dict[str, Any]) -> None:
     state = EarlyHandshake("", "0")
     assert state.answer(json.dumps(line).encode() + b"\n") is None
@@ -171,10 +221,18 @@ def test_tools_list_is_answered_early_only_after_the_plain_handshake() -> None:
 
 
 def _write(answers: dict[str, Any]) -> None:
-    body = ['"""The SDK server\'s own handshake answers, frozen for ``surfaces.stdio.early`` (generated).',
-            "", "Written by ``python -m tests.surfaces.test_early_handshake --write``, which reads them from the",
-            "real server; that test file holds them equal. Do not edit by hand.", '"""', "",
-            "from __future__ import annotations", "", "from typing import Any", ""]
+    body = [
+        '"""The SDK server\'s own handshake answers, frozen for ``surfaces.stdio.early`` (generated).',
+        "",
+        "Written by ``python -m tests.surfaces.test_early_handshake --write``, which reads them from the",
+        "real server; that test file holds them equal. Do not edit by hand.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any",
+        "",
+    ]
     for name, value in answers.items():
         if name == "CAPABILITIES":
             body.append(f"{name}: dict[str, Any] = {value!r}")

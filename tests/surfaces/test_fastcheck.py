@@ -30,12 +30,20 @@ TOOL_SCHEMAS = {
 }
 
 # Strings near the length limits in use (255 for a name, 1000 for a query) come from repeats.
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-300, 300), st.floats(allow_nan=True),
-                    st.text(max_size=8), st.sampled_from(["a" * 255, "a" * 256, "q" * 1000, "q" * 1001]),
-                    st.sampled_from([0, 1, 1.0, 200, 201, 0.5, True, False, "", "x"]))
-JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=10),
-                                                     st.dictionaries(st.text(max_size=5), inner, max_size=4)),
-                    max_leaves=20)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-300, 300),
+    st.floats(allow_nan=True),
+    st.text(max_size=8),
+    st.sampled_from(["a" * 255, "a" * 256, "q" * 1000, "q" * 1001]),
+    st.sampled_from([0, 1, 1.0, 200, 201, 0.5, True, False, "", "x"]),
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=10), st.dictionaries(st.text(max_size=5), inner, max_size=4)),
+    max_leaves=20,
+)
 
 
 def _arguments(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
@@ -62,20 +70,31 @@ def test_whatever_the_fast_accept_accepts_jsonschema_accepts(tool: str, data: st
         assert _TOOL_VALIDATORS[tool].is_valid(value), value
 
 
-_SUB: st.SearchStrategy[object] = st.deferred(lambda: st.one_of(
-    st.just(True),
-    st.fixed_dictionaries({}, optional={
-        "type": st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null"]),
-                          st.lists(st.sampled_from(["string", "integer", "null"]), min_size=1, max_size=3)),
-        "minimum": st.integers(-5, 5), "maximum": st.one_of(st.integers(-5, 5), st.floats(-5, 5)),
-        "minLength": st.integers(0, 3), "maxLength": st.integers(0, 3),
-        "minItems": st.integers(0, 3), "maxItems": st.integers(0, 3),
-        "items": _SUB,
-        "properties": st.dictionaries(st.sampled_from(["a", "b"]), _SUB, max_size=2),
-        "required": st.lists(st.sampled_from(["a", "b"]), unique=True, max_size=2),
-        "additionalProperties": st.booleans(),
-        "description": st.text(max_size=5),
-    })))
+_SUB: st.SearchStrategy[object] = st.deferred(
+    lambda: st.one_of(
+        st.just(True),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "type": st.one_of(
+                    st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null"]),
+                    st.lists(st.sampled_from(["string", "integer", "null"]), min_size=1, max_size=3),
+                ),
+                "minimum": st.integers(-5, 5),
+                "maximum": st.one_of(st.integers(-5, 5), st.floats(-5, 5)),
+                "minLength": st.integers(0, 3),
+                "maxLength": st.integers(0, 3),
+                "minItems": st.integers(0, 3),
+                "maxItems": st.integers(0, 3),
+                "items": _SUB,
+                "properties": st.dictionaries(st.sampled_from(["a", "b"]), _SUB, max_size=2),
+                "required": st.lists(st.sampled_from(["a", "b"]), unique=True, max_size=2),
+                "additionalProperties": st.booleans(),
+                "description": st.text(max_size=5),
+            },
+        ),
+    )
+)
 
 
 @given(schema=_SUB, value=JSON)

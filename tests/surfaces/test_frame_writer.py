@@ -55,8 +55,7 @@ def _drain(fd: int, want: int, chunk: int = 4096, pause: float = 0.0) -> bytes:
 
 
 @pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
-async def test_frames_bigger_than_the_pipe_arrive_whole_and_in_order_while_the_loop_keeps_running(
-        reopen: bool) -> None:
+async def test_frames_bigger_than_the_pipe_arrive_whole_and_in_order_while_the_loop_keeps_running(reopen: bool) -> None:
     frames = _frames(6, 300_000)  # each frame is several times a pipe's 64 KiB
     want = sum(len(f.encode()) for f in frames)
     ticks = 0
@@ -159,8 +158,9 @@ async def test_a_reader_that_went_away_is_an_error_not_a_hang(reopen: bool) -> N
 
 
 @pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
-async def test_a_client_that_never_reads_cannot_hold_up_shutdown(reopen: bool, monkeypatch: pytest.MonkeyPatch,
-                                                                 caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_client_that_never_reads_cannot_hold_up_shutdown(
+    reopen: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(frame_writer, "FINISH_FRAME_S", 0.5)
     with _piped(reopen) as (read_fd, _write_fd, writer):
         started = time.monotonic()
@@ -230,7 +230,8 @@ def _fill(fd: int) -> int:
 
 @pytest.mark.parametrize("reopen", [True, False], ids=["nonblocking", "pipe-chunks"])
 async def test_a_frame_begun_when_shutdown_cancels_the_writer_is_finished_whole(
-        reopen: bool, caplog: pytest.LogCaptureFixture) -> None:
+    reopen: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     frame = "{" + "q" * 300_000 + "}\n"  # far more than the pipe holds: the writer must wait
     result: list[bytes] = []
     with _piped(reopen) as (read_fd, _write_fd, writer):

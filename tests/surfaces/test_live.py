@@ -18,8 +18,11 @@ from tests.helpers import write_skill
 
 pytestmark = pytest.mark.anyio
 
-CHANGED = {"notifications/tools/list_changed", "notifications/prompts/list_changed",
-           "notifications/resources/list_changed"}
+CHANGED = {
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+}
 
 
 class Swappable:
@@ -71,9 +74,10 @@ async def test_a_handshake_era_client_hears_list_changed_and_sees_the_new_skill(
 
 async def test_a_2026_client_listening_gets_the_change_events(tmp_path: Path) -> None:
     root, provider, server = _setup(tmp_path, watch=True)
-    async with Client(server, mode="2026-07-28") as client, client.listen(
-        tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
-    ) as sub:
+    async with (
+        Client(server, mode="2026-07-28") as client,
+        client.listen(tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True) as sub,
+    ):
         write_skill(root, "second")
         provider.rebuild()
         await server.announcer.announce()

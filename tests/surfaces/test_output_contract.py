@@ -97,8 +97,16 @@ async def test_every_tool_result_satisfies_its_strict_schema(client: Client, roo
     results = {
         "skill_list": [first, later],
         "skill_load": [await _structured(client, "skill_load", {"name": "alpha"})],
-        "skill_file": [await _structured(client, "skill_file", {"name": "alpha", "paths": [
-            "references/guide.md", "assets/logo.png", "../beta/SKILL.md", "references/big.txt"]})],
+        "skill_file": [
+            await _structured(
+                client,
+                "skill_file",
+                {
+                    "name": "alpha",
+                    "paths": ["references/guide.md", "assets/logo.png", "../beta/SKILL.md", "references/big.txt"],
+                },
+            )
+        ],
         "skill_search": [await _structured(client, "skill_search", {"query": "reports from notes"})],
         "skill_run": [await _structured(client, "skill_run", {"skill": "alpha", "script": "scripts/hello.py"})],
     }

@@ -27,8 +27,10 @@ def test_a_cursor_round_trips_to_its_offset(kind: str, offset: int) -> None:
     assert decode_cursor(kind, encode_cursor(kind, offset)) == offset
 
 
-@pytest.mark.parametrize("cursor", ["%%%", "bm9wZQ", encode_cursor("resources", 3), "A" * 500,
-                                    base64.urlsafe_b64encode(b"skills:-1").decode()])
+@pytest.mark.parametrize(
+    "cursor",
+    ["%%%", "bm9wZQ", encode_cursor("resources", 3), "A" * 500, base64.urlsafe_b64encode(b"skills:-1").decode()],
+)
 def test_a_foreign_or_forged_cursor_is_refused_as_invalid_arguments(cursor: str) -> None:
     with pytest.raises(SkillMcpError) as err:
         decode_cursor("skills", cursor)
@@ -39,14 +41,24 @@ def test_no_cursor_means_the_first_page() -> None:
     assert decode_cursor("skills", None) == 0 and decode_cursor("skills", "") == 0
 
 
-@pytest.mark.parametrize(("total", "offset", "limit", "expected"), [
-    (10, 0, 4, (0, 4, 4)), (10, 8, 4, (8, 10, None)), (10, 12, 4, (10, 10, None)), (0, 0, 4, (0, 0, None)),
-])
+@pytest.mark.parametrize(
+    ("total", "offset", "limit", "expected"),
+    [
+        (10, 0, 4, (0, 4, 4)),
+        (10, 8, 4, (8, 10, None)),
+        (10, 12, 4, (10, 10, None)),
+        (0, 0, 4, (0, 0, None)),
+    ],
+)
 def test_page_bounds(total: int, offset: int, limit: int, expected: tuple[int, int, int | None]) -> None:
     assert page(total, offset, limit) == expected
 
 
-@given(st.integers(min_value=0, max_value=30), st.integers(min_value=0, max_value=40), st.integers(min_value=1, max_value=12))
+@given(
+    st.integers(min_value=0, max_value=30),
+    st.integers(min_value=0, max_value=40),
+    st.integers(min_value=1, max_value=12),
+)
 def test_a_streamed_page_is_the_page_of_the_whole_list(total: int, offset: int, limit: int) -> None:
     # resources/list pages a generator; the other pagers slice a list: both cut the same page.
     items = list(range(total))
@@ -55,17 +67,32 @@ def test_a_streamed_page_is_the_page_of_the_whole_list(total: int, offset: int, 
     assert nxt is None or (nxt == offset + limit < total)
 
 
-@given(st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True),
-       st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\\%"),
-                        min_size=1, max_size=8), min_size=1, max_size=4))
+@given(
+    st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True),
+    st.lists(
+        st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\\%"), min_size=1, max_size=8),
+        min_size=1,
+        max_size=4,
+    ),
+)
 def test_skill_uris_parse_back_to_what_built_them(name: str, segments: list[str]) -> None:
     rel = "/".join(segments)
     assert parse_skill_uri(skill_uri(name, rel)) == f"{name}/{rel}"
     assert parse_skill_uri(skill_uri(name)) == name
 
 
-@pytest.mark.parametrize("uri", ["file:///etc/passwd", "skill://", "skill:///x", "skill://a/", "skill://a/b?x=1",
-                                 "skill://a/b#frag", "skill://a/%ff"])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "file:///etc/passwd",
+        "skill://",
+        "skill:///x",
+        "skill://a/",
+        "skill://a/b?x=1",
+        "skill://a/b#frag",
+        "skill://a/%ff",
+    ],
+)
 def test_uris_that_are_not_skill_uris_do_not_parse(uri: str) -> None:
     assert parse_skill_uri(uri) is None
 
@@ -90,15 +117,18 @@ def _validation_error(line: str) -> Exception:
     raise AssertionError("the line validated")
 
 
-@pytest.mark.parametrize(("line", "code", "rid"), [
-    ("not json", -32700, None),
-    ('{"a": 1', -32700, None),
-    ('{"foo": 1}', -32600, None),
-    ("[1, 2]", -32600, None),
-    ('{"jsonrpc": "2.0", "id": 9, "method": 5}', -32600, 9),
-    ('{"jsonrpc": "2.0", "id": "x", "method": null}', -32600, "x"),
-    ('{"jsonrpc": "2.0", "id": true, "method": 5}', -32600, None),
-])
+@pytest.mark.parametrize(
+    ("line", "code", "rid"),
+    [
+        ("not json", -32700, None),
+        ('{"a": 1', -32700, None),
+        ('{"foo": 1}', -32600, None),
+        ("[1, 2]", -32600, None),
+        ('{"jsonrpc": "2.0", "id": 9, "method": 5}', -32600, 9),
+        ('{"jsonrpc": "2.0", "id": "x", "method": null}', -32600, "x"),
+        ('{"jsonrpc": "2.0", "id": true, "method": 5}', -32600, None),
+    ],
+)
 def test_unparseable_lines_get_the_json_rpc_error_they_deserve(line: str, code: int, rid: object) -> None:
     reply = reply_for(_validation_error(line))
     assert reply is not None and reply.error.code == code and reply.id == rid
@@ -136,8 +166,13 @@ def test_configure_logging_writes_json_to_the_given_stream_and_replaces_its_own_
                 root.removeHandler(handler)
 
 
-@given(st.lists(st.text(alphabet="ab.c-_ ", min_size=1, max_size=10).filter(lambda s: s not in (".", "..")),
-                min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.text(alphabet="ab.c-_ ", min_size=1, max_size=10).filter(lambda s: s not in (".", "..")),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_guess_mime_reads_the_suffix_as_pathlib_does(segments: list[str]) -> None:
     from pathlib import PurePosixPath
 

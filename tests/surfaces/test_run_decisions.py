@@ -52,8 +52,9 @@ def _server(root: Path) -> tuple[Any, CountingRunner]:
     runner = CountingRunner.create(settings, harden=HardenReport(True, True), audit=records.append)
     runner.__dict__["records"] = records
     assert isinstance(runner, CountingRunner)
-    server = build_server(settings, lambda: catalog, tools=[run_tool_spec(runner)],
-                          script_states=runner.states(lambda: catalog))
+    server = build_server(
+        settings, lambda: catalog, tools=[run_tool_spec(runner)], script_states=runner.states(lambda: catalog)
+    )
     return server, runner
 
 
@@ -66,8 +67,9 @@ async def test_an_accepted_confirmation_prepares_once_per_decision(skills: Path,
     server, runner = _server(skills)
     mark = Marker(records_log(runner.__dict__["records"]), str(skills / "out" / f"decisions-{era}"))
     async with Client(server, mode=era, elicitation_callback=_accept) as client:  # type: ignore[arg-type]
-        result = await client.call_tool("skill_run", {"skill": "demo", "script": "scripts/echo.py",
-                                                      "args": [str(mark), "x"]})
+        result = await client.call_tool(
+            "skill_run", {"skill": "demo", "script": "scripts/echo.py", "args": [str(mark), "x"]}
+        )
     out = dict(result.structured_content or {})
     assert not result.is_error and out["status"] == "ok" and json.loads(out["stdout"]) == ["x"], out
     assert mark.read_text() == "ran\n"  # positive control: the confirmed run happened, once

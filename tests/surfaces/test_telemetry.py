@@ -86,9 +86,11 @@ class Recorded:
         env = {"OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{CANARY}", "OTEL_SERVICE_NAME": "probe-svc"}
         config = config_from_environ(env)
         # The in-memory parts stand in for OTLP; the config is the one the headers came in with.
-        self.telemetry = Telemetry(config.__class__(service_name=config.service_name,
-                                                    traces_headers=config.traces_headers),
-                                   span_exporters=[self.spans], metric_readers=[self.metrics])
+        self.telemetry = Telemetry(
+            config.__class__(service_name=config.service_name, traces_headers=config.traces_headers),
+            span_exporters=[self.spans],
+            metric_readers=[self.metrics],
+        )
 
     def finished(self) -> list[Any]:
         self.telemetry.flush()
@@ -113,11 +115,15 @@ def recorded() -> Iterator[Recorded]:
 
 
 @asynccontextmanager
-async def serving(skills: Path, recorded: Recorded, era: str = "legacy",
-                  **client_kwargs: Any):
+async def serving(skills: Path, recorded: Recorded, era: str = "legacy", **client_kwargs: Any):
     grant = json.dumps([{"skill": "probe", "script": "scripts/run.py", "env": ["PROBE_SECRET"]}])
-    env = {"PATH": "/usr/bin:/bin", "MCP_SKILL_RUN": grant, "PROBE_SECRET": CANARY, "SKILL_MCP_CACHE": "off",
-           "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{CANARY}"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "MCP_SKILL_RUN": grant,
+        "PROBE_SECRET": CANARY,
+        "SKILL_MCP_CACHE": "off",
+        "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{CANARY}",
+    }
     if "elicitation_callback" not in client_kwargs:
         env["MCP_CONFIRM_ELICITATION"] = "off"
     settings = load_settings([str(skills)], env)
@@ -150,8 +156,9 @@ async def _run(client: Any, args: list[str]) -> dict[str, Any]:
     return out
 
 
-async def test_every_request_is_a_server_span_named_by_the_mcp_conventions(skills: Path, recorded: Recorded,
-                                                                            era: str) -> None:
+async def test_every_request_is_a_server_span_named_by_the_mcp_conventions(
+    skills: Path, recorded: Recorded, era: str
+) -> None:
     async with serving(skills, recorded, era) as client:
         await client.list_tools()
         await client.call_tool("skill_list", {})
@@ -199,8 +206,7 @@ async def test_skill_run_spans_continue_the_callers_trace_from_meta(skills: Path
     assert by_status == {"confirmation-required": 1, "ok": 1}
 
 
-async def test_no_exported_attribute_carries_an_argument_env_or_file_canary(skills: Path,
-                                                                          recorded: Recorded) -> None:
+async def test_no_exported_attribute_carries_an_argument_env_or_file_canary(skills: Path, recorded: Recorded) -> None:
     async with serving(skills, recorded) as client:
         out = await _run(client, [CANARY, f"--flag={CANARY}"])
         assert CANARY in out["stdout"]  # positive control: the argument reached the script
@@ -261,8 +267,9 @@ async def test_a_refused_run_carries_its_reason_on_the_prepare_span(skills: Path
     assert prepare.attributes["skill_mcp.reason"] == reason and prepare.status.status_code.name == "ERROR"
     assert "skill_mcp.script" not in prepare.attributes  # a refused name is client input: not recorded
     runs = recorded.points("skill_mcp.runs")
-    assert [(p.attributes["skill_mcp.run.status"], p.attributes["skill_mcp.reason"]) for p in runs] == \
-        [("refused", reason)]
+    assert [(p.attributes["skill_mcp.run.status"], p.attributes["skill_mcp.reason"]) for p in runs] == [
+        ("refused", reason)
+    ]
 
 
 async def test_catalog_and_search_builds_are_timed_and_the_catalog_counted(skills: Path, recorded: Recorded) -> None:
@@ -280,11 +287,13 @@ async def _accept(ctx: Any, params: Any) -> Any:
 
 
 @pytest.mark.parametrize(("era", "via"), [("legacy", "elicitation"), ("2026-07-28", "input-response")])
-async def test_an_accepted_confirmation_is_a_span_beside_the_run(skills: Path, recorded: Recorded, era: str,
-                                                                 via: str) -> None:
+async def test_an_accepted_confirmation_is_a_span_beside_the_run(
+    skills: Path, recorded: Recorded, era: str, via: str
+) -> None:
     async with serving(skills, recorded, era, elicitation_callback=_accept) as client:
-        done = await client.call_tool("skill_run", {"skill": "probe", "script": "scripts/run.py", "args": ["x"]},
-                                      meta=_meta())
+        done = await client.call_tool(
+            "skill_run", {"skill": "probe", "script": "scripts/run.py", "args": ["x"]}, meta=_meta()
+        )
         assert dict(done.structured_content or {})["status"] == "ok", done
     spans = recorded.finished()
     (confirmation,) = [s for s in spans if s.name == "skill_run confirmation"]

@@ -52,8 +52,11 @@ class Verdict:
     stderr: str
 
     def failures(self) -> list[tuple[Any, Any, Any, Any]]:
-        return [(r.get("uri"), r.get("outcome"), r.get("conformance"), r.get("frontmatter"))
-                for r in self.reports if not r.get("ok")]
+        return [
+            (r.get("uri"), r.get("outcome"), r.get("conformance"), r.get("frontmatter"))
+            for r in self.reports
+            if not r.get("ok")
+        ]
 
 
 def inspector_verify(target: Sequence[str], work: Path, *, era: str) -> Verdict:
@@ -62,13 +65,18 @@ def inspector_verify(target: Sequence[str], work: Path, *, era: str) -> Verdict:
     inspector_or_skip()
     home = work / "inspector-home"
     home.mkdir(exist_ok=True)
-    argv = [str(NODE), str(INSPECTOR), "--method", "skills/list", "--verify", "--format", "json",
-            "--protocol-era", era]
+    argv = [str(NODE), str(INSPECTOR), "--method", "skills/list", "--verify", "--format", "json", "--protocol-era", era]
     argv += list(target) if target[0].startswith("--") else ["--", *target]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "NO_COLOR": "1",
-           "SKILL_MCP_LOG": "warning", "LANG": "C.UTF-8"}
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=INSPECTOR_TIMEOUT, env=env, cwd=work,
-                          check=False)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "NO_COLOR": "1",
+        "SKILL_MCP_LOG": "warning",
+        "LANG": "C.UTF-8",
+    }
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=INSPECTOR_TIMEOUT, env=env, cwd=work, check=False
+    )
     reports = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return Verdict(done.returncode, reports, done.stdout, done.stderr)
 
@@ -96,6 +104,9 @@ def stdio_transport(roots: Sequence[Path], log: Path | TextIO) -> Any:
     from fastmcp.client.transports import StdioTransport
 
     argv = serve_argv(roots)
-    return StdioTransport(argv[0], argv[1:], env={"SKILL_MCP_LOG": "warning", "LANG": "C.UTF-8",
-                                                  "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                          log_file=log)
+    return StdioTransport(
+        argv[0],
+        argv[1:],
+        env={"SKILL_MCP_LOG": "warning", "LANG": "C.UTF-8", "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        log_file=log,
+    )

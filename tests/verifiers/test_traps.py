@@ -48,7 +48,8 @@ def test_validate_strict_names_every_excluded_skill_with_its_rule(traps: Path) -
 def test_validate_fails_on_a_skill_only_the_extension_refuses(tmp_path: Path) -> None:
     (tmp_path / "wordy").mkdir()
     (tmp_path / "wordy" / "SKILL.md").write_text(
-        f"---\nname: wordy\ndescription: {LONG_DESCRIPTION}\n---\n1. Step.\n", encoding="utf-8")
+        f"---\nname: wordy\ndescription: {LONG_DESCRIPTION}\n---\n1. Step.\n", encoding="utf-8"
+    )
     done = run("validate", "--json", str(tmp_path))
     report = as_json(done)
     (problem,) = [p for p in report["problems"] if p["reason"] == "extension-excluded"]
@@ -68,7 +69,11 @@ def test_validate_warns_for_each_value_yaml_1_1_reads_otherwise_and_says_how_to_
 def test_the_published_frontmatter_stays_the_yaml_1_2_reading(traps: Path) -> None:
     catalog = build_catalog(load_settings([str(traps)], {}))
     assert catalog.skills["yaml-ambiguous"].frontmatter["metadata"] == {
-        "enabled": "yes", "released": "2024-01-02", "duration": "1:30", "count": "1_000"}
+        "enabled": "yes",
+        "released": "2024-01-02",
+        "duration": "1:30",
+        "count": "1_000",
+    }
 
 
 def test_a_skill_left_out_of_the_extension_is_still_served_by_the_tools(traps: Path) -> None:
@@ -141,8 +146,9 @@ def test_two_nested_skills_sharing_a_name_are_both_refused_never_chosen_by_scan_
     for parent in ("billing", "support"):
         for where, name in ((tmp_path / parent, parent), (tmp_path / parent / "refunds", "refunds")):
             where.mkdir(parents=True, exist_ok=True)
-            (where / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Use when testing.\n---\n1. Do.\n",
-                                            encoding="utf-8")
+            (where / "SKILL.md").write_text(
+                f"---\nname: {name}\ndescription: Use when testing.\n---\n1. Do.\n", encoding="utf-8"
+            )
     catalog = build_catalog(load_settings([str(tmp_path)], {}))
     # A grant names a skill; two directories answering to one name would let a bundle claim the
     # grants written for its neighbour. So neither is served, by the tools or the extension.
@@ -157,8 +163,10 @@ async def test_a_nested_skill_answers_get_read_and_directory_read_by_its_own_pat
     async with connect(traps, "2026-07-28") as client:
         got = (await skills_get(client, "skill://parent/child/SKILL.md"))["skill"]
         assert got["frontmatter"]["name"] == "child"
-        assert {r["uri"] for r in got["resources"]} == {"skill://parent/child/SKILL.md",
-                                                         "skill://parent/child/references/guide.md"}
+        assert {r["uri"] for r in got["resources"]} == {
+            "skill://parent/child/SKILL.md",
+            "skill://parent/child/references/guide.md",
+        }
         # The body's relative reference resolves against the nested skill's own directory.
         guide = (await client.read_resource("skill://parent/child/references/guide.md")).contents[0]
         assert text_of(guide) == "# Child guide\n"
@@ -191,7 +199,8 @@ def test_prompts_list_pages_stay_small_at_the_longest_descriptions(tmp_path: Pat
     for i in range(230):
         (tmp_path / f"s{i:03}").mkdir()
         (tmp_path / f"s{i:03}" / "SKILL.md").write_text(
-            f"---\nname: s{i:03}\ndescription: {'x' * 1024}\n---\nBody.\n", encoding="utf-8")
+            f"---\nname: s{i:03}\ndescription: {'x' * 1024}\n---\nBody.\n", encoding="utf-8"
+        )
     catalog = build_catalog(load_settings([str(tmp_path)], {}))
     names: list[str] = []
     cursor = None

@@ -33,14 +33,16 @@ REFUSED = {"Invalid_Name": "invalid-name"}
 # The frontmatter fields of yaml-ambiguous that YAML 1.1 reads otherwise.
 AMBIGUOUS_FIELDS = {"metadata.enabled", "metadata.released", "metadata.duration", "metadata.count"}
 PUBLISHED_URIS = {f"skill://{n}/SKILL.md" for n in ("plain-notes", "report-writer", "parent")} | {
-    "skill://parent/child/SKILL.md"}
+    "skill://parent/child/SKILL.md"
+}
 
 
 def _skill(directory: Path, name: str, description: str, body: str = "", extra: str = "") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "SKILL.md").write_text(
         f"---\nname: {name}\ndescription: {description}\n{extra}---\n# {name}\n\n{body or '1. Do the task.'}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     return directory
 
 
@@ -49,8 +51,13 @@ def build_traps(root: Path) -> Path:
     plain = _skill(root / "plain-notes", "plain-notes", "Use when taking plain notes during a meeting.")
     # One file name in two skills, as LICENSE.txt is in hundreds of public ones.
     (plain / "LICENSE.txt").write_text("MIT\n", encoding="utf-8")
-    report = _skill(root / "report-writer", "report-writer", "Use when writing a weekly report from notes.",
-                    "1. Read references/style.md.\n2. Run scripts/count.py.", "license: MIT\n")
+    report = _skill(
+        root / "report-writer",
+        "report-writer",
+        "Use when writing a weekly report from notes.",
+        "1. Read references/style.md.\n2. Run scripts/count.py.",
+        "license: MIT\n",
+    )
     (report / "references").mkdir()
     (report / "references" / "style.md").write_text("# Style\n\nShort sentences.\n", encoding="utf-8")
     (report / "scripts").mkdir()
@@ -59,10 +66,18 @@ def build_traps(root: Path) -> Path:
     (report / "assets").mkdir()
     (report / "assets" / "logo.bin").write_bytes(bytes(range(256)))
 
-    parent = _skill(root / "parent", "parent", "Use when a task needs the parent's workflow.",
-                    "1. For refunds, load the nested skill in child/.")
-    child = _skill(parent / "child", "child", "Use when a nested child task comes up.",
-                   "1. Read [the guide](references/guide.md), relative to this skill's own directory.")
+    parent = _skill(
+        root / "parent",
+        "parent",
+        "Use when a task needs the parent's workflow.",
+        "1. For refunds, load the nested skill in child/.",
+    )
+    child = _skill(
+        parent / "child",
+        "child",
+        "Use when a nested child task comes up.",
+        "1. Read [the guide](references/guide.md), relative to this skill's own directory.",
+    )
     (child / "references").mkdir()
     (child / "references" / "guide.md").write_text("# Child guide\n", encoding="utf-8")
 
@@ -77,8 +92,13 @@ def build_traps(root: Path) -> Path:
     half = MAX_TOTAL_BYTES // 2 + 1024
     for part in ("a", "b"):
         (heavy / "assets" / f"{part}.bin").write_bytes(b"\0" * half)
-    _skill(root / "yaml-ambiguous", "yaml-ambiguous", "Use when a frontmatter reads two ways.", "",
-           "metadata:\n  enabled: yes\n  released: 2024-01-02\n  duration: 1:30\n  count: 1_000\n")
+    _skill(
+        root / "yaml-ambiguous",
+        "yaml-ambiguous",
+        "Use when a frontmatter reads two ways.",
+        "",
+        "metadata:\n  enabled: yes\n  released: 2024-01-02\n  duration: 1:30\n  count: 1_000\n",
+    )
     _skill(root / "frontmatter-bad-name", "Frontmatter_Bad", "Use when a frontmatter name breaks the rules.")
     _skill(root / "impostor", "plain-notes", "Use when a skill claims its neighbour's name.")
     _skill(root / "Invalid_Name", "invalid-name", "Use when a directory name breaks the rules.")

@@ -172,8 +172,15 @@ class CatalogCache:
             raise ValueError("the file is shorter than it was")
         return body
 
-    def reuse(self, real: str, found_at: str, root_real: str, *, files: bool = True,
-              skill_md: tuple[int, int, int, int] | None = None) -> Loaded | None:
+    def reuse(
+        self,
+        real: str,
+        found_at: str,
+        root_real: str,
+        *,
+        files: bool = True,
+        skill_md: tuple[int, int, int, int] | None = None,
+    ) -> Loaded | None:
         """The cached result for this skill directory when its stamps still hold, else None.
 
         The listing tier (the directories and SKILL.md) is always checked; the file tier (every
@@ -186,7 +193,11 @@ class CatalogCache:
             return None
         try:
             entry = json.loads(self._body(span))
-            if entry["at"] != found_at or entry["root"] != root_real or not stamps_hold(real, entry["stamps"], skill_md):
+            if (
+                entry["at"] != found_at
+                or entry["root"] != root_real
+                or not stamps_hold(real, entry["stamps"], skill_md)
+            ):
                 return None
             loaded = decode_loaded(entry, real, self._root(root_real), root_real)
             skill = loaded.skill
@@ -287,8 +298,11 @@ class CatalogCache:
         if self.t0_ns is None:
             return
         # Unchanged: every entry kept came from the file read, and none of it was dropped.
-        if not self._changed and self._new_skills.keys() == self._old_skills.keys() \
-                and self._new_digests.keys() == self._old_digests.keys():
+        if (
+            not self._changed
+            and self._new_skills.keys() == self._old_skills.keys()
+            and self._new_digests.keys() == self._old_digests.keys()
+        ):
             return
         writer = self._open_writer()
         if writer is None:

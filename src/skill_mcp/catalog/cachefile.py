@@ -38,8 +38,7 @@ def open_owned(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     st = os.fstat(fd)
-    if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022
-            or st.st_size > MAX_CACHE_BYTES):
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > MAX_CACHE_BYTES:
         os.close(fd)
         log.info("catalog cache ignored: not a private regular file", extra={"path": str(path)})
         return None
@@ -59,8 +58,13 @@ def index(fd: int, size: int) -> tuple[dict[str, Span], dict[tuple[str, str], li
     """
     head = os.pread(fd, 4096, 0).partition(b"\n")
     header = json.loads(head[0])
-    if not isinstance(header, dict) or header.get("magic") != MAGIC.decode() or header.get("format") != FORMAT \
-            or header.get("version") != __version__ or not head[1]:
+    if (
+        not isinstance(header, dict)
+        or header.get("magic") != MAGIC.decode()
+        or header.get("format") != FORMAT
+        or header.get("version") != __version__
+        or not head[1]
+    ):
         raise ValueError("another format or version")
     hasher = hashlib.sha256()
     skills: dict[str, Span] = {}
@@ -91,15 +95,19 @@ def _index_line(line: bytes, start: int, skills: dict[str, Span], digests: dict[
     kind, key, body = line.split(b"\t", 2)
     if kind == b"S":
         # A key without escapes (almost every path) is its own text between the quotes.
-        name = key[1:-1].decode("utf-8") if b"\\" not in key and key.count(b'"') == 2 and key[:1] == key[-1:] == b'"' \
+        name = (
+            key[1:-1].decode("utf-8")
+            if b"\\" not in key and key.count(b'"') == 2 and key[:1] == key[-1:] == b'"'
             else json.loads(key)
+        )
         if type(name) is not str:
             raise ValueError("a skill key is not a string")
         skills[name] = (start + len(kind) + len(key) + 2, len(body))
     elif kind == b"D":
         row = json.loads(body)
-        if not (isinstance(row, list) and len(row) == 5 and all(type(v) is int for v in row[:4])
-                and isinstance(row[4], str)):
+        if not (
+            isinstance(row, list) and len(row) == 5 and all(type(v) is int for v in row[:4]) and isinstance(row[4], str)
+        ):
             raise ValueError("a digest row has the wrong shape")
         prefix, rel = json.loads(key)
         digests[(prefix, rel)] = row
@@ -117,8 +125,13 @@ def remove_superseded(path: Path) -> None:
     prefix = path.name.rsplit("-", 1)[0] + "-"
     with contextlib.suppress(OSError), os.scandir(path.parent) as entries:
         for entry in entries:
-            if entry.name.startswith(prefix) and entry.name != path.name and not entry.name.endswith(".tmp") \
-                    and entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.geteuid():
+            if (
+                entry.name.startswith(prefix)
+                and entry.name != path.name
+                and not entry.name.endswith(".tmp")
+                and entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_uid == os.geteuid()
+            ):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
 
@@ -158,8 +171,15 @@ class Writer:
         self.handle.write(line)
 
     def commit(self, skills: int) -> None:
-        header = json.dumps({"magic": MAGIC.decode(), "format": FORMAT, "version": __version__,
-                             "sha256": self.hasher.hexdigest(), "skills": skills}).encode("utf-8")
+        header = json.dumps(
+            {
+                "magic": MAGIC.decode(),
+                "format": FORMAT,
+                "version": __version__,
+                "sha256": self.hasher.hexdigest(),
+                "skills": skills,
+            }
+        ).encode("utf-8")
         self.handle.seek(0)
         self.handle.write(header.ljust(HEADER_BYTES - 1) + b"\n")
         self.handle.close()

@@ -21,8 +21,15 @@ from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 def _file_row(row: Any) -> bool:
     """Whether ``row`` is ``[rel, size, mtime_ns, ino, ctime_ns]``; its path is interned on the
     way (the same few names, ``SKILL.md`` first, recur in every skill)."""
-    if (type(row) is list and len(row) == 5 and type(row[0]) is str and type(row[1]) is int
-            and type(row[2]) is int and type(row[3]) is int and type(row[4]) is int):
+    if (
+        type(row) is list
+        and len(row) == 5
+        and type(row[0]) is str
+        and type(row[1]) is int
+        and type(row[2]) is int
+        and type(row[3]) is int
+        and type(row[4]) is int
+    ):
         row[0] = sys.intern(row[0])
         return True
     return False
@@ -63,8 +70,9 @@ class CachedFiles(Sequence[SkillFile]):
     def _records(self) -> tuple[SkillFile, ...]:
         files = self._files
         if files is None:
-            files = self._files = tuple(SkillFile(rel, size, mtime, ino)
-                                        for rel, size, mtime, ino, _ctime in self._rows)
+            files = self._files = tuple(
+                SkillFile(rel, size, mtime, ino) for rel, size, mtime, ino, _ctime in self._rows
+            )
         return files
 
     def __len__(self) -> int:
@@ -95,20 +103,29 @@ class CachedFiles(Sequence[SkillFile]):
 def _declaration(d: Declaration | None) -> Any:
     if d is None:
         return None
-    return {"version": d.version,
-            "run": [[r.script, r.interpreter, list(r.env), r.timeout, r.description] for r in d.run],
-            "env": [[e.name, e.secret] for e in d.env], "egress": list(d.egress)}
+    return {
+        "version": d.version,
+        "run": [[r.script, r.interpreter, list(r.env), r.timeout, r.description] for r in d.run],
+        "env": [[e.name, e.secret] for e in d.env],
+        "egress": list(d.egress),
+    }
 
 
 def _skill(skill: Skill | None, ctimes: dict[str, int]) -> Any:
     if skill is None:
         return None
     # The description is the frontmatter's own string (the loader refuses any other kind).
-    return {"fm": skill.frontmatter, "off": skill.body_offset,
-            "files": [[f.rel, f.size, f.mtime_ns, f.ino, ctimes[f.rel]] for f in skill.files],
-            "decl": _declaration(skill.declaration), "missing": list(skill.missing_scripts),
-            "excluded": None if skill.skills_list_excluded is None else str(skill.skills_list_excluded),
-            "tags": list(skill.tags), "phase": skill.phase, "pack": skill.pack}
+    return {
+        "fm": skill.frontmatter,
+        "off": skill.body_offset,
+        "files": [[f.rel, f.size, f.mtime_ns, f.ino, ctimes[f.rel]] for f in skill.files],
+        "decl": _declaration(skill.declaration),
+        "missing": list(skill.missing_scripts),
+        "excluded": None if skill.skills_list_excluded is None else str(skill.skills_list_excluded),
+        "tags": list(skill.tags),
+        "phase": skill.phase,
+        "pack": skill.pack,
+    }
 
 
 def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> dict[str, Any]:
@@ -135,10 +152,14 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> dict[str, An
             raise ValueError(f"the stamp of {rel} disagrees with its record")
     if served.keys() - ctimes.keys():
         raise ValueError("a served file has no stamp")
-    return {"at": found_at, "root": root_real, "stamps": listing,
-            "skill": _skill(skill, ctimes),
-            "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
-            "nested": [str(n) for n in loaded.nested]}
+    return {
+        "at": found_at,
+        "root": root_real,
+        "stamps": listing,
+        "skill": _skill(skill, ctimes),
+        "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
+        "nested": [str(n) for n in loaded.nested],
+    }
 
 
 def _str(value: Any) -> str:
@@ -182,8 +203,7 @@ _INTERN_MAX = 40  # as catalog.yaml12: short strings repeat across thousands of 
 def _decode_declaration(raw: Any) -> Declaration | None:
     if raw is None:
         return None
-    run = tuple(ScriptDecl(_str(s), _str(i), _strs(env), _int(t), _opt_str(d))
-                for s, i, env, t, d in raw["run"])
+    run = tuple(ScriptDecl(_str(s), _str(i), _strs(env), _int(t), _opt_str(d)) for s, i, env, t, d in raw["run"])
     env = tuple(EnvField(_str(n), bool(secret)) for n, secret in raw["env"])
     return Declaration(_int(raw["version"]), run, env, _strs(raw["egress"]))
 
@@ -198,17 +218,27 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str
     frontmatter = _interned(frontmatter)
     # A skill directly under its root (the common layout) is joined onto the root's Path,
     # which skips parsing the whole path again.
-    name = real[len(root_real) + 1:] if real.startswith(root_real) and real[len(root_real):len(root_real) + 1] == "/" \
+    name = (
+        real[len(root_real) + 1 :]
+        if real.startswith(root_real) and real[len(root_real) : len(root_real) + 1] == "/"
         else ""
+    )
     directory = root / name if name and "/" not in name else Path(real)
     return Skill(
-        name=directory.name, directory=directory, found_at=found_at, root=root,
-        frontmatter=frontmatter, description=_str(frontmatter["description"]),
+        name=directory.name,
+        directory=directory,
+        found_at=found_at,
+        root=root,
+        frontmatter=frontmatter,
+        description=_str(frontmatter["description"]),
         files=CachedFiles(raw["files"], checked=checked),
-        body_offset=_int(raw["off"]), declaration=_decode_declaration(raw["decl"]),
+        body_offset=_int(raw["off"]),
+        declaration=_decode_declaration(raw["decl"]),
         missing_scripts=_strs(raw["missing"]),
         skills_list_excluded=None if excluded is None else ExtensionRule(excluded),
-        tags=_strs(raw["tags"]), phase=_opt_str(raw["phase"]), pack=_opt_str(raw["pack"]),
+        tags=_strs(raw["tags"]),
+        phase=_opt_str(raw["phase"]),
+        pack=_opt_str(raw["pack"]),
     )
 
 
@@ -218,11 +248,21 @@ def decode_loaded(entry: dict[str, Any], real: str, root: Path, root_real: str, 
     stamp holding (the file tier)."""
     found_at = _str(entry["at"])
     rows = entry["problems"]
-    problems = tuple(Problem(_str(path), ProblemReason(reason), _str(detail), Level(level), _opt_str(skill),
-                             _opt_str(rule))
-                     for path, reason, detail, level, skill, rule in rows) if rows else ()
+    problems = (
+        tuple(
+            Problem(_str(path), ProblemReason(reason), _str(detail), Level(level), _opt_str(skill), _opt_str(rule))
+            for path, reason, detail, level, skill, rule in rows
+        )
+        if rows
+        else ()
+    )
     # No stamps: a reused entry is written back as the bytes it was read from (``catalog.cache``),
     # so nothing asks for them again.
     nested = entry["nested"]
-    return Loaded(_decode_skill(entry["skill"], real, found_at, root, root_real, checked), problems,
-                  tuple(Path(_str(n)) for n in nested) if nested else (), (), True)
+    return Loaded(
+        _decode_skill(entry["skill"], real, found_at, root, root_real, checked),
+        problems,
+        tuple(Path(_str(n)) for n in nested) if nested else (),
+        (),
+        True,
+    )

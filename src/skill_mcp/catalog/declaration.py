@@ -42,8 +42,13 @@ _ENV_KEYS = frozenset({"name", "secret"})
 
 
 class DeclarationError(ValueError):
-    def __init__(self, message: str, reason: ProblemReason = ProblemReason.DECLARATION_INVALID,
-                 line: int | None = None, column: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        reason: ProblemReason = ProblemReason.DECLARATION_INVALID,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.reason = reason
@@ -111,14 +116,18 @@ def _run_row(row: Any, index: int, unknown: list[str]) -> ScriptDecl:
         if not ENV_NAME.match(name):
             raise DeclarationError(f"{where}.env names {name!r}, which is not a variable name")
     timeout = row.get("timeout", DEFAULT_TIMEOUT_S)
-    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
-            or timeout <= 0):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
         raise DeclarationError(f"{where}.timeout must be a positive number of seconds")
     description = row.get("description")
     if description is not None and not isinstance(description, str):
         raise DeclarationError(f"{where}.description must be a string")
-    return ScriptDecl(script=script, interpreter=interpreter, env=env,
-                      timeout=int(min(max(1, int(timeout)), MAX_TIMEOUT_S)), description=description)
+    return ScriptDecl(
+        script=script,
+        interpreter=interpreter,
+        env=env,
+        timeout=int(min(max(1, int(timeout)), MAX_TIMEOUT_S)),
+        description=description,
+    )
 
 
 def _env_row(row: Any, index: int, unknown: list[str]) -> EnvField:
@@ -140,8 +149,10 @@ def build_declaration(block: Any) -> tuple[Declaration, list[str]]:
         raise DeclarationError("mcp-host must be a mapping")
     major = _major(block.get("version"))
     if major != SUPPORTED_MAJOR:
-        raise DeclarationError(f"mcp-host.version {major} is not supported (this server reads version 1)",
-                               ProblemReason.DECLARATION_VERSION)
+        raise DeclarationError(
+            f"mcp-host.version {major} is not supported (this server reads version 1)",
+            ProblemReason.DECLARATION_VERSION,
+        )
     unknown = _unknown("mcp-host", block, _TOP_KEYS)
     run_value = block.get("run") or []
     if not isinstance(run_value, list):
@@ -161,7 +172,9 @@ def build_declaration(block: Any) -> tuple[Declaration, list[str]]:
     egress = _str_list(block.get("egress"), "mcp-host.egress", BOUNDS.hosts)
     for host in egress:
         if not HOSTNAME.match(host) or host.rsplit(".", 1)[-1].isdigit():
-            raise DeclarationError(f"mcp-host.egress names {host!r}, which is not a lowercase host name (no IP literals, no wildcards)")
+            raise DeclarationError(
+                f"mcp-host.egress names {host!r}, which is not a lowercase host name (no IP literals, no wildcards)"
+            )
     return Declaration(version=major, run=run, env=env, egress=egress), unknown
 
 
@@ -172,22 +185,35 @@ def read_declaration(chunk: HostChunk, first_line: int) -> DeclarationResult:
     try:
         parsed = parse_yaml(chunk.text, first_line)
     except FrontmatterError as exc:
-        return DeclarationResult(None, ((ProblemReason.DECLARATION_INVALID, Level.ERROR,
-                                         f"the mcp-host block does not parse: {exc}; its scripts are not served"),),
-                                 parsed=False)
+        return DeclarationResult(
+            None,
+            (
+                (
+                    ProblemReason.DECLARATION_INVALID,
+                    Level.ERROR,
+                    f"the mcp-host block does not parse: {exc}; its scripts are not served",
+                ),
+            ),
+            parsed=False,
+        )
     block = parsed.get("mcp-host") if isinstance(parsed, dict) else None
     try:
         check_json_safe(block, "mcp-host")
     except FrontmatterError as exc:
-        return DeclarationResult(None, ((ProblemReason.DECLARATION_INVALID, Level.ERROR,
-                                         f"{exc}; its scripts are not served"),), parsed=False)
+        return DeclarationResult(
+            None,
+            ((ProblemReason.DECLARATION_INVALID, Level.ERROR, f"{exc}; its scripts are not served"),),
+            parsed=False,
+        )
     try:
         declaration, unknown = build_declaration(block)
     except DeclarationError as exc:
-        return DeclarationResult(None, ((exc.reason, Level.ERROR, f"{exc.message}; its scripts are not served"),),
-                                 raw=block)
-    findings = tuple((ProblemReason.DECLARATION_UNKNOWN_KEY, Level.WARNING, f"unknown key {key} ignored")
-                     for key in unknown)
+        return DeclarationResult(
+            None, ((exc.reason, Level.ERROR, f"{exc.message}; its scripts are not served"),), raw=block
+        )
+    findings = tuple(
+        (ProblemReason.DECLARATION_UNKNOWN_KEY, Level.WARNING, f"unknown key {key} ignored") for key in unknown
+    )
     return DeclarationResult(declaration, findings + outside_closed_set(declaration), raw=block)
 
 
@@ -198,7 +224,12 @@ def outside_closed_set(declaration: Declaration) -> tuple[tuple[ProblemReason, L
     that script is refused, the way ``skill_run`` refuses it.
     """
     return tuple(
-        (ProblemReason.INTERPRETER_UNAVAILABLE, Level.ERROR,
-         f"{row.script} names the interpreter {row.interpreter!r}, outside the closed set "
-         f"({', '.join(INTERPRETER_NAMES)}); that script is never run - declare one of the set")
-        for row in declaration.run if row.interpreter not in INTERPRETER_NAMES)
+        (
+            ProblemReason.INTERPRETER_UNAVAILABLE,
+            Level.ERROR,
+            f"{row.script} names the interpreter {row.interpreter!r}, outside the closed set "
+            f"({', '.join(INTERPRETER_NAMES)}); that script is never run - declare one of the set",
+        )
+        for row in declaration.run
+        if row.interpreter not in INTERPRETER_NAMES
+    )

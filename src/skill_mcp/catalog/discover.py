@@ -240,9 +240,14 @@ def _discover(settings: Settings) -> _Found:
 Progress = Callable[[int, int], None]  # (done, known so far): skills loaded, candidates found
 
 
-def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | None = None, *,
-              check_files: bool = True, reload: frozenset[str] = frozenset()
-              ) -> tuple[dict[str, Skill], set[str]]:
+def _load_all(
+    found: _Found,
+    cache: CatalogCache | None,
+    progress: Progress | None = None,
+    *,
+    check_files: bool = True,
+    reload: frozenset[str] = frozenset(),
+) -> tuple[dict[str, Skill], set[str]]:
     """Load (or take from the cache) every candidate once; the skills by real directory, and the
     prefixes of those whose result the stamps pin (the cache may keep their digests). A
     directory in ``reload`` is read from disk whatever the cache holds."""
@@ -259,19 +264,30 @@ def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | No
         found_at, root_real = queue.popleft()
         real = found.reals.get(found_at) or os.path.realpath(found_at)
         if not _inside(root_real, real):
-            problems.append(Problem(found_at, ProblemReason.SYMLINK_ESCAPE,
-                                    f"not served: the link leads out of its root to {real}"))
+            problems.append(
+                Problem(found_at, ProblemReason.SYMLINK_ESCAPE, f"not served: the link leads out of its root to {real}")
+            )
             continue
         if real in seen:
             continue
         seen.add(real)
         real_name = os.path.basename(real)
         if os.path.basename(found_at) != real_name and found_at != root_real:
-            problems.append(Problem(found_at, ProblemReason.NAME_MISMATCH,
-                                    f"a link to {real_name!r}: served under its target's name {real_name!r}; "
-                                    "write grants against that name", Level.WARNING, real_name))
-        result = cache.reuse(real, found_at, root_real, files=check_files, skill_md=found.skill_md.pop(found_at, None)) \
-            if cache is not None and real not in reload else None
+            problems.append(
+                Problem(
+                    found_at,
+                    ProblemReason.NAME_MISMATCH,
+                    f"a link to {real_name!r}: served under its target's name {real_name!r}; "
+                    "write grants against that name",
+                    Level.WARNING,
+                    real_name,
+                )
+            )
+        result = (
+            cache.reuse(real, found_at, root_real, files=check_files, skill_md=found.skill_md.pop(found_at, None))
+            if cache is not None and real not in reload
+            else None
+        )
         if result is None:
             result = load_skill(Path(real), Path(found_at), Path(root_real))
             if cache is not None:
@@ -291,8 +307,9 @@ def _load_all(found: _Found, cache: CatalogCache | None, progress: Progress | No
         for nested in result.nested:
             if skill is not None:
                 between = os.path.relpath(os.path.dirname(nested), found_at)
-                nested_in[str(nested)] = skill.skill_path if between == "." else \
-                    f"{skill.skill_path}/{Path(between).as_posix()}"
+                nested_in[str(nested)] = (
+                    skill.skill_path if between == "." else f"{skill.skill_path}/{Path(between).as_posix()}"
+                )
             queue.append((str(nested), root_real))
     if progress is not None:
         progress(done, done)
@@ -312,15 +329,28 @@ def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:
             continue
         others = ", ".join(sorted(s.found_at for s in group))
         for skill in group:
-            problems.append(Problem(skill.found_at, ProblemReason.DUPLICATE_NAME,
-                                    f"refused: {len(group)} directories claim the name {name!r} ({others})",
-                                    Level.ERROR, name))
+            problems.append(
+                Problem(
+                    skill.found_at,
+                    ProblemReason.DUPLICATE_NAME,
+                    f"refused: {len(group)} directories claim the name {name!r} ({others})",
+                    Level.ERROR,
+                    name,
+                )
+            )
     return skills
 
 
-def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo | None = None,
-                  cache: CatalogCache | None = None, progress: Progress | None = None,
-                  check_files: bool = True, reload: frozenset[str] = frozenset()) -> Catalog:
+def build_catalog(
+    settings: Settings,
+    *,
+    generation: int = 0,
+    memo: DigestMemo | None = None,
+    cache: CatalogCache | None = None,
+    progress: Progress | None = None,
+    check_files: bool = True,
+    reload: frozenset[str] = frozenset(),
+) -> Catalog:
     """Scan every root once. One bad skill costs itself, never the listing.
 
     Skills inside a pack are checked against its SHA-256 pins (``catalog.packs``); ``memo``
@@ -343,8 +373,10 @@ def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo |
     try:
         loaded, stampable = _load_all(found, cache, progress, check_files=check_files, reload=reload)
         digest: Callable[[Skill, SkillFile], str] = (
-            (lambda skill, entry: file_digest(digests, skill, entry)) if cache is None
-            else cache.digest_fn(digests, lambda skill: skill.prefix in stampable))
+            (lambda skill, entry: file_digest(digests, skill, entry))
+            if cache is None
+            else cache.digest_fn(digests, lambda skill: skill.prefix in stampable)
+        )
         kept, pack_problems = apply_packs(list(loaded.values()), [Path(d) for d in found.pack_dirs], digest=digest)
         if cache is not None:
             cache.save()
@@ -355,5 +387,10 @@ def build_catalog(settings: Settings, *, generation: int = 0, memo: DigestMemo |
     found.problems.extend(pack_problems)
     skills = _by_name(kept, found.problems)
     packs = tuple(sorted({Path(os.path.realpath(d)) for d in found.pack_dirs}))
-    return Catalog(skills=skills, problems=tuple(found.problems), roots=tuple(Path(r) for r in found.roots_real),
-                   generation=generation, packs=packs)
+    return Catalog(
+        skills=skills,
+        problems=tuple(found.problems),
+        roots=tuple(Path(r) for r in found.roots_real),
+        generation=generation,
+        packs=packs,
+    )

@@ -143,6 +143,7 @@ class _Walker:
     def select(self, priority: frozenset[str]) -> list[SkillFile]:
         """The files served: SKILL.md, then ``priority`` (declared scripts), then the rest
         nearest the top first, while the limits hold; the others are counted as left out."""
+
         def rank(f: SkillFile) -> tuple[int, int, str]:
             first = 0 if f.rel == SKILL_MD else 1 if f.rel in priority else 2
             return first, f.rel.count("/"), f.rel
@@ -203,8 +204,9 @@ class _Walker:
             target, tst = found
             if stat.S_ISDIR(tst.st_mode):
                 if (tst.st_dev, tst.st_ino) in self.visited:
-                    self.report(f"{shown}/{name}", ProblemReason.SYMLINK_LOOP,
-                                "not descended: the directory was already walked")
+                    self.report(
+                        f"{shown}/{name}", ProblemReason.SYMLINK_LOOP, "not descended: the directory was already walked"
+                    )
                 else:
                     self.visited.add((tst.st_dev, tst.st_ino))
                     subdirs.append((target, f"{rel}/", f"{shown}/{name}"))
@@ -221,9 +223,17 @@ def walk_skill(directory: Path, skill_name: str, priority: frozenset[str] = froz
     walker = _Walker(directory, skill_name)
     complete = walker.visit(walker.root, "", walker.root)
     files = sorted(walker.select(priority), key=lambda f: f.rel)
-    return Walk(tuple(files), tuple(walker.problems), tuple(walker.nested), walker.left_out,
-                walker.left_out_bytes, tuple(walker.left_out_first), not complete, tuple(walker.stamps),
-                complete and not walker.unpinned and walker.left_out == 0)
+    return Walk(
+        tuple(files),
+        tuple(walker.problems),
+        tuple(walker.nested),
+        walker.left_out,
+        walker.left_out_bytes,
+        tuple(walker.left_out_first),
+        not complete,
+        tuple(walker.stamps),
+        complete and not walker.unpinned and walker.left_out == 0,
+    )
 
 
 def skill_uri(skill: Skill | str, rel: str | None = None) -> str:
@@ -349,8 +359,11 @@ def read_located(found: Located, *, max_bytes: int) -> bytes:
     """
     rel, st = found.rel, found.st
     if st.st_size > max_bytes:
-        raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"{rel} is {st.st_size} bytes; the limit is {max_bytes}",
-                            {"path": rel, "size": st.st_size, "limit": max_bytes})
+        raise SkillMcpError(
+            Refusal.FILE_TOO_LARGE,
+            f"{rel} is {st.st_size} bytes; the limit is {max_bytes}",
+            {"path": rel, "size": st.st_size, "limit": max_bytes},
+        )
     if found.pinned is not None:
         fd = open_pinned(found.pinned, st, rel)
     elif found.real is not None:
@@ -362,8 +375,11 @@ def read_located(found: Located, *, max_bytes: int) -> bytes:
     finally:
         os.close(fd)
     if len(data) > max_bytes:
-        raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"{rel} grew past {max_bytes} bytes while being read",
-                            {"path": rel, "limit": max_bytes})
+        raise SkillMcpError(
+            Refusal.FILE_TOO_LARGE,
+            f"{rel} grew past {max_bytes} bytes while being read",
+            {"path": rel, "limit": max_bytes},
+        )
     return data
 
 

@@ -29,8 +29,9 @@ log = logging.getLogger("skill_mcp.catalog")
 class LazyCatalog:
     """``provider()`` returns the catalog, building it on the first call only."""
 
-    def __init__(self, settings: Settings, *, generation: int = 0,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, generation: int = 0, progress: Callable[[int, int], None] | None = None
+    ) -> None:
         self._settings = settings
         self._generation = generation
         self._progress = progress  # build_catalog's progress, for the one build (a terminal's line)
@@ -57,8 +58,11 @@ class LazyCatalog:
 
                 # The listing tier only: each cached skill's file tier is checked by the first
                 # answer that carries facts about its files (``catalog.filetier``).
-                self._build(lambda: build_catalog(self._settings, generation=self._generation,
-                                                  progress=self._progress, check_files=False))
+                self._build(
+                    lambda: build_catalog(
+                        self._settings, generation=self._generation, progress=self._progress, check_files=False
+                    )
+                )
             assert self._catalog is not None
             return self._catalog
 
@@ -66,8 +70,10 @@ class LazyCatalog:
         start = time.perf_counter()
         catalog = self._catalog = kept_for_life(build)
         seconds = time.perf_counter() - start
-        log.debug("catalog built", extra={"skills": len(catalog.skills), "problems": len(catalog.problems),
-                                         "ms": round(seconds * 1000, 1)})
+        log.debug(
+            "catalog built",
+            extra={"skills": len(catalog.skills), "problems": len(catalog.problems), "ms": round(seconds * 1000, 1)},
+        )
         if self._on_build is not None:
             self._on_build(catalog, seconds)
 
@@ -83,8 +89,9 @@ class LazyCatalog:
                 from skill_mcp.catalog.filetier import reload_dirs
 
                 dirs = reload_dirs(skills)
-                self._build(lambda: build_catalog(self._settings, generation=catalog.generation,
-                                                  check_files=False, reload=dirs))
+                self._build(
+                    lambda: build_catalog(self._settings, generation=catalog.generation, check_files=False, reload=dirs)
+                )
                 log.info("catalog refreshed: a skill's files changed", extra={"skills": sorted(s.name for s in skills)})
             assert self._catalog is not None
             return self._catalog

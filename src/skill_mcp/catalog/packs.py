@@ -141,8 +141,10 @@ def parse_pack(text: str, directory: Path) -> Pack:
         raise PackError(ProblemReason.PACK_INVALID, "pack.json must hold a JSON object")
     version = data.get("schemaVersion")
     if version != SCHEMA_VERSION or isinstance(version, bool):
-        raise PackError(ProblemReason.PACK_VERSION,
-                        f"pack.json schemaVersion {version!r} is not one this server reads ({SCHEMA_VERSION})")
+        raise PackError(
+            ProblemReason.PACK_VERSION,
+            f"pack.json schemaVersion {version!r} is not one this server reads ({SCHEMA_VERSION})",
+        )
     try:
         name = _string(data, "name", "pack.json")
         pack_version = _string(data, "version", "pack.json")
@@ -202,9 +204,16 @@ def verify_skill(pack: Pack, skill: Skill, digest: DigestFn | None = None) -> li
 
     entry = pack.pinned_at(skill.directory)
     if entry is None:
-        return [Problem(skill.found_at, ProblemReason.DIGEST_MISMATCH,
-                        f"refused: the skill is inside pack {pack.name!r} but pack.json does not pin it "
-                        "(run `skill-mcp pack lock` to pin it)", Level.ERROR, skill.name)]
+        return [
+            Problem(
+                skill.found_at,
+                ProblemReason.DIGEST_MISMATCH,
+                f"refused: the skill is inside pack {pack.name!r} but pack.json does not pin it "
+                "(run `skill-mcp pack lock` to pin it)",
+                Level.ERROR,
+                skill.name,
+            )
+        ]
     actual: dict[str, str | None] = {}
     for f in _pinned_files(pack, skill):
         try:
@@ -216,11 +225,20 @@ def verify_skill(pack: Pack, skill: Skill, digest: DigestFn | None = None) -> li
     removed = sorted(entry.files.keys() - actual.keys())
     if not (changed or added or removed):
         return []
-    parts = [f"{label}: {', '.join(names[:MAX_LISTED])}" + (" ..." if len(names) > MAX_LISTED else "")
-             for label, names in (("changed", changed), ("not pinned", added), ("missing", removed)) if names]
-    return [Problem(skill.found_at, ProblemReason.DIGEST_MISMATCH,
-                    f"refused: files differ from the pins in pack {pack.name!r} ({'; '.join(parts)})",
-                    Level.ERROR, skill.name)]
+    parts = [
+        f"{label}: {', '.join(names[:MAX_LISTED])}" + (" ..." if len(names) > MAX_LISTED else "")
+        for label, names in (("changed", changed), ("not pinned", added), ("missing", removed))
+        if names
+    ]
+    return [
+        Problem(
+            skill.found_at,
+            ProblemReason.DIGEST_MISMATCH,
+            f"refused: files differ from the pins in pack {pack.name!r} ({'; '.join(parts)})",
+            Level.ERROR,
+            skill.name,
+        )
+    ]
 
 
 def apply_pack(pack: Pack, skill: Skill, digest: DigestFn | None = None) -> tuple[Skill | None, list[Problem]]:
@@ -230,8 +248,7 @@ def apply_pack(pack: Pack, skill: Skill, digest: DigestFn | None = None) -> tupl
         return None, problems
     entry = pack.pinned_at(skill.directory)
     assert entry is not None
-    return replace(skill, pack=pack.name, phase=entry.phase or skill.phase,
-                   tags=entry.tags or skill.tags), []
+    return replace(skill, pack=pack.name, phase=entry.phase or skill.phase, tags=entry.tags or skill.tags), []
 
 
 def enclosing_pack(packs: Iterable[Pack], skill_dir: Path) -> Pack | None:
@@ -269,9 +286,15 @@ def apply_packs(
         pack = enclosing_pack(packs, skill.directory)
         refusal = _refused_by(refused_dirs, skill.directory, pack)
         if refusal is not None:
-            problems.append(Problem(skill.found_at, refusal.reason,
-                                    f"refused with its pack ({refusal.path}): {refusal.detail}", Level.ERROR,
-                                    skill.name))
+            problems.append(
+                Problem(
+                    skill.found_at,
+                    refusal.reason,
+                    f"refused with its pack ({refusal.path}): {refusal.detail}",
+                    Level.ERROR,
+                    skill.name,
+                )
+            )
             continue
         if pack is None:
             kept.append(skill)
@@ -284,9 +307,16 @@ def apply_packs(
     for pack in packs:
         for entry in pack.skills:
             if (pack.directory, entry.path) not in found_at:
-                problems.append(Problem(str(pack.directory / entry.path), ProblemReason.DIGEST_MISMATCH,
-                                        f"pack {pack.name!r} pins a skill {entry.name!r} at {entry.path!r} "
-                                        "but no skill was found there", Level.WARNING, entry.name))
+                problems.append(
+                    Problem(
+                        str(pack.directory / entry.path),
+                        ProblemReason.DIGEST_MISMATCH,
+                        f"pack {pack.name!r} pins a skill {entry.name!r} at {entry.path!r} "
+                        "but no skill was found there",
+                        Level.WARNING,
+                        entry.name,
+                    )
+                )
     return kept, problems
 
 

@@ -27,8 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 SKILL_MD = "SKILL.md"
 PACK_JSON = "pack.json"
 CONTAINER = "skills"  # catalog.discover.CONTAINER_NAMES' one name
-ROOT_EMPTY_HINT = ("a skill is a directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); "
-                   "hidden directories are not searched, so name them as roots")
+ROOT_EMPTY_HINT = (
+    "a skill is a directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); "
+    "hidden directories are not searched, so name them as roots"
+)
 # The detail of a directory discovery reached that holds no SKILL.md; a hint, when one was
 # seen, follows after "; " (catalog.discover).
 NO_SKILL_MD_DETAIL = "not served: the directory holds no SKILL.md"
@@ -109,8 +111,10 @@ def where_skills_sit(directory: str) -> str | None:
                 if _has(path, SKILL_MD):
                     parent = os.path.dirname(path)
                     depth = "one level" if level == 1 else "two levels"
-                    return (f"{SKILL_MD} found {depth} below it ({_join(path, SKILL_MD)}): "
-                            f"name {parent} as a root (--skills-dir {parent})")
+                    return (
+                        f"{SKILL_MD} found {depth} below it ({_join(path, SKILL_MD)}): "
+                        f"name {parent} as a root (--skills-dir {parent})"
+                    )
                 other = _other_case(path)
                 if other is not None:
                     return _case_hint(path, other)
@@ -139,8 +143,14 @@ def probe_roots(settings: Settings) -> tuple[RootNote, ...]:
     for root in settings.roots:
         path = str(root)
         if not os.path.isdir(path):
-            notes.append(RootNote(path, ProblemReason.ROOT_MISSING,
-                                  "the skills root is not a directory; nothing is served from it", Level.ERROR))
+            notes.append(
+                RootNote(
+                    path,
+                    ProblemReason.ROOT_MISSING,
+                    "the skills root is not a directory; nothing is served from it",
+                    Level.ERROR,
+                )
+            )
             continue
         if _serves_at_top(path):
             continue
@@ -153,6 +163,7 @@ def probe_roots(settings: Settings) -> tuple[RootNote, ...]:
         hints = [h for h in hints if h]
         hint = where_skills_sit(path) or (hints[0] if hints else ROOT_EMPTY_HINT)
         more = f" (and {len(hints) - 1} more directories like it)" if len(hints) > 1 else ""
-        notes.append(RootNote(path, ProblemReason.ROOT_EMPTY, f"no skill found under this root: {hint}{more}",
-                              Level.WARNING))
+        notes.append(
+            RootNote(path, ProblemReason.ROOT_EMPTY, f"no skill found under this root: {hint}{more}", Level.WARNING)
+        )
     return tuple(notes)

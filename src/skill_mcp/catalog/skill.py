@@ -66,9 +66,11 @@ def _read_skill_md(real_dir: Path, stamps: _Stamps) -> bytes:
     if st.st_size > SKILL_MD_MAX_BYTES:
         # Refused rather than cut: a truncated SKILL.md would be served under the digest of the
         # whole file (skills/list, the manifest), and the cut could drop the steps that matter.
-        raise _Refused(ProblemReason.SKILL_TOO_LARGE,
-                       f"SKILL.md is {st.st_size} bytes, over the {SKILL_MD_MAX_BYTES}-byte limit for instructions; "
-                       "move long material into files beside it (references/) and link to them")
+        raise _Refused(
+            ProblemReason.SKILL_TOO_LARGE,
+            f"SKILL.md is {st.st_size} bytes, over the {SKILL_MD_MAX_BYTES}-byte limit for instructions; "
+            "move long material into files beside it (references/) and link to them",
+        )
     with open(path, "rb") as handle:
         # Stamped from the descriptor before the read: a write after this stat changes the
         # ctime, so a cached result is never taken for the newer bytes.
@@ -92,11 +94,13 @@ def load_skill(real_dir: Path, found_at: Path, root_real: Path) -> Loaded:
         stamps.taken.append(stamp("", os.stat(real_dir)))
         return _load(real_dir, found_at, root_real, name, stamps)
     except _Refused as exc:
-        return Loaded(None, (Problem(shown, exc.reason, exc.detail, Level.ERROR, name),), (),
-                      tuple(stamps.taken), stamps.pinned)
+        return Loaded(
+            None, (Problem(shown, exc.reason, exc.detail, Level.ERROR, name),), (), tuple(stamps.taken), stamps.pinned
+        )
     except OSError as exc:
-        return Loaded(None, (Problem(shown, ProblemReason.UNREADABLE, f"cannot be read: {exc.strerror}",
-                                     Level.ERROR, name),))
+        return Loaded(
+            None, (Problem(shown, ProblemReason.UNREADABLE, f"cannot be read: {exc.strerror}", Level.ERROR, name),)
+        )
 
 
 def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _Stamps) -> Loaded:
@@ -107,8 +111,10 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
         problems.append(Problem(path, reason, detail, level, name))
 
     if not is_valid_name(name):
-        raise _Refused(ProblemReason.INVALID_NAME,
-                       f"the directory name {name!r} is not a skill name (1-64 lowercase letters, digits, hyphens)")
+        raise _Refused(
+            ProblemReason.INVALID_NAME,
+            f"the directory name {name!r} is not a skill name (1-64 lowercase letters, digits, hyphens)",
+        )
     raw = _read_skill_md(real_dir, stamps)
     try:
         parts = split(raw)
@@ -125,8 +131,10 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
 
     fm_name = frontmatter.get("name")
     if isinstance(fm_name, str) and fm_name != name:
-        note(ProblemReason.NAME_MISMATCH,
-             f"served as {name!r} (its directory name); the frontmatter name {fm_name!r} is ignored")
+        note(
+            ProblemReason.NAME_MISMATCH,
+            f"served as {name!r} (its directory name); the frontmatter name {fm_name!r} is ignored",
+        )
 
     declared = read_declaration(host_chunk, parts.first_line)
     scripts = frozenset(row.script for row in declared.declaration.run) if declared.declaration else frozenset()
@@ -151,20 +159,33 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
         for row in declared.declaration.run:
             if row.script not in served:
                 missing.append(row.script)
-                note(ProblemReason.DECLARED_SCRIPT_MISSING,
-                     f"declared script {row.script} is not a servable file of this skill", Level.ERROR,
-                     str(found_at / row.script))
+                note(
+                    ProblemReason.DECLARED_SCRIPT_MISSING,
+                    f"declared script {row.script} is not a servable file of this skill",
+                    Level.ERROR,
+                    str(found_at / row.script),
+                )
     rules = _extension_rules(frontmatter, declared.parsed or not host_chunk.present, walk, name)
     diffs = _yaml11(frontmatter, parts, rules)
     for rule, detail in rules:
-        problems.append(Problem(shown, ProblemReason.EXTENSION_EXCLUDED,
-                                f"{detail}; left out of the Skills extension (skills/list, skills/get, "
-                                "resources/list) and still served by the tools", Level.ERROR, name, str(rule)))
+        problems.append(
+            Problem(
+                shown,
+                ProblemReason.EXTENSION_EXCLUDED,
+                f"{detail}; left out of the Skills extension (skills/list, skills/get, "
+                "resources/list) and still served by the tools",
+                Level.ERROR,
+                name,
+                str(rule),
+            )
+        )
     for diff in diffs:
-        note(ProblemReason.YAML_AMBIGUOUS,
-             f"frontmatter field {diff.field}: YAML 1.2 reads {diff.yaml12!r}, YAML 1.1 (PyYAML's default "
-             f"loader, which many hosts use) reads {diff.yaml11!r}, and a host refuses a skill whose "
-             f"frontmatter reads otherwise than its entry; {diff.advice()}")
+        note(
+            ProblemReason.YAML_AMBIGUOUS,
+            f"frontmatter field {diff.field}: YAML 1.2 reads {diff.yaml12!r}, YAML 1.1 (PyYAML's default "
+            f"loader, which many hosts use) reads {diff.yaml11!r}, and a host refuses a skill whose "
+            f"frontmatter reads otherwise than its entry; {diff.advice()}",
+        )
     skill = Skill(
         name=name,
         directory=real_dir,
@@ -182,25 +203,38 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
     return Loaded(skill, tuple(problems), walk.nested, tuple(stamps.taken), stamps.pinned)
 
 
-def _extension_rules(frontmatter: dict[str, Any], host_parsed: bool, walk: Walk,
-                     name: str) -> list[tuple[ExtensionRule, str]]:
+def _extension_rules(
+    frontmatter: dict[str, Any], host_parsed: bool, walk: Walk, name: str
+) -> list[tuple[ExtensionRule, str]]:
     """Every rule that keeps this skill out of the Skills extension, in the order they are checked."""
     rules = extension_rules(frontmatter, name)
     if not host_parsed:
-        rules.append((ExtensionRule.FRONTMATTER_DIVERGES,
-                      "its mcp-host block is left out of the entry (it does not parse, or holds what JSON cannot "
-                      "carry), so the entry is not the frontmatter a host reads from the file"))
+        rules.append(
+            (
+                ExtensionRule.FRONTMATTER_DIVERGES,
+                "its mcp-host block is left out of the entry (it does not parse, or holds what JSON cannot "
+                "carry), so the entry is not the frontmatter a host reads from the file",
+            )
+        )
     if walk.left_out or walk.stopped:
         # The manifest must be complete: a skill over a limit is never published with a cut one.
         found = len(walk.files) + walk.left_out
         if walk.stopped or found > MAX_FILES:
-            rules.append((ExtensionRule.TOO_MANY_FILES,
-                          f"it has {'more than ' if walk.stopped else ''}{found} files; an entry lists every "
-                          f"file and a host need accept at most {MAX_FILES}"))
+            rules.append(
+                (
+                    ExtensionRule.TOO_MANY_FILES,
+                    f"it has {'more than ' if walk.stopped else ''}{found} files; an entry lists every "
+                    f"file and a host need accept at most {MAX_FILES}",
+                )
+            )
         else:
             total = sum(f.size for f in walk.files) + walk.left_out_bytes
-            rules.append((ExtensionRule.TOO_LARGE,
-                          f"its files total {total} bytes; a host need accept at most {MAX_TOTAL_BYTES}"))
+            rules.append(
+                (
+                    ExtensionRule.TOO_LARGE,
+                    f"its files total {total} bytes; a host need accept at most {MAX_TOTAL_BYTES}",
+                )
+            )
     return rules
 
 
@@ -210,9 +244,13 @@ def _yaml11(frontmatter: dict[str, Any], parts: Split, rules: list[tuple[Extensi
         return []
     diffs = differences(parts.frontmatter, frontmatter)
     if diffs:
-        rules.append((ExtensionRule.YAML_AMBIGUOUS,
-                      f"a host parsing with YAML 1.1 reads {', '.join(d.field for d in diffs)} otherwise than "
-                      "the entry (see yaml-version-ambiguous)"))
+        rules.append(
+            (
+                ExtensionRule.YAML_AMBIGUOUS,
+                f"a host parsing with YAML 1.1 reads {', '.join(d.field for d in diffs)} otherwise than "
+                "the entry (see yaml-version-ambiguous)",
+            )
+        )
     return diffs
 
 
@@ -221,9 +259,11 @@ def _left_out_detail(walk: Walk) -> str:
     count = f"at least {walk.left_out}" if walk.stopped else str(walk.left_out)
     named = ", ".join(walk.left_out_first) + (" ..." if walk.left_out > len(walk.left_out_first) else "")
     stop = f"; the walk stopped after {MAX_WALK_ENTRIES} entries" if walk.stopped else ""
-    return (f"{count} files ({walk.left_out_bytes} bytes) not served: a skill serves at most {MAX_FILES} files "
-            f"and {MAX_TOTAL_BYTES} bytes (SKILL.md and the files nearest the top first){stop}"
-            + (f"; left out: {named}" if named else ""))
+    return (
+        f"{count} files ({walk.left_out_bytes} bytes) not served: a skill serves at most {MAX_FILES} files "
+        f"and {MAX_TOTAL_BYTES} bytes (SKILL.md and the files nearest the top first){stop}"
+        + (f"; left out: {named}" if named else "")
+    )
 
 
 def _tags(frontmatter: dict[str, object]) -> tuple[str, ...]:

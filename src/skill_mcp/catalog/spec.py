@@ -76,27 +76,47 @@ def extension_rules(frontmatter: Mapping[str, Any], dir_name: str) -> list[tuple
     if name is None:
         out.append((ExtensionRule.NAME_MISSING, "the frontmatter has no name, and an entry's URI must end in it"))
     elif not isinstance(name, str) or not is_valid_name(name):
-        out.append((ExtensionRule.NAME_INVALID, f"the frontmatter name {name!r} is not 1-64 lowercase letters, "
-                                                "digits and single hyphens"))
+        out.append(
+            (
+                ExtensionRule.NAME_INVALID,
+                f"the frontmatter name {name!r} is not 1-64 lowercase letters, digits and single hyphens",
+            )
+        )
     elif name != dir_name:
-        out.append((ExtensionRule.NAME_MISMATCH, f"its URI ends in the directory name {dir_name!r}, and the "
-                                                 f"frontmatter name is {name!r}; rename one to match the other"))
+        out.append(
+            (
+                ExtensionRule.NAME_MISMATCH,
+                f"its URI ends in the directory name {dir_name!r}, and the "
+                f"frontmatter name is {name!r}; rename one to match the other",
+            )
+        )
     description = frontmatter.get("description")
     if isinstance(description, str) and len(description) > DESCRIPTION_MAX:
-        out.append((ExtensionRule.DESCRIPTION_TOO_LONG, f"the description is {len(description)} characters; "
-                                                        f"the Agent Skills format allows {DESCRIPTION_MAX}"))
+        out.append(
+            (
+                ExtensionRule.DESCRIPTION_TOO_LONG,
+                f"the description is {len(description)} characters; the Agent Skills format allows {DESCRIPTION_MAX}",
+            )
+        )
     compatibility = frontmatter.get("compatibility")
-    if "compatibility" in frontmatter and not (isinstance(compatibility, str)
-                                               and 1 <= len(compatibility) <= COMPATIBILITY_MAX):
-        out.append((ExtensionRule.COMPATIBILITY_INVALID,
-                    f"compatibility must be a string of 1-{COMPATIBILITY_MAX} characters"))
+    if "compatibility" in frontmatter and not (
+        isinstance(compatibility, str) and 1 <= len(compatibility) <= COMPATIBILITY_MAX
+    ):
+        out.append(
+            (ExtensionRule.COMPATIBILITY_INVALID, f"compatibility must be a string of 1-{COMPATIBILITY_MAX} characters")
+        )
     if "license" in frontmatter and not isinstance(frontmatter.get("license"), str):
         out.append((ExtensionRule.LICENSE_INVALID, "license must be a string"))
     metadata = frontmatter.get("metadata")
-    if "metadata" in frontmatter and not (isinstance(metadata, Mapping)
-                                          and all(isinstance(v, str) for v in metadata.values())):
-        out.append((ExtensionRule.METADATA_INVALID, "metadata must be a map of strings to strings (quote "
-                                                    "numbers, dates and yes/no values)"))
+    if "metadata" in frontmatter and not (
+        isinstance(metadata, Mapping) and all(isinstance(v, str) for v in metadata.values())
+    ):
+        out.append(
+            (
+                ExtensionRule.METADATA_INVALID,
+                "metadata must be a map of strings to strings (quote numbers, dates and yes/no values)",
+            )
+        )
     if "allowed-tools" in frontmatter and not isinstance(frontmatter.get("allowed-tools"), str):
         out.append((ExtensionRule.ALLOWED_TOOLS_INVALID, "allowed-tools must be one space-separated string"))
     return out

@@ -43,8 +43,14 @@ STEP_MS = 50
 CATCH_UP_MS = 500  # how soon after start the watcher checks for changes it could not see
 # Reasons that mean "the file is there but not readable as a skill right now" - what a file
 # that is still being written looks like.
-TRANSIENT = frozenset({ProblemReason.FRONTMATTER_PARSE, ProblemReason.FRONTMATTER_INVALID,
-                       ProblemReason.UNREADABLE, ProblemReason.NO_SKILL_MD})
+TRANSIENT = frozenset(
+    {
+        ProblemReason.FRONTMATTER_PARSE,
+        ProblemReason.FRONTMATTER_INVALID,
+        ProblemReason.UNREADABLE,
+        ProblemReason.NO_SKILL_MD,
+    }
+)
 
 
 class LiveCatalog:
@@ -97,8 +103,9 @@ class LiveCatalog:
         with self._lock:
             if self._catalog is catalog:
                 start = time.perf_counter()
-                fresh = build_catalog(self._settings, generation=catalog.generation, check_files=False,
-                                      reload=reload_dirs(skills))
+                fresh = build_catalog(
+                    self._settings, generation=catalog.generation, check_files=False, reload=reload_dirs(skills)
+                )
                 self._catalog = keep_previous(catalog, fresh)
                 self.built(self._catalog, time.perf_counter() - start)
             assert self._catalog is not None
@@ -112,8 +119,10 @@ class LiveCatalog:
 
 def fingerprint(catalog: Catalog) -> tuple[Any, ...]:
     """What clients can observe of a catalog: skills, their files as scanned, and the problems."""
-    skills = tuple((name, s.path, s.directory, s.description, s.files, s.declaration, s.skills_list_excluded)
-                   for name, s in catalog.skills.items())
+    skills = tuple(
+        (name, s.path, s.directory, s.description, s.files, s.declaration, s.skills_list_excluded)
+        for name, s in catalog.skills.items()
+    )
     return skills, tuple(catalog.problems)
 
 
@@ -124,7 +133,8 @@ def keep_previous(previous: Catalog, fresh: Catalog) -> Catalog:
         if problem.level == Level.ERROR and problem.reason in TRANSIENT and problem.skill:
             failing.setdefault(problem.skill, problem)
     kept = {
-        name: skill for name, skill in previous.skills.items()
+        name: skill
+        for name, skill in previous.skills.items()
         if name in failing and name not in fresh.skills and os.path.isdir(skill.directory)
     }
     if not kept:
@@ -132,9 +142,15 @@ def keep_previous(previous: Catalog, fresh: Catalog) -> Catalog:
     problems = [p for p in fresh.problems if p.skill not in kept]
     for name, skill in sorted(kept.items()):
         why = failing[name]
-        problems.append(Problem(skill.found_at, ProblemReason.RELOAD_KEPT_PREVIOUS,
-                                f"the previous version stays served: the skill does not load right now "
-                                f"({why.reason}: {why.detail})", Level.WARNING, name))
+        problems.append(
+            Problem(
+                skill.found_at,
+                ProblemReason.RELOAD_KEPT_PREVIOUS,
+                f"the previous version stays served: the skill does not load right now ({why.reason}: {why.detail})",
+                Level.WARNING,
+                name,
+            )
+        )
     skills = dict(sorted({**fresh.skills, **kept}.items()))
     return replace(fresh, skills=skills, problems=tuple(problems))
 
@@ -151,8 +167,10 @@ def rebuild(settings: Settings, live: LiveCatalog, generation: int) -> bool:
         return False
     live.swap(fresh)
     live.built(fresh, seconds)
-    log.info("catalog reloaded", extra={"generation": generation, "skills": len(fresh.skills),
-                                        "problems": len(fresh.problems)})
+    log.info(
+        "catalog reloaded",
+        extra={"generation": generation, "skills": len(fresh.skills), "problems": len(fresh.problems)},
+    )
     return True
 
 
@@ -185,9 +203,16 @@ async def reload_on_change(
     caught_up = False
     # yield_on_timeout: the first (empty) batch proves the watcher is running, and one rebuild
     # then catches whatever changed between the baseline scan and the watcher starting.
-    async for changes in awatch(*paths, debounce=debounce_ms, step=STEP_MS, stop_event=stop_event,
-                                recursive=True, ignore_permission_denied=True, yield_on_timeout=True,
-                                rust_timeout=CATCH_UP_MS):
+    async for changes in awatch(
+        *paths,
+        debounce=debounce_ms,
+        step=STEP_MS,
+        stop_event=stop_event,
+        recursive=True,
+        ignore_permission_denied=True,
+        yield_on_timeout=True,
+        rust_timeout=CATCH_UP_MS,
+    ):
         if not changes and caught_up:
             continue
         caught_up = True

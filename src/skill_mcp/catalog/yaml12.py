@@ -247,8 +247,13 @@ def _scalar(tag: str, value: str) -> Any:
     if tag == "tag:yaml.org,2002:bool":
         return value.lower() == "true"
     if tag == "tag:yaml.org,2002:int":
-        return int(value[2:], 8) if value.startswith("0o") else int(value[2:], 16) if value.startswith("0x") \
+        return (
+            int(value[2:], 8)
+            if value.startswith("0o")
+            else int(value[2:], 16)
+            if value.startswith("0x")
             else int(value, 10)
+        )
     if tag == "tag:yaml.org,2002:float":
         low = value.lower()
         if low.endswith("inf"):

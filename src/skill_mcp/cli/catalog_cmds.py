@@ -76,8 +76,10 @@ def not_served_summary(catalog: Any, args: argparse.Namespace) -> str | None:
     total = sum(counts.values())
     why = ", ".join(f"{n} {reason}" for reason, n in counts.items())
     roots = " ".join(shlex.quote(r) for r in args.skills_dirs)
-    return (f"skill-mcp: {len(catalog.skills)} served, {total} not served ({why}); "
-            f"`skill-mcp validate{' ' + roots if roots else ''}` says why for each")
+    return (
+        f"skill-mcp: {len(catalog.skills)} served, {total} not served ({why}); "
+        f"`skill-mcp validate{' ' + roots if roots else ''}` says why for each"
+    )
 
 
 def phase_of(skill: Any) -> str | None:
@@ -93,8 +95,13 @@ def _skill_row(skill: Any) -> dict[str, Any]:
     from skill_mcp.catalog.files import SKILL_MD, skill_uri
 
     # A skill's URI is its SKILL.md's on every surface (the tools, resources, search, the CLI).
-    row: dict[str, Any] = {"name": skill.name, "description": skill.description, "uri": skill_uri(skill, SKILL_MD),
-                           "path": skill.found_at, "files": len(skill.files)}
+    row: dict[str, Any] = {
+        "name": skill.name,
+        "description": skill.description,
+        "uri": skill_uri(skill, SKILL_MD),
+        "path": skill.found_at,
+        "files": len(skill.files),
+    }
     for key, value in (("pack", skill.pack), ("phase", phase_of(skill)), ("tags", list(skill.tags))):
         if value:
             row[key] = value
@@ -113,8 +120,7 @@ def _packs(catalog: Any) -> list[dict[str, Any]]:
         if isinstance(pack, Problem):
             out.append({"path": str(directory), "refused": pack.to_dict()})
         else:
-            out.append({"path": str(directory), "name": pack.name, "version": pack.version,
-                        "skills": len(pack.skills)})
+            out.append({"path": str(directory), "name": pack.name, "version": pack.version, "skills": len(pack.skills)})
     return out
 
 
@@ -144,8 +150,15 @@ def run_index(args: argparse.Namespace) -> int:
     skills = [_skill_row(s) for s in catalog.skills.values()]
     problems = [p.to_dict() for p in catalog.problems]
     if args.json:
-        emit_json({"roots": [str(r) for r in settings.roots], "rootsFrom": settings.roots_from,
-                   "packs": packs, "skills": skills, "problems": problems})
+        emit_json(
+            {
+                "roots": [str(r) for r in settings.roots],
+                "rootsFrom": settings.roots_from,
+                "packs": packs,
+                "skills": skills,
+                "problems": problems,
+            }
+        )
         return exits.OK
     emit(f"roots ({settings.roots_from}): {', '.join(str(r) for r in settings.roots)}")
     emit(f"packs: {len(packs)}")
@@ -178,8 +191,10 @@ def run_list(args: argparse.Namespace) -> int:
         emit(f"{skill.name.ljust(width)}  {_short(skill.description)}")
     if catalog.skills and not skills:
         phases = sorted({p for p in map(phase_of, catalog.skills.values()) if p})
-        warn(f"no skills in phase {args.phase!r}" + (f"; the phases served: {', '.join(phases)}" if phases
-                                                        else "; no served skill names a phase"))
+        warn(
+            f"no skills in phase {args.phase!r}"
+            + (f"; the phases served: {', '.join(phases)}" if phases else "; no served skill names a phase")
+        )
     summary = not_served_summary(catalog, args)
     if summary:
         warn(summary)
@@ -228,8 +243,11 @@ def run_show(args: argparse.Namespace) -> int:
         missing = missing_roots(catalog)
         if missing:
             # The root itself was named at start (cli.roots): say only that it is the likely cause.
-            raise exits.CliError(exits.UNAVAILABLE, f"no skill named {args.name!r} (a root is not a directory: above)",
-                                 ProblemReason.ROOT_MISSING)
+            raise exits.CliError(
+                exits.UNAVAILABLE,
+                f"no skill named {args.name!r} (a root is not a directory: above)",
+                ProblemReason.ROOT_MISSING,
+            )
         from skill_mcp.surfaces.state import closest_names
 
         closest = closest_names(catalog.skills, args.name)
@@ -244,13 +262,15 @@ def run_show(args: argparse.Namespace) -> int:
         manifest = []
         for entry in skill.files:
             info = file_info(memo, skill, entry)
-            manifest.append({"path": info.rel, "size": info.size, "digest": info.digest,
-                             "uri": skill_uri(skill, info.rel)})
+            manifest.append(
+                {"path": info.rel, "size": info.size, "digest": info.digest, "uri": skill_uri(skill, info.rel)}
+            )
     except (SkillMcpError, OSError) as err:
         raise exits.CliError(exits.UNAVAILABLE, f"{args.name}: {err}") from err
     if args.json:
-        emit_json({**_skill_row(skill), "frontmatter": dict(skill.frontmatter), "instructions": body,
-                   "manifest": manifest})
+        emit_json(
+            {**_skill_row(skill), "frontmatter": dict(skill.frontmatter), "instructions": body, "manifest": manifest}
+        )
         return report_missing_roots(catalog, json_mode=True, code=exits.OK)
     emit(f"# {skill.name}  ({skill_uri(skill, SKILL_MD)})")
     emit(skill.description)

@@ -111,7 +111,6 @@ def _hooks(settings: Any, tap: _Tap | None) -> Any:
 async def _advertised(settings: Any) -> dict[str, Any]:
     from mcp import Client
 
-
     async with Client(_server(settings, None), mode="legacy") as client:
         caps = client.server_capabilities
         tools = (await client.list_tools()).tools
@@ -194,12 +193,17 @@ def _token_preview(tool: str, out: dict[str, Any]) -> dict[str, Any] | None:
     return structured if isinstance(structured.get("confirmToken"), str) else None
 
 
-async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: Confirmer,
-                tap: _Tap | None = None, out_dir: str | None = None) -> dict[str, Any]:
+async def _call(
+    settings: Any,
+    tool: str,
+    arguments: dict[str, Any],
+    confirmer: Confirmer,
+    tap: _Tap | None = None,
+    out_dir: str | None = None,
+) -> dict[str, Any]:
     import anyio
     from mcp import Client
     from mcp.shared.exceptions import MCPError
-
 
     # The session advertises elicitation: skill_run asks in it, and ``confirmer`` answers.
     async with Client(_server(settings, tap), mode="legacy", elicitation_callback=confirmer.elicit) as client:
@@ -222,8 +226,12 @@ async def _call(settings: Any, tool: str, arguments: dict[str, Any], confirmer: 
         except MCPError as err:
             # A JSON-RPC error (an unknown tool, for example): refused before any tool ran.
             names = [t.name for t in (await client.list_tools()).tools]
-            return {"isError": True, "content": [], "tools": names,
-                    "protocolError": {"code": err.error.code, "message": err.error.message}}
+            return {
+                "isError": True,
+                "content": [],
+                "tools": names,
+                "protocolError": {"code": err.error.code, "message": err.error.message},
+            }
     return out
 
 
@@ -243,7 +251,9 @@ async def _save_outputs(client: Any, outputs: list[dict[str, Any]], out_dir: str
         if relpath_problem(rel) is not None:
             continue
         item = (await client.read_resource(entry["uri"])).contents[0]
-        data = item.text.encode("utf-8") if isinstance(item, types.TextResourceContents) else base64.b64decode(item.blob)
+        data = (
+            item.text.encode("utf-8") if isinstance(item, types.TextResourceContents) else base64.b64decode(item.blob)
+        )
         target = os.path.join(out_dir, *rel.split("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
@@ -272,12 +282,17 @@ def _print_run(result: dict[str, Any], streamed: bool) -> None:
         sys.stderr.write(result.get("stderr") or "")
     ended = f"exit {result.get('exitCode')}" if result.get("signal") is None else f"signal {result.get('signal')}"
     cut = [name for name, was in sorted((result.get("truncated") or {}).items()) if was]
-    warn(f"skill-mcp: {result.get('skill')} {result.get('script')}: {result['status']} ({ended}, "
-         f"{result.get('durationMs')} ms" + (f"; {' and '.join(cut)} truncated" if cut else "") + ")")
+    warn(
+        f"skill-mcp: {result.get('skill')} {result.get('script')}: {result['status']} ({ended}, "
+        f"{result.get('durationMs')} ms" + (f"; {' and '.join(cut)} truncated" if cut else "") + ")"
+    )
     outputs = result.get("outputs") or []
     if outputs:
-        warn(f"skill-mcp: the script wrote {len(outputs)} file(s): "
-             + ", ".join(o["path"] for o in outputs) + " (--out DIR saves them)")
+        warn(
+            f"skill-mcp: the script wrote {len(outputs)} file(s): "
+            + ", ".join(o["path"] for o in outputs)
+            + " (--out DIR saves them)"
+        )
 
 
 def _tool_hint(tool: str, names: list[str]) -> str:
@@ -318,8 +333,10 @@ def run_call(args: argparse.Namespace) -> int:
             text = item.get("text", (item.get("resource") or {}).get("text"))
             emit(text if isinstance(text, str) else json.dumps(item, sort_keys=True))
     if not args.json and out.get("saved") is not None:
-        warn(f"skill-mcp: saved {len(out['saved'])} output file(s) to {args.out}"
-             + "".join(f"\n  {path}" for path in out["saved"]))
+        warn(
+            f"skill-mcp: saved {len(out['saved'])} output file(s) to {args.out}"
+            + "".join(f"\n  {path}" for path in out["saved"])
+        )
     if "protocolError" in out:
         warn(f"skill-mcp: {args.tool}: {out['protocolError']['message']} (JSON-RPC {out['protocolError']['code']})")
         if args.tool in SEED_TOOLS:

@@ -43,7 +43,12 @@ def _add_roots(p: argparse.ArgumentParser, *, positional: bool = True) -> None:
     if positional:
         p.add_argument("roots", metavar="ROOT", nargs="*", help=f"{ROOTS_HELP} (same as --skills-dir)")
     p.add_argument(
-        "--skills-dir", "--packs-root", dest="skills_dirs", action="append", default=[], metavar="DIR",
+        "--skills-dir",
+        "--packs-root",
+        dest="skills_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
         help=ROOTS_HELP,
     )
 
@@ -58,11 +63,20 @@ def _serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio ([::1]:8080 for IPv6)")
     p.add_argument("--token-file", metavar="PATH", help="file holding the HTTP bearer token (else MCP_HTTP_TOKEN)")
     p.add_argument("--no-auth", action="store_true", help="HTTP without a bearer token (loopback only)")
-    p.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=[], metavar="NAME",
-                   help="a Host header the HTTP transport accepts besides loopback (repeatable)")
-    p.add_argument("--metrics", metavar="PATH|HOST:PORT",
-                   help="with --http: a Prometheus scrape endpoint, a path on the MCP port (needs the token) "
-                        "or its own address (else SKILL_MCP_METRICS; default none)")
+    p.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host header the HTTP transport accepts besides loopback (repeatable)",
+    )
+    p.add_argument(
+        "--metrics",
+        metavar="PATH|HOST:PORT",
+        help="with --http: a Prometheus scrape endpoint, a path on the MCP port (needs the token) "
+        "or its own address (else SKILL_MCP_METRICS; default none)",
+    )
     p.set_defaults(run="skill_mcp.cli.serve:run")
 
 
@@ -87,8 +101,12 @@ def _list(p: argparse.ArgumentParser) -> None:
 
 def _search(p: argparse.ArgumentParser) -> None:
     _add_roots(p, positional=False)
-    p.add_argument("query", metavar="QUERY", nargs="+",
-                   help="words, as a person would type them; a word spelt as a path (/dir, ./dir, ~/dir) is a root")
+    p.add_argument(
+        "query",
+        metavar="QUERY",
+        nargs="+",
+        help="words, as a person would type them; a word spelt as a path (/dir, ./dir, ~/dir) is a root",
+    )
     p.add_argument("--limit", type=int, default=10, metavar="N", help="at most N hits (1-50, default 10)")
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.catalog_cmds:run_search")
@@ -96,28 +114,45 @@ def _search(p: argparse.ArgumentParser) -> None:
 
 def _show(p: argparse.ArgumentParser) -> None:
     _add_roots(p, positional=False)
-    p.add_argument("name", metavar="NAME", nargs="+",
-                   help="the skill's (directory) name; a word spelt as a path (/dir, ./dir, ~/dir) is a root")
+    p.add_argument(
+        "name",
+        metavar="NAME",
+        nargs="+",
+        help="the skill's (directory) name; a word spelt as a path (/dir, ./dir, ~/dir) is a root",
+    )
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.catalog_cmds:run_show")
 
 
 def _call(p: argparse.ArgumentParser) -> None:
     _add_roots(p, positional=False)
-    p.add_argument("tool", metavar="TOOL", nargs="+",
-                   help="the tool's name, as `skill-mcp tools` lists it; a word spelt as a path (/dir, ./dir, ~/dir) is a root")
+    p.add_argument(
+        "tool",
+        metavar="TOOL",
+        nargs="+",
+        help="the tool's name, as `skill-mcp tools` lists it; a word spelt as a path (/dir, ./dir, ~/dir) is a root",
+    )
     p.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object (default {})")
-    p.add_argument("--yes", "-y", action="store_true",
-                   help="confirm a skill_run without asking (scripts, CI); else asked on a terminal, declined without one")
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="save the files a skill_run's script wrote (its outputs) into DIR")
+    p.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="confirm a skill_run without asking (scripts, CI); else asked on a terminal, declined without one",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", default=None, help="save the files a skill_run's script wrote (its outputs) into DIR"
+    )
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.client_cmds:run_call")
 
 
 def _validate(p: argparse.ArgumentParser) -> None:
     _add_roots(p)
-    p.add_argument("--strict", action="store_true", help="also apply the quality floors (a description that says when, steps, size, references, no credentials)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="also apply the quality floors (a description that says when, steps, size, references, no credentials)",
+    )
     _add_json(p)
     p.set_defaults(run="skill_mcp.cli.validate_cmd:run")
 
@@ -179,10 +214,12 @@ def build_parser(only: str | None = None, *, json_errors: bool = False) -> argpa
     parser = parser_class(
         prog="skill-mcp",
         description="An MCP server for a directory of Agent Skills, and the tools around it.",
-        epilog=("Roots: positional (skill-mcp list ~/skills) or --skills-dir, alike for every command. "
-                "Exit codes: 0 ok, 1 problem found, 2 usage error, 3 could not start, 130 interrupted. "
-                "Run `skill-mcp COMMAND --help` for one command's arguments; "
-                "`skill-mcp completion bash|zsh|fish` prints shell completion."),
+        epilog=(
+            "Roots: positional (skill-mcp list ~/skills) or --skills-dir, alike for every command. "
+            "Exit codes: 0 ok, 1 problem found, 2 usage error, 3 could not start, 130 interrupted. "
+            "Run `skill-mcp COMMAND --help` for one command's arguments; "
+            "`skill-mcp completion bash|zsh|fish` prints shell completion."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"skill-mcp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=parser_class)
@@ -263,8 +300,18 @@ def serve_line(line: Sequence[str]) -> SimpleNamespace | None:
             i += 2
         else:
             return None
-    return SimpleNamespace(command="serve", roots=[], skills_dirs=dirs, watch=watch, http=None, token_file=None,
-                           no_auth=False, allowed_hosts=[], metrics=None, run="skill_mcp.cli.serve:run")
+    return SimpleNamespace(
+        command="serve",
+        roots=[],
+        skills_dirs=dirs,
+        watch=watch,
+        http=None,
+        token_file=None,
+        no_auth=False,
+        allowed_hosts=[],
+        metrics=None,
+        run="skill_mcp.cli.serve:run",
+    )
 
 
 def _dispatch(target: str, args: argparse.Namespace | SimpleNamespace) -> int:

@@ -81,10 +81,16 @@ def collect(root: Path, previous: Any, progress: Any = None) -> tuple[list[Any],
             continue
         rel = posix_rel(root_real, real)
         prev = previous.pinned_at(real) if previous is not None else None
-        files = {f.rel: file_digest(memo, skill, f) for f in skill.files
-                 if not (rel == "." and f.rel == PACK_JSON)}
-        entries.append(PinnedSkill(name=skill.name, path=rel, files=files, phase=_phase(skill.frontmatter, prev),
-                                   tags=skill.tags or (prev.tags if prev is not None else ())))
+        files = {f.rel: file_digest(memo, skill, f) for f in skill.files if not (rel == "." and f.rel == PACK_JSON)}
+        entries.append(
+            PinnedSkill(
+                name=skill.name,
+                path=rel,
+                files=files,
+                phase=_phase(skill.frontmatter, prev),
+                tags=skill.tags or (prev.tags if prev is not None else ()),
+            )
+        )
     return entries, problems
 
 
@@ -121,18 +127,28 @@ def run_lock(args: argparse.Namespace) -> int:
         os.replace(tmp, target)
     errors = [p for p in problems if p.level == Level.ERROR]
     if args.json:
-        emit_json({"path": str(target), "name": name, "version": version, "check": bool(args.check),
-                   "upToDate": up_to_date, "written": not args.check and not up_to_date,
-                   "skills": [{"name": e.name, "path": e.path, "files": len(e.files)} for e in entries],
-                   "problems": [p.to_dict() for p in problems]})
+        emit_json(
+            {
+                "path": str(target),
+                "name": name,
+                "version": version,
+                "check": bool(args.check),
+                "upToDate": up_to_date,
+                "written": not args.check and not up_to_date,
+                "skills": [{"name": e.name, "path": e.path, "files": len(e.files)} for e in entries],
+                "problems": [p.to_dict() for p in problems],
+            }
+        )
     else:
         for p in problems:
             warn(f"{p.level}: {p.path}: {p.reason}: {p.detail}")
         if args.check:
             emit(f"{target}: {'up to date' if up_to_date else 'OUT OF DATE'} ({len(entries)} skills)")
         else:
-            emit(f"{target}: {'unchanged' if up_to_date else 'written'}: pack {name} {version}, "
-                 f"{len(entries)} skills, {sum(len(e.files) for e in entries)} files pinned")
+            emit(
+                f"{target}: {'unchanged' if up_to_date else 'written'}: pack {name} {version}, "
+                f"{len(entries)} skills, {sum(len(e.files) for e in entries)} files pinned"
+            )
     if errors or (args.check and not up_to_date):
         return exits.PROBLEM
     return exits.OK

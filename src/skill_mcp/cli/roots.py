@@ -33,8 +33,12 @@ def announce(settings: Any, *, json_mode: bool = False) -> tuple[Any, ...]:
     for problem in notes:
         level = "error" if problem.reason == ProblemReason.ROOT_MISSING else "warning"
         if json_mode:
-            sys.stderr.write(json.dumps({level: note_text(problem), "reason": str(problem.reason),
-                                         "path": problem.path}, sort_keys=True) + "\n")
+            sys.stderr.write(
+                json.dumps(
+                    {level: note_text(problem), "reason": str(problem.reason), "path": problem.path}, sort_keys=True
+                )
+                + "\n"
+            )
         else:
             sys.stderr.write(f"skill-mcp: {level}: {note_text(problem)}\n")
     sys.stderr.flush()

@@ -52,8 +52,11 @@ def _token(args: argparse.Namespace) -> str | None:
         if not token:
             # Said as such: "needs a bearer token" would send the reader looking for a missing
             # setting when the file is there and holds nothing.
-            raise exits.CliError(exits.USAGE, f"--token-file {args.token_file}: the token file is empty; "
-                                 "write the token into it (at least 16 visible ASCII characters)")
+            raise exits.CliError(
+                exits.USAGE,
+                f"--token-file {args.token_file}: the token file is empty; "
+                "write the token into it (at least 16 visible ASCII characters)",
+            )
         return token
     return os.environ.get("MCP_HTTP_TOKEN") or None
 
@@ -88,9 +91,18 @@ def run(args: argparse.Namespace) -> int:
             from skill_mcp.surfaces.http.guard import parse_host_port
 
             host, port = parse_host_port(args.http)
-            return _blocking(serve_http(settings, host, port, _token(args), args.no_auth,
-                                        allowed_hosts=tuple(args.allowed_hosts), catalog_provider=provider,
-                                        metrics=getattr(args, "metrics", None)))
+            return _blocking(
+                serve_http(
+                    settings,
+                    host,
+                    port,
+                    _token(args),
+                    args.no_auth,
+                    allowed_hosts=tuple(args.allowed_hosts),
+                    catalog_provider=provider,
+                    metrics=getattr(args, "metrics", None),
+                )
+            )
         from skill_mcp.server import serve_stdio_early
     except ImportError as err:
         raise exits.CliError(exits.UNAVAILABLE, f"the server could not be loaded: {err}") from err
@@ -102,8 +114,11 @@ def run(args: argparse.Namespace) -> int:
         if err.errno not in _LISTEN_ERRORS:
             raise
         # The address the transport refuses (docs/cli.md: exit 3), in one line.
-        raise exits.CliError(exits.UNAVAILABLE, f"cannot listen on {args.http}: {err.strerror}"
-                             + _LISTEN_ERRORS[err.errno], str(Refusal.HTTP_LISTEN_FAILED)) from err
+        raise exits.CliError(
+            exits.UNAVAILABLE,
+            f"cannot listen on {args.http}: {err.strerror}" + _LISTEN_ERRORS[err.errno],
+            str(Refusal.HTTP_LISTEN_FAILED),
+        ) from err
     try:
         return serve_stdio_early(settings, provider)
     except SkillMcpError as err:

@@ -28,16 +28,27 @@ def run(args: argparse.Namespace) -> int:
     warnings = len(problems) - errors
     by_reason = dict(sorted(Counter(str(p.reason) for p in problems).items()))
     if args.json:
-        emit_json({"roots": [str(r) for r in settings.roots], "strict": bool(args.strict),
-                   "skills": len(catalog.skills), "errors": errors, "warnings": warnings,
-                   "byReason": by_reason, "problems": [p.to_dict() for p in problems], "ok": errors == 0})
+        emit_json(
+            {
+                "roots": [str(r) for r in settings.roots],
+                "strict": bool(args.strict),
+                "skills": len(catalog.skills),
+                "errors": errors,
+                "warnings": warnings,
+                "byReason": by_reason,
+                "problems": [p.to_dict() for p in problems],
+                "ok": errors == 0,
+            }
+        )
     else:
         for p in problems:
             rule = f" ({p.rule})" if p.rule else ""
             emit(f"{p.level}: {p.reason}{rule}: {p.path}: {p.detail}")
         verdict = "ok" if errors == 0 else "FAILED"
-        emit(f"{verdict}: {len(catalog.skills)} skills served, {errors} errors, {warnings} warnings"
-             + (" (strict floors applied)" if args.strict else ""))
+        emit(
+            f"{verdict}: {len(catalog.skills)} skills served, {errors} errors, {warnings} warnings"
+            + (" (strict floors applied)" if args.strict else "")
+        )
         width = max((len(reason) for reason in by_reason), default=0)
         for reason, count in by_reason.items():
             emit(f"  {reason.ljust(width)}  {count}")

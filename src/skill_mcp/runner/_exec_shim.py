@@ -48,8 +48,12 @@ else:
     import _signal
 
 EXEC_NEXT = b"\x00"  # a failure line is text, so it never starts with NUL
-_LIMITS = {"core": resource.RLIMIT_CORE, "nofile": resource.RLIMIT_NOFILE, "fsize": resource.RLIMIT_FSIZE,
-           "nproc": resource.RLIMIT_NPROC}
+_LIMITS = {
+    "core": resource.RLIMIT_CORE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nproc": resource.RLIMIT_NPROC,
+}
 
 
 def _read_all(fd: int) -> dict[str, Any] | None:

@@ -22,9 +22,11 @@ AuditSink = Callable[[Mapping[str, Any]], None]
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 # nftables tables that mark an egress fence (the appliance's ruleset uses one of these names).
 FENCE_TABLE_HINTS = ("egress", "skill_mcp", "skill-mcp")
-FENCED_NOTE = ("this machine looks fenced (an egress proxy or nftables table is present): a host that is not "
-               "on the allowlist shows up inside a script either as an HTTP 403 from the loopback proxy or as "
-               "a plain timeout, and the two look the same from inside the script")
+FENCED_NOTE = (
+    "this machine looks fenced (an egress proxy or nftables table is present): a host that is not "
+    "on the allowlist shows up inside a script either as an HTTP 403 from the loopback proxy or as "
+    "a plain timeout, and the two look the same from inside the script"
+)
 
 
 def _on_a_terminal(stream: Any) -> bool:
@@ -50,24 +52,38 @@ def stderr_sink(record: Mapping[str, Any]) -> None:
         sys.stderr.flush()
         return
     now = time.time()
-    line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
-            "level": "warning" if record.get("event") == "warning" else "info", "logger": "skill_mcp.audit",
-            "msg": str(record.get("event", "audit")), **record}
+    line = {
+        "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
+        "level": "warning" if record.get("event") == "warning" else "info",
+        "logger": "skill_mcp.audit",
+        "msg": str(record.get("event", "audit")),
+        **record,
+    }
     sys.stderr.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
     sys.stderr.flush()
 
 
-def audit_record(plan: RunPlan, result: RunResult | None, *, spawner: str, refused: str | None = None
-                 ) -> dict[str, Any]:
+def audit_record(
+    plan: RunPlan, result: RunResult | None, *, spawner: str, refused: str | None = None
+) -> dict[str, Any]:
     record: dict[str, Any] = {
-        "event": "skill_run", "skill": plan.skill, "script": plan.script, "argv": list(plan.argv),
-        "env": list(plan.env_names), "spawner": spawner, "scriptDigest": plan.script_digest,
+        "event": "skill_run",
+        "skill": plan.skill,
+        "script": plan.script,
+        "argv": list(plan.argv),
+        "env": list(plan.env_names),
+        "spawner": spawner,
+        "scriptDigest": plan.script_digest,
     }
     if result is not None:
-        record.update(status=result.status, exitCode=result.exit_code, signal=result.signal,
-                      durationMs=result.duration_ms,
-                      truncated={"stdout": result.truncated_stdout, "stderr": result.truncated_stderr},
-                      droppedBytes=result.dropped_bytes)
+        record.update(
+            status=result.status,
+            exitCode=result.exit_code,
+            signal=result.signal,
+            durationMs=result.duration_ms,
+            truncated={"stdout": result.truncated_stdout, "stderr": result.truncated_stderr},
+            droppedBytes=result.dropped_bytes,
+        )
     if refused is not None:
         record["refused"] = refused
     return record
@@ -78,8 +94,9 @@ def _nft_tables() -> list[str]:
     if nft is None:
         return []
     try:
-        done = subprocess.run([nft, "list", "tables"], capture_output=True, timeout=2, check=False,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [nft, "list", "tables"], capture_output=True, timeout=2, check=False, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     if done.returncode != 0:  # unprivileged: nft cannot list; the proxy variable is the signal then

@@ -40,8 +40,10 @@ from skill_mcp.runner.types import OutputTap, Spawner
 from skill_mcp.sandbox_rules import MIN_LANDLOCK_ABI
 
 DEFAULT_SCRIPT_USER = "nobody"
-STANDALONE_EGRESS = ("standalone: no egress fence, so nothing was refused or counted; a script whose skill "
-                     "declares no egress has no network, one that declares egress reaches any host")
+STANDALONE_EGRESS = (
+    "standalone: no egress fence, so nothing was refused or counted; a script whose skill "
+    "declares no egress has no network, one that declares egress reaches any host"
+)
 
 
 def resolve_drop(script_user: str | None, euid: int) -> UserDrop | SkillMcpError | None:
@@ -52,17 +54,21 @@ def resolve_drop(script_user: str | None, euid: int) -> UserDrop | SkillMcpError
     try:
         entry = pwd.getpwuid(int(wanted)) if wanted.isdigit() else pwd.getpwnam(wanted)
     except (KeyError, ValueError):
-        return SkillMcpError(Refusal.ROOT_WITHOUT_DROP,
-                             f"the server runs as root and the script user {wanted!r} does not exist; set "
-                             "SKILL_MCP_SCRIPT_USER to an unprivileged user (scripts never run as root)")
+        return SkillMcpError(
+            Refusal.ROOT_WITHOUT_DROP,
+            f"the server runs as root and the script user {wanted!r} does not exist; set "
+            "SKILL_MCP_SCRIPT_USER to an unprivileged user (scripts never run as root)",
+        )
     if entry.pw_uid == 0 or entry.pw_gid == 0:
-        return SkillMcpError(Refusal.ROOT_WITHOUT_DROP,
-                             f"the script user {wanted!r} is root or in group 0; scripts never run as root")
+        return SkillMcpError(
+            Refusal.ROOT_WITHOUT_DROP, f"the script user {wanted!r} is root or in group 0; scripts never run as root"
+        )
     return UserDrop(uid=entry.pw_uid, gid=entry.pw_gid, name=entry.pw_name)
 
 
-def local_sandbox(settings: Settings, audit: AuditSink,
-                  probe: Callable[[int], int] = confine.probe) -> tuple[bool, SkillMcpError | None]:
+def local_sandbox(
+    settings: Settings, audit: AuditSink, probe: Callable[[int], int] = confine.probe
+) -> tuple[bool, SkillMcpError | None]:
     """(confine runs?, the refusal every run gets): whether this kernel can confine a standalone run.
 
     Where it cannot, the server runs no script, unless the owner of a server that is not hosted
@@ -73,14 +79,23 @@ def local_sandbox(settings: Settings, audit: AuditSink,
         probe(MIN_LANDLOCK_ABI)
     except confine.SandboxUnavailable as exc:
         if settings.allow_unconfined and not settings.hosted:
-            audit({"event": "warning", "reason": str(Refusal.SANDBOX_UNAVAILABLE),
-                   "detail": f"scripts run WITHOUT a kernel sandbox (SKILL_MCP_UNCONFINED=1): {exc.detail}; a script "
-                             "reads and writes everything this user can and reaches any host"})
+            audit(
+                {
+                    "event": "warning",
+                    "reason": str(Refusal.SANDBOX_UNAVAILABLE),
+                    "detail": f"scripts run WITHOUT a kernel sandbox (SKILL_MCP_UNCONFINED=1): {exc.detail}; a script "
+                    "reads and writes everything this user can and reaches any host",
+                }
+            )
             return False, None
-        fix = ("a hosted server runs no script without it" if settings.hosted
-               else "set SKILL_MCP_UNCONFINED=1 to run scripts without it, at that risk")
-        return True, SkillMcpError(Refusal.SANDBOX_UNAVAILABLE,
-                                   f"this kernel cannot confine a script: {exc.detail}; {fix}")
+        fix = (
+            "a hosted server runs no script without it"
+            if settings.hosted
+            else "set SKILL_MCP_UNCONFINED=1 to run scripts without it, at that risk"
+        )
+        return True, SkillMcpError(
+            Refusal.SANDBOX_UNAVAILABLE, f"this kernel cannot confine a script: {exc.detail}; {fix}"
+        )
     return True, None
 
 
@@ -91,11 +106,16 @@ def broker_refusal(broker: Any) -> SkillMcpError | None:
     except SkillMcpError as exc:
         return SkillMcpError(Refusal.FENCE_UNAVAILABLE, f"the spawn-broker did not answer: {exc.detail}")
     if not facts.get("fence"):
-        return SkillMcpError(Refusal.FENCE_UNAVAILABLE, "the appliance's egress fence is not in force: "
-                             + str(facts.get("fenceDetail") or "no detail"))
+        return SkillMcpError(
+            Refusal.FENCE_UNAVAILABLE,
+            "the appliance's egress fence is not in force: " + str(facts.get("fenceDetail") or "no detail"),
+        )
     if not facts.get("sandbox"):
-        return SkillMcpError(Refusal.SANDBOX_UNAVAILABLE, "the appliance's kernel cannot confine a script: "
-                             + str(facts.get("sandboxDetail") or "its broker did not say it can"))
+        return SkillMcpError(
+            Refusal.SANDBOX_UNAVAILABLE,
+            "the appliance's kernel cannot confine a script: "
+            + str(facts.get("sandboxDetail") or "its broker did not say it can"),
+        )
     return None
 
 
@@ -116,10 +136,19 @@ class Runner:
     _grants: tuple[Catalog, GrantSet] | None = field(default=None, repr=False)
 
     @classmethod
-    def create(cls, settings: Settings, *, harden: HardenReport | None, clock: Callable[[], float] = time.time,
-               spawner: Spawner | None = None, interpreters: Interpreters | None = None,
-               audit: AuditSink = stderr_sink, euid: int | None = None, fenced: bool | None = None,
-               on_output: OutputTap | None = None) -> Runner:
+    def create(
+        cls,
+        settings: Settings,
+        *,
+        harden: HardenReport | None,
+        clock: Callable[[], float] = time.time,
+        spawner: Spawner | None = None,
+        interpreters: Interpreters | None = None,
+        audit: AuditSink = stderr_sink,
+        euid: int | None = None,
+        fenced: bool | None = None,
+        on_output: OutputTap | None = None,
+    ) -> Runner:
         """The one constructor: boot facts decided once, from ``settings`` and the boot's ``harden``.
 
         The spawner is the appliance's broker when ``settings.broker_fd`` is set (asked at once
@@ -143,11 +172,20 @@ class Runner:
             interpreters = interpreters or resolve_interpreters()
             confined, refusal = local_sandbox(settings, audit)
             boot_refusal = boot_refusal or refusal
-            spawner = LocalSpawner(drop=drop, confined=confined, runtimes=tuple(interpreters.paths.values()),
-                                   on_output=on_output)
-        return cls(settings=settings, interpreters=interpreters or resolve_interpreters(), spawner=spawner,
-                   tokens=TokenBook(clock=clock), harden=harden, boot_refusal=boot_refusal, runs_as=runs_as,
-                   fenced=fenced, audit=audit)
+            spawner = LocalSpawner(
+                drop=drop, confined=confined, runtimes=tuple(interpreters.paths.values()), on_output=on_output
+            )
+        return cls(
+            settings=settings,
+            interpreters=interpreters or resolve_interpreters(),
+            spawner=spawner,
+            tokens=TokenBook(clock=clock),
+            harden=harden,
+            boot_refusal=boot_refusal,
+            runs_as=runs_as,
+            fenced=fenced,
+            audit=audit,
+        )
 
     def looks_fenced(self) -> bool:
         """Proxy variable or nftables egress table; asked once, on the first failed run."""
@@ -179,15 +217,25 @@ class Runner:
             stop()
 
     def prepare(self, catalog: Catalog, skill: str, script: str, args: Any) -> Prepared:
-        prepared = prepare(catalog.skills.get(skill), skill, script, args if args is not None else [],
-                           grants=self.grants(catalog), interpreters=self.interpreters,
-                           environ=self.settings.environ,
-                           data_dir=str(self.settings.data_dir) if self.settings.data_dir else None,
-                           runs_as=self.runs_as, spawner=self.spawner.name, held=self.settings.broker_holds)
+        prepared = prepare(
+            catalog.skills.get(skill),
+            skill,
+            script,
+            args if args is not None else [],
+            grants=self.grants(catalog),
+            interpreters=self.interpreters,
+            environ=self.settings.environ,
+            data_dir=str(self.settings.data_dir) if self.settings.data_dir else None,
+            runs_as=self.runs_as,
+            spawner=self.spawner.name,
+            held=self.settings.broker_holds,
+        )
         if self.unscrubbed_blocks:
-            raise SkillMcpError(Refusal.ENVIRON_UNSCRUBBED,
-                                "this hosted server could not wipe its exec-time environment, so it runs no "
-                                "script (set MCP_SKILL_ALLOW_UNSCRUBBED=1 to accept that risk)")
+            raise SkillMcpError(
+                Refusal.ENVIRON_UNSCRUBBED,
+                "this hosted server could not wipe its exec-time environment, so it runs no "
+                "script (set MCP_SKILL_ALLOW_UNSCRUBBED=1 to accept that risk)",
+            )
         if self.boot_refusal is not None:
             raise self.boot_refusal
         # Every call that passed the checks may be followed by a confirmed run (token, elicitation):
@@ -205,11 +253,15 @@ class Runner:
 
     def preview(self, prepared: Prepared) -> dict[str, Any]:
         """What the user must approve, and the token bound to it; the surface words the next step."""
-        return {"status": "confirmation-required", "preview": {"willRun": dict(prepared.will_run)},
-                "confirmToken": self.confirmation_token(prepared)}
+        return {
+            "status": "confirmation-required",
+            "preview": {"willRun": dict(prepared.will_run)},
+            "confirmToken": self.confirmation_token(prepared),
+        }
 
-    async def execute(self, prepared: Prepared, *, token: str | None = None, confirmed: bool = False,
-                      scope: str | None = None) -> dict[str, Any]:
+    async def execute(
+        self, prepared: Prepared, *, token: str | None = None, confirmed: bool = False, scope: str | None = None
+    ) -> dict[str, Any]:
         """Run once. Exactly one of ``token`` (token flow) or ``confirmed`` (accepted elicitation).
 
         The run's outputs are kept for readers in ``scope`` (an HTTP session; None: by id alone)."""
@@ -239,22 +291,23 @@ class Runner:
         self.audit(audit_record(prepared.plan, result, spawner=self.spawner.name))
         return out
 
-
     def report(self, catalog: Catalog) -> FenceReport:
         """The fence's part of ``skill_list`` (see ``runner.report``)."""
         blocked = None
         unscrubbed = None
         if self.harden is None or not self.harden.scrubbed:
-            unscrubbed = ("the exec-time environment block was not wiped"
-                          + (f": {self.harden.detail}" if self.harden and self.harden.detail else "")
-                          + "; a same-uid script may read this server's environment")
+            unscrubbed = (
+                "the exec-time environment block was not wiped"
+                + (f": {self.harden.detail}" if self.harden and self.harden.detail else "")
+                + "; a same-uid script may read this server's environment"
+            )
         if self.unscrubbed_blocks:
-            blocked = Blocked(Refusal.ENVIRON_UNSCRUBBED,
-                              "this hosted server runs no script (MCP_SKILL_ALLOW_UNSCRUBBED=1 allows it)")
+            blocked = Blocked(
+                Refusal.ENVIRON_UNSCRUBBED, "this hosted server runs no script (MCP_SKILL_ALLOW_UNSCRUBBED=1 allows it)"
+            )
         elif self.boot_refusal is not None:
             blocked = Blocked(self.boot_refusal.reason, self.boot_refusal.detail)
-        return fence_report(catalog, self.grants(catalog), self.interpreters, blocked=blocked,
-                            unscrubbed=unscrubbed)
+        return fence_report(catalog, self.grants(catalog), self.interpreters, blocked=blocked, unscrubbed=unscrubbed)
 
     def states(self, catalog_provider: Callable[[], Catalog]) -> FenceStates:
         """The ``surfaces.registry.ScriptStates`` view ``skill_list`` and ``skill_load`` use."""

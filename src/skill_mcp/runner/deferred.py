@@ -44,8 +44,9 @@ class DeferredRunner:
         self._runner: Runner | None = None
 
     @classmethod
-    def boot(cls, settings: Settings, *, audit: AuditSink = stderr_sink,
-             on_output: OutputTap | None = None) -> DeferredRunner:
+    def boot(
+        cls, settings: Settings, *, audit: AuditSink = stderr_sink, on_output: OutputTap | None = None
+    ) -> DeferredRunner:
         """The one way a server builds its runner: harden this process now, once, and report a
         failed wipe (standalone) now, once; build the runner from ``settings`` when first needed,
         or at once in the appliance, where the broker is asked before anything is served."""

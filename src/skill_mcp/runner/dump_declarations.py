@@ -37,8 +37,15 @@ def declared_skills(catalog: Catalog) -> list[DeclaredSkill]:
             key = skill_md_key(directory)
         except OSError:
             continue  # gone since the scan: not listed, so the broker refuses it as unknown
-        skills.append(DeclaredSkill(skill.name, directory, key, tuple(decl.egress), tuple(
-            DeclaredScript(r.script, r.interpreter, tuple(r.env), r.timeout) for r in decl.run)))
+        skills.append(
+            DeclaredSkill(
+                skill.name,
+                directory,
+                key,
+                tuple(decl.egress),
+                tuple(DeclaredScript(r.script, r.interpreter, tuple(r.env), r.timeout) for r in decl.run),
+            )
+        )
     return skills
 
 

@@ -35,8 +35,17 @@ GrantFrom = grantrules.GrantSource  # one vocabulary for both sides
 
 # The fixed allowlist, the forbidden list and the row syntax live in ``skill_mcp.grantrules``,
 # which the appliance's broker applies too: one list for both sides.
-__all__ = ["FIXED_ENV", "HOST_ENV", "GrantRow", "GrantSet", "ScriptGrant", "build_grants", "declared_forbidden",
-           "forbidden_variable", "rows_and_problems"]
+__all__ = [
+    "FIXED_ENV",
+    "HOST_ENV",
+    "GrantRow",
+    "GrantSet",
+    "ScriptGrant",
+    "build_grants",
+    "declared_forbidden",
+    "forbidden_variable",
+    "rows_and_problems",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,24 +90,39 @@ def _row_problems(row: GrantRow, skill: Skill | None, refused: tuple[grantrules.
     if skill is None:
         return [_problem(ProblemReason.GRANT_UNMATCHED, f"{where}: no such skill is served")]
     if refused is None:
-        return [_problem(ProblemReason.GRANT_UNMATCHED,
-                         f"{where}: the skill does not declare this script; it grants nothing", skill.name)]
+        return [
+            _problem(
+                ProblemReason.GRANT_UNMATCHED,
+                f"{where}: the skill does not declare this script; it grants nothing",
+                skill.name,
+            )
+        ]
     out = []
     for r in refused:
         if r.kind == "unasked":
-            out.append(_problem(ProblemReason.GRANT_UNMATCHED,
-                                f"{where}: the script does not ask for {r.name}; not granted", skill.name))
+            out.append(
+                _problem(
+                    ProblemReason.GRANT_UNMATCHED,
+                    f"{where}: the script does not ask for {r.name}; not granted",
+                    skill.name,
+                )
+            )
         elif r.kind == "forbidden":
-            out.append(_problem(ProblemReason.ENV_FORBIDDEN, f"{where}: {r.name} is {r.why}; never handed",
-                                skill.name))
+            out.append(_problem(ProblemReason.ENV_FORBIDDEN, f"{where}: {r.name} is {r.why}; never handed", skill.name))
         else:
-            out.append(_problem(ProblemReason.GRANT_UNMATCHED,
-                                f"{where}: the skill does not declare host {r.name}; not granted", skill.name))
+            out.append(
+                _problem(
+                    ProblemReason.GRANT_UNMATCHED,
+                    f"{where}: the skill does not declare host {r.name}; not granted",
+                    skill.name,
+                )
+            )
     return out
 
 
-def _row_grants(rows: Iterable[GrantRow], skills: Mapping[str, Skill]) -> tuple[dict[tuple[str, str], ScriptGrant],
-                                                                                 list[Problem]]:
+def _row_grants(
+    rows: Iterable[GrantRow], skills: Mapping[str, Skill]
+) -> tuple[dict[tuple[str, str], ScriptGrant], list[Problem]]:
     """Each row checked against the declarations (problems in row order); each script granted the
     union of its rows, intersected with its declaration by ``grantrules.intersect``."""
     matched: dict[tuple[str, str], tuple[Skill, ScriptDecl, list[GrantRow]]] = {}
@@ -127,8 +151,9 @@ def _declaration_grants(skills: Iterable[Skill]) -> dict[tuple[str, str], Script
             continue
         for decl in skill.declaration.run:
             granted = grantrules.by_declaration(decl.env, skill.declaration.egress)
-            out[(skill.name, decl.script)] = ScriptGrant(skill.name, decl.script, granted.env, granted.egress,
-                                                         "declaration")
+            out[(skill.name, decl.script)] = ScriptGrant(
+                skill.name, decl.script, granted.env, granted.egress, "declaration"
+            )
     return out
 
 
@@ -138,14 +163,20 @@ def build_grants(catalog: Catalog, raw: str | None, *, hosted: bool) -> GrantSet
     if raw is not None:
         rows, problems = rows_and_problems(raw)
         acc, found = _row_grants(rows, catalog.skills)
-        note = ("grants come from MCP_SKILL_RUN only; a declared script without a row does not run"
-                if hosted else None)
+        note = "grants come from MCP_SKILL_RUN only; a declared script without a row does not run" if hosted else None
         return GrantSet(source, hosted, acc, (*problems, *found), note)
     if source == "hosted-default":
-        return GrantSet(source, True, {}, (), (
-            "hosted (a host marker such as MCP_DATA_DIR is set) and MCP_SKILL_RUN is absent: nothing is "
-            "granted and no script runs; instructions and files are still served. Set MCP_SKILL_RUN to a "
-            'JSON array of {"skill", "script", "env", "egress"} rows to grant declared scripts.'))
+        return GrantSet(
+            source,
+            True,
+            {},
+            (),
+            (
+                "hosted (a host marker such as MCP_DATA_DIR is set) and MCP_SKILL_RUN is absent: nothing is "
+                "granted and no script runs; instructions and files are still served. Set MCP_SKILL_RUN to a "
+                'JSON array of {"skill", "script", "env", "egress"} rows to grant declared scripts.'
+            ),
+        )
     return GrantSet(source, False, _declaration_grants(catalog.skills.values()))
 
 
@@ -158,7 +189,13 @@ def declared_forbidden(skill: Skill) -> list[Problem]:
         for name in decl.env:
             why = forbidden_variable(name)
             if why is not None:
-                out.append(Problem(path=skill.found_at, reason=ProblemReason.ENV_FORBIDDEN,
-                                   detail=f"{decl.script} asks for {name}, which is {why}; it is never handed",
-                                   level=Level.WARNING, skill=skill.name))
+                out.append(
+                    Problem(
+                        path=skill.found_at,
+                        reason=ProblemReason.ENV_FORBIDDEN,
+                        detail=f"{decl.script} asks for {name}, which is {why}; it is never handed",
+                        level=Level.WARNING,
+                        skill=skill.name,
+                    )
+                )
     return out

@@ -44,7 +44,7 @@ class HardenReport:
 def env_block(stat_text: str) -> tuple[int, int]:
     """``(env_start, env_end)`` from the text of ``/proc/<pid>/stat`` (fields 50 and 51)."""
     # The command name (field 2) may hold spaces and parentheses; fields restart after the last ')'.
-    rest = stat_text[stat_text.rindex(")") + 2:].split()
+    rest = stat_text[stat_text.rindex(")") + 2 :].split()
     return int(rest[50 - 3]), int(rest[51 - 3])
 
 
@@ -80,9 +80,12 @@ def unscrubbed_warning(report: HardenReport) -> dict[str, str] | None:
     """The audit record a standalone server writes at boot when the wipe failed; None when it worked."""
     if report.scrubbed:
         return None
-    return {"event": "warning", "reason": "environ-unscrubbed",
-            "detail": "the exec-time environment block could not be wiped; a same-uid script may read "
-                      f"this server's environment: {report.detail}"}
+    return {
+        "event": "warning",
+        "reason": "environ-unscrubbed",
+        "detail": "the exec-time environment block could not be wiped; a same-uid script may read "
+        f"this server's environment: {report.detail}",
+    }
 
 
 _EARLY: list[HardenReport] = []

@@ -56,7 +56,7 @@ def parse_output_uri(uri: str) -> tuple[str, str] | None:
     """``skill-run://<32 hex>/<path>`` -> ``(run id, path)``; None for any other shape."""
     if not uri.startswith(SCHEME):
         return None
-    run_id, sep, path = uri[len(SCHEME):].partition("/")
+    run_id, sep, path = uri[len(SCHEME) :].partition("/")
     if not sep or not path or len(run_id) != 32 or any(c not in "0123456789abcdef" for c in run_id):
         return None
     return run_id, path
@@ -93,8 +93,10 @@ class OutputStore:
         run_id, path = parsed
         run = self._runs.get(run_id)
         if run is None and run_id in self._expired:
-            raise SkillMcpError(Refusal.OUTPUT_EXPIRED, f"the outputs of run {run_id} were kept "
-                                f"{self.retain_s:g} s and are gone; run the script again")
+            raise SkillMcpError(
+                Refusal.OUTPUT_EXPIRED,
+                f"the outputs of run {run_id} were kept {self.retain_s:g} s and are gone; run the script again",
+            )
         if run is None or (run.scope is not None and run.scope != scope):
             raise SkillMcpError(Refusal.OUTPUT_UNKNOWN, f"no run output {uri} here (unknown, or another session's)")
         for f in run.files:
@@ -137,14 +139,12 @@ def kept_outputs(store: OutputStore, collected: Collected, scope: str | None) ->
     out: dict[str, Any] = {"outputs": []}
     kept = store.put(collected, scope)
     if kept is not None:
-        out["outputs"] = [{"uri": kept.uri(f), "path": f.path, "size": f.size, "sha256": f.sha256}
-                          for f in kept.files]
+        out["outputs"] = [{"uri": kept.uri(f), "path": f.path, "size": f.size, "sha256": f.sha256} for f in kept.files]
     dropped = [{"path": d.path, "why": d.why} for d in collected.dropped]
     count = collected.dropped_count
     if kept is None and collected.files:
         dropped = [{"path": f.path, "why": "over-retention-budget"} for f in collected.files] + dropped
         count += len(collected.files)
     if count:
-        out["outputsDropped"] = {"count": count, "first": dropped[:MAX_DROPPED_LISTED],
-                                 "complete": collected.complete}
+        out["outputsDropped"] = {"count": count, "first": dropped[:MAX_DROPPED_LISTED], "complete": collected.complete}
     return out

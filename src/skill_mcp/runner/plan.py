@@ -63,11 +63,9 @@ def check_args(args: Sequence[Any]) -> tuple[str, ...]:
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
-            raise SkillMcpError(Refusal.INVALID_ARGUMENTS, f"argument {i} is not valid UTF-8",
-                                {"index": i}) from None
+            raise SkillMcpError(Refusal.INVALID_ARGUMENTS, f"argument {i} is not valid UTF-8", {"index": i}) from None
         if len(arg) > MAX_ARG_CHARS:
-            raise SkillMcpError(Refusal.TOO_MANY_ARGS, f"argument {i} is over {MAX_ARG_CHARS} characters",
-                                {"index": i})
+            raise SkillMcpError(Refusal.TOO_MANY_ARGS, f"argument {i} is over {MAX_ARG_CHARS} characters", {"index": i})
         total += len(arg)
     if total > MAX_ARGS_TOTAL_CHARS:
         raise SkillMcpError(Refusal.TOO_MANY_ARGS, f"the arguments total over {MAX_ARGS_TOTAL_CHARS} characters")
@@ -83,8 +81,7 @@ def script_digest(real: Path, st: os.stat_result, rel: str) -> str:
         while chunk := fh.read(1 << 16):
             read += len(chunk)
             if read > MAX_SCRIPT_BYTES:
-                raise SkillMcpError(Refusal.FILE_TOO_LARGE, "the script is larger than a skill may be",
-                                    {"path": rel})
+                raise SkillMcpError(Refusal.FILE_TOO_LARGE, "the script is larger than a skill may be", {"path": rel})
             h.update(chunk)
     return "sha256:" + h.hexdigest()
 
@@ -93,51 +90,78 @@ def _grant_for(skill: Skill, script: str, grants: GrantSet) -> ScriptGrant:
     grant = grants.get(skill.name, script)
     if grant is None:
         why = (grants.note or "no MCP_SKILL_RUN row grants it") if grants.grant_from != "declaration" else ""
-        raise SkillMcpError(Refusal.NOT_GRANTED, f"{script} is declared but not granted: {why}".rstrip(": "),
-                            {"skill": skill.name, "script": script, "grantFrom": grants.grant_from})
+        raise SkillMcpError(
+            Refusal.NOT_GRANTED,
+            f"{script} is declared but not granted: {why}".rstrip(": "),
+            {"skill": skill.name, "script": script, "grantFrom": grants.grant_from},
+        )
     return grant
 
 
-def _will_run(plan: RunPlan, grant: ScriptGrant, fields: list[dict[str, Any]], *, spawner: str,
-              runs_as: str | None) -> dict[str, Any]:
+def _will_run(
+    plan: RunPlan, grant: ScriptGrant, fields: list[dict[str, Any]], *, spawner: str, runs_as: str | None
+) -> dict[str, Any]:
     """The preview: names only, never a value. It is what the confirm token is bound to."""
     handed = [f["name"] for f in fields if f.get("grantedBy") and f.get("present")]
     accepted = "MCP_SKILL_RUN" if grant.source == "MCP_SKILL_RUN" else "standalone default"
     will_run: dict[str, Any] = {
-        "skill": plan.skill, "script": plan.script, "interpreter": plan.interpreter,
-        "interpreterPath": plan.interpreter_path, "argv": list(plan.argv), "cwd": plan.cwd,
-        "timeoutSeconds": plan.timeout_s, "env": fields, "scriptDigest": plan.script_digest,
-        "egress": [{"host": h, "declaredBy": f"skill {plan.skill} (mcp-host: egress)", "acceptedBy": accepted}
-                   for h in grant.egress],
+        "skill": plan.skill,
+        "script": plan.script,
+        "interpreter": plan.interpreter,
+        "interpreterPath": plan.interpreter_path,
+        "argv": list(plan.argv),
+        "cwd": plan.cwd,
+        "timeoutSeconds": plan.timeout_s,
+        "env": fields,
+        "scriptDigest": plan.script_digest,
+        "egress": [
+            {"host": h, "declaredBy": f"skill {plan.skill} (mcp-host: egress)", "acceptedBy": accepted}
+            for h in grant.egress
+        ],
         "spawner": spawner,
     }
     if spawner == "local":
-        will_run["containment"] = ("standalone: the script's process group is ended when it exits or times out; "
-                                   "a process that starts a session of its own may outlive the run")
+        will_run["containment"] = (
+            "standalone: the script's process group is ended when it exits or times out; "
+            "a process that starts a session of its own may outlive the run"
+        )
     if runs_as:
         will_run["runsAs"] = runs_as
     if grant.source == "declaration" and handed:
         will_run["envWarning"] = (
             "standalone mode: this script will be handed " + ", ".join(handed) + " from this server's own "
             "environment because the skill declared them; nobody granted them explicitly (set MCP_SKILL_RUN "
-            "to decide which variables a script gets)")
+            "to decide which variables a script gets)"
+        )
     return will_run
 
 
-def prepare(skill: Skill | None, skill_name: str, script: str, args: Sequence[Any], *, grants: GrantSet,
-            interpreters: Interpreters, environ: Mapping[str, str], data_dir: str | None = None,
-            runs_as: str | None = None, spawner: str = "local", held: frozenset[str] = frozenset()) -> Prepared:
+def prepare(
+    skill: Skill | None,
+    skill_name: str,
+    script: str,
+    args: Sequence[Any],
+    *,
+    grants: GrantSet,
+    interpreters: Interpreters,
+    environ: Mapping[str, str],
+    data_dir: str | None = None,
+    runs_as: str | None = None,
+    spawner: str = "local",
+    held: frozenset[str] = frozenset(),
+) -> Prepared:
     """Check everything that can be checked before confirmation and build the plan and preview."""
     if skill is None:
-        raise SkillMcpError(Refusal.UNKNOWN_SKILL, f"no skill named {skill_name!r} is served",
-                            {"skill": skill_name})
+        raise SkillMcpError(Refusal.UNKNOWN_SKILL, f"no skill named {skill_name!r} is served", {"skill": skill_name})
     decl = skill.declaration.script(script) if skill.declaration else None
     if decl is None:
         declared = [r.script for r in skill.declaration.run] if skill.declaration else []
-        raise SkillMcpError(Refusal.UNDECLARED_SCRIPT,
-                            "only scripts declared in the skill's mcp-host: run: block can run; declared: "
-                            + (", ".join(declared) or "none"),
-                            {"skill": skill.name, "script": script, "declared": declared})
+        raise SkillMcpError(
+            Refusal.UNDECLARED_SCRIPT,
+            "only scripts declared in the skill's mcp-host: run: block can run; declared: "
+            + (", ".join(declared) or "none"),
+            {"skill": skill.name, "script": script, "declared": declared},
+        )
     interpreter_path = interpreters.path_for(decl.interpreter, script=script)
     grant = _grant_for(skill, script, grants)
     base = Path(os.path.realpath(skill.directory))
@@ -145,8 +169,17 @@ def prepare(skill: Skill | None, skill_name: str, script: str, args: Sequence[An
     digest = script_digest(real, st, script)
     argv = (interpreter_path, str(real), *check_args(args))
     env, fields = plan_env(grant, environ, data_dir, held)
-    plan = RunPlan(skill=skill.name, script=script, interpreter=decl.interpreter,
-                   interpreter_path=interpreter_path, argv=argv, cwd=str(base), env=env,
-                   timeout_s=clamp_timeout(decl.timeout), egress=grant.egress, script_digest=digest)
+    plan = RunPlan(
+        skill=skill.name,
+        script=script,
+        interpreter=decl.interpreter,
+        interpreter_path=interpreter_path,
+        argv=argv,
+        cwd=str(base),
+        env=env,
+        timeout_s=clamp_timeout(decl.timeout),
+        egress=grant.egress,
+        script_digest=digest,
+    )
     will_run = _will_run(plan, grant, fields, spawner=spawner, runs_as=runs_as)
     return Prepared(plan=plan, will_run=will_run)

@@ -39,8 +39,13 @@ class ScriptState:
     reason: str = ""  # the stable reason a run of it would be refused with; "" when runnable
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"script": self.script, "interpreter": self.interpreter, "state": self.state,
-                               "env": list(self.env), "timeoutSeconds": self.timeout}
+        out: dict[str, Any] = {
+            "script": self.script,
+            "interpreter": self.interpreter,
+            "state": self.state,
+            "env": list(self.env),
+            "timeoutSeconds": self.timeout,
+        }
         if self.detail:
             out["detail"] = self.detail
         return out
@@ -69,7 +74,9 @@ class FenceReport:
             "scripts": [s.to_dict() for s in states],
             "unavailableScripts": [
                 {"script": s.script, "interpreter": s.interpreter, "detail": s.detail}
-                for s in states if s.state == "interpreter-unavailable"],
+                for s in states
+                if s.state == "interpreter-unavailable"
+            ],
             "ungrantedScripts": [s.script for s in states if s.state == "not-granted"],
         }
 
@@ -80,14 +87,18 @@ class FenceReport:
         return out
 
 
-def _state(skill: Skill, script: str, interpreter: str, grants: GrantSet, interpreters: Interpreters,
-           blocked: Blocked | None) -> tuple[str, str, str]:
+def _state(
+    skill: Skill, script: str, interpreter: str, grants: GrantSet, interpreters: Interpreters, blocked: Blocked | None
+) -> tuple[str, str, str]:
     """(state, reason, detail) of one declared script."""
     if script in skill.missing_scripts:
         return "missing", ProblemReason.DECLARED_SCRIPT_MISSING, "declared but not in the bundle"
     if interpreter not in interpreters.paths:
-        return ("interpreter-unavailable", Refusal.INTERPRETER_UNAVAILABLE,
-                interpreters.unavailable_detail(interpreter))
+        return (
+            "interpreter-unavailable",
+            Refusal.INTERPRETER_UNAVAILABLE,
+            interpreters.unavailable_detail(interpreter),
+        )
     if grants.get(skill.name, script) is None:
         return "not-granted", Refusal.NOT_GRANTED, grants.note or "no MCP_SKILL_RUN row grants this script"
     if blocked:
@@ -95,8 +106,14 @@ def _state(skill: Skill, script: str, interpreter: str, grants: GrantSet, interp
     return "runnable", "", ""
 
 
-def fence_report(catalog: Catalog, grants: GrantSet, interpreters: Interpreters, *,
-                 blocked: Blocked | None = None, unscrubbed: str | None = None) -> FenceReport:
+def fence_report(
+    catalog: Catalog,
+    grants: GrantSet,
+    interpreters: Interpreters,
+    *,
+    blocked: Blocked | None = None,
+    unscrubbed: str | None = None,
+) -> FenceReport:
     """Pure: the same inputs always give the same report. ``unscrubbed`` adds that problem."""
     scripts: dict[str, tuple[ScriptState, ...]] = {}
     problems: list[Problem] = list(grants.problems)
@@ -107,14 +124,30 @@ def fence_report(catalog: Catalog, grants: GrantSet, interpreters: Interpreters,
         for decl in skill.declaration.run:
             state, reason, detail = _state(skill, decl.script, decl.interpreter, grants, interpreters, blocked)
             grant = grants.get(skill.name, decl.script)
-            rows.append(ScriptState(decl.script, decl.interpreter, state, detail,
-                                    grant.env if grant else (), decl.timeout, str(reason)))
+            rows.append(
+                ScriptState(
+                    decl.script, decl.interpreter, state, detail, grant.env if grant else (), decl.timeout, str(reason)
+                )
+            )
             if state == "interpreter-unavailable" and decl.interpreter in INTERPRETER_NAMES:
-                problems.append(Problem(f"{skill.found_at}/{decl.script}", ProblemReason.INTERPRETER_UNAVAILABLE,
-                                        f"{decl.script}: {detail}", Level.ERROR, skill.name))
+                problems.append(
+                    Problem(
+                        f"{skill.found_at}/{decl.script}",
+                        ProblemReason.INTERPRETER_UNAVAILABLE,
+                        f"{decl.script}: {detail}",
+                        Level.ERROR,
+                        skill.name,
+                    )
+                )
         scripts[skill.name] = tuple(rows)
         problems.extend(declared_forbidden(skill))
     if unscrubbed:
-        problems.append(Problem(path="<server>", reason=ProblemReason.ENVIRON_UNSCRUBBED, detail=unscrubbed,
-                                level=Level.ERROR if blocked else Level.WARNING))
+        problems.append(
+            Problem(
+                path="<server>",
+                reason=ProblemReason.ENVIRON_UNSCRUBBED,
+                detail=unscrubbed,
+                level=Level.ERROR if blocked else Level.WARNING,
+            )
+        )
     return FenceReport(grants.grant_from, grants.note, dict(interpreters.paths), scripts, tuple(problems))

@@ -64,7 +64,7 @@ def remove_stale(parent: str, owners: frozenset[int], now: Callable[[], float] =
 
 
 def _stale(name: str, ctime: float, now: float) -> bool:
-    pid = name[len(PREFIX):].split("-", 1)[0]
+    pid = name[len(PREFIX) :].split("-", 1)[0]
     if not pid.isdigit():
         return ctime < now - STALE_AFTER_S
     try:

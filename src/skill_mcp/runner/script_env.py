@@ -37,8 +37,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.runner.grants import ScriptGrant
 
 
-def plan_env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | None,
-             held: frozenset[str] = frozenset()) -> tuple[dict[str, str], list[dict[str, Any]]]:
+def plan_env(
+    grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | None, held: frozenset[str] = frozenset()
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """The script's environment for one plan, and the preview's description of it (names only).
 
     ``TMPDIR`` holds ``TMPDIR_PLACEHOLDER`` until ``spawn_env`` fills it. ``held`` names the
@@ -47,21 +48,24 @@ def plan_env(grant: ScriptGrant, environ: Mapping[str, str], data_dir: str | Non
     """
     values = owner_values(environ, grant.env, data_dir=data_dir)
     values.update({n: "" for n in grant.env if n in held and n not in environ})
-    env = exec_env(values, TMPDIR_PLACEHOLDER, path=environ.get("PATH") or FIXED_PATH,
-                   home=environ.get("HOME") or None)
+    env = exec_env(values, TMPDIR_PLACEHOLDER, path=environ.get("PATH") or FIXED_PATH, home=environ.get("HOME") or None)
     env[OUTPUT_ENV] = TMPDIR_PLACEHOLDER  # no run directory yet: ``spawn_env`` fills both
     fields: list[dict[str, Any]] = [{"name": "PATH", "from": "fixed"}]
     fields += [{"name": n, "from": "fixed"} for n in ("HOME", *FROM_OWNER) if n in env]
     fields.append({"name": "TMPDIR", "from": "fixed", "note": "a private directory per run, removed after"})
-    fields.append({"name": OUTPUT_ENV, "from": "fixed",
-                   "note": "an empty directory per run; the files left there come back as skill-run:// resources"})
+    fields.append(
+        {
+            "name": OUTPUT_ENV,
+            "from": "fixed",
+            "note": "an empty directory per run; the files left there come back as skill-run:// resources",
+        }
+    )
     if "MCP_DATA_DIR" in env:
         fields.append({"name": "MCP_DATA_DIR", "from": "host"})
     accepted = "MCP_SKILL_RUN" if grant.source == "MCP_SKILL_RUN" else "standalone default (the declaration stands)"
     for name in grant.env:
         present = name in environ or name in held
-        fields.append({"name": name, "from": "declared by the script", "grantedBy": accepted,
-                       "present": present})
+        fields.append({"name": name, "from": "declared by the script", "grantedBy": accepted, "present": present})
     return env, fields
 
 

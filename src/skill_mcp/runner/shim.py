@@ -59,7 +59,7 @@ async def _write_all(fd: int, data: bytes) -> None:
     while view:
         await anyio.wait_writable(fd)
         try:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         except BlockingIOError:
             continue
 
@@ -110,8 +110,15 @@ class Shim:
         try:
             proc = subprocess.Popen(
                 [python, "-I", "-S", SHIM, str(cfg_r), str(st_w), str(os.getpid()), prctl_dir(), PACKAGE_DIR],
-                stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, cwd="/", env={},
-                start_new_session=True, pass_fds=(cfg_r, st_w), close_fds=True)
+                stdin=subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=err_w,
+                cwd="/",
+                env={},
+                start_new_session=True,
+                pass_fds=(cfg_r, st_w),
+                close_fds=True,
+            )
         except OSError as exc:
             for fd in ours:
                 os.close(fd)
@@ -156,9 +163,11 @@ class Shim:
         failure = status.removeprefix(EXEC_NEXT)
         if failure:
             self.proc.wait()  # it exits right after writing the line
-            raise SkillMcpError(Refusal.SPAWN_FAILED, "could not start the script: "
-                                + failure.decode(errors="replace"),
-                                {"errno": EAGAIN} if failure.startswith(_EAGAIN_LINE) else {})
+            raise SkillMcpError(
+                Refusal.SPAWN_FAILED,
+                "could not start the script: " + failure.decode(errors="replace"),
+                {"errno": EAGAIN} if failure.startswith(_EAGAIN_LINE) else {},
+            )
 
     def discard(self) -> None:
         """Kill it (its group: the process leads one), reap it, close every end. Idempotent."""

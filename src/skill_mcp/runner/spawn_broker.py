@@ -42,18 +42,28 @@ def plan_to_wire(plan: RunPlan) -> dict[str, Any]:
     preview promised something its own policy does not allow.
     """
     return {
-        "skill": plan.skill, "script": plan.script, "args": list(plan.argv[2:]), "timeout_s": plan.timeout_s,
-        "interpreter": plan.interpreter, "env": sorted(plan.env), "egress": list(plan.egress),
+        "skill": plan.skill,
+        "script": plan.script,
+        "args": list(plan.argv[2:]),
+        "timeout_s": plan.timeout_s,
+        "interpreter": plan.interpreter,
+        "env": sorted(plan.env),
+        "egress": list(plan.egress),
     }
 
 
 def result_from_wire(data: dict[str, Any]) -> RunResult:
     try:
         return RunResult(
-            status=data["status"], exit_code=data["exit_code"], signal=data["signal"],
-            stdout=str(data["stdout"]), stderr=str(data["stderr"]),
-            truncated_stdout=bool(data["truncated_stdout"]), truncated_stderr=bool(data["truncated_stderr"]),
-            dropped_bytes=int(data["dropped_bytes"]), duration_ms=int(data["duration_ms"]),
+            status=data["status"],
+            exit_code=data["exit_code"],
+            signal=data["signal"],
+            stdout=str(data["stdout"]),
+            stderr=str(data["stderr"]),
+            truncated_stdout=bool(data["truncated_stdout"]),
+            truncated_stderr=bool(data["truncated_stderr"]),
+            dropped_bytes=int(data["dropped_bytes"]),
+            duration_ms=int(data["duration_ms"]),
             notes=tuple(str(n) for n in data.get("notes", ())),
             # Re-checked here (caps, names, digests): the broker read them by descriptor as root.
             outputs=outputs.from_wire(data["outputs"]) if "outputs" in data else None,
@@ -67,11 +77,18 @@ def _egress(raw: Any) -> dict[str, Any] | None:
     """The broker's egress report, kept to its shape: host-name lists and a count."""
     if not isinstance(raw, dict):
         return None
-    hosts = {k: [str(h)[:253] for h in raw.get(k, ())][:64] for k in ("allowed", "refused")
-             if isinstance(raw.get(k, ()), list)}
+    hosts = {
+        k: [str(h)[:253] for h in raw.get(k, ())][:64]
+        for k in ("allowed", "refused")
+        if isinstance(raw.get(k, ()), list)
+    }
     count = raw.get("directDropped")
-    out: dict[str, Any] = {"fenced": True, "allowed": hosts.get("allowed", []), "refused": hosts.get("refused", []),
-                           "directDropped": count if isinstance(count, int) and not isinstance(count, bool) else None}
+    out: dict[str, Any] = {
+        "fenced": True,
+        "allowed": hosts.get("allowed", []),
+        "refused": hosts.get("refused", []),
+        "directDropped": count if isinstance(count, int) and not isinstance(count, bool) else None,
+    }
     if raw.get("directDroppedAtLeast") is True:
         out["directDroppedAtLeast"] = True
     return out
@@ -105,8 +122,9 @@ class BrokerSpawner:
             message = {"v": brokerwire.VERSION, "id": self._next_id, **message}
             try:
                 brokerwire.send(self.sock, message)
-                reply = brokerwire.recv(self.sock, first_byte_timeout=timeout, frame_timeout=timeout,
-                                        max_frame=brokerwire.MAX_REPLY_FRAME)
+                reply = brokerwire.recv(
+                    self.sock, first_byte_timeout=timeout, frame_timeout=timeout, max_frame=brokerwire.MAX_REPLY_FRAME
+                )
             except (OSError, brokerwire.ProtocolError) as exc:
                 self._broken = str(exc)
                 raise SkillMcpError(Refusal.SPAWN_FAILED, f"the spawn-broker did not answer: {exc}") from None
@@ -124,8 +142,11 @@ class BrokerSpawner:
         reply = await anyio.to_thread.run_sync(self.request, wire, plan.timeout_s + REPLY_MARGIN_S)
         if not reply.get("ok"):
             data = reply.get("data")
-            raise SkillMcpError(_refusal(reply.get("reason")), str(reply.get("detail", "refused by the broker")),
-                                data if isinstance(data, dict) else None)
+            raise SkillMcpError(
+                _refusal(reply.get("reason")),
+                str(reply.get("detail", "refused by the broker")),
+                data if isinstance(data, dict) else None,
+            )
         result = reply.get("result")
         if not isinstance(result, dict):
             raise SkillMcpError(Refusal.SPAWN_FAILED, "the broker sent no result")

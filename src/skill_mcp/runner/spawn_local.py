@@ -62,10 +62,14 @@ NOFILE = STANDALONE.nofile
 FSIZE = STANDALONE.fsize
 NPROC = STANDALONE.nproc or 0
 STOPPED_NOTE = "the server is shutting down: the script was stopped before it finished"
-DETACHED_NOTE = ("a process that left the script's process group still held its output open after the "
-                 "script exited; the call returned without it, and in standalone mode it may still be running")
-LEFT_NOTE = ("the run's directory could not be removed ({detail}); no later run starts until it is: each "
-             "skill_run tries again first and is refused with cleanup-pending while anything is left")
+DETACHED_NOTE = (
+    "a process that left the script's process group still held its output open after the "
+    "script exited; the call returned without it, and in standalone mode it may still be running"
+)
+LEFT_NOTE = (
+    "the run's directory could not be removed ({detail}); no later run starts until it is: each "
+    "skill_run tries again first and is refused with cleanup-pending while anything is left"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +110,13 @@ def process_limit_error(err: SkillMcpError, drop: UserDrop | None) -> SkillMcpEr
     """
     data = {**err.data, "limit": "RLIMIT_NPROC"}
     if drop is None:
-        return SkillMcpError(Refusal.SPAWN_FAILED, "could not start the script: the system refused a new process "
-                             "(EAGAIN): this server's user is at its process limit (RLIMIT_NPROC, which counts "
-                             "every process and thread of the user on this machine); end some, or raise the limit",
-                             data)
+        return SkillMcpError(
+            Refusal.SPAWN_FAILED,
+            "could not start the script: the system refused a new process "
+            "(EAGAIN): this server's user is at its process limit (RLIMIT_NPROC, which counts "
+            "every process and thread of the user on this machine); end some, or raise the limit",
+            data,
+        )
     running = tasks_of_uid(drop.uid)
     now = f", and has {running} now" if running is not None else ""
     return SkillMcpError(
@@ -118,7 +125,8 @@ def process_limit_error(err: SkillMcpError, drop: UserDrop | None) -> SkillMcpEr
         f"(uid {drop.uid}): scripts run with RLIMIT_NPROC {NPROC}, which counts every process and thread of that "
         f"user on this machine, not only this server's{now}. Set SKILL_MCP_SCRIPT_USER to a user of its own for "
         f"skill scripts, or end what else runs as {drop.name}",
-        {**data, "scriptUser": drop.name, "nproc": NPROC, **({"running": running} if running is not None else {})})
+        {**data, "scriptUser": drop.name, "nproc": NPROC, **({"running": running} if running is not None else {})},
+    )
 
 
 @dataclass(slots=True)
@@ -200,9 +208,14 @@ class LocalSpawner:
     def _config(self, plan: RunPlan, tmp: str) -> bytes:
         env = spawn_env(plan.env, tmp, private_home=self.confined or self.drop is not None)
         limits: dict[str, tuple[int, int]] = {"core": (0, 0), "nofile": (NOFILE, NOFILE), "fsize": (FSIZE, FSIZE)}
-        cfg: dict[str, object] = {"argv": list(plan.argv), "env": env, "cwd": plan.cwd, "rlimits": limits,
-                                  "oom_score_adj": SCRIPT_OOM_SCORE_ADJ,
-                                  "sandbox": self.sandbox(plan, tmp).wire() if self.confined else None}
+        cfg: dict[str, object] = {
+            "argv": list(plan.argv),
+            "env": env,
+            "cwd": plan.cwd,
+            "rlimits": limits,
+            "oom_score_adj": SCRIPT_OOM_SCORE_ADJ,
+            "sandbox": self.sandbox(plan, tmp).wire() if self.confined else None,
+        }
         if self.drop is not None:
             limits["nproc"] = (NPROC, NPROC)
             cfg.update(uid=self.drop.uid, gid=self.drop.gid)
@@ -213,8 +226,13 @@ class LocalSpawner:
 
     def sandbox(self, plan: RunPlan, tmp: str) -> Sandbox:
         """The run's sandbox, from the plan alone: its skill, its run directory, MCP_DATA_DIR, egress."""
-        return standalone_sandbox(skill_dir=plan.cwd, run_dir=tmp, interpreters=(plan.interpreter_path, *self.runtimes),
-                                  data_dir=plan.env.get("MCP_DATA_DIR") or None, egress=bool(plan.egress))
+        return standalone_sandbox(
+            skill_dir=plan.cwd,
+            run_dir=tmp,
+            interpreters=(plan.interpreter_path, *self.runtimes),
+            data_dir=plan.env.get("MCP_DATA_DIR") or None,
+            egress=bool(plan.egress),
+        )
 
     async def run(self, plan: RunPlan) -> RunResult:
         # The wall clock starts now, before any shim is handed the run: the time a shim still takes
@@ -267,8 +285,9 @@ class LocalSpawner:
         for path in list(self._unremoved):
             left = await self._remove(path)
             if left is not None:
-                raise SkillMcpError(Refusal.CLEANUP_PENDING, f"an earlier run's directory is not removed yet: {left}",
-                                    {"path": path})
+                raise SkillMcpError(
+                    Refusal.CLEANUP_PENDING, f"an earlier run's directory is not removed yet: {left}", {"path": path}
+                )
 
     async def _launch(self, plan: RunPlan, cfg: bytes, started: float) -> Shim:
         """A shim that has exec'd the script: the warm one, or one started now if none is usable."""
@@ -286,8 +305,9 @@ class LocalSpawner:
         try:
             return await self._hand_over(cold, cfg, started + plan.timeout_s)
         except ShimGone:
-            raise SkillMcpError(Refusal.SPAWN_FAILED, "could not start the script: the exec shim exited before "
-                                "it reached execve") from None
+            raise SkillMcpError(
+                Refusal.SPAWN_FAILED, "could not start the script: the exec shim exited before it reached execve"
+            ) from None
 
     async def _hand_over(self, shim: Shim, cfg: bytes, deadline: float) -> Shim:
         try:
@@ -352,14 +372,23 @@ def _on_event_loop() -> bool:
     return True
 
 
-def _result(code: int | None, timed_out: bool, out: _Capture, err: _Capture, started: float,
-            notes: tuple[str, ...]) -> RunResult:
+def _result(
+    code: int | None, timed_out: bool, out: _Capture, err: _Capture, started: float, notes: tuple[str, ...]
+) -> RunResult:
     sig = None
     if code is not None and code < 0:
         with contextlib.suppress(ValueError):
             sig = signal.Signals(-code).name
     status = run_status(code, sig, timed_out)
-    return RunResult(status=status, exit_code=code if code is not None and code >= 0 else None, signal=sig,
-                     stdout=out.text(), stderr=err.text(), truncated_stdout=out.dropped > 0,
-                     truncated_stderr=err.dropped > 0, dropped_bytes=out.dropped + err.dropped,
-                     duration_ms=int((time.monotonic() - started) * 1000), notes=notes)
+    return RunResult(
+        status=status,
+        exit_code=code if code is not None and code >= 0 else None,
+        signal=sig,
+        stdout=out.text(),
+        stderr=err.text(),
+        truncated_stdout=out.dropped > 0,
+        truncated_stderr=err.dropped > 0,
+        dropped_bytes=out.dropped + err.dropped,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        notes=notes,
+    )

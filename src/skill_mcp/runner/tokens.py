@@ -64,10 +64,17 @@ class TokenBook:
     _spent: dict[str, float] = field(default_factory=dict, repr=False)
 
     def mint(self, canonical_plan: bytes) -> str:
-        payload = json.dumps({"v": 1, "plan": hashlib.sha256(canonical_plan).hexdigest(),
-                              "exp": int(self.clock() + self.ttl_s), "n": secrets.token_urlsafe(16),
-                              "k": key_id(self.key)},
-                             sort_keys=True, separators=(",", ":")).encode()
+        payload = json.dumps(
+            {
+                "v": 1,
+                "plan": hashlib.sha256(canonical_plan).hexdigest(),
+                "exp": int(self.clock() + self.ttl_s),
+                "n": secrets.token_urlsafe(16),
+                "k": key_id(self.key),
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        ).encode()
         mac = hmac.new(self.key, payload, hashlib.sha256).digest()
         return f"{_b64(payload)}.{_b64(mac)}"
 
@@ -112,9 +119,11 @@ class TokenBook:
         if self.clock() >= exp:
             raise SkillMcpError(Refusal.TOKEN_EXPIRED, "the confirm token expired; preview again")
         if not hmac.compare_digest(plan, hashlib.sha256(canonical_plan).hexdigest()):
-            raise SkillMcpError(Refusal.DRAFT_CHANGED,
-                                "the call differs from what was previewed (skill, script, arguments or the "
-                                "script's content changed); preview again")
+            raise SkillMcpError(
+                Refusal.DRAFT_CHANGED,
+                "the call differs from what was previewed (skill, script, arguments or the "
+                "script's content changed); preview again",
+            )
         return nonce
 
     def spend(self, nonce: str, token: str) -> None:

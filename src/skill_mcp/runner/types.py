@@ -17,8 +17,19 @@ from skill_mcp.limits import CAPTURE_LIMIT, DEFAULT_TIMEOUT_S, DRAIN_S, MAX_TIME
 # The limits and timeouts live in ``skill_mcp.limits``, shared with the appliance's broker.
 from skill_mcp.outputs import Collected
 
-__all__ = ["CAPTURE_LIMIT", "DEFAULT_TIMEOUT_S", "DRAIN_S", "MAX_TIMEOUT_S", "TERM_GRACE_S", "TMPDIR_PLACEHOLDER",
-           "OutputTap", "RunPlan", "RunResult", "RunStatus", "Spawner"]
+__all__ = [
+    "CAPTURE_LIMIT",
+    "DEFAULT_TIMEOUT_S",
+    "DRAIN_S",
+    "MAX_TIMEOUT_S",
+    "TERM_GRACE_S",
+    "TMPDIR_PLACEHOLDER",
+    "OutputTap",
+    "RunPlan",
+    "RunResult",
+    "RunStatus",
+    "Spawner",
+]
 
 # Called with ("stdout" | "stderr", bytes) as a running script writes, before the capture keeps
 # (or drops) them: how ``skill-mcp call`` shows a run's output as it comes. The result still

@@ -32,5 +32,17 @@ from skill_mcp.search.store import StoredIndexError
 # rebuilt rather than read. 2: Snowball stems, related words, the body cap.
 INDEX_VERSION = 2
 
-__all__ = ["INDEX_VERSION", "MAX_LIMIT", "BuildAbandoned", "Hit", "SearchDoc", "SearchIndex", "StoredIndexError",
-           "build_index", "index_catalog", "search_result", "short_index", "stored_index"]
+__all__ = [
+    "INDEX_VERSION",
+    "MAX_LIMIT",
+    "BuildAbandoned",
+    "Hit",
+    "SearchDoc",
+    "SearchIndex",
+    "StoredIndexError",
+    "build_index",
+    "index_catalog",
+    "search_result",
+    "short_index",
+    "stored_index",
+]

@@ -62,6 +62,7 @@ _MAX_TF = 1 << 24
 _TF_FIELD = (1 << 29) - 1  # the tf bits of an ``extras`` code
 _LITTLE = sys.byteorder == "little"
 
+
 class _Vocabulary(dict[str, int]):
     """token -> code: a term id (> 0), 0 for no term (a stop word), or -k for a token that
     yields several terms (camelCase), whose term ids are ``compounds[k]``."""
@@ -141,8 +142,9 @@ def _count_runs(vocab: _Vocabulary, texts: list[str], shift: int, tag: int) -> t
     return counts, first
 
 
-def _count_body(vocab: _Vocabulary, texts: list[str], heads_first: dict[int, int],
-                tag: int) -> tuple[Counter[int], list[int], list[int], list[int]]:
+def _count_body(
+    vocab: _Vocabulary, texts: list[str], heads_first: dict[int, int], tag: int
+) -> tuple[Counter[int], list[int], list[int], list[int]]:
     """The body's term counts, and its terms, their counts and their section values (``tag |
     section << _SECTION_SHIFT``) as three aligned lists. A term's section is the first heading
     that names it (``heads_first``), else the first text that holds it (``texts[0]``, the text
@@ -180,8 +182,6 @@ def _count_body(vocab: _Vocabulary, texts: list[str], heads_first: dict[int, int
     return counts, keys, tfs, values
 
 
-
-
 def _unpack(col: array[int]) -> tuple[array[int], array[int], array[int]]:
     """Doc ids ('I'), body frequencies ('I') and sections ('H') of a packed column."""
     if not _LITTLE:
@@ -192,7 +192,7 @@ def _unpack(col: array[int]) -> tuple[array[int], array[int], array[int]]:
     docs, tfs, sections = bytearray(4 * n), bytearray(4 * n), bytearray(2 * n)
     for k in range(3):
         tfs[k::4] = raw[k::8]
-        docs[k::4] = raw[5 + k::8]
+        docs[k::4] = raw[5 + k :: 8]
     sections[0::2] = raw[3::8]
     sections[1::2] = raw[4::8]
     out = (array("I", docs), array("I", tfs), array("H", sections))

@@ -44,8 +44,9 @@ class Field(IntEnum):
 
 FIELD_LABELS = ("name", "frontmatter name", "description", "tags", "heading", "body")
 # Field mask -> the labels of its fields, in field order (derived once from the table above).
-_LABELS = tuple(tuple(label for f, label in enumerate(FIELD_LABELS) if mask & (1 << f))
-                for mask in range(1 << len(FIELD_LABELS)))
+_LABELS = tuple(
+    tuple(label for f, label in enumerate(FIELD_LABELS) if mask & (1 << f)) for mask in range(1 << len(FIELD_LABELS))
+)
 
 # Field weights and length normalisation. Short, curated fields (name, tags) say most about
 # what a skill is for; the body says most about how, and is long, so it is normalised hardest.

@@ -47,12 +47,17 @@ class _Postings:
     impact: Impact | None = None  # None for a list of at most FIRST_DEPTH postings
 
 
-def make_postings(docs: array[int], scores: array[float], masks: bytes, sections: array[int],
-                  n_docs: int) -> _Postings:
+def make_postings(docs: array[int], scores: array[float], masks: bytes, sections: array[int], n_docs: int) -> _Postings:
     """A term's postings with its bound and impact head (both builds end here)."""
     # The bound is taken from the stored (float32) values, so it is never below one of them.
-    return _Postings(docs=docs, scores=scores, masks=masks, sections=sections, top=max(scores),
-                     impact=impact_of(docs, scores, n_docs))
+    return _Postings(
+        docs=docs,
+        scores=scores,
+        masks=masks,
+        sections=sections,
+        top=max(scores),
+        impact=impact_of(docs, scores, n_docs),
+    )
 
 
 def _head(vals: list[float]) -> tuple[list[int], float]:
@@ -85,5 +90,6 @@ def impact_of(docs: array[int], scores: array[float], n_docs: int) -> Impact | N
         where = array("H" if n < 1 << 16 else "I")
         where.frombytes(bytes(where.itemsize * n_docs))
         deque(map(where.__setitem__, docs, range(1, n + 1)), 0)
-    return Impact(docs=array("I", [docs[i] for i in head]), scores=array("f", [vals[i] for i in head]),
-                  rest=rest, where=where)
+    return Impact(
+        docs=array("I", [docs[i] for i in head]), scores=array("f", [vals[i] for i in head]), rest=rest, where=where
+    )

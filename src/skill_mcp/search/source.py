@@ -62,8 +62,8 @@ def _body(skill: Skill) -> tuple[str, Stamp]:
         raw = read_located(found, max_bytes=READ_CAPS.skill_md)
     stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     try:
-        if split(raw[:skill.body_offset]).body_offset == skill.body_offset:
-            return raw[skill.body_offset:].decode("utf-8"), stamp
+        if split(raw[: skill.body_offset]).body_offset == skill.body_offset:
+            return raw[skill.body_offset :].decode("utf-8"), stamp
     except FrontmatterError:
         pass
     return read_body(skill, max_bytes=READ_CAPS.skill_md), stamp
@@ -81,8 +81,7 @@ def _doc(skill: Skill) -> tuple[SearchDoc, Stamp | None]:
         body, stamp = _body(skill)
     except (SkillMcpError, OSError, UnicodeDecodeError):
         body, stamp = "", None
-    return SearchDoc(name=name, title=title, description=description, tags=tags,
-                     body=body[:BODY_MAX_BYTES]), stamp
+    return SearchDoc(name=name, title=title, description=description, tags=tags, body=body[:BODY_MAX_BYTES]), stamp
 
 
 def doc_for(skill: Skill) -> SearchDoc:
@@ -139,8 +138,7 @@ def current_key(skills: list[Skill]) -> str:
     return key.hexdigest()
 
 
-def _counted(docs: Iterator[SearchDoc], total: int, progress: Callable[[int, int], None] | None
-             ) -> Iterator[SearchDoc]:
+def _counted(docs: Iterator[SearchDoc], total: int, progress: Callable[[int, int], None] | None) -> Iterator[SearchDoc]:
     if progress is None:
         yield from docs
         return
@@ -178,9 +176,15 @@ def stored_index(catalog: Catalog, cache_dir: Path | None) -> SearchIndex | None
     return load(path, current_key(_in_order(catalog)))
 
 
-def index_catalog(catalog: Catalog, cache_dir: Path | None = None, *, reuse: bool = True,
-                  now_ns: NowFn | None = None, progress: Callable[[int, int], None] | None = None,
-                  keep_going: Callable[[], bool] | None = None) -> SearchIndex:
+def index_catalog(
+    catalog: Catalog,
+    cache_dir: Path | None = None,
+    *,
+    reuse: bool = True,
+    now_ns: NowFn | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    keep_going: Callable[[], bool] | None = None,
+) -> SearchIndex:
     """The search index for one catalog generation.
 
     With ``cache_dir``, the index persisted there is used when it was built from exactly this
@@ -222,8 +226,9 @@ def _ideal(index: SearchIndex, qterms: Mapping[str, QueryTerm]) -> float:
     return ideal
 
 
-def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int, *,
-                  complete: bool = True) -> dict[str, Any]:
+def search_result(
+    catalog: Catalog, index: SearchIndex, query: str, limit: int, *, complete: bool = True
+) -> dict[str, Any]:
     """The structured answer to one search: ``skill_search``'s result and the CLI's ``--json``.
     ``complete``: False for an answer from ``short_index`` (its ``coverage`` says ``partial``)."""
     hits = []
@@ -247,5 +252,11 @@ def search_result(catalog: Catalog, index: SearchIndex, query: str, limit: int, 
         hits.append(entry)
     best = hits[0]["confidence"] if hits else 0.0
     match = "good" if best >= GOOD_MATCH else "weak" if hits else "none"
-    return {"query": query, "hits": hits, "count": len(hits), "searched": len(index), "match": match,
-            "coverage": "complete" if complete else "partial"}
+    return {
+        "query": query,
+        "hits": hits,
+        "count": len(hits),
+        "searched": len(index),
+        "match": match,
+        "coverage": "complete" if complete else "partial",
+    }

@@ -134,8 +134,9 @@ class _Stored(Mapping[str, _Postings]):
         if post is None:
             i = self._table[term]
             rows = self._rows
-            post = self._decoded[term] = self._decode(term, rows.offsets[i], rows.counts[i],
-                                                      rows.digests[i * _DIGEST_BYTES:(i + 1) * _DIGEST_BYTES])
+            post = self._decoded[term] = self._decode(
+                term, rows.offsets[i], rows.counts[i], rows.digests[i * _DIGEST_BYTES : (i + 1) * _DIGEST_BYTES]
+            )
         return post
 
     def __iter__(self) -> Iterator[str]:
@@ -156,12 +157,12 @@ class _Stored(Mapping[str, _Postings]):
         if len(raw) != size or _digest(raw) != digest:
             raise StoredIndexError(f"the postings of {term!r} do not match their checksum")
         docs, scores, sections = array("I"), array("f"), array("H")
-        docs.frombytes(raw[:4 * n])
-        scores.frombytes(raw[4 * n:8 * n])
-        sections.frombytes(raw[9 * n:])
+        docs.frombytes(raw[: 4 * n])
+        scores.frombytes(raw[4 * n : 8 * n])
+        sections.frombytes(raw[9 * n :])
         if n == 0 or docs[-1] >= self._n_docs or len(docs) != n:
             raise StoredIndexError(f"the postings of {term!r} name a skill the index does not hold")
-        return make_postings(docs, scores, raw[8 * n:9 * n], sections, self._n_docs)
+        return make_postings(docs, scores, raw[8 * n : 9 * n], sections, self._n_docs)
 
 
 def _block(fd: int, where: Any) -> bytes:
@@ -206,7 +207,7 @@ class _Headings(Sequence[tuple[str, ...]]):
     def __getitem__(self, doc: int | slice) -> Any:
         if isinstance(doc, slice):
             return [self[i] for i in range(*doc.indices(len(self)))]
-        value = json.loads(self._lines[self._starts[doc]:self._starts[doc + 1]])
+        value = json.loads(self._lines[self._starts[doc] : self._starts[doc + 1]])
         if not (isinstance(value, list) and all(isinstance(h, str) for h in value)):
             raise StoredIndexError(f"the headings of skill {doc} have the wrong shape")
         return tuple(value)
@@ -219,14 +220,18 @@ def _open(fd: int, header: dict[str, Any]) -> SearchIndex:
     offsets, counts = _array("Q", _block(fd, header["offsets"])), _array("I", _block(fd, header["counts"]))
     digests = _block(fd, header["digests"])
     lines = _block(fd, header["headings"])
-    if not (isinstance(names, list) and all(isinstance(n, str) for n in names) and len(starts) == len(names) + 1
-            and starts[-1] == len(lines) and len(terms) == len(offsets) == len(counts)
-            and len(digests) == _DIGEST_BYTES * len(terms)):
+    if not (
+        isinstance(names, list)
+        and all(isinstance(n, str) for n in names)
+        and len(starts) == len(names) + 1
+        and starts[-1] == len(lines)
+        and len(terms) == len(offsets) == len(counts)
+        and len(digests) == _DIGEST_BYTES * len(terms)
+    ):
         raise TypeError("the tables do not agree")
     table = _Table(dict(zip(terms, range(len(terms)), strict=True)), offsets, counts, digests)
     # The headings are read lazily: a hit reads a few.
-    return SearchIndex(names=tuple(names), headings=_Headings(lines, starts),
-                       postings=_Stored(fd, table, len(names)))
+    return SearchIndex(names=tuple(names), headings=_Headings(lines, starts), postings=_Stored(fd, table, len(names)))
 
 
 def load(path: Path, key: str) -> SearchIndex | None:
@@ -237,9 +242,14 @@ def load(path: Path, key: str) -> SearchIndex | None:
     fd = opened[0]
     try:
         header = json.loads(os.pread(fd, HEADER_BYTES, 0).partition(b"\n")[0])
-        if not isinstance(header, dict) or header.get("magic") != MAGIC or header.get("format") != FORMAT \
-                or header.get("version") != __version__ or header.get("order") != sys.byteorder \
-                or header.get("sizes") != [array(c).itemsize for c in _ITEMSIZES]:
+        if (
+            not isinstance(header, dict)
+            or header.get("magic") != MAGIC
+            or header.get("format") != FORMAT
+            or header.get("version") != __version__
+            or header.get("order") != sys.byteorder
+            or header.get("sizes") != [array(c).itemsize for c in _ITEMSIZES]
+        ):
             raise ValueError("another format, version or machine")
         if header.get("key") != key:
             os.close(fd)
@@ -290,14 +300,29 @@ def _write(out: Any, key: str, index: SearchIndex) -> None:
     for line in lines:
         starts.append(starts[-1] + len(line))
     blocks = {}
-    for label, raw in (("names", json.dumps(list(index.names)).encode("utf-8")), ("headings", b"".join(lines)),
-                       ("starts", starts.tobytes()), ("terms", "\n".join(terms).encode("utf-8")),
-                       ("offsets", offsets.tobytes()), ("counts", counts.tobytes()), ("digests", bytes(digests))):
+    for label, raw in (
+        ("names", json.dumps(list(index.names)).encode("utf-8")),
+        ("headings", b"".join(lines)),
+        ("starts", starts.tobytes()),
+        ("terms", "\n".join(terms).encode("utf-8")),
+        ("offsets", offsets.tobytes()),
+        ("counts", counts.tobytes()),
+        ("digests", bytes(digests)),
+    ):
         out.write(raw)
         blocks[label] = [offset, len(raw), _digest(raw).hex()]
         offset += len(raw)
-    header = json.dumps({"magic": MAGIC, "format": FORMAT, "version": __version__, "order": sys.byteorder,
-                         "sizes": [array(c).itemsize for c in _ITEMSIZES], "key": key, **blocks}).encode("utf-8")
+    header = json.dumps(
+        {
+            "magic": MAGIC,
+            "format": FORMAT,
+            "version": __version__,
+            "order": sys.byteorder,
+            "sizes": [array(c).itemsize for c in _ITEMSIZES],
+            "key": key,
+            **blocks,
+        }
+    ).encode("utf-8")
     if len(header) >= HEADER_BYTES:
         raise ValueError("the header does not fit")
     out.seek(0)

@@ -41,22 +41,180 @@ _VOWEL = re.compile(r"[aeiouy]")
 MAX_TERM_CHARS = 40
 
 STOP_WORDS = frozenset(
-    ["a", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "do", "does", "doing",
-     "for", "from", "get", "got", "has", "have", "help", "how", "i", "if", "in", "into", "is", "it", "its", "just",
-     "let", "lets", "like", "me", "my", "need", "needs", "of", "on", "or", "our", "ours", "out", "please", "so",
-     "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "this", "those", "to",
-     "too", "up", "us", "via", "want", "wants", "was", "we", "were", "what", "when", "where", "which", "while",
-     "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "also", "about", "all", "should",
-     "shall", "may", "might", "must", "very", "each", "other", "using", "use", "used", "uses",
-     # more of what people type around a request
-     "am", "had", "did", "here", "now", "again", "only", "own", "same", "much", "many", "more", "most",
-     "whether", "maybe", "really", "actually", "ok", "okay", "hey", "hi", "thanks", "thank", "gonna", "wanna",
-     "kind", "sort", "bit", "someone", "something", "anything", "everything", "thing", "things", "stuff",
-     "he", "she", "him", "her", "his", "they", "one", "ones", "able", "way", "going", "even", "still",
-     # what an apostrophe leaves of a contraction or a possessive: let's, don't, i'm, we're,
-     # i've, i'll, i'd, can't, won't ("s" must never become a term)
-     "s", "t", "m", "re", "ve", "ll", "d", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "won",
-     "wouldn", "couldn", "shouldn", "haven", "hasn", "hadn", "ain", "cannot"]
+    [
+        "a",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "do",
+        "does",
+        "doing",
+        "for",
+        "from",
+        "get",
+        "got",
+        "has",
+        "have",
+        "help",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "just",
+        "let",
+        "lets",
+        "like",
+        "me",
+        "my",
+        "need",
+        "needs",
+        "of",
+        "on",
+        "or",
+        "our",
+        "ours",
+        "out",
+        "please",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "this",
+        "those",
+        "to",
+        "too",
+        "up",
+        "us",
+        "via",
+        "want",
+        "wants",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "also",
+        "about",
+        "all",
+        "should",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "very",
+        "each",
+        "other",
+        "using",
+        "use",
+        "used",
+        "uses",
+        # more of what people type around a request
+        "am",
+        "had",
+        "did",
+        "here",
+        "now",
+        "again",
+        "only",
+        "own",
+        "same",
+        "much",
+        "many",
+        "more",
+        "most",
+        "whether",
+        "maybe",
+        "really",
+        "actually",
+        "ok",
+        "okay",
+        "hey",
+        "hi",
+        "thanks",
+        "thank",
+        "gonna",
+        "wanna",
+        "kind",
+        "sort",
+        "bit",
+        "someone",
+        "something",
+        "anything",
+        "everything",
+        "thing",
+        "things",
+        "stuff",
+        "he",
+        "she",
+        "him",
+        "her",
+        "his",
+        "they",
+        "one",
+        "ones",
+        "able",
+        "way",
+        "going",
+        "even",
+        "still",
+        # what an apostrophe leaves of a contraction or a possessive: let's, don't, i'm, we're,
+        # i've, i'll, i'd, can't, won't ("s" must never become a term)
+        "s",
+        "t",
+        "m",
+        "re",
+        "ve",
+        "ll",
+        "d",
+        "don",
+        "doesn",
+        "didn",
+        "isn",
+        "aren",
+        "wasn",
+        "weren",
+        "won",
+        "wouldn",
+        "couldn",
+        "shouldn",
+        "haven",
+        "hasn",
+        "hadn",
+        "ain",
+        "cannot",
+    ]
 )
 
 # British -> American spellings, so one word has one term whichever way it was spelt:
@@ -79,7 +237,7 @@ def _american(word: str) -> str:
         if word.endswith(endings):
             at = word.rfind(old)
             if at >= before:
-                return word[:at] + new + word[at + len(old):]
+                return word[:at] + new + word[at + len(old) :]
     return word
 
 
@@ -203,8 +361,9 @@ def query_terms(query: str) -> dict[str, QueryTerm]:
         if w not in STOP_WORDS:
             t = stem(w)
             typed.append((w, t))
-            weight = (related.GENERIC if w in related.GENERIC_WORDS or w in idiom
-                      else related.PAST if w in IRREGULAR else 1.0)
+            weight = (
+                related.GENERIC if w in related.GENERIC_WORDS or w in idiom else related.PAST if w in IRREGULAR else 1.0
+            )
             if t not in out or weight > out[t].weight:
                 out[t] = QueryTerm(weight, w, w)
     suggested: list[tuple[str, tuple[_Related, ...]]] = [(w, _RELATED.get(t, ())) for w, t in typed]
@@ -219,6 +378,9 @@ def query_terms(query: str) -> dict[str, QueryTerm]:
                 continue  # typed: never changed by a related word
             combined = min(round(1.0 - (1.0 - had_weight) * (1.0 - weight), 6), MAX_RELATED)
             # The explanation names the strongest cue: the one already there unless this is stronger.
-            out[term] = (had._replace(weight=combined) if had is not None and had_weight > weight
-                         else QueryTerm(combined, source, written, related=True))
+            out[term] = (
+                had._replace(weight=combined)
+                if had is not None and had_weight > weight
+                else QueryTerm(combined, source, written, related=True)
+            )
     return out

@@ -152,8 +152,11 @@ def _at_depth(present: Present, limit: int, depth: int) -> tuple[dict[int, float
     reads, excess, bound = _read(present, depth)
     # Lists with a position table give a seen doc's exact contribution for the price of an
     # array read: used to tighten its bound before paying for an exact score.
-    tables = [(known, unread, where, weight, post.scores) for weight, known, unread, complete, post in reads
-              if not complete and post.impact is not None and (where := post.impact.where) is not None]
+    tables = [
+        (known, unread, where, weight, post.scores)
+        for weight, known, unread, complete, post in reads
+        if not complete and post.impact is not None and (where := post.impact.where) is not None
+    ]
     out: dict[int, float] = {}
     best: list[float] = []  # min-heap of the ``limit`` best exact scores so far
     cut = -1.0  # best[0] - EPSILON once ``best`` is full: a doc bounded below it is out

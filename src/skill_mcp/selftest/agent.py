@@ -112,9 +112,13 @@ class Driver:
 
     def server_side(self) -> None:
         self.obs["server"] = {
-            "uid": os.getuid(), "status": observe.status(), "dumpable": observe.dumpable(),
-            "environ_bytes": None, "sibling": observe.sibling_reads(),
-            "writes": observe.write_attempts(self.facts["operator_roots"]), "nft": {"rc": None},
+            "uid": os.getuid(),
+            "status": observe.status(),
+            "dumpable": observe.dumpable(),
+            "environ_bytes": None,
+            "sibling": observe.sibling_reads(),
+            "writes": observe.write_attempts(self.facts["operator_roots"]),
+            "nft": {"rc": None},
             "canary_found_in": [],
         }
 
@@ -127,8 +131,7 @@ class Driver:
             listener.setblocking(False)
             port = listener.getsockname()[1]
             self.obs["listener_port"] = port
-            self.run("egress", str(port), UNDECLARED, self.facts["probe_host"] or "",
-                     self.facts["probe_address"] or "")
+            self.run("egress", str(port), UNDECLARED, self.facts["probe_host"] or "", self.facts["probe_address"] or "")
             self.obs["listener_hits"] = _accepted(listener)
         self.confinement()
         self.run("nproc")
@@ -153,16 +156,24 @@ class Driver:
     def confinement(self) -> None:
         """The run's kernel sandbox, judged by what the probe could not do (and could)."""
         name = f"skill-mcp-selftest-{self.obs['token']}"
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener, \
-                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as abstract:
+        with (
+            socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener,
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as abstract,
+        ):
             listener.bind(("127.0.0.1", 0))
             listener.listen(8)
             listener.setblocking(False)
             abstract.bind("\0" + name)
             abstract.listen(8)
             abstract.setblocking(False)
-            self.run("confine", str(listener.getsockname()[1]), str(PROXY_PORT), name,
-                     str(os.getpid()), *self.facts["operator_roots"])
+            self.run(
+                "confine",
+                str(listener.getsockname()[1]),
+                str(PROXY_PORT),
+                name,
+                str(os.getpid()),
+                *self.facts["operator_roots"],
+            )
             self.obs["confine_hits"] = _accepted(listener) + _accepted(abstract)
 
     def secret_scan(self, tee: Tee) -> None:
@@ -243,8 +254,14 @@ def main(argv: list[str]) -> int:
         driver.obs.setdefault("stopped", "the server never answered initialize")
         driver.obs["server"] = {}
     found = verdicts.judge(driver.obs)
-    text = (json.dumps({"properties": [v.to_dict() for v in found], "exitCode": verdicts.exit_code(found)},
-                       indent=2) + "\n") if facts.get("json") else verdicts.render(found)
+    text = (
+        (
+            json.dumps({"properties": [v.to_dict() for v in found], "exitCode": verdicts.exit_code(found)}, indent=2)
+            + "\n"
+        )
+        if facts.get("json")
+        else verdicts.render(found)
+    )
     os.write(real_out, text.encode())
     return verdicts.exit_code(found)
 

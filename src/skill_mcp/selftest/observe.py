@@ -92,8 +92,13 @@ def environ_block_bytes(mem: int) -> int:
 def sibling_reads() -> dict[str, str]:
     """A same-uid process's attempt to open this process's ``environ`` and ``mem``."""
     try:
-        proc = subprocess.run([sys.executable, "-I", "-c", _SIBLING, str(os.getpid())], capture_output=True,
-                              timeout=30, check=False, env={})
+        proc = subprocess.run(
+            [sys.executable, "-I", "-c", _SIBLING, str(os.getpid())],
+            capture_output=True,
+            timeout=30,
+            check=False,
+            env={},
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": str(exc)}
     try:
@@ -106,8 +111,9 @@ def sibling_reads() -> dict[str, str]:
 def nft_attempt() -> dict[str, object]:
     """Try to change the ruleset as this uid (it must be refused)."""
     try:
-        proc = subprocess.run([NFT, "flush", "ruleset"], capture_output=True, timeout=10, check=False,
-                              env={"PATH": "/usr/bin:/bin"})
+        proc = subprocess.run(
+            [NFT, "flush", "ruleset"], capture_output=True, timeout=10, check=False, env={"PATH": "/usr/bin:/bin"}
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"rc": None, "error": str(exc)}
     return {"rc": proc.returncode, "stderr": proc.stderr.decode(errors="replace")[-300:]}
@@ -149,7 +155,7 @@ def holds_canary(data: bytes, prefix: bytes, sha256: str, length: int) -> bool:
     """True if ``data`` holds the canary: ``prefix`` followed by the rest hashing to ``sha256``."""
     start = data.find(prefix)
     while start >= 0:
-        if hashlib.sha256(data[start:start + length]).hexdigest() == sha256:
+        if hashlib.sha256(data[start : start + length]).hexdigest() == sha256:
             return True
         start = data.find(prefix, start + 1)
     return False

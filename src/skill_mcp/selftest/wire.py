@@ -35,7 +35,7 @@ class Wire:
     def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message) + "\n").encode()
         while data:
-            data = data[os.write(self.to_server, data):]
+            data = data[os.write(self.to_server, data) :]
 
     def _line(self, deadline: float) -> bytes:
         while b"\n" not in self.buffer:
@@ -72,8 +72,14 @@ class Wire:
             return result
 
     def initialize(self) -> dict[str, Any]:
-        result = self.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {},
-                                             "clientInfo": {"name": "skill-mcp-selftest", "version": "1"}})
+        result = self.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL,
+                "capabilities": {},
+                "clientInfo": {"name": "skill-mcp-selftest", "version": "1"},
+            },
+        )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return result
 
@@ -90,5 +96,8 @@ class Wire:
         preview = self.call("skill_run", {"skill": skill, "script": script, "args": args}, timeout)
         if preview.get("status") != "confirmation-required":
             return preview
-        return self.call("skill_run", {"skill": skill, "script": script, "args": args,
-                                       "confirmToken": preview["confirmToken"]}, timeout)
+        return self.call(
+            "skill_run",
+            {"skill": skill, "script": script, "args": args, "confirmToken": preview["confirmToken"]},
+            timeout,
+        )

@@ -74,10 +74,10 @@ class SkillServer(Server[Any]):
         if self.announcer is not None:
             # Handshake era: the lists can change and the announcer sends list_changed. (At
             # 2026-07-28 the SDK derives these flags from subscriptions/listen being served.)
-            notification_options = NotificationOptions(prompts_changed=True, resources_changed=True,
-                                                       tools_changed=True)
-        caps = super().get_capabilities(notification_options, experimental_capabilities, extensions,
-                                        protocol_version=protocol_version)
+            notification_options = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+        caps = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
             # logging/setLevel is a handshake-era method (removed at 2026-07-28; the SDK answers -32601).
             caps = caps.model_copy(update={"logging": None})
@@ -89,10 +89,15 @@ class SkillServer(Server[Any]):
 def nothing_offered(enabled: frozenset[str], known: Sequence[str]) -> str:
     """Why a narrowed server offers nothing, in words a person can act on."""
     unknown = sorted(enabled - set(known))
-    said = (f"MCP_ENABLED_TOOLS names no tool this server has ({', '.join(unknown)})" if unknown
-            else "MCP_ENABLED_TOOLS is set but empty")
-    return (f"{said}, so this server offers no tools, prompts or resources. Unset it to offer everything, "
-            f"or name tools from: {', '.join(known)}.")
+    said = (
+        f"MCP_ENABLED_TOOLS names no tool this server has ({', '.join(unknown)})"
+        if unknown
+        else "MCP_ENABLED_TOOLS is set but empty"
+    )
+    return (
+        f"{said}, so this server offers no tools, prompts or resources. Unset it to offer everything, "
+        f"or name tools from: {', '.join(known)}."
+    )
 
 
 def _select_tools(settings: Settings, specs: Sequence[ToolSpec]) -> list[ToolSpec]:
@@ -134,16 +139,22 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
 
     async def on_get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         if not content:
-            raise invalid_params(SkillMcpError(Refusal.UNKNOWN_SKILL, "prompts are switched off on this server "
-                                               "(MCP_ENABLED_TOOLS)", {"name": params.name}))
+            raise invalid_params(
+                SkillMcpError(
+                    Refusal.UNKNOWN_SKILL,
+                    "prompts are switched off on this server (MCP_ENABLED_TOOLS)",
+                    {"name": params.name},
+                )
+            )
         return prompts.get_prompt(state.catalog(), params.name)
 
     async def on_list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         if not content:
             return types.ListResourcesResult(resources=[])
         cursor = params.cursor if params else None
-        catalog = await files_checked(state.catalog(), lambda c: resources.resources_page_skills(c, cursor),
-                                      state.refresh)
+        catalog = await files_checked(
+            state.catalog(), lambda c: resources.resources_page_skills(c, cursor), state.refresh
+        )
         return resources.list_resources(catalog, cursor)
 
     async def on_list_templates(
@@ -158,8 +169,9 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
             raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
         if params.uri.startswith(run_outputs.SCHEME):
             return run_outputs.read_output(state.run_outputs, params.uri, ctx)
-        catalog = await files_checked(state.catalog(), lambda c: resources.addressed_skills(c, params.uri),
-                                      state.refresh)
+        catalog = await files_checked(
+            state.catalog(), lambda c: resources.addressed_skills(c, params.uri), state.refresh
+        )
         if resources.small_read(catalog, params.uri):
             return resources.read_resource(catalog, params.uri)
         return await anyio.to_thread.run_sync(resources.read_resource, catalog, params.uri)
@@ -183,8 +195,9 @@ def assemble(
 ) -> SkillServer:
     """One server over ``catalog_provider``: the read tools and ``tools``; ``script_states`` is
     what its ``skill_list`` and ``skill_load`` say of scripts (``server.build_server`` passes it)."""
-    state = SurfaceState(settings, catalog_provider, DigestMemo(), script_states,
-                         run_outputs=run_outputs or (lambda: None))
+    state = SurfaceState(
+        settings, catalog_provider, DigestMemo(), script_states, run_outputs=run_outputs or (lambda: None)
+    )
     specs = [*read_tools(), *tools]
     table = ToolTable(_select_tools(settings, specs), state)
     content = not settings.narrowed
@@ -202,8 +215,13 @@ def assemble(
         announcer=announcer,
         version=__version__,
         instructions=_instructions(table.names, settings, [s.name for s in specs]),
-        cache_hints={"tools/list": hint, "prompts/list": hint, "resources/list": hint, "resources/read": hint,
-                     "resources/templates/list": hint},
+        cache_hints={
+            "tools/list": hint,
+            "prompts/list": hint,
+            "resources/list": hint,
+            "resources/read": hint,
+            "resources/templates/list": hint,
+        },
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         **_content_handlers(state, content),
@@ -259,14 +277,16 @@ def _add_skills_extension(server: SkillServer, state: SurfaceState) -> None:
     # the lstats, so it is paid only when there is real work).
     # Each answer carries file facts: its skills' file tier is checked first (``files_checked``).
     async def on_skills_list(ctx: Any, params: skills_ext.SkillsListParams) -> dict[str, Any]:
-        catalog = await files_checked(state.catalog(), lambda c: skills_ext.page_skills(c, params.cursor),
-                                      state.refresh)
+        catalog = await files_checked(
+            state.catalog(), lambda c: skills_ext.page_skills(c, params.cursor), state.refresh
+        )
         body = await _known_or_hashed(skills_ext.list_skills, state.memo, catalog, params.cursor)
         return skills_ext.for_era(body, ctx.protocol_version)
 
     async def on_skills_get(ctx: Any, params: skills_ext.SkillsGetParams) -> dict[str, Any]:
-        catalog = await files_checked(state.catalog(), lambda c: resources.addressed_skills(c, params.uri),
-                                      state.refresh)
+        catalog = await files_checked(
+            state.catalog(), lambda c: resources.addressed_skills(c, params.uri), state.refresh
+        )
         body = await _known_or_hashed(skills_ext.get_skill, state.memo, catalog, params.uri)
         return skills_ext.for_era(body, ctx.protocol_version)
 

@@ -22,11 +22,23 @@ from typing import Any
 
 import mcp_types as types
 
-_TO_MCP: tuple[tuple[int, types.LoggingLevel], ...] = ((logging.CRITICAL, "critical"), (logging.ERROR, "error"), (logging.WARNING, "warning"),
-           (logging.INFO, "info"), (logging.DEBUG, "debug"))
-_FROM_MCP = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO + 5,
-             "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
-             "alert": logging.CRITICAL + 5, "emergency": logging.CRITICAL + 10}
+_TO_MCP: tuple[tuple[int, types.LoggingLevel], ...] = (
+    (logging.CRITICAL, "critical"),
+    (logging.ERROR, "error"),
+    (logging.WARNING, "warning"),
+    (logging.INFO, "info"),
+    (logging.DEBUG, "debug"),
+)
+_FROM_MCP = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO + 5,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL + 5,
+    "emergency": logging.CRITICAL + 10,
+}
 MAX_PENDING_SENDS = 100
 LOGGER = "skill_mcp"
 _FORWARDING: contextvars.ContextVar[bool] = contextvars.ContextVar("skill_mcp_forwarding_log", default=False)
@@ -74,7 +86,8 @@ class ClientLogForwarder(logging.Handler):
         if not targets:
             return
         params = types.LoggingMessageNotificationParams(
-            level=mcp_level(record.levelno), logger=record.name, data=record.getMessage())
+            level=mcp_level(record.levelno), logger=record.name, data=record.getMessage()
+        )
         for session in targets:
             self._loop.call_soon_threadsafe(self._spawn, session, params)
 

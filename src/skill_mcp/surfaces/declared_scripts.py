@@ -25,15 +25,20 @@ class DeclaredScripts:
     settings: Settings
 
     def grant(self) -> Mapping[str, Any]:
-        return {"grantFrom": self.settings.grant_source,
-                "grantNote": "script execution is not available in this server build"}
+        return {
+            "grantFrom": self.settings.grant_source,
+            "grantNote": "script execution is not available in this server build",
+        }
 
     def scripts(self, skill: Skill) -> Sequence[Mapping[str, Any]]:
         out: list[Mapping[str, Any]] = []
         missing = set(skill.missing_scripts)
         for row in skill.declaration.run if skill.declaration else ():
-            entry: dict[str, Any] = {"script": row.script, "interpreter": row.interpreter,
-                                     "state": "missing" if row.script in missing else "declared"}
+            entry: dict[str, Any] = {
+                "script": row.script,
+                "interpreter": row.interpreter,
+                "state": "missing" if row.script in missing else "declared",
+            }
             if row.script in missing:
                 entry["reason"] = str(ProblemReason.DECLARED_SCRIPT_MISSING)
             if row.description:

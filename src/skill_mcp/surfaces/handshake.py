@@ -19,8 +19,10 @@ from pydantic import ValidationError
 from skill_mcp.reasons import Refusal
 
 INVALID_PARAMS = -32602
-MINIMAL = ('a minimal one is {"protocolVersion": "2025-11-25", "capabilities": {}, '
-           '"clientInfo": {"name": "my-client", "version": "1.0"}}')
+MINIMAL = (
+    'a minimal one is {"protocolVersion": "2025-11-25", "capabilities": {}, '
+    '"clientInfo": {"name": "my-client", "version": "1.0"}}'
+)
 
 
 def describe_errors(errors: list[Any]) -> dict[str, Any]:
@@ -37,8 +39,13 @@ def describe_errors(errors: list[Any]) -> dict[str, Any]:
     if invalid:
         parts.append("not valid: " + ", ".join(sorted(set(invalid))))
     summary = "initialize params are " + "; ".join(parts or ["not valid"])
-    return {"reason": str(Refusal.INVALID_INITIALIZE), "missing": sorted(set(missing)),
-            "invalid": sorted(set(invalid)), "summary": summary, "detail": f"{summary}; {MINIMAL}"}
+    return {
+        "reason": str(Refusal.INVALID_INITIALIZE),
+        "missing": sorted(set(missing)),
+        "invalid": sorted(set(invalid)),
+        "summary": summary,
+        "detail": f"{summary}; {MINIMAL}",
+    }
 
 
 def initialize_detail_middleware() -> Any:

@@ -32,8 +32,9 @@ class ChangeAnnouncer:
 
     def install(self, server: Any) -> None:
         server.add_notification_handler("notifications/initialized", types.NotificationParams, self._on_initialized)
-        server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams,
-                                   ListenHandler(self.bus))
+        server.add_request_handler(
+            "subscriptions/listen", types.SubscriptionsListenRequestParams, ListenHandler(self.bus)
+        )
 
     async def _on_initialized(self, ctx: Any, params: Any) -> None:
         session = ctx.session

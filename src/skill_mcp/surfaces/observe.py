@@ -31,10 +31,16 @@ from pydantic import ValidationError
 if TYPE_CHECKING:  # pragma: no cover - typing only: a server without telemetry never imports it
     from skill_mcp.telemetry import Telemetry
 
-URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe", "skills/get",
-                         "resources/directory/read"})
-METRIC_KEYS = ("mcp.method.name", "gen_ai.tool.name", "gen_ai.operation.name", "mcp.protocol.version",
-               "network.transport")
+URI_METHODS = frozenset(
+    {"resources/read", "resources/subscribe", "resources/unsubscribe", "skills/get", "resources/directory/read"}
+)
+METRIC_KEYS = (
+    "mcp.method.name",
+    "gen_ai.tool.name",
+    "gen_ai.operation.name",
+    "mcp.protocol.version",
+    "network.transport",
+)
 
 
 def _server_error(code: int) -> bool:

@@ -54,8 +54,11 @@ def decode_cursor(kind: str, cursor: str | None) -> int:
     """Return the offset a cursor stands for (0 for no cursor); refuse anything else."""
     if cursor is None or cursor == "":
         return 0
-    bad = SkillMcpError(Refusal.INVALID_ARGUMENTS, "the cursor is not one this server issued for this list",
-                        {"cursor": cursor[:MAX_CURSOR_CHARS]})
+    bad = SkillMcpError(
+        Refusal.INVALID_ARGUMENTS,
+        "the cursor is not one this server issued for this list",
+        {"cursor": cursor[:MAX_CURSOR_CHARS]},
+    )
     if len(cursor) > MAX_CURSOR_CHARS:
         raise bad
     try:

@@ -26,12 +26,14 @@ def list_prompts(catalog: Catalog, cursor: str | None) -> types.ListPromptsResul
     names = catalog.names()
     shown, nxt = window(names, offset, PROMPTS_PAGE)
     prompts = [types.Prompt(name=n, description=catalog.skills[n].description) for n in shown]
-    return types.ListPromptsResult(prompts=prompts,
-                                   next_cursor=encode_cursor("prompts", nxt) if nxt is not None else None)
+    return types.ListPromptsResult(
+        prompts=prompts, next_cursor=encode_cursor("prompts", nxt) if nxt is not None else None
+    )
 
 
 def get_prompt(catalog: Catalog, name: str) -> types.GetPromptResult:
     import skill_mcp.catalog.files as catfiles
+
     skill = catalog.skills.get(name)
     if skill is None:
         raise invalid_params(SkillMcpError(Refusal.UNKNOWN_SKILL, f"no prompt named {name!r}", {"name": name}))

@@ -81,7 +81,7 @@ async def skill_list(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     if offset == 0:
         out["problems"] = problems
     if "limit" not in args:
-        entries = entries[:fit(_answer_bytes(out), (_entry_bytes(e) for e in entries), LIST_PAGE_BYTES)]
+        entries = entries[: fit(_answer_bytes(out), (_entry_bytes(e) for e in entries), LIST_PAGE_BYTES)]
     out["skills"] = entries
     stop = start + len(entries)
     if stop < len(names):
@@ -126,13 +126,15 @@ def _load_all(call: ToolCall, skill: Skill) -> dict[str, Any]:
 def _load(call: ToolCall, skill: Skill, *, known_only: bool) -> dict[str, Any] | None:
     import skill_mcp.catalog.files as catfiles
     import skill_mcp.surfaces.content as content
+
     files = []
     for f in skill.files:
         record = file_record(call.memo, skill, f, known_only=known_only)
         if record is None or (known_only and f.rel == SKILL_MD and record["size"] > INLINE_READ_BYTES):
             return None
-        record["mimeType"] = content.MARKDOWN if f.rel == SKILL_MD else (content.guess_mime(f.rel)
-                                                                          or "application/octet-stream")
+        record["mimeType"] = (
+            content.MARKDOWN if f.rel == SKILL_MD else (content.guess_mime(f.rel) or "application/octet-stream")
+        )
         files.append(record)
     return {
         "name": skill.name,
@@ -148,13 +150,14 @@ def _load(call: ToolCall, skill: Skill, *, known_only: bool) -> dict[str, Any] |
 def _skill_md_text(skill: Skill) -> str:
     """SKILL.md as it is now, whole (frontmatter and instructions), checked as every read is."""
     import skill_mcp.catalog.files as catfiles
+
     raw = catfiles.read_skill_file(skill, SKILL_MD, max_bytes=MAX_FILE_BYTES)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise SkillMcpError(Refusal.FILE_CHANGED, "SKILL.md changed since the scan: it is no longer UTF-8",
-                            {"path": SKILL_MD}) from None
-
+        raise SkillMcpError(
+            Refusal.FILE_CHANGED, "SKILL.md changed since the scan: it is no longer UTF-8", {"path": SKILL_MD}
+        ) from None
 
 
 def closest_files(skill: Skill, rel: str, limit: int = 3) -> list[str]:
@@ -182,17 +185,22 @@ def _entry_error(rel: str, err: SkillMcpError, skill: Skill | None = None) -> di
 def _locate(skill: Skill, rel: str) -> catfiles.Located:
     """Check one requested path (string, served file, resolution) and its size; read nothing."""
     import skill_mcp.catalog.files as catfiles
+
     found = catfiles.locate(skill, rel)
     if found.size > MAX_FILE_BYTES:
         found.close()
-        raise SkillMcpError(Refusal.FILE_TOO_LARGE, f"the file is {found.size} bytes; the limit is {MAX_FILE_BYTES}",
-                            {"path": rel, "size": found.size, "limit": MAX_FILE_BYTES})
+        raise SkillMcpError(
+            Refusal.FILE_TOO_LARGE,
+            f"the file is {found.size} bytes; the limit is {MAX_FILE_BYTES}",
+            {"path": rel, "size": found.size, "limit": MAX_FILE_BYTES},
+        )
     return found
 
 
 def _read_entry(skill: Skill, found: catfiles.Located) -> dict[str, Any]:
     import skill_mcp.catalog.files as catfiles
     import skill_mcp.surfaces.content as content
+
     rel = found.rel
     data = catfiles.read_located(found, max_bytes=min(found.size, MAX_FILE_BYTES))
     enc = content.encode(rel, data)
@@ -212,8 +220,11 @@ async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     skill = await _checked_skill(call, args["name"])
     rels: list[str] = list(args["paths"])
     if len(rels) > MAX_PATHS:
-        raise SkillMcpError(Refusal.TOO_MANY_PATHS, f"at most {MAX_PATHS} paths per call; split the batch",
-                            {"count": len(rels), "limit": MAX_PATHS})
+        raise SkillMcpError(
+            Refusal.TOO_MANY_PATHS,
+            f"at most {MAX_PATHS} paths per call; split the batch",
+            {"count": len(rels), "limit": MAX_PATHS},
+        )
     # Pass 1: checks and sizes only, nothing read. The batch budget is decided from sizes before
     # any byte is read, so which entries are served never depends on the order of the paths.
     # Each located file stays pinned by a descriptor until its read: closed on every way out.
@@ -241,8 +252,9 @@ async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
             located.close()
 
 
-def _read_batch(skill: Skill, rels: list[str], found: dict[int, catfiles.Located],
-                errors: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def _read_batch(
+    skill: Skill, rels: list[str], found: dict[int, catfiles.Located], errors: dict[int, dict[str, Any]]
+) -> dict[str, Any]:
     entries: list[dict[str, Any]] = []
     for i, rel in enumerate(rels):
         if i in errors:

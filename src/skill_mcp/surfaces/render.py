@@ -24,19 +24,25 @@ SKILL_MD_TEXT = "skillMd"
 
 def _file_block(entry: dict[str, Any]) -> Any:
     if entry["encoding"] == "utf-8":
-        return types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-            uri=entry["uri"], mime_type=entry["mimeType"], text=entry["text"]))
+        return types.EmbeddedResource(
+            type="resource",
+            resource=types.TextResourceContents(uri=entry["uri"], mime_type=entry["mimeType"], text=entry["text"]),
+        )
     if entry["mimeType"] in _IMAGES:
         return types.ImageContent(type="image", data=entry["blob"], mime_type=entry["mimeType"])
-    return types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(
-        uri=entry["uri"], mime_type=entry["mimeType"], blob=entry["blob"]))
+    return types.EmbeddedResource(
+        type="resource",
+        resource=types.BlobResourceContents(uri=entry["uri"], mime_type=entry["mimeType"], blob=entry["blob"]),
+    )
 
 
 def skill_file_blocks(out: dict[str, Any]) -> list[Any]:
     """One line per requested path (served, with its size and digest, or refused and why), then
     each served file as its own block, in the order asked."""
-    lines = [f"{out['name']}: {out['served']} file(s) served, {out['failed']} refused; each served file follows "
-             "as a resource block."]
+    lines = [
+        f"{out['name']}: {out['served']} file(s) served, {out['failed']} refused; each served file follows "
+        "as a resource block."
+    ]
     files: list[Any] = []
     for entry in out["files"]:
         if "error" in entry:
@@ -56,15 +62,21 @@ def skill_file_metadata(out: dict[str, Any]) -> dict[str, Any]:
 def skill_load_blocks(out: dict[str, Any]) -> list[Any]:
     """SKILL.md verbatim (frontmatter and instructions) as a resource, then the files and scripts
     one a line. Digests stay in ``structuredContent``: the model reads paths, a host verifies."""
-    lines = [f"# Skill {out['name']} ({out['uri']}): its SKILL.md is the resource above; the body is the "
-             "instructions.", "", f"## Files ({len(out['files'])}; read them with skill_file)"]
+    lines = [
+        f"# Skill {out['name']} ({out['uri']}): its SKILL.md is the resource above; the body is the instructions.",
+        "",
+        f"## Files ({len(out['files'])}; read them with skill_file)",
+    ]
     lines += [f"- {f['path']} ({f.get('mimeType', '?')}, {f['size']} bytes)" for f in out["files"]]
     if out["scripts"]:
         lines += ["", "## Declared scripts (run them with skill_run)"]
-        lines += [f"- {s['script']}: {s['state']}" + (f" ({s['reason']})" if s.get("reason") else "")
-                  for s in out["scripts"]]
-    skill_md = types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
-        uri=out["uri"], mime_type="text/markdown", text=out[SKILL_MD_TEXT]))
+        lines += [
+            f"- {s['script']}: {s['state']}" + (f" ({s['reason']})" if s.get("reason") else "") for s in out["scripts"]
+        ]
+    skill_md = types.EmbeddedResource(
+        type="resource",
+        resource=types.TextResourceContents(uri=out["uri"], mime_type="text/markdown", text=out[SKILL_MD_TEXT]),
+    )
     return [skill_md, types.TextContent(type="text", text="\n".join(lines))]
 
 

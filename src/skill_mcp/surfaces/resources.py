@@ -50,7 +50,7 @@ def parse_skill_uri(uri: str) -> str | None:
     if not uri.startswith(SCHEME) or "?" in uri or "#" in uri:
         return None
     try:
-        path = unquote(uri[len(SCHEME):], errors="strict")
+        path = unquote(uri[len(SCHEME) :], errors="strict")
     except UnicodeDecodeError:
         return None
     if not path or path.startswith("/") or path.endswith("/"):
@@ -67,6 +67,7 @@ def lookup(catalog: Catalog, uri: str) -> tuple[Skill, str | None] | None:
 
 def _skill_for(catalog: Catalog, uri: str) -> tuple[Skill, str | None]:
     import skill_mcp.catalog.files as catfiles
+
     found = lookup(catalog, uri)
     if found is None:
         raise unknown_uri(uri)
@@ -79,14 +80,20 @@ def _skill_for(catalog: Catalog, uri: str) -> tuple[Skill, str | None]:
 
 def file_resource(skill: Skill, f: SkillFile) -> types.Resource:
     import skill_mcp.surfaces.content as content
+
     uri = skill.uri_prefix + f.uri_path
     if f.rel == SKILL_MD:
-        return types.Resource(uri=uri, name=skill.name, description=skill.description,
-                              mime_type=content.MARKDOWN, size=f.size)
+        return types.Resource(
+            uri=uri, name=skill.name, description=skill.description, mime_type=content.MARKDOWN, size=f.size
+        )
     # Named by its path in the skill namespace, not by its file name: LICENSE.txt is a file of
     # hundreds of skills, and a client's resource picker shows names side by side.
-    return types.Resource(uri=uri, name=f"{skill.skill_path}/{f.rel}",
-                          mime_type=content.guess_mime(f.rel) or "application/octet-stream", size=f.size)
+    return types.Resource(
+        uri=uri,
+        name=f"{skill.skill_path}/{f.rel}",
+        mime_type=content.guess_mime(f.rel) or "application/octet-stream",
+        size=f.size,
+    )
 
 
 def _listed_files(catalog: Catalog) -> Iterator[tuple[Skill, SkillFile]]:
@@ -134,6 +141,7 @@ def small_read(catalog: Catalog, uri: str) -> bool:
 def read_resource(catalog: Catalog, uri: str) -> types.ReadResourceResult:
     import skill_mcp.catalog.files as catfiles
     import skill_mcp.surfaces.content as content
+
     skill, rel = _skill_for(catalog, uri)
     if rel is None:
         raise unknown_uri(uri, "this is a skill directory; read its SKILL.md or use resources/directory/read")
@@ -166,12 +174,16 @@ def _directories(skill: Skill) -> set[str]:
 def _children(skill: Skill, rel: str | None) -> list[types.Resource]:
     import skill_mcp.catalog.files as catfiles
     import skill_mcp.surfaces.content as content
+
     base = PurePosixPath(rel) if rel else PurePosixPath(".")
     out: list[types.Resource] = []
     for d in sorted(_directories(skill)):
         if PurePosixPath(d).parent == base:
-            out.append(types.Resource(uri=catfiles.skill_uri(skill, d), name=PurePosixPath(d).name,
-                                      mime_type=content.DIRECTORY_MIME))
+            out.append(
+                types.Resource(
+                    uri=catfiles.skill_uri(skill, d), name=PurePosixPath(d).name, mime_type=content.DIRECTORY_MIME
+                )
+            )
     out.extend(file_resource(skill, f) for f in skill.files if PurePosixPath(f.rel).parent == base)
     return out
 

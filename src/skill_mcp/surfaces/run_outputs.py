@@ -75,8 +75,10 @@ def describe(result: dict[str, Any], store: OutputStore) -> dict[str, Any]:
             continue
         entry["name"] = entry["path"]
         entry["mimeType"] = output_mime(entry["path"], f.data[:64])
-    note = (f"the script wrote {len(outs)} file(s); each is a resource_link here - read it with resources/read "
-            "(kept 15 minutes)")
+    note = (
+        f"the script wrote {len(outs)} file(s); each is a resource_link here - read it with resources/read "
+        "(kept 15 minutes)"
+    )
     result["notes"] = [*result.get("notes", []), note]
     return result
 
@@ -85,9 +87,14 @@ def render_run(result: dict[str, Any]) -> list[Any]:
     """The result as JSON text, then one ``resource_link`` per output file."""
     blocks: list[Any] = [types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))]
     for entry in result.get("outputs", ()):
-        link = types.ResourceLink(type="resource_link", uri=entry["uri"], name=entry["name"],
-                                  mime_type=entry["mimeType"], size=entry["size"],
-                                  description=f"written by {result.get('skill')} {result.get('script')}")
+        link = types.ResourceLink(
+            type="resource_link",
+            uri=entry["uri"],
+            name=entry["name"],
+            mime_type=entry["mimeType"],
+            size=entry["size"],
+            description=f"written by {result.get('skill')} {result.get('script')}",
+        )
         link.meta = {SHA256_META: entry["sha256"]}
         blocks.append(link)
     return blocks

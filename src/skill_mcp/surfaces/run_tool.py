@@ -54,8 +54,11 @@ INPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "skill": {"type": "string", "description": "the skill's name, as skill_list shows it"},
         "script": {"type": "string", "description": "the declared script path, relative to the skill"},
-        "args": {"type": "array", "items": {"type": "string"},
-                 "description": "arguments passed verbatim (no shell); at most 64, 64 KiB in total"},
+        "args": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "arguments passed verbatim (no shell); at most 64, 64 KiB in total",
+        },
         "confirmToken": {"type": "string", "description": "the token from the confirmation-required preview"},
     },
     "required": ["skill", "script"],
@@ -82,28 +85,58 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "durationMs": {"type": "integer", "minimum": 0},
         "notes": {"type": "array", "items": {"type": "string"}},
         # what the fence allowed and refused (appliance), or that there is none (standalone)
-        "egress": {"type": "object", "properties": {
-            "fenced": {"type": "boolean"}, "detail": {"type": "string"},
-            "allowed": {"type": "array", "items": {"type": "string"}},
-            "refused": {"type": "array", "items": {"type": "string"}},
-            "directDropped": {"type": ["integer", "null"]}, "directDroppedAtLeast": {"type": "boolean"}}},
+        "egress": {
+            "type": "object",
+            "properties": {
+                "fenced": {"type": "boolean"},
+                "detail": {"type": "string"},
+                "allowed": {"type": "array", "items": {"type": "string"}},
+                "refused": {"type": "array", "items": {"type": "string"}},
+                "directDropped": {"type": ["integer", "null"]},
+                "directDroppedAtLeast": {"type": "boolean"},
+            },
+        },
         # the files the script left in SKILL_OUTPUT_DIR, each also a resource_link in content
-        "outputs": {"type": "array", "items": {"type": "object", "properties": {
-            "uri": {"type": "string"}, "name": {"type": "string"}, "path": {"type": "string"},
-            "mimeType": {"type": "string"}, "size": {"type": "integer", "minimum": 0},
-            "sha256": {"type": "string"}}, "required": ["uri", "path", "size", "sha256"]}},
-        "outputsDropped": {"type": "object", "properties": {
-            "count": {"type": "integer", "minimum": 0}, "complete": {"type": "boolean"},
-            "first": {"type": "array", "items": {"type": "object", "properties": {
-                "path": {"type": "string"}, "why": {"type": "string"}}}}}},
+        "outputs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "uri": {"type": "string"},
+                    "name": {"type": "string"},
+                    "path": {"type": "string"},
+                    "mimeType": {"type": "string"},
+                    "size": {"type": "integer", "minimum": 0},
+                    "sha256": {"type": "string"},
+                },
+                "required": ["uri", "path", "size", "sha256"],
+            },
+        },
+        "outputsDropped": {
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "minimum": 0},
+                "complete": {"type": "boolean"},
+                "first": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"path": {"type": "string"}, "why": {"type": "string"}}},
+                },
+            },
+        },
     },
     "required": ["status"],
 }
 
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"confirm": {"type": "boolean", "title": "Run it", "default": True,
-                               "description": "Run exactly the script shown"}},
+    "properties": {
+        "confirm": {
+            "type": "boolean",
+            "title": "Run it",
+            "default": True,
+            "description": "Run exactly the script shown",
+        }
+    },
 }
 
 
@@ -135,8 +168,8 @@ def confirm_message(will_run: dict[str, Any]) -> str:
         f"cwd: {will_run['cwd']}",
         f"timeout: {will_run['timeoutSeconds']:g} s",
         f"variables handed (names only): {env}",
-        "egress hosts: " + (", ".join(f"{h['host']} (declared by {h['declaredBy']})" for h in will_run["egress"])
-                            or "none declared"),
+        "egress hosts: "
+        + (", ".join(f"{h['host']} (declared by {h['declaredBy']})" for h in will_run["egress"]) or "none declared"),
         f"script digest: {will_run['scriptDigest']}",
     ]
     if will_run.get("runsAs"):
@@ -151,16 +184,23 @@ def _accepted(action: str | None, content: dict[str, Any] | None) -> bool:
 
 
 def _declined(action: str | None) -> SkillMcpError:
-    return SkillMcpError(Refusal.DECLINED, f"the user did not confirm (elicitation {action or 'failed'}); "
-                         "nothing ran", {"action": action})
+    return SkillMcpError(
+        Refusal.DECLINED,
+        f"the user did not confirm (elicitation {action or 'failed'}); nothing ran",
+        {"action": action},
+    )
 
 
 def _plan_attributes(prepared: Prepared) -> dict[str, Any]:
     """Names and the digest of what will run: checked by ``prepare``, so never client input."""
     plan = prepared.plan
-    return {"skill_mcp.skill": plan.skill, "skill_mcp.script": plan.script,
-            "skill_mcp.script.digest": plan.script_digest, "skill_mcp.run.interpreter": plan.interpreter,
-            "skill_mcp.run.egress.hosts": tuple(plan.egress)}
+    return {
+        "skill_mcp.skill": plan.skill,
+        "skill_mcp.script": plan.script,
+        "skill_mcp.script.digest": plan.script_digest,
+        "skill_mcp.run.interpreter": plan.interpreter,
+        "skill_mcp.run.egress.hosts": tuple(plan.egress),
+    }
 
 
 def _result_attributes(out: Mapping[str, Any]) -> dict[str, Any]:
@@ -169,8 +209,10 @@ def _result_attributes(out: Mapping[str, Any]) -> dict[str, Any]:
     cut = out.get("truncated")
     truncated: Mapping[str, Any] = cut if isinstance(cut, Mapping) else {}
     attrs: dict[str, Any] = {
-        "skill_mcp.run.status": out.get("status"), "process.exit.code": out.get("exitCode"),
-        "skill_mcp.run.signal": out.get("signal"), "skill_mcp.run.duration_ms": out.get("durationMs"),
+        "skill_mcp.run.status": out.get("status"),
+        "process.exit.code": out.get("exitCode"),
+        "skill_mcp.run.signal": out.get("signal"),
+        "skill_mcp.run.duration_ms": out.get("durationMs"),
         "skill_mcp.run.truncated.stdout": truncated.get("stdout"),
         "skill_mcp.run.truncated.stderr": truncated.get("stderr"),
         "skill_mcp.run.dropped_bytes": out.get("droppedBytes"),
@@ -234,8 +276,11 @@ class SkillRun:
             raise
         status = out.get("status") if isinstance(out, dict) else "input-required"
         skill = out.get("skill") if isinstance(out, dict) and status in RUN_STATUSES else None
-        self.telemetry.count_run(str(status), skill=skill if isinstance(skill, str) else None,
-                                 duration_s=time.perf_counter() - start if status in RUN_STATUSES else None)
+        self.telemetry.count_run(
+            str(status),
+            skill=skill if isinstance(skill, str) else None,
+            duration_s=time.perf_counter() - start if status in RUN_STATUSES else None,
+        )
         return out
 
     async def _call(self, call: ToolCall, args: dict[str, Any]) -> ToolOutput:
@@ -265,10 +310,14 @@ class SkillRun:
         return await self._handshake(call, args, prepared)
 
     def _modern_ask(self, prepared: Prepared) -> types.InputRequiredResult:
-        request = types.ElicitRequest(params=types.ElicitRequestFormParams(
-            message=confirm_message(dict(prepared.will_run)), requested_schema=CONFIRM_SCHEMA))
-        return types.InputRequiredResult(input_requests={CONFIRM_KEY: request},
-                                         request_state=self.runner.confirmation_token(prepared))
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=confirm_message(dict(prepared.will_run)), requested_schema=CONFIRM_SCHEMA
+            )
+        )
+        return types.InputRequiredResult(
+            input_requests={CONFIRM_KEY: request}, request_state=self.runner.confirmation_token(prepared)
+        )
 
     def _preview(self, prepared: Prepared) -> dict[str, Any]:
         return {**self.runner.preview(prepared), "howToConfirm": HOW_TO_CONFIRM}
@@ -276,37 +325,46 @@ class SkillRun:
     async def _modern_retry(self, prepared: Prepared, params: Any, call: ToolCall) -> dict[str, Any]:
         response = (params.input_responses or {}).get(CONFIRM_KEY)
         action = getattr(response, "action", None)
-        with self._span("skill_run confirmation", {"skill_mcp.confirmation": "input-response",
-                                                   "skill_mcp.confirmation.action": str(action)}) as span, \
-                self._refusals(span):
+        with (
+            self._span(
+                "skill_run confirmation",
+                {"skill_mcp.confirmation": "input-response", "skill_mcp.confirmation.action": str(action)},
+            ) as span,
+            self._refusals(span),
+        ):
             if not _accepted(action, getattr(response, "content", None)):
                 raise _declined(action)
             if not params.request_state:
                 raise SkillMcpError(Refusal.TOKEN_INVALID, "the retry carries no requestState")
         # ``prepared`` was built by this retry; the token in requestState is bound to the plan
         # the user saw, so a script edited since is refused as draft-changed.
-        return await self._execute(prepared, token=params.request_state, via="input-response",
-                                   scope=run_outputs.output_scope(call.request))
+        return await self._execute(
+            prepared, token=params.request_state, via="input-response", scope=run_outputs.output_scope(call.request)
+        )
 
     async def _handshake(self, call: ToolCall, args: dict[str, Any], prepared: Prepared) -> ToolOutput:
         token = self.runner.confirmation_token(prepared)
-        with self._span("skill_run confirmation", {"skill_mcp.confirmation": "elicitation"}) as span, \
-                self._refusals(span):
+        with (
+            self._span("skill_run confirmation", {"skill_mcp.confirmation": "elicitation"}) as span,
+            self._refusals(span),
+        ):
             try:
                 result = await call.request.session.elicit_form(
-                    confirm_message(dict(prepared.will_run)), CONFIRM_SCHEMA,
-                    related_request_id=call.request.request_id)
+                    confirm_message(dict(prepared.will_run)), CONFIRM_SCHEMA, related_request_id=call.request.request_id
+                )
             except NoBackChannelError:
                 return self._preview(prepared)  # no way to ask mid-call: fall back to the token flow
             except MCPError as exc:
-                raise SkillMcpError(Refusal.DECLINED, f"the confirmation prompt failed ({exc.error.message}); "
-                                    "nothing ran") from None
+                raise SkillMcpError(
+                    Refusal.DECLINED, f"the confirmation prompt failed ({exc.error.message}); nothing ran"
+                ) from None
             if span is not None:
                 span.set_attribute("skill_mcp.confirmation.action", str(result.action))
             if not _accepted(result.action, result.content):
                 raise _declined(result.action)
-        return await self._execute(self._prepare(call, args), token=token, via="elicitation",
-                                   scope=run_outputs.output_scope(call.request))
+        return await self._execute(
+            self._prepare(call, args), token=token, via="elicitation", scope=run_outputs.output_scope(call.request)
+        )
 
 
 def run_tool_spec(runner: Runner, telemetry: Telemetry | None = None) -> ToolSpec:
@@ -331,6 +389,5 @@ def _spec(handler: ToolHandler) -> ToolSpec:
         output_schema=OUTPUT_SCHEMA,
         handler=handler,
         render=run_outputs.render_run,
-        annotations={"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
-                     "openWorldHint": True},
+        annotations={"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True},
     )

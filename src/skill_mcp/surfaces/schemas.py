@@ -17,8 +17,13 @@ _INT = {"type": "integer", "minimum": 0}
 PROBLEM: dict[str, Any] = {
     "type": "object",
     "required": ["path", "reason", "detail"],
-    "properties": {"path": _STR, "reason": _STR, "detail": _STR, "level": {"enum": ["error", "warning"]},
-                   "skill": _STR},
+    "properties": {
+        "path": _STR,
+        "reason": _STR,
+        "detail": _STR,
+        "level": {"enum": ["error", "warning"]},
+        "skill": _STR,
+    },
 }
 
 SCRIPT: dict[str, Any] = {
@@ -46,8 +51,13 @@ SKILL_LIST_IN: dict[str, Any] = {
     "type": "object",
     "properties": {
         "cursor": {"type": "string", "description": "nextCursor from the previous page"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "default": DEFAULT_LIST_LIMIT,
-                  "description": "skills per page"},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIST_LIMIT,
+            "default": DEFAULT_LIST_LIMIT,
+            "description": "skills per page",
+        },
     },
     "additionalProperties": False,
 }
@@ -67,9 +77,14 @@ SKILL_LIST_OUT: dict[str, Any] = {
                     "uri": _STR,
                     "fileCount": _INT,
                     "scripts": {"type": "array", "items": SCRIPT},
-                    "unavailableScripts": {"type": "array", "items": {
-                        "type": "object", "required": ["script", "interpreter", "detail"],
-                        "properties": {"script": _STR, "interpreter": _STR, "detail": _STR}}},
+                    "unavailableScripts": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["script", "interpreter", "detail"],
+                            "properties": {"script": _STR, "interpreter": _STR, "detail": _STR},
+                        },
+                    },
                     "ungrantedScripts": {"type": "array", "items": _STR},
                     "skillsListExcluded": _STR,
                 },
@@ -96,8 +111,13 @@ SKILL_LOAD_IN: dict[str, Any] = {
 MANIFEST_FILE: dict[str, Any] = {
     "type": "object",
     "required": ["path", "uri", "size", "digest"],
-    "properties": {"path": _STR, "uri": _STR, "size": _INT, "mimeType": _STR,
-                   "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}},
+    "properties": {
+        "path": _STR,
+        "uri": _STR,
+        "size": _INT,
+        "mimeType": _STR,
+        "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+    },
 }
 
 SKILL_LOAD_OUT: dict[str, Any] = {
@@ -194,8 +214,9 @@ def describe(schema: Any) -> str:
 def item_fields(item: dict[str, Any]) -> str:
     """``name: string; fileCount: integer >= 0; skillsListExcluded?: string`` (``?``: optional)."""
     required = set(item.get("required", ()))
-    return "; ".join(f"{name}{'' if name in required else '?'}: {describe(sub)}"
-                     for name, sub in item["properties"].items())
+    return "; ".join(
+        f"{name}{'' if name in required else '?'}: {describe(sub)}" for name, sub in item["properties"].items()
+    )
 
 
 def _shallow_array(array: dict[str, Any]) -> dict[str, Any]:
@@ -203,14 +224,19 @@ def _shallow_array(array: dict[str, Any]) -> dict[str, Any]:
     prose = array.get("description")
     out["description"] = (f"{prose} " if prose else "") + (
         f"Each item is an object with {item_fields(array['items'])} "
-        f"(item schema in this tool's _meta[{STRICT_SCHEMA_META!r}]).")
+        f"(item schema in this tool's _meta[{STRICT_SCHEMA_META!r}])."
+    )
     return out
 
 
 def _objects_array(schema: Any) -> bool:
     items = schema.get("items") if isinstance(schema, dict) else None
-    return (isinstance(schema, dict) and schema.get("type") == "array" and isinstance(items, dict)
-            and isinstance(items.get("properties"), dict))
+    return (
+        isinstance(schema, dict)
+        and schema.get("type") == "array"
+        and isinstance(items, dict)
+        and isinstance(items.get("properties"), dict)
+    )
 
 
 def advertised(schema: Any) -> Any:

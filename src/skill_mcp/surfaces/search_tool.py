@@ -51,10 +51,19 @@ DESCRIPTION = (
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
-                  "description": "what you want to do, in plain words"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
-                  "description": f"at most this many hits (1-{MAX_LIMIT})"},
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_QUERY_CHARS,
+            "description": "what you want to do, in plain words",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "default": DEFAULT_LIMIT,
+            "description": f"at most this many hits (1-{MAX_LIMIT})",
+        },
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -67,8 +76,12 @@ _HIT_SCHEMA: dict[str, Any] = {
         "description": {"type": "string"},
         "uri": {"type": "string"},
         "score": {"type": "number"},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1,
-                       "description": "how much of what the query asked for this hit covers"},
+        "confidence": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "how much of what the query asked for this hit covers",
+        },
         "reason": {"type": "string"},
         "matched": {"type": "array", "items": {"type": "string"}},
         "fields": {"type": "array", "items": {"type": "string"}},
@@ -84,11 +97,17 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "hits": {"type": "array", "items": _HIT_SCHEMA},
         "count": {"type": "integer"},
         "searched": {"type": "integer", "description": "how many skills were searched"},
-        "match": {"type": "string", "enum": ["good", "weak", "none"],
-                  "description": "good: the best hit fits the query; weak: the hits are only the closest; none: no hits"},
-        "coverage": {"type": "string", "enum": ["complete", "partial"],
-                     "description": "complete: every field was searched; partial: skill bodies and headings are "
-                                    "still being indexed, only names, descriptions and tags were searched"},
+        "match": {
+            "type": "string",
+            "enum": ["good", "weak", "none"],
+            "description": "good: the best hit fits the query; weak: the hits are only the closest; none: no hits",
+        },
+        "coverage": {
+            "type": "string",
+            "enum": ["complete", "partial"],
+            "description": "complete: every field was searched; partial: skill bodies and headings are "
+            "still being indexed, only names, descriptions and tags were searched",
+        },
     },
     "required": ["query", "hits", "count", "searched", "match", "coverage"],
 }
@@ -108,9 +127,13 @@ class SearchState:
     and rank exactly as a one-phase build. A smaller catalog is indexed whole at once.
     """
 
-    def __init__(self, cache_dir: Path | None = None,
-                 on_build: Callable[[float], None] | None = None, *,
-                 two_phase_from: int = TWO_PHASE_FROM) -> None:
+    def __init__(
+        self,
+        cache_dir: Path | None = None,
+        on_build: Callable[[float], None] | None = None,
+        *,
+        two_phase_from: int = TWO_PHASE_FROM,
+    ) -> None:
         self._cache_dir = cache_dir
         # ``on_build(seconds)`` after each build, or opening of a persisted index (telemetry).
         self._on_build = on_build
@@ -151,8 +174,9 @@ class SearchState:
 
     def _start_bodies(self, catalog: Catalog) -> None:
         """Build the whole index of ``catalog`` in a background thread (called with the lock)."""
-        thread = threading.Thread(target=self._build_bodies, args=(catalog,), name="skill-mcp-search-bodies",
-                                  daemon=True)
+        thread = threading.Thread(
+            target=self._build_bodies, args=(catalog,), name="skill-mcp-search-bodies", daemon=True
+        )
         self._background = thread
         thread.start()
 
@@ -206,15 +230,22 @@ class SearchState:
 
 def render_hits(out: dict[str, Any]) -> list[Any]:
     """The hits one a line, best first, for the model: the same facts without JSON on each hit."""
-    lines = [f"{out['count']} hit(s) for {json.dumps(out['query'], ensure_ascii=False)} among {out['searched']} "
-             "skill(s), best first; load one with skill_load(name)."]
+    lines = [
+        f"{out['count']} hit(s) for {json.dumps(out['query'], ensure_ascii=False)} among {out['searched']} "
+        "skill(s), best first; load one with skill_load(name)."
+    ]
     if out["match"] == "weak":
         lines.append("No skill matches this query well: these are only the closest (low confidence).")
     if out.get("coverage") == "partial":
-        lines.append("Skill bodies are still being indexed: only names, descriptions and tags were searched; "
-                     "ask again shortly for a complete answer.")
-    lines += [f"{i}. {hit['name']} (score {hit['score']}, confidence {hit['confidence']}): {hit['description']} "
-              f"[{hit['reason']}]" for i, hit in enumerate(out["hits"], 1)]
+        lines.append(
+            "Skill bodies are still being indexed: only names, descriptions and tags were searched; "
+            "ask again shortly for a complete answer."
+        )
+    lines += [
+        f"{i}. {hit['name']} (score {hit['score']}, confidence {hit['confidence']}): {hit['description']} "
+        f"[{hit['reason']}]"
+        for i, hit in enumerate(out["hits"], 1)
+    ]
     return [types.TextContent(type="text", text="\n".join(lines))]
 
 
@@ -232,6 +263,5 @@ def search_tool_spec(state: SearchState | None = None) -> ToolSpec:
         output_schema=OUTPUT_SCHEMA,
         handler=handler,
         render=render_hits,
-        annotations={"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True,
-                     "openWorldHint": False},
+        annotations={"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
     )

@@ -32,10 +32,19 @@ LIST_PACKS_IN: dict[str, Any] = {"type": "object", "properties": {}, "additional
 LIST_PACKS_OUT: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "packs": {"type": "array", "items": {"type": "object", "properties": {
-            "name": {"type": ["string", "null"]}, "skills": {"type": "array", "items": {"type": "string"}},
-            "count": {"type": "integer"}, "phases": {"type": "array", "items": {"type": "string"}}},
-            "required": ["name", "skills", "count", "phases"]}},
+        "packs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": ["string", "null"]},
+                    "skills": {"type": "array", "items": {"type": "string"}},
+                    "count": {"type": "integer"},
+                    "phases": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["name", "skills", "count", "phases"],
+            },
+        },
         "total": {"type": "integer"},
     },
     "required": ["packs", "total"],
@@ -63,9 +72,13 @@ GET_IN: dict[str, Any] = {
 GET_OUT: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "name": {"type": "string"}, "description": {"type": "string"}, "uri": {"type": "string"},
-        "pack": {"type": ["string", "null"]}, "phase": {"type": ["string", "null"]},
-        "tags": {"type": "array", "items": {"type": "string"}}, "markdown": {"type": "string"},
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "uri": {"type": "string"},
+        "pack": {"type": ["string", "null"]},
+        "phase": {"type": ["string", "null"]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "markdown": {"type": "string"},
     },
     "required": ["name", "description", "uri", "pack", "phase", "tags", "markdown"],
 }
@@ -82,9 +95,15 @@ async def list_packs(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     groups: dict[str | None, list[Any]] = {}
     for skill in call.catalog.skills.values():
         groups.setdefault(skill.pack, []).append(skill)
-    packs = [{"name": name, "skills": [s.name for s in skills], "count": len(skills),
-              "phases": sorted({p for s in skills if (p := _phase(s)) is not None})}
-             for name, skills in sorted(groups.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))]
+    packs = [
+        {
+            "name": name,
+            "skills": [s.name for s in skills],
+            "count": len(skills),
+            "phases": sorted({p for s in skills if (p := _phase(s)) is not None}),
+        }
+        for name, skills in sorted(groups.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
+    ]
     return {"packs": packs, "total": len(packs)}
 
 
@@ -93,8 +112,15 @@ async def get_skill(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
 
     skill = find_skill(call.catalog, args["name"])
     markdown = await anyio.to_thread.run_sync(catfiles.read_body, skill)
-    return {"name": skill.name, "description": skill.description, "uri": catfiles.skill_uri(skill, SKILL_MD),
-            "pack": skill.pack, "phase": _phase(skill), "tags": list(skill.tags), "markdown": markdown}
+    return {
+        "name": skill.name,
+        "description": skill.description,
+        "uri": catfiles.skill_uri(skill, SKILL_MD),
+        "pack": skill.pack,
+        "phase": _phase(skill),
+        "tags": list(skill.tags),
+        "markdown": markdown,
+    }
 
 
 def seed_tool_specs(search: SearchState) -> tuple[ToolSpec, ...]:
@@ -106,14 +132,34 @@ def seed_tool_specs(search: SearchState) -> tuple[ToolSpec, ...]:
         return {"matches": matches, "total": len(matches)}
 
     return (
-        ToolSpec(name="list_packs", title="List packs (skillmcp profile)", input_schema=LIST_PACKS_IN,
-                 output_schema=LIST_PACKS_OUT, handler=list_packs, annotations=READ_ONLY,
-                 description="List the skill packs served and the skills in each (skillmcp compatibility)."),
-        ToolSpec(name="search_skills", title="Search skills (skillmcp profile)", input_schema=SEARCH_IN,
-                 output_schema=SEARCH_OUT, handler=search_skills, annotations=READ_ONLY,
-                 description=("Search skills by keywords over name, title, tags and description; returns the "
-                              "matching skill names, best first (skillmcp compatibility).")),
-        ToolSpec(name="get_skill", title="Get one skill (skillmcp profile)", input_schema=GET_IN,
-                 output_schema=GET_OUT, handler=get_skill, annotations=READ_ONLY,
-                 description="Fetch one skill's procedure (its SKILL.md body) by name (skillmcp compatibility)."),
+        ToolSpec(
+            name="list_packs",
+            title="List packs (skillmcp profile)",
+            input_schema=LIST_PACKS_IN,
+            output_schema=LIST_PACKS_OUT,
+            handler=list_packs,
+            annotations=READ_ONLY,
+            description="List the skill packs served and the skills in each (skillmcp compatibility).",
+        ),
+        ToolSpec(
+            name="search_skills",
+            title="Search skills (skillmcp profile)",
+            input_schema=SEARCH_IN,
+            output_schema=SEARCH_OUT,
+            handler=search_skills,
+            annotations=READ_ONLY,
+            description=(
+                "Search skills by keywords over name, title, tags and description; returns the "
+                "matching skill names, best first (skillmcp compatibility)."
+            ),
+        ),
+        ToolSpec(
+            name="get_skill",
+            title="Get one skill (skillmcp profile)",
+            input_schema=GET_IN,
+            output_schema=GET_OUT,
+            handler=get_skill,
+            annotations=READ_ONLY,
+            description="Fetch one skill's procedure (its SKILL.md body) by name (skillmcp compatibility).",
+        ),
     )

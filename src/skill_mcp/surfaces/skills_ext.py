@@ -58,6 +58,7 @@ def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = F
             return None
     else:
         import skill_mcp.catalog.files as catfiles
+
         files = [(f, (info := catfiles.file_info(memo, skill, f)).size, info.digest) for f in skill.files]
     base = skill.uri_prefix
     resources = [{"uri": base + f.uri_path, "digest": digest, "size": size} for f, size, digest in files]
@@ -87,8 +88,9 @@ def page_skills(catalog: Catalog, cursor: str | None) -> tuple[Skill, ...]:
     return tuple(window(catalog.extension_listed, offset, SKILLS_PAGE)[0])
 
 
-def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None, *,
-                known_only: bool = False) -> dict[str, Any] | None:
+def list_skills(
+    memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None, *, known_only: bool = False
+) -> dict[str, Any] | None:
     """One page of ``skills/list``; with ``known_only``, None when a file of the page needs hashing."""
     try:
         offset = decode_cursor("skills", cursor)
@@ -113,17 +115,22 @@ def list_skills(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None,
     return body
 
 
-def get_skill(memo: catfiles.DigestMemo, catalog: Catalog, uri: str, *,
-              known_only: bool = False) -> dict[str, Any] | None:
+def get_skill(
+    memo: catfiles.DigestMemo, catalog: Catalog, uri: str, *, known_only: bool = False
+) -> dict[str, Any] | None:
     """``skills/get``; with ``known_only``, None when a file of the skill needs hashing."""
     import skill_mcp.catalog.files as catfiles
+
     found = lookup(catalog, uri)
     skill = found[0] if found is not None and found[1] == SKILL_MD else None
     if skill is None or catfiles.skill_uri(skill, SKILL_MD) != uri:
         raise unknown_uri(uri, f"no skill is served at {uri}")
     if not listed_in_skills_ext(skill):
-        raise unknown_uri(uri, "this skill is served by the tools only, not through the skills extension",
-                          excludedBecause=str(skill.skills_list_excluded))
+        raise unknown_uri(
+            uri,
+            "this skill is served by the tools only, not through the skills extension",
+            excludedBecause=str(skill.skills_list_excluded),
+        )
     try:
         entry = skill_entry(memo, skill, known_only=known_only)
     except SkillMcpError as err:

@@ -68,8 +68,9 @@ async def files_checked(catalog: Catalog, pick: Callable[[Catalog], Iterable[Ski
         if not changed:
             return catalog
         catalog = await anyio.to_thread.run_sync(refresh, catalog, changed)
-    raise SkillMcpError(Refusal.FILE_CHANGED, "the skill's files kept changing while this answer was made; "
-                        "ask again", {})
+    raise SkillMcpError(
+        Refusal.FILE_CHANGED, "the skill's files kept changing while this answer was made; ask again", {}
+    )
 
 
 # A near name is one difflib finds this alike (a typo: ``pfd`` for ``pdf``), or one sharing a
@@ -103,8 +104,11 @@ def find_skill(catalog: Catalog, name: str) -> Skill:
     if skill is None:
         closest = closest_names(catalog.names(), name)
         hint = f" (closest: {', '.join(closest)})" if closest else ""
-        raise SkillMcpError(Refusal.UNKNOWN_SKILL, f"no skill named {name!r} is served{hint}; call skill_list",
-                            {"name": name, "closest": closest})
+        raise SkillMcpError(
+            Refusal.UNKNOWN_SKILL,
+            f"no skill named {name!r} is served{hint}; call skill_list",
+            {"name": name, "closest": closest},
+        )
     return skill
 
 
@@ -113,14 +117,16 @@ def listed_in_skills_ext(skill: Skill) -> bool:
     return skill.skills_list_excluded is None
 
 
-def file_record(memo: catfiles.DigestMemo, skill: Skill, f: SkillFile, *,
-                known_only: bool = False) -> dict[str, Any] | None:
+def file_record(
+    memo: catfiles.DigestMemo, skill: Skill, f: SkillFile, *, known_only: bool = False
+) -> dict[str, Any] | None:
     """``{path, uri, size, digest}`` for one served file, digest never stale.
 
     With ``known_only`` nothing is read or hashed: None when the digest is not already known
     for the file as it is now.
     """
     import skill_mcp.catalog.files as catfiles
+
     info = catfiles.known_info(memo, skill, f) if known_only else catfiles.file_info(memo, skill, f)
     if info is None:
         return None

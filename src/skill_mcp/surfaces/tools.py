@@ -68,14 +68,18 @@ class ToolTable:
             tools = []
             for spec in self._specs.values():
                 strict = dict(spec.output_schema) if spec.output_schema is not None else None
-                tools.append(types.Tool(
-                    name=spec.name,
-                    title=spec.title,
-                    description=spec.description,
-                    input_schema=dict(spec.input_schema),
-                    output_schema=advertised_output(strict) if strict is not None else None,
-                    annotations=types.ToolAnnotations.model_validate(spec.annotations) if spec.annotations else None,
-                ))
+                tools.append(
+                    types.Tool(
+                        name=spec.name,
+                        title=spec.title,
+                        description=spec.description,
+                        input_schema=dict(spec.input_schema),
+                        output_schema=advertised_output(strict) if strict is not None else None,
+                        annotations=types.ToolAnnotations.model_validate(spec.annotations)
+                        if spec.annotations
+                        else None,
+                    )
+                )
                 if strict is not None:
                     # Set after construction: the SDK's model takes ``_meta`` by alias only.
                     tools[-1].meta = {STRICT_SCHEMA_META: strict}
@@ -90,18 +94,32 @@ class ToolTable:
         if not errors:
             return
         found = [{"at": "/" + "/".join(str(p) for p in e.path), "problem": e.message} for e in errors]
-        raise SkillMcpError(Refusal.INVALID_ARGUMENTS,
-                            f"the arguments do not match the tool's input schema: {found[0]['problem']}",
-                            {"errors": found[:_MAX_REPORTED_ERRORS]})
+        raise SkillMcpError(
+            Refusal.INVALID_ARGUMENTS,
+            f"the arguments do not match the tool's input schema: {found[0]['problem']}",
+            {"errors": found[:_MAX_REPORTED_ERRORS]},
+        )
 
     async def call(self, request: Any, params: types.CallToolRequestParams) -> Any:
         spec = self._specs.get(params.name)
         if spec is None:
-            raise invalid_params(SkillMcpError(Refusal.UNKNOWN_TOOL, f"no tool named {params.name!r} is registered",
-                                               {"name": params.name, "tools": self.names}))
+            raise invalid_params(
+                SkillMcpError(
+                    Refusal.UNKNOWN_TOOL,
+                    f"no tool named {params.name!r} is registered",
+                    {"name": params.name, "tools": self.names},
+                )
+            )
         args = dict(params.arguments or {})
-        call = ToolCall(settings=self._state.settings, catalog=self._state.catalog(), memo=self._state.memo,
-                        scripts=self._state.scripts, request=request, params=params, refresh=self._state.refresh)
+        call = ToolCall(
+            settings=self._state.settings,
+            catalog=self._state.catalog(),
+            memo=self._state.memo,
+            scripts=self._state.scripts,
+            request=request,
+            params=params,
+            refresh=self._state.refresh,
+        )
         try:
             self._check_arguments(spec.name, args)
             out = await spec.handler(call, args)
@@ -112,8 +130,11 @@ class ToolTable:
             raise
         if isinstance(out, (types.CallToolResult, types.InputRequiredResult)):
             return out
-        blocks = spec.render(out) if spec.render is not None else [
-            types.TextContent(type="text", text=json.dumps(out, ensure_ascii=False))]
+        blocks = (
+            spec.render(out)
+            if spec.render is not None
+            else [types.TextContent(type="text", text=json.dumps(out, ensure_ascii=False))]
+        )
         return types.CallToolResult(
             content=blocks,
             structured_content=spec.structured(out) if spec.structured is not None else out,

@@ -25,10 +25,16 @@ def _self() -> dict:
         for line in fh:
             key, _, value = line.partition(":")
             status[key] = value.strip()
-    return {"ok": True, "pid": os.getpid(), "uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
-            "status": {k: status.get(k) for k in ("CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd", "NoNewPrivs")},
-            "environ_owner": os.stat("/proc/self/environ").st_uid,
-            "env_names": sorted(os.environ)}
+    return {
+        "ok": True,
+        "pid": os.getpid(),
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "groups": os.getgroups(),
+        "status": {k: status.get(k) for k in ("CapEff", "CapPrm", "CapInh", "CapAmb", "CapBnd", "NoNewPrivs")},
+        "environ_owner": os.stat("/proc/self/environ").st_uid,
+        "env_names": sorted(os.environ),
+    }
 
 
 def _procs() -> dict:
@@ -42,15 +48,25 @@ def _procs() -> dict:
                 fields = dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
         except OSError:
             continue
-        out.append({"pid": int(entry), "uid": int(fields["Uid"].split()[0]), "state": fields["State"][:1],
-                    "name": fields["Name"]})
+        out.append(
+            {
+                "pid": int(entry),
+                "uid": int(fields["Uid"].split()[0]),
+                "state": fields["State"][:1],
+                "name": fields["Name"],
+            }
+        )
     return {"ok": True, "procs": out}
 
 
 def _exec(argv: list) -> dict:
     proc = subprocess.run(argv, capture_output=True, timeout=20, check=False)
-    return {"ok": True, "rc": proc.returncode, "stdout": proc.stdout.decode(errors="replace")[-4000:],
-            "stderr": proc.stderr.decode(errors="replace")[-4000:]}
+    return {
+        "ok": True,
+        "rc": proc.returncode,
+        "stdout": proc.stdout.decode(errors="replace")[-4000:],
+        "stderr": proc.stderr.decode(errors="replace")[-4000:],
+    }
 
 
 def _run_and_die(sock: socket.socket, request: dict) -> None:

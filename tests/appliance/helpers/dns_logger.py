@@ -15,7 +15,7 @@ def _name(packet: bytes, offset: int) -> tuple[str, int]:
     labels = []
     while packet[offset]:
         length = packet[offset]
-        labels.append(packet[offset + 1: offset + 1 + length].decode("ascii", "replace"))
+        labels.append(packet[offset + 1 : offset + 1 + length].decode("ascii", "replace"))
         offset += 1 + length
     return ".".join(labels), offset + 1
 
@@ -30,9 +30,9 @@ def main() -> None:
         if len(packet) < 12:
             continue
         name, end = _name(packet, 12)
-        qtype = struct.unpack(">H", packet[end:end + 2])[0]
+        qtype = struct.unpack(">H", packet[end : end + 2])[0]
         print("QUERY", name.lower(), qtype, flush=True)
-        question = packet[12:end + 4]
+        question = packet[12 : end + 4]
         answer_ip = socket.inet_aton("127.0.0.1") if name.lower().startswith("loopback.") else peer_ip
         if name.lower().endswith(".example") and qtype == 1:
             header = packet[:2] + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0)

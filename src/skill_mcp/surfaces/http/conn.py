@@ -120,8 +120,11 @@ class ShedTally:
         return max(0.0, self.last_s + self.every_s - now_s)
 
     def take(self, now_s: float) -> dict[str, Any]:
-        summary = {"causes": dict(self.causes), "total": sum(self.causes.values()),
-                   "topPeers": [{"peer": p, "count": n} for p, n in self.peers.most_common(3)]}
+        summary = {
+            "causes": dict(self.causes),
+            "total": sum(self.causes.values()),
+            "topPeers": [{"peer": p, "count": n} for p, n in self.peers.most_common(3)],
+        }
         self.causes.clear()
         self.peers.clear()
         self.last_s = now_s

@@ -87,18 +87,32 @@ class ResponseWatch:
 
 async def answer_stopped(send: Send, response: ResponseWatch, request_id: str | int) -> None:
     """Answer a call the drain had to stop, on whatever the response already is."""
-    error = {"jsonrpc": "2.0", "id": request_id,
-             "error": {"code": -32000, "message": "the server is shutting down; the call was stopped",
-                       "data": {"reason": str(Refusal.HTTP_DRAINING)}}}
+    error = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {
+            "code": -32000,
+            "message": "the server is shutting down; the call was stopped",
+            "data": {"reason": str(Refusal.HTTP_DRAINING)},
+        },
+    }
     payload = json.dumps(error).encode()
     with anyio.CancelScope(shield=True), anyio.move_on_after(2):
         if not response.started:
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(payload)).encode())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(payload)).encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": payload})
         elif response.sse:
-            await send({"type": "http.response.body", "body": b"event: message\ndata: " + payload + b"\n\n",
-                        "more_body": True})
+            await send(
+                {"type": "http.response.body", "body": b"event: message\ndata: " + payload + b"\n\n", "more_body": True}
+            )
             await send({"type": "http.response.body", "body": b""})
         # A started non-SSE response cannot take a second answer; the connection just closes.

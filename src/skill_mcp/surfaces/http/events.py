@@ -74,11 +74,18 @@ def is_answer(message: Any) -> TypeGuard[dict[str, Any]]:
 
 def too_large(message: dict[str, Any], size: int) -> dict[str, Any]:
     """The JSON-RPC error that replaces an answer no client would accept in one event."""
-    return {"jsonrpc": "2.0", "id": message.get("id"), "error": {
-        "code": SERVER_ERROR,
-        "message": (f"the answer is {size} bytes, over the {CLIENT_EVENT_LIMIT} bytes a client accepts in one "
-                    "server-sent event; ask for less per call (fewer paths in skill_file) or use stdio"),
-        "data": {"reason": str(Refusal.ANSWER_TOO_LARGE), "size": size, "limit": CLIENT_EVENT_LIMIT}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": message.get("id"),
+        "error": {
+            "code": SERVER_ERROR,
+            "message": (
+                f"the answer is {size} bytes, over the {CLIENT_EVENT_LIMIT} bytes a client accepts in one "
+                "server-sent event; ask for less per call (fewer paths in skill_file) or use stdio"
+            ),
+            "data": {"reason": str(Refusal.ANSWER_TOO_LARGE), "size": size, "limit": CLIENT_EVENT_LIMIT},
+        },
+    }
 
 
 # Room left in one event for the JSON-RPC envelope, the event's field names and a result's
@@ -116,9 +123,13 @@ def fit_run_output(out: dict[str, Any], limit: int = CLIENT_EVENT_LIMIT - ENVELO
     dropped = sum(len(out[n].encode()) - len(fitted[n].encode()) for n in RUN_STREAMS)
     fitted["truncated"] = {n: bool(out["truncated"][n]) or fitted[n] != out[n] for n in RUN_STREAMS}
     fitted["droppedBytes"] = int(out.get("droppedBytes", 0)) + dropped
-    fitted["notes"] = [*out.get("notes", []), (
-        f"output cut by {dropped} bytes so the answer fits one HTTP event ({CLIENT_EVENT_LIMIT} bytes, what "
-        "clients accept); over stdio the whole capture (1 MiB per stream) comes back")]
+    fitted["notes"] = [
+        *out.get("notes", []),
+        (
+            f"output cut by {dropped} bytes so the answer fits one HTTP event ({CLIENT_EVENT_LIMIT} bytes, what "
+            "clients accept); over stdio the whole capture (1 MiB per stream) comes back"
+        ),
+    ]
     return fitted
 
 
@@ -165,11 +176,15 @@ class _Response:
             size = event_size(lines)
             if is_answer(data):
                 message = {**message, "body": sse_frame(too_large(data, size))}
-                logger.warning("an answer too large for one event was replaced by an error",
-                               extra={"event": "http-answer-too-large", "size": size, "limit": CLIENT_EVENT_LIMIT})
+                logger.warning(
+                    "an answer too large for one event was replaced by an error",
+                    extra={"event": "http-answer-too-large", "size": size, "limit": CLIENT_EVENT_LIMIT},
+                )
             else:
-                logger.warning("a notification too large for one event was dropped",
-                               extra={"event": "http-event-dropped", "size": size, "limit": CLIENT_EVENT_LIMIT})
+                logger.warning(
+                    "a notification too large for one event was dropped",
+                    extra={"event": "http-event-dropped", "size": size, "limit": CLIENT_EVENT_LIMIT},
+                )
                 return
         await self.send(message)
 
@@ -183,9 +198,19 @@ class _Response:
         held, self.held = self.held, None
         assert held is not None
         body = b"\n".join(line[5:].removeprefix(b" ") for line in lines if line.startswith(b"data:"))
-        keep = [(k, v) for k, v in held.get("headers", [])
-                if k.lower() not in (b"content-type", b"content-length", b"cache-control", b"connection",
-                                     b"x-accel-buffering", b"transfer-encoding")]
+        keep = [
+            (k, v)
+            for k, v in held.get("headers", [])
+            if k.lower()
+            not in (
+                b"content-type",
+                b"content-length",
+                b"cache-control",
+                b"connection",
+                b"x-accel-buffering",
+                b"transfer-encoding",
+            )
+        ]
         headers = [*keep, (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         self.done = True
         await self.send({"type": "http.response.start", "status": held.get("status", 200), "headers": headers})
@@ -193,8 +218,10 @@ class _Response:
 
 
 def _is_sse(message: Message) -> bool:
-    return any(k.lower() == b"content-type" and v.lower().startswith(b"text/event-stream")
-               for k, v in message.get("headers", []))
+    return any(
+        k.lower() == b"content-type" and v.lower().startswith(b"text/event-stream")
+        for k, v in message.get("headers", [])
+    )
 
 
 class EventSizing:

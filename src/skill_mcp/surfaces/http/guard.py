@@ -117,12 +117,15 @@ class ExposurePolicy:
 
 def _check_token(token: str) -> None:
     if len(token) < MIN_TOKEN_CHARS:
-        raise SkillMcpError(Refusal.HTTP_TOKEN_WEAK,
-                            f"the HTTP bearer token must be at least {MIN_TOKEN_CHARS} characters",
-                            {"minChars": MIN_TOKEN_CHARS})
+        raise SkillMcpError(
+            Refusal.HTTP_TOKEN_WEAK,
+            f"the HTTP bearer token must be at least {MIN_TOKEN_CHARS} characters",
+            {"minChars": MIN_TOKEN_CHARS},
+        )
     if not all(0x21 <= ord(c) <= 0x7E for c in token):
-        raise SkillMcpError(Refusal.HTTP_TOKEN_WEAK,
-                            "the HTTP bearer token must be visible ASCII (no spaces or control characters)")
+        raise SkillMcpError(
+            Refusal.HTTP_TOKEN_WEAK, "the HTTP bearer token must be visible ASCII (no spaces or control characters)"
+        )
 
 
 def decide_exposure(
@@ -133,23 +136,31 @@ def decide_exposure(
     ``allowed_hosts`` are extra ``Host`` names (``mcp.example.com``) a reverse proxy forwards.
     """
     if token is not None and no_auth:
-        raise SkillMcpError(Refusal.HTTP_AUTH_CONFLICT,
-                            "--no-auth was given together with a token (MCP_HTTP_TOKEN or --token-file); "
-                            "choose one")
+        raise SkillMcpError(
+            Refusal.HTTP_AUTH_CONFLICT,
+            "--no-auth was given together with a token (MCP_HTTP_TOKEN or --token-file); choose one",
+        )
     if token is None and not no_auth:
-        raise SkillMcpError(Refusal.HTTP_AUTH_REQUIRED,
-                            "serving over HTTP needs a bearer token: set MCP_HTTP_TOKEN or pass --token-file "
-                            "(or --no-auth, on a loopback address only)")
+        raise SkillMcpError(
+            Refusal.HTTP_AUTH_REQUIRED,
+            "serving over HTTP needs a bearer token: set MCP_HTTP_TOKEN or pass --token-file "
+            "(or --no-auth, on a loopback address only)",
+        )
     if no_auth and not is_loopback(host):
-        raise SkillMcpError(Refusal.HTTP_NO_AUTH_REMOTE,
-                            f"--no-auth is allowed only on a loopback address, not {host!r}", {"host": host})
+        raise SkillMcpError(
+            Refusal.HTTP_NO_AUTH_REMOTE,
+            f"--no-auth is allowed only on a loopback address, not {host!r}",
+            {"host": host},
+        )
     if token is not None:
         _check_token(token)
     names = accepted_names(host, allowed_hosts)
     if not names:
-        raise SkillMcpError(Refusal.HTTP_ALLOWED_HOSTS_REQUIRED,
-                            f"binding {host!r} listens on every interface: name the host names clients "
-                            "use (--allowed-host) so DNS-rebinding protection has a list to check")
+        raise SkillMcpError(
+            Refusal.HTTP_ALLOWED_HOSTS_REQUIRED,
+            f"binding {host!r} listens on every interface: name the host names clients "
+            "use (--allowed-host) so DNS-rebinding protection has a list to check",
+        )
     digest = hashlib.sha256(token.encode("ascii")).digest() if token is not None else None
     return ExposurePolicy(host=host, port=port, allowed_hosts=names, token_digest=digest)
 
@@ -217,16 +228,19 @@ def bearer_matches(header: str | None, token_digest: bytes) -> bool:
 def _refusal_body(reason: Refusal, message: str) -> bytes:
     # JSON-RPC shaped, id null, like the SDK's own transport-level refusals, so MCP clients
     # surface the message; ``data.reason`` is the stable part.
-    body = {"jsonrpc": "2.0", "id": None,
-            "error": {"code": -32600, "message": message, "data": {"reason": str(reason)}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": message, "data": {"reason": str(reason)}},
+    }
     return json.dumps(body).encode()
 
 
-async def _refuse(send: Send, status: int, reason: Refusal, message: str,
-                  extra_headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+async def _refuse(
+    send: Send, status: int, reason: Refusal, message: str, extra_headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
     body = _refusal_body(reason, message)
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-               *extra_headers]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra_headers]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -277,14 +291,18 @@ class GuardMiddleware:
         refusal = refusal or self._check_token(headers)
         if refusal is not None:
             status, reason, message, extra = refusal
-            logger.warning("http request refused", extra={"event": "http-refused", "reason": str(reason),
-                                                         "status": status, "path": scope.get("path")})
+            logger.warning(
+                "http request refused",
+                extra={"event": "http-refused", "reason": str(reason), "status": status, "path": scope.get("path")},
+            )
             await _refuse(send, status, reason, message, extra)
             return
         # Host names are case-insensitive (RFC 9110) but the SDK's own check behind this one
         # compares them exactly: hand it the accepted values in lower case.
-        scope = {**scope, "headers": [(k, v.lower() if k.lower() in (b"host", b"origin") else v)
-                                      for k, v in scope["headers"]]}
+        scope = {
+            **scope,
+            "headers": [(k, v.lower() if k.lower() in (b"host", b"origin") else v) for k, v in scope["headers"]],
+        }
         if scope.get("method") == "POST":
             # Only POSTs carry calls; a GET is a long-lived notification stream that would
             # otherwise hold every drain to its full bound.
@@ -304,14 +322,22 @@ class GuardMiddleware:
     def _check_token(self, headers: dict[bytes, bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, bytes]]] | None:
         digest = self.policy.token_digest
         if digest is not None and not bearer_matches(_latin1(headers.get(b"authorization")), digest):
-            return (401, Refusal.HTTP_UNAUTHORIZED, "Unauthorized: a valid bearer token is required",
-                    [(b"www-authenticate", b'Bearer realm="skill-mcp"')])
+            return (
+                401,
+                Refusal.HTTP_UNAUTHORIZED,
+                "Unauthorized: a valid bearer token is required",
+                [(b"www-authenticate", b'Bearer realm="skill-mcp"')],
+            )
         # While draining, requests of an existing handshake-era session still pass: they may
         # answer a question an in-flight call is waiting on (elicitation). Anything else
         # would start new work after SIGTERM.
         if self.draining and MCP_SESSION_HEADER not in headers:
-            return (503, Refusal.HTTP_DRAINING, "the server is shutting down",
-                    [(b"retry-after", b"5"), (b"connection", b"close")])
+            return (
+                503,
+                Refusal.HTTP_DRAINING,
+                "the server is shutting down",
+                [(b"retry-after", b"5"), (b"connection", b"close")],
+            )
         return None
 
     def cut_in_flight(self) -> None:
@@ -319,8 +345,7 @@ class GuardMiddleware:
         for scope in list(self._scopes):
             scope.cancel()
 
-    async def _tracked(self, scope: Scope, receive: Receive, send: Send,
-                       headers: dict[bytes, bytes]) -> None:
+    async def _tracked(self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]) -> None:
         declared = headers.get(b"content-length", b"")
         request_id: str | int | None = None
         if not (declared.isdigit() and int(declared) > BODY_PEEK_LIMIT):  # else the SDK answers 413
@@ -356,9 +381,13 @@ class GuardMiddleware:
 
 async def _not_found(send: Send) -> None:
     body = b"Not Found"
-    await send({"type": "http.response.start", "status": 404,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 404,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -367,8 +396,12 @@ def _repeated(names: set[bytes]) -> tuple[int, Refusal, str, list[tuple[bytes, b
     if b"origin" in names:
         return 403, Refusal.HTTP_ORIGIN_REFUSED, "more than one Origin header", []
     if b"authorization" in names:
-        return (401, Refusal.HTTP_UNAUTHORIZED, "more than one Authorization header",
-                [(b"www-authenticate", b'Bearer realm="skill-mcp"')])
+        return (
+            401,
+            Refusal.HTTP_UNAUTHORIZED,
+            "more than one Authorization header",
+            [(b"www-authenticate", b'Bearer realm="skill-mcp"')],
+        )
     return None
 
 
@@ -378,5 +411,9 @@ def _latin1(value: bytes | None) -> str | None:
 
 def describe(policy: ExposurePolicy) -> dict[str, Any]:
     """Log-safe summary (never the token)."""
-    return {"host": policy.host, "port": policy.port, "authenticated": policy.authenticated,
-            "allowedHosts": sorted(policy.allowed_hosts)}
+    return {
+        "host": policy.host,
+        "port": policy.port,
+        "authenticated": policy.authenticated,
+        "allowedHosts": sorted(policy.allowed_hosts),
+    }

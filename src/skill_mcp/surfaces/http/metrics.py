@@ -59,25 +59,35 @@ def decide_metrics(spec: str | None, policy: ExposurePolicy, mcp_path: str) -> M
     spec = spec.strip()
     if spec.startswith("/"):
         if not set(spec) <= _PATH_CHARS or spec.rstrip("/") == mcp_path or "//" in spec:
-            raise SkillMcpError(Refusal.HTTP_ADDRESS_INVALID,
-                                f"--metrics {spec!r}: a plain path other than {mcp_path}", {"metrics": spec})
+            raise SkillMcpError(
+                Refusal.HTTP_ADDRESS_INVALID,
+                f"--metrics {spec!r}: a plain path other than {mcp_path}",
+                {"metrics": spec},
+            )
         if not policy.authenticated:
-            raise SkillMcpError(Refusal.HTTP_METRICS_UNAUTHENTICATED,
-                                f"--metrics {spec} would put the scrape endpoint on the MCP port of a server "
-                                "without a token; give it its own HOST:PORT, or serve with a token",
-                                {"metrics": spec})
+            raise SkillMcpError(
+                Refusal.HTTP_METRICS_UNAUTHENTICATED,
+                f"--metrics {spec} would put the scrape endpoint on the MCP port of a server "
+                "without a token; give it its own HOST:PORT, or serve with a token",
+                {"metrics": spec},
+            )
         return MetricsPlan(path=spec)
     host, port = parse_host_port(spec)
     # The MCP port's names but its loopback ones, which only a loopback listener accepts.
     names = accepted_names(host, [h for h in policy.allowed_hosts if h not in LOOPBACK_NAMES])
     if not names:
-        raise SkillMcpError(Refusal.HTTP_ALLOWED_HOSTS_REQUIRED,
-                            f"--metrics {spec} listens on every interface: name the host names scrapers use "
-                            "(--allowed-host) so the Host check has a list", {"metrics": spec})
+        raise SkillMcpError(
+            Refusal.HTTP_ALLOWED_HOSTS_REQUIRED,
+            f"--metrics {spec} listens on every interface: name the host names scrapers use "
+            "(--allowed-host) so the Host check has a list",
+            {"metrics": spec},
+        )
     if port == policy.port and port != 0:
-        raise SkillMcpError(Refusal.HTTP_ADDRESS_INVALID,
-                            f"--metrics {spec}: the MCP port; use a path (--metrics /metrics) to share it",
-                            {"metrics": spec})
+        raise SkillMcpError(
+            Refusal.HTTP_ADDRESS_INVALID,
+            f"--metrics {spec}: the MCP port; use a path (--metrics /metrics) to share it",
+            {"metrics": spec},
+        )
     return MetricsPlan(host=host, port=port, allowed_hosts=names)
 
 
@@ -162,10 +172,15 @@ class ActiveRequests:
         return lifespan_send
 
 
-async def _answer(send: Send, status: int, body: bytes, content_type: str,
-                  extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()),
-               (b"cache-control", b"no-store"), *(extra or [])]
+async def _answer(
+    send: Send, status: int, body: bytes, content_type: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        *(extra or []),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -196,9 +211,15 @@ class MetricsListener:
             def do_GET(self) -> None:
                 why = host_refused(self.headers.get_all("Host") or [], allowed)
                 if why is not None:
-                    logger.warning("metrics request refused", extra={"event": "http-refused",
-                                                                     "reason": str(Refusal.HTTP_HOST_REFUSED),
-                                                                     "status": 421, "path": SCRAPE_PATH})
+                    logger.warning(
+                        "metrics request refused",
+                        extra={
+                            "event": "http-refused",
+                            "reason": str(Refusal.HTTP_HOST_REFUSED),
+                            "status": 421,
+                            "path": SCRAPE_PATH,
+                        },
+                    )
                     self._send(421, f"{why}\n".encode())
                     return
                 if self.path.split("?", 1)[0] != SCRAPE_PATH:
@@ -212,8 +233,9 @@ class MetricsListener:
         family_server = _V6Server if ":" in plan.host else http.server.ThreadingHTTPServer
         self._server = family_server((plan.host, plan.port), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.5},
-                                        name="skill-mcp-metrics", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.5}, name="skill-mcp-metrics", daemon=True
+        )
 
     @property
     def port(self) -> int:

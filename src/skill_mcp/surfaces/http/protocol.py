@@ -54,22 +54,42 @@ class Shedding:
 
     def _flush(self) -> None:
         summary = self.tally.take(asyncio.get_running_loop().time())
-        logger.warning("http connections shed: %d (%s)", summary["total"],
-                       ", ".join(f"{cause} {n}" for cause, n in sorted(summary["causes"].items())),
-                       extra={"event": "http-connections-shed", **summary, "open": self.gate.total,
-                              "inFlight": self.gate.in_flight})
+        logger.warning(
+            "http connections shed: %d (%s)",
+            summary["total"],
+            ", ".join(f"{cause} {n}" for cause, n in sorted(summary["causes"].items())),
+            extra={
+                "event": "http-connections-shed",
+                **summary,
+                "open": self.gate.total,
+                "inFlight": self.gate.in_flight,
+            },
+        )
 
 
 def _busy_body() -> bytes:
-    body = {"jsonrpc": "2.0", "id": None,
-            "error": {"code": -32600, "message": "the server has too many requests in flight; retry shortly",
-                      "data": {"reason": str(Refusal.HTTP_BUSY)}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": "the server has too many requests in flight; retry shortly",
+            "data": {"reason": str(Refusal.HTTP_BUSY)},
+        },
+    }
     return json.dumps(body).encode()
 
 
 class GatedH11Protocol(H11Protocol):
-    def __init__(self, config: uvicorn.Config, server_state: ServerState, app_state: dict[str, Any],
-                 _loop: asyncio.AbstractEventLoop | None = None, *, shedding: Shedding) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        shedding: Shedding,
+    ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.shedding = shedding
         self.gate = shedding.gate
@@ -148,10 +168,18 @@ class GatedH11Protocol(H11Protocol):
         if scope["type"] == "http" and self.gate.in_flight > self.gate.limits.max_in_flight:
             self.shedding.note("busy", self.peer)
             body = _busy_body()
-            await send({"type": "http.response.start", "status": 503,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode()),
-                                    (b"retry-after", b"1"), (b"connection", b"close")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"retry-after", b"1"),
+                        (b"connection", b"close"),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         await self._inner_app(scope, receive, send)

@@ -74,14 +74,19 @@ def _transport_security(policy: ExposurePolicy) -> Any:
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
-        allowed_origins=[f"{scheme}://{h}{port}" for scheme in ("http", "https") for h in hosts
-                         for port in ("", ":*")],
+        allowed_origins=[f"{scheme}://{h}{port}" for scheme in ("http", "https") for h in hosts for port in ("", ":*")],
     )
 
 
-def build_http_app(server: Any, policy: ExposurePolicy, *, stop_hooks: Iterable[Callable[[], Any]] = (),
-                   background: Iterable[Callable[[], Coroutine[Any, Any, None]]] = (),
-                   telemetry: Any = None, metrics_path: str | None = None) -> HttpApp:
+def build_http_app(
+    server: Any,
+    policy: ExposurePolicy,
+    *,
+    stop_hooks: Iterable[Callable[[], Any]] = (),
+    background: Iterable[Callable[[], Coroutine[Any, Any, None]]] = (),
+    telemetry: Any = None,
+    metrics_path: str | None = None,
+) -> HttpApp:
     """Wrap an ``mcp.server.lowlevel.Server`` for Streamable HTTP behind the guard.
 
     ``background`` tasks (the catalog watcher of ``--watch``) run for the app's lifetime and are
@@ -214,8 +219,10 @@ class _DrainingServer(uvicorn.Server):
                 # spawner kills any script still running with its process group.
                 guard.cut_in_flight()
                 await _bounded_idle(guard, self.cancel_seconds, self._hurry)
-        logger.info("http drain finished", extra={"event": "http-drained", "inFlightAtSignal": pending,
-                                                  "drained": drained, "left": guard.in_flight})
+        logger.info(
+            "http drain finished",
+            extra={"event": "http-drained", "inFlightAtSignal": pending, "drained": drained, "left": guard.in_flight},
+        )
         # Now, and not at the signal, let sse-starlette end the streams that are left.
         AppStatus.should_exit = True
         # uvicorn then closes what is left (notification streams) and ends the lifespan, which
@@ -223,8 +230,9 @@ class _DrainingServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def _make_uvicorn_server(app: HttpApp, drain_seconds: float, cancel_seconds: float,
-                         gate: ConnectionGate) -> _DrainingServer:
+def _make_uvicorn_server(
+    app: HttpApp, drain_seconds: float, cancel_seconds: float, gate: ConnectionGate
+) -> _DrainingServer:
     # sse-starlette ends every SSE response the moment uvicorn sees SIGTERM, which would cut the
     # calls in flight (their answers travel on SSE) before the drain. Take that decision back:
     # the streams end after the drain (above). Process-wide, like the signal itself.
@@ -292,10 +300,18 @@ def run_http(
     if not policy.authenticated:
         logger.warning(
             "SERVING WITHOUT AUTHENTICATION (--no-auth): any local process and any local user can call "
-            "this server, including skill_run", extra={"event": "http-no-auth", **describe(policy)})
+            "this server, including skill_run",
+            extra={"event": "http-no-auth", **describe(policy)},
+        )
     telemetry = served.telemetry
-    app = build_http_app(served.server, policy, stop_hooks=served.stop_hooks, background=served.background,
-                         telemetry=telemetry, metrics_path=plan.path if plan else None)
+    app = build_http_app(
+        served.server,
+        policy,
+        stop_hooks=served.stop_hooks,
+        background=served.background,
+        telemetry=telemetry,
+        metrics_path=plan.path if plan else None,
+    )
     listener = _metrics_listener(plan, telemetry)
     sock = _bind(policy.host, policy.port)
     bound_port = sock.getsockname()[1]
@@ -303,8 +319,11 @@ def run_http(
     # The URL is in the message itself (not only in the structured fields) so any log format
     # shows it; the test harness reads it to learn the port when binding port 0. Info, not
     # warning: listening is the normal outcome (SKILL_MCP_LOG=warning hides it, as it should).
-    logger.info("http listening on %s", url, extra={"event": "http-listening", **describe(policy),
-                                                    "port": bound_port, "url": url})
+    logger.info(
+        "http listening on %s",
+        url,
+        extra={"event": "http-listening", **describe(policy), "port": bound_port, "url": url},
+    )
     gate = ConnectionGate(DEFAULT_LIMITS)
     uv = _make_uvicorn_server(app, drain_seconds, cancel_seconds, gate)
     if telemetry is not None:
@@ -337,4 +356,3 @@ def _metrics_listener(plan: Any, telemetry: Any) -> Any:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
-

@@ -74,8 +74,14 @@ def eligible(settings: Settings, *, stdin_is_terminal: bool) -> bool:
     served)."""
     from skill_mcp.telemetry_config import wanted
 
-    return (settings.enabled_tools is None and settings.compat is None and not settings.watch
-            and settings.broker_fd is None and not stdin_is_terminal and not wanted(settings.environ))
+    return (
+        settings.enabled_tools is None
+        and settings.compat is None
+        and not settings.watch
+        and settings.broker_fd is None
+        and not stdin_is_terminal
+        and not wanted(settings.environ)
+    )
 
 
 def _frame(rid: int | str, result_json: str) -> str:
@@ -131,8 +137,12 @@ class EarlyHandshake:
 
     def initialize_result(self, requested: str) -> str:
         negotiated = requested if requested in frozen.HANDSHAKE_VERSIONS else frozen.LATEST_HANDSHAKE_VERSION
-        result = {"capabilities": frozen.CAPABILITIES, "instructions": frozen.INSTRUCTIONS + self._tail,
-                  "protocolVersion": negotiated, "serverInfo": {"name": frozen.SERVER_NAME, "version": self._version}}
+        result = {
+            "capabilities": frozen.CAPABILITIES,
+            "instructions": frozen.INSTRUCTIONS + self._tail,
+            "protocolVersion": negotiated,
+            "serverInfo": {"name": frozen.SERVER_NAME, "version": self._version},
+        }
         return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 
     def answer(self, line: bytes) -> str | None:
@@ -170,7 +180,7 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         try:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         except BlockingIOError:
             select.select([], [fd], [])
 
@@ -236,7 +246,7 @@ def answer_early(state: EarlyHandshake, fd_in: int, fd_out: int, wake: int) -> H
             if newline < 0:
                 stop = len(buf) - done > MAX_EARLY_LINE
                 break
-            frame = state.answer(bytes(buf[done:newline + 1]))
+            frame = state.answer(bytes(buf[done : newline + 1]))
             if frame is None:
                 stop = True
                 break

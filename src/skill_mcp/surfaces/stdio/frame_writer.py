@@ -62,8 +62,15 @@ class FrameWriter:
             if self._fd is None and stat.S_ISFIFO(st_mode):
                 self._poll = select.poll()
                 self._poll.register(wire, select.POLLOUT)
-        self.mode = ("socket" if self._sock is not None else "nonblocking" if self._fd is not None
-                     else "pipe-chunks" if self._poll is not None else "thread")
+        self.mode = (
+            "socket"
+            if self._sock is not None
+            else "nonblocking"
+            if self._fd is not None
+            else "pipe-chunks"
+            if self._poll is not None
+            else "thread"
+        )
 
     async def write(self, text: str) -> None:
         data = memoryview(text.encode("utf-8"))
@@ -80,8 +87,10 @@ class FrameWriter:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_FRAME_S) as bound:
                     await self._pump()
                 if bound.cancelled_caught:
-                    log.warning("a frame was left unfinished at shutdown: the client stopped reading",
-                                extra={"unwritten": len(self._pending)})
+                    log.warning(
+                        "a frame was left unfinished at shutdown: the client stopped reading",
+                        extra={"unwritten": len(self._pending)},
+                    )
             raise
 
     async def _pump(self) -> None:
@@ -89,8 +98,9 @@ class FrameWriter:
         while self._pending:
             n = self._try(self._pending)
             if n is None:
-                await anyio.wait_writable(self._sock if self._sock is not None else
-                                          self._fd if self._fd is not None else self._wire)
+                await anyio.wait_writable(
+                    self._sock if self._sock is not None else self._fd if self._fd is not None else self._wire
+                )
             else:
                 self._pending = self._pending[n:]
 
@@ -141,7 +151,7 @@ def _write_all(fd: int, data: memoryview) -> None:
     room: select.poll | None = None
     while data:
         try:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
         except BlockingIOError:  # someone made the wire non-blocking; wait for room
             if room is None:
                 room = select.poll()

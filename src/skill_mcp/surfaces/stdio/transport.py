@@ -90,8 +90,10 @@ class _DropAnswered:
             if isinstance(rid, int | str) and not isinstance(rid, bool) and rid in self._answered:
                 sent = self._answered.pop(rid)
                 if json.loads(sent) != message:
-                    log.error("the early handshake answer differed from the SDK server's",
-                              extra={"id": rid, "sent": sent[:200], "sdk": text[:200]})
+                    log.error(
+                        "the early handshake answer differed from the SDK server's",
+                        extra={"id": rid, "sent": sent[:200], "sdk": text[:200]},
+                    )
                 return
         await self._frames.write(text)
 
@@ -111,8 +113,10 @@ async def run_stdio(server: Any, early: Handover | None = None) -> None:
         writer: Any = _DropAnswered(frames, early.answered) if early is not None and early.answered else frames
         log.debug("stdout writer ready", extra={"mode": frames.mode})
         try:
-            async with (stdio_server(stdin=lines, stdout=writer) as (read, write),
-                        answer_unparseable(read, write) as (inbound, outbound)):
+            async with (
+                stdio_server(stdin=lines, stdout=writer) as (read, write),
+                answer_unparseable(read, write) as (inbound, outbound),
+            ):
                 await server.run(inbound, outbound, server.create_initialization_options())
         finally:
             frames.close()

@@ -46,10 +46,18 @@ def reply_for(item: Exception) -> types.JSONRPCError | None:
         raw = errors[0].get("input")
         if isinstance(raw, str) and not raw.strip():
             return None  # an empty line between messages is not a message
-        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
-            code=types.PARSE_ERROR, message="Parse error: the line is not valid JSON"))
-    return types.JSONRPCError(jsonrpc="2.0", id=_request_id(errors), error=types.ErrorData(
-        code=types.INVALID_REQUEST, message="Invalid Request: the line is JSON but not a JSON-RPC 2.0 message"))
+        return types.JSONRPCError(
+            jsonrpc="2.0",
+            id=None,
+            error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error: the line is not valid JSON"),
+        )
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=_request_id(errors),
+        error=types.ErrorData(
+            code=types.INVALID_REQUEST, message="Invalid Request: the line is JSON but not a JSON-RPC 2.0 message"
+        ),
+    )
 
 
 DRAIN_SECONDS = 10.0
@@ -107,8 +115,10 @@ async def answer_unparseable(read: Any, write: Any) -> AsyncIterator[tuple[Any, 
             async for item in read:
                 if isinstance(item, Exception):
                     reply = reply_for(item)
-                    log.warning("unparseable input line", extra={"answered": reply is not None,
-                                                                 "code": reply.error.code if reply else None})
+                    log.warning(
+                        "unparseable input line",
+                        extra={"answered": reply is not None, "code": reply.error.code if reply else None},
+                    )
                     if reply is not None:
                         await replies.send(SessionMessage(reply))
                     continue
