@@ -12,7 +12,6 @@ import contextlib
 import json
 import socket
 import struct
-import sys
 import threading
 from typing import Any
 
@@ -22,9 +21,9 @@ from hypothesis import strategies as st
 
 from skill_mcp import brokerwire, declwire, jsonbound
 from skill_mcp.grantrules import parse_rows
-from skill_mcp_launcher import policy, procs
 from skill_mcp_launcher.boot import _serve_one
 from skill_mcp_launcher.broker import Broker
+from tests.security.offline_broker import offline_broker
 
 DEEP = 200_000
 
@@ -134,18 +133,7 @@ def test_broker_cannot_be_crashed_by_a_200000_deep_frame() -> None:
 
 
 def _broker() -> Broker:
-    users = procs.Users(*(procs.Account(n, u, u) for n, u in (("s", 65001), ("c", 65002), ("p", 65003))))
-    return Broker(
-        users=users,
-        reaper=procs.Reaper(),
-        roots=("/nonexistent-root",),
-        interpreters={"python": sys.executable},
-        fence_ok=False,
-        fence_detail="test",
-        grants=policy.Grants("declaration"),
-        environ={},
-        parse_user=procs.Account("x", 65004, 65004),
-    )
+    return offline_broker("test")
 
 
 def test_broker_loop_step_refuses_a_deep_frame_and_answers_the_next_one() -> None:

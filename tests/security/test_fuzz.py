@@ -36,9 +36,10 @@ from skill_mcp.declwire import DeclaredScript, DeclaredSkill
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.paths import is_inside, resolve_inside
 from skill_mcp.reasons import Refusal
-from skill_mcp_launcher import checks, policy, procs
+from skill_mcp_launcher import checks, policy
 from skill_mcp_launcher.boot import _serve_one
 from skill_mcp_launcher.broker import Broker
+from tests.security.offline_broker import offline_broker
 
 FIGURES = Path(__file__).resolve().parents[2] / "build" / "security" / "fuzz.json"
 COUNTS: dict[str, int] = {}
@@ -228,19 +229,7 @@ def test_any_declaration_value_builds_or_raises_declaration_error(block: Any) ->
 
 
 def _broker() -> Broker:
-    users = procs.Users(*(procs.Account(n, u, u) for n, u in (("s", 65001), ("c", 65002), ("p", 65003))))
-    # fence_ok=False: a message that passes every check is refused before anything is spawned.
-    return Broker(
-        users=users,
-        reaper=procs.Reaper(),
-        roots=("/nonexistent-root",),
-        interpreters={"python": sys.executable},
-        fence_ok=False,
-        fence_detail="fuzzing",
-        grants=policy.Grants("declaration"),
-        environ={},
-        parse_user=procs.Account("x", 65004, 65004),
-    )
+    return offline_broker("fuzzing")
 
 
 FRAMES = st.one_of(
