@@ -143,25 +143,37 @@ def check_json_safe(value: Any, path: str) -> None:
 
 def parse_yaml(text: str, first_line: int) -> Any:
     """Parse YAML text whose first line is line ``first_line`` of SKILL.md."""
+    return _parse_composed(text, first_line)[0]
+
+
+def _parse_composed(text: str, first_line: int) -> tuple[Any, Any]:
+    """``parse_yaml``, and the composed node tree when libyaml's fast path read the text."""
     # Imported here, not at the top: PyYAML is a sizeable import, and a server answers the
     # MCP handshake before it scans a single skill (the catalog is built on first use).
     from skill_mcp.catalog import yaml12
 
     try:
-        value = yaml12.load(text)
+        return yaml12.load_composed(text)
     except yaml12.YamlError as exc:
         line = exc.line + first_line - 1 if exc.line is not None else None
         raise FrontmatterError(exc.message, line, exc.column) from None
-    return value
 
 
 def parse_frontmatter(split_result: Split) -> tuple[dict[str, Any], HostChunk]:
     """Parse everything but the ``mcp-host`` block; return the mapping and the raw block."""
+    value, host, _ = parse_frontmatter_composed(split_result)
+    return value, host
+
+
+def parse_frontmatter_composed(split_result: Split) -> tuple[dict[str, Any], HostChunk, Any]:
+    """``parse_frontmatter``, and the node tree libyaml composed for the *whole* frontmatter
+    text (None when a host block was cut out of it, or the fast path did not read it): what
+    ``yaml11.differences_composed`` reads the YAML 1.1 way instead of parsing a second time."""
     rest, host = split_host_block(split_result.frontmatter)
-    value = parse_yaml(rest, split_result.first_line)
+    value, node = _parse_composed(rest, split_result.first_line)
     if value is None:
         value = {}
     if not isinstance(value, dict):
         raise FrontmatterInvalid("the frontmatter is not a mapping of keys to values", split_result.first_line, 1)
     check_json_safe(value, "frontmatter")
-    return value, host
+    return value, host, node if rest == split_result.frontmatter else None

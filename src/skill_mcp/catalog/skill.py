@@ -19,9 +19,15 @@ from skill_mcp.catalog.files import (
     stamp,
     walk_skill,
 )
-from skill_mcp.catalog.frontmatter import FrontmatterError, FrontmatterInvalid, Split, parse_frontmatter, split
+from skill_mcp.catalog.frontmatter import (
+    FrontmatterError,
+    FrontmatterInvalid,
+    Split,
+    parse_frontmatter_composed,
+    split,
+)
 from skill_mcp.catalog.spec import extension_rules, is_valid_name, spec_warnings
-from skill_mcp.catalog.yaml11 import Difference, differences
+from skill_mcp.catalog.yaml11 import Difference, differences_composed
 from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Problem, Skill
 from skill_mcp.paths import is_inside
@@ -118,7 +124,7 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
     raw = _read_skill_md(real_dir, stamps)
     try:
         parts = split(raw)
-        frontmatter, host_chunk = parse_frontmatter(parts)
+        frontmatter, host_chunk, composed = parse_frontmatter_composed(parts)
     except FrontmatterInvalid as exc:
         raise _Refused(ProblemReason.FRONTMATTER_INVALID, str(exc)) from None
     except FrontmatterError as exc:
@@ -166,7 +172,7 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
                     str(found_at / row.script),
                 )
     rules = _extension_rules(frontmatter, declared.parsed or not host_chunk.present, walk, name)
-    diffs = _yaml11(frontmatter, parts, rules)
+    diffs = _yaml11(frontmatter, parts, composed, rules)
     for rule, detail in rules:
         problems.append(
             Problem(
@@ -238,11 +244,13 @@ def _extension_rules(
     return rules
 
 
-def _yaml11(frontmatter: dict[str, Any], parts: Split, rules: list[tuple[ExtensionRule, str]]) -> list[Difference]:
+def _yaml11(
+    frontmatter: dict[str, Any], parts: Split, composed: Any, rules: list[tuple[ExtensionRule, str]]
+) -> list[Difference]:
     """The fields a YAML 1.1 host reads otherwise; recorded as a rule too, so the skill stays out."""
     if any(rule is ExtensionRule.FRONTMATTER_DIVERGES for rule, _ in rules):
         return []
-    diffs = differences(parts.frontmatter, frontmatter)
+    diffs = differences_composed(parts.frontmatter, frontmatter, composed)
     if diffs:
         rules.append(
             (

@@ -282,24 +282,35 @@ def _fast(node: Node) -> Any:
     raise _NotFast(node.tag)
 
 
-def _load_fast(loader_class: Any, text: str) -> Any:
+def _load_fast(loader_class: Any, text: str) -> tuple[Any, Node | None]:
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
-        return None if node is None else _fast(node)
+        return (None, None) if node is None else (_fast(node), node)
     finally:
         loader.dispose()
 
 
 def load(text: str) -> Any:
     """Parse one YAML document under the 1.2 core schema; raise ``YamlError`` on anything else."""
+    return load_composed(text)[0]
+
+
+def load_composed(text: str) -> tuple[Any, Node | None]:
+    """``load``, and the node tree libyaml composed for it when the fast path read ``text``
+    (else None): the events a YAML 1.1 loader over libyaml sees too, so ``yaml11`` can read
+    them the 1.1 way without a second parse."""
     if _C_LOADERS is not None and _c_safe(text):
         anchored = "&" in text or "*" in text
         # Any refusal falls through: the pure loader below decides, and words, every refusal.
         with contextlib.suppress(Exception):
             if anchored:
-                return _load_with(_C_LOADERS[0], text)
+                return _load_with(_C_LOADERS[0], text), None
             return _load_fast(_C_LOADERS[1], text)
+    return _load_pure(text), None
+
+
+def _load_pure(text: str) -> Any:
     try:
         return _load_with(CoreLoader, text)
     except YamlError:
