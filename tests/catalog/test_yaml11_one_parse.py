@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skill_mcp.catalog import yaml11, yaml12
-from skill_mcp.catalog.frontmatter import parse_frontmatter_composed, split
+from skill_mcp.catalog.declaration import read_declaration
+from skill_mcp.catalog.frontmatter import FrontmatterError, parse_frontmatter_composed, split
 from tests.catalog.test_yaml_loaders import TOKENS, _vector_texts
 
 pytestmark = pytest.mark.skipif(yaml12._C_LOADERS is None, reason="PyYAML was built without libyaml")
@@ -129,9 +130,52 @@ def _agree(text: str) -> bool:
         return True
     if not isinstance(published, dict):
         return True
-    return _verdicts(yaml11.differences_composed(text, published, node)) == _verdicts(
-        yaml11.differences(text, published)
+    reference = _verdicts(yaml11.differences(text, published))
+    # With the tree of the 1.2 parse, and without it (libyaml composes the text once more).
+    return _verdicts(yaml11.differences_composed(text, published, node)) == reference and reference == _verdicts(
+        yaml11.differences_composed(text, published, None)
     )
+
+
+def _agree_as_a_skill(text: str) -> bool:
+    """``_agree`` for the published frontmatter as a skill builds it: the mcp-host block parsed
+    on its own and appended (so the entry's order can differ from the text's)."""
+    parts = split(f"---\n{text}---\n".encode())
+    try:
+        frontmatter, host, composed = parse_frontmatter_composed(parts)
+    except FrontmatterError:
+        return True
+    declared = read_declaration(host, parts.first_line)
+    if host.present and declared.parsed:
+        frontmatter = {**frontmatter, "mcp-host": declared.raw}
+    tree = None if host.present else composed
+    return _verdicts(yaml11.differences_composed(parts.frontmatter, frontmatter, tree)) == _verdicts(
+        yaml11.differences(parts.frontmatter, frontmatter)
+    )
+
+
+HOST_BLOCKS = [
+    "mcp-host:\n  version: 1\n",
+    "mcp-host:\n  version: 1\n  run:\n    - script: scripts/x.sh\n      interpreter: bash\n      timeout: 017\n",
+    "mcp-host:\n  version: yes\n  egress: [on, example.com]\n",
+    "mcp-host: {version: 1}\n",
+    "mcp-host:\n  version: 1\n  env:\n    - name: X\n      secret: off\n",
+    "mcp-host:\n  - broken\n  version: 1\n",
+]
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(
+    st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(SCALARS), st.sampled_from(["", "k"])), max_size=4),
+    st.sampled_from(HOST_BLOCKS),
+    st.integers(0, 4),
+)
+def test_skills_with_an_mcp_host_block_anywhere_get_the_same_verdicts(
+    pairs: list[tuple[str, str, str]], block: str, at: int
+) -> None:
+    lines = _lines([("name", "x", ""), ("description", "d", ""), *pairs]).splitlines(keepends=True)
+    at = min(at, len(lines))
+    assert _agree_as_a_skill("".join(lines[:at]) + block + "".join(lines[at:]))
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow], max_examples=400)
@@ -155,6 +199,7 @@ def test_the_one_parse_path_is_really_taken(monkeypatch: pytest.MonkeyPatch) -> 
         published, node = yaml12.load_composed(text)
         assert node is not None
         yaml11.differences_composed(text, published, node)  # no AssertionError: no second parse
+        yaml11.differences_composed(text, published, None)  # composed once more, not parsed
 
 
 def test_a_planted_bug_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:  # negative control

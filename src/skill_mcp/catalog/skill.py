@@ -172,7 +172,8 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
                     str(found_at / row.script),
                 )
     rules = _extension_rules(frontmatter, declared.parsed or not host_chunk.present, walk, name)
-    diffs = _yaml11(frontmatter, parts, composed, rules)
+    # The tree read as ``frontmatter`` only while no mcp-host entry was added to it.
+    diffs = _yaml11(frontmatter, parts, None if host_chunk.present else composed, rules)
     for rule, detail in rules:
         problems.append(
             Problem(

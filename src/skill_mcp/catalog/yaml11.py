@@ -101,6 +101,8 @@ def differences(text: str, published: Mapping[str, Any]) -> list[Difference]:
 # indicator, never a word character or another '!'. Text without such a '!' writes no tag.
 _MAY_TAG = re.compile(r"(?<![\w!])!")
 _STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
 # The 1.1 tags of plain scalars built here; any other (merge, value, yaml) is ``_Undecided``.
 _PLAIN_TAGS = ("null", "bool", "int", "float", "timestamp")
 
@@ -138,31 +140,32 @@ def _core_resolver() -> Any:
 
 def _read11(node: Any, tools: tuple[Any, Any, frozenset[str] | None, dict[str, Any]]) -> Any:
     """The value PyYAML's safe loader builds from ``node`` (composed from text writing no tag)."""
-    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
-
-    if isinstance(node, ScalarNode):
-        value = node.value
+    value = node.value
+    if isinstance(value, str):  # a scalar
         if node.style:  # quoted or block: a string in both versions
             return value
         resolver, constructor, first, constructors = tools
-        if value and first is not None and value[0] not in first:
+        if (value and first is not None and value[0] not in first) or _reads_alike(value):
             return value
-        tag = resolver.resolve(ScalarNode, value, (True, False))
+        kind = type(node)
+        tag = resolver.resolve(kind, value, (True, False))
         if tag == _STR:
             return value
         build = constructors.get(tag)
         if build is None:
             raise _Undecided(tag)
-        return build(constructor, ScalarNode(tag, value))
-    if isinstance(node, MappingNode):
+        return build(constructor, kind(tag, value))
+    if value and isinstance(value[0], tuple):  # a mapping
         out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
+        for key_node, value_node in value:
             key = _read11(key_node, tools)
             out[key] = _read11(value_node, tools)  # a later equal key wins, as in SafeConstructor
         return out
-    if isinstance(node, SequenceNode):
-        return [_read11(child, tools) for child in node.value]
-    raise _Undecided(type(node).__name__)
+    if node.tag == _SEQ:
+        return [_read11(child, tools) for child in value]
+    if node.tag == _MAP:
+        return {}
+    raise _Undecided(node.tag)
 
 
 _ALIKE_MEMO_MAX = 4096
@@ -207,16 +210,24 @@ def _inert(root: Any, first: frozenset[str] | None) -> bool:
 
 
 def differences_composed(text: str, published: Mapping[str, Any], composed: Any) -> list[Difference]:
-    """``differences``, read from ``composed`` - the node tree libyaml composed from ``text`` for
-    the YAML 1.2 reading - instead of a second parse; ``differences`` itself when ``composed``
-    is None or does not settle the reading."""
-    if composed is not None and not _MAY_TAG.search(text):
-        if _inert(composed, _yaml11_tools()[2]):
-            return []  # every scalar reads alike, so the 1.1 reading is the published one
+    """``differences`` without its second parse. ``composed`` is the node tree libyaml composed
+    from ``text`` for ``published`` (None when ``published`` was read otherwise, as when the
+    mcp-host block was parsed on its own): then libyaml composes ``text`` once, building no
+    value. ``differences`` itself decides whatever this does not settle."""
+    if not _MAY_TAG.search(text):
         # Any failure falls through: the reference below words every failure.
         with contextlib.suppress(Exception):
-            other = _read11(composed, _yaml11_tools())
-            out: list[Difference] = []
-            _walk("", dict(published), {} if other is None else other, out)
-            return out
+            tree = composed
+            if tree is None:
+                from skill_mcp.catalog.yaml12 import compose
+
+                tree = compose(text)
+            if tree is not None:
+                tools = _yaml11_tools()
+                if composed is not None and _inert(composed, tools[2]):
+                    return []  # every scalar reads alike: the 1.1 reading is ``published``, built from this tree
+                other = _read11(tree, tools)
+                out: list[Difference] = []
+                _walk("", dict(published), {} if other is None else other, out)
+                return out
     return differences(text, published)

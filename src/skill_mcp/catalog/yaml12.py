@@ -170,6 +170,32 @@ class CoreLoader(Reader, Scanner, Parser, _NoAliasComposer, _CoreConstructor, _C
         _CoreResolver.__init__(self)
 
 
+_RESOLVE_MEMO_MAX = 8192
+_RESOLVE_MEMO_CHARS = 64
+_resolved: dict[str, str] = {}
+
+
+class _MemoResolver(_CoreResolver):
+    """The core resolver, answering a plain scalar seen before from a memo: keys and short
+    values (name, description, MIT, true) repeat across thousands of skills. The answer
+    depends on the text alone (the core resolver has no path resolvers), so the memo is exact."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        base: Any = super().resolve
+        if kind is not ScalarNode or not implicit[0]:
+            return base(kind, value, implicit)
+        tag = _resolved.get(value)
+        if tag is None:
+            tag = base(kind, value, implicit)
+            if len(value) <= _RESOLVE_MEMO_CHARS and len(_resolved) < _RESOLVE_MEMO_MAX:
+                _resolved[value] = tag
+        return tag
+
+
+if _CoreResolver.yaml_path_resolvers:  # pragma: no cover - the memo above relies on there being none
+    raise ImportError("the core resolver has path resolvers")
+
+
 def _c_loader() -> Any:
     """The same loader over libyaml's scanner and parser, when PyYAML was built with it.
 
@@ -187,21 +213,21 @@ def _c_loader() -> Any:
     except ImportError:
         return None
 
-    class CCoreLoader(_NoAliasComposer, CParser, _CoreConstructor, _CoreResolver):
+    class CCoreLoader(_NoAliasComposer, CParser, _CoreConstructor, _MemoResolver):
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
             _NoAliasComposer.__init__(self)
             _CoreConstructor.__init__(self)
-            _CoreResolver.__init__(self)
+            _MemoResolver.__init__(self)
 
-    class CComposedLoader(CParser, _CoreConstructor, _CoreResolver):
+    class CComposedLoader(CParser, _CoreConstructor, _MemoResolver):
         """libyaml composes too: used only for text without '&' or '*', which no anchor or
         alias can be written without, so the refusal above has nothing to refuse."""
 
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
             _CoreConstructor.__init__(self)
-            _CoreResolver.__init__(self)
+            _MemoResolver.__init__(self)
 
     return CCoreLoader, CComposedLoader
 
@@ -287,6 +313,19 @@ def _load_fast(loader_class: Any, text: str) -> tuple[Any, Node | None]:
     try:
         node = loader.get_single_node()
         return (None, None) if node is None else (_fast(node), node)
+    finally:
+        loader.dispose()
+
+
+def compose(text: str) -> Node | None:
+    """libyaml's node tree for ``text`` when the fast path would read it (no tag resolution
+    beyond the core schema's, no value built), else None; raises whatever libyaml raises."""
+    if _C_LOADERS is None or not _c_safe(text) or "&" in text or "*" in text:
+        return None
+    loader = _C_LOADERS[1](text)
+    try:
+        node: Node | None = loader.get_single_node()
+        return node
     finally:
         loader.dispose()
 
