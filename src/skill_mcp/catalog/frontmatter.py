@@ -62,16 +62,43 @@ def split(raw: bytes) -> Split:
         text = raw[offset:].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FrontmatterError(f"SKILL.md is not valid UTF-8 (byte {exc.start + offset})") from None
+    found = _find_end_fast(text)
     # Cutting only the head into lines (not a 20 KB body) keeps a 10,000-skill scan fast; when
     # the head does not decide, the whole text is cut and the same rules run again.
-    found = None
-    if len(text) > _SCAN_CHARS:
+    if found is None and len(text) > _SCAN_CHARS:
         found = _find_end(text[:_SCAN_CHARS].splitlines(keepends=True)[:-1], complete=False)
     if found is None:
         found = _find_end(text.splitlines(keepends=True), complete=True)
     assert found is not None  # the whole text always decides
     yaml_text, consumed_bytes, consumed_chars = found
     return Split(yaml_text, 2, text[consumed_chars:], offset + consumed_bytes)
+
+
+# Every line boundary ``str.splitlines`` knows but "\n": text up to the closing line without
+# any of them is cut into lines at "\n" alone, so a search can stand in for the cut.
+_OTHER_LINE_ENDS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+
+
+def _find_end_fast(text: str) -> tuple[str, int, int] | None:
+    """``_find_end`` of the whole text for the common shape (a '---' first line, a closing
+    line, "\n" line ends only, within the size limit), found by two searches instead of a
+    cut into lines; None for anything else, which the cut decides."""
+    first_end = text.find("\n")
+    if first_end < 0 or text[:first_end].rstrip(" \t") != "---":
+        return None
+    closing = _CLOSING_LINE.search(text, first_end + 1)
+    if closing is None:
+        return None
+    end = text.find("\n", closing.end())
+    end = len(text) if end < 0 else end + 1
+    if _OTHER_LINE_ENDS.search(text, 0, end):
+        return None
+    head = text[:end]
+    consumed = end if head.isascii() else len(head.encode("utf-8"))
+    if consumed > FRONTMATTER_MAX_BYTES and len(text[: closing.start()].encode("utf-8")) > FRONTMATTER_MAX_BYTES:
+        return None  # over the limit: the cut names the line
+    return text[first_end + 1 : closing.start()], consumed, end
 
 
 def _find_end(lines: list[str], *, complete: bool) -> tuple[str, int, int] | None:

@@ -77,11 +77,33 @@ def _read_skill_md(real_dir: Path, stamps: _Stamps) -> bytes:
             f"SKILL.md is {st.st_size} bytes, over the {SKILL_MD_MAX_BYTES}-byte limit for instructions; "
             "move long material into files beside it (references/) and link to them",
         )
-    with open(path, "rb") as handle:
+    # A bare descriptor, not a file object: no buffer, no isatty or seek, one read of the size
+    # the stat gives (and one more that meets the end), up to one byte past the limit.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
         # Stamped from the descriptor before the read: a write after this stat changes the
         # ctime, so a cached result is never taken for the newer bytes.
-        stamps.taken.append(stamp(SKILL_MD, os.fstat(handle.fileno())))
-        return handle.read(SKILL_MD_MAX_BYTES + 1)
+        opened = os.fstat(fd)
+        stamps.taken.append(stamp(SKILL_MD, opened))
+        return _read_up_to(fd, SKILL_MD_MAX_BYTES + 1, opened.st_size + 1)
+    finally:
+        os.close(fd)
+
+
+def _read_up_to(fd: int, limit: int, first: int) -> bytes:
+    """Up to ``limit`` bytes of ``fd``, reading ``first`` bytes at first: what a buffered
+    ``read(limit)`` returns, the whole file or ``limit`` bytes, whichever is shorter."""
+    chunk = os.read(fd, min(first, limit))
+    if not chunk or len(chunk) == limit:
+        return chunk
+    chunks, total = [chunk], len(chunk)
+    while total < limit:
+        chunk = os.read(fd, limit - total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class _Refused(Exception):
