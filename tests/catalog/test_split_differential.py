@@ -32,6 +32,10 @@ PIECES = [
     "\x85",
     "\u2028",
     "\x0c",
+    "\x0b",
+    "\x1c",
+    "\x1e",
+    "\u2029",
     "#",
 ]
 RAW = st.lists(st.sampled_from(PIECES), max_size=24).map(lambda parts: "".join(parts).encode("utf-8"))

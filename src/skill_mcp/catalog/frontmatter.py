@@ -87,18 +87,44 @@ def _find_end_fast(text: str) -> tuple[str, int, int] | None:
     first_end = text.find("\n")
     if first_end < 0 or text[:first_end].rstrip(" \t") != "---":
         return None
-    closing = _CLOSING_LINE.search(text, first_end + 1)
+    closing = _closing_line(text, first_end + 1)
     if closing is None:
         return None
-    end = text.find("\n", closing.end())
-    end = len(text) if end < 0 else end + 1
-    if _OTHER_LINE_ENDS.search(text, 0, end):
-        return None
+    start, end = closing
     head = text[:end]
-    consumed = end if head.isascii() else len(head.encode("utf-8"))
-    if consumed > FRONTMATTER_MAX_BYTES and len(text[: closing.start()].encode("utf-8")) > FRONTMATTER_MAX_BYTES:
+    if head.isascii():
+        # Plain tests first: of the other boundaries, these six are the ASCII ones.
+        if "\r" in head or "\v" in head or "\f" in head or "\x1c" in head or "\x1d" in head or "\x1e" in head:
+            return None
+        consumed = end
+    else:
+        if _OTHER_LINE_ENDS.search(head):
+            return None
+        consumed = len(head.encode("utf-8"))
+    if consumed > FRONTMATTER_MAX_BYTES and len(text[:start].encode("utf-8")) > FRONTMATTER_MAX_BYTES:
         return None  # over the limit: the cut names the line
-    return text[first_end + 1 : closing.start()], consumed, end
+    return text[first_end + 1 : start], consumed, end
+
+
+def _closing_line(text: str, start: int) -> tuple[int, int] | None:
+    """(where the first line at or after ``start`` - itself a line start - that is '---' or
+    '...' and blanks begins, where the line after it begins), or None. Lines end at "\n" here."""
+    if _CLOSING_LINE.match(text, start):
+        line_start = start
+    else:
+        line_start = -1
+        limit = len(text)
+        for marker in ("\n---", "\n..."):
+            # The second marker is looked for only before the first one's line: no body scan.
+            at = text.find(marker, start - 1, limit)
+            while at >= 0 and not _CLOSING_LINE.match(text, at + 1):
+                at = text.find(marker, at + 1, limit)
+            if at >= 0:
+                line_start, limit = at + 1, at
+        if line_start < 0:
+            return None
+    end = text.find("\n", line_start)
+    return line_start, len(text) if end < 0 else end + 1
 
 
 def _find_end(lines: list[str], *, complete: bool) -> tuple[str, int, int] | None:

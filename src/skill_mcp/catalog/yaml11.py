@@ -214,7 +214,7 @@ def differences_composed(text: str, published: Mapping[str, Any], composed: Any)
     from ``text`` for ``published`` (None when ``published`` was read otherwise, as when the
     mcp-host block was parsed on its own): then libyaml composes ``text`` once, building no
     value. ``differences`` itself decides whatever this does not settle."""
-    if not _MAY_TAG.search(text):
+    if "!" not in text or not _MAY_TAG.search(text):  # the plain test first: most text has no '!'
         # Any failure falls through: the reference below words every failure.
         with contextlib.suppress(Exception):
             tree = composed

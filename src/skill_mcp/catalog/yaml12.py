@@ -238,7 +238,7 @@ _BLOCK_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*#")
 
 def _c_safe(text: str) -> bool:
     """True when ``text`` avoids every corner where libyaml and PyYAML are known to differ."""
-    if "\t" in text or "\r" in text or _BLOCK_HEADER_COMMENT.search(text):
+    if "\t" in text or "\r" in text or (("|" in text or ">" in text) and _BLOCK_HEADER_COMMENT.search(text)):
         return False
     if "{" in text:
         return False  # flow mappings: libyaml takes keys with '?' inside that PyYAML refuses
