@@ -182,16 +182,43 @@ def split_host_block(yaml_text: str) -> tuple[str, HostChunk]:
 
 def check_json_safe(value: Any, path: str) -> None:
     """The frontmatter is rendered verbatim as JSON: refuse what JSON cannot carry."""
+    if not _plainly_json_safe(value):
+        _check_json_safe(value, path)
+
+
+def _plainly_json_safe(value: Any) -> bool:
+    """True when ``value`` holds only strings, integers, booleans, None, finite floats, lists and
+    dicts keyed by strings (exact types, as the YAML loader builds them): nothing for
+    ``_check_json_safe`` to refuse. One loop, no paths built; False sends it the slow way."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is not float or not math.isfinite(item):
+            return False
+    return True
+
+
+def _check_json_safe(value: Any, path: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise FrontmatterInvalid(f"{path} is a non-finite number, which JSON cannot carry")
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise FrontmatterInvalid(f"{path} has a non-string key {key!r}")
-            check_json_safe(item, f"{path}.{key}")
+            _check_json_safe(item, f"{path}.{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            check_json_safe(item, f"{path}[{index}]")
+            _check_json_safe(item, f"{path}[{index}]")
 
 
 def parse_yaml(text: str, first_line: int) -> Any:
