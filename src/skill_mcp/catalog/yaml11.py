@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from skill_mcp.catalog.yaml_simple import Read
+
 
 @dataclass(frozen=True, slots=True)
 class Difference:
@@ -218,6 +220,16 @@ def differences_composed(text: str, published: Mapping[str, Any], composed: Any)
         # Any failure falls through: the reference below words every failure.
         with contextlib.suppress(Exception):
             tree = composed
+            if isinstance(tree, Read):
+                # The common shape, read without a tree: its plain scalars are all it has that
+                # the two versions could read otherwise.
+                first = _yaml11_tools()[2]
+                if all(
+                    (value and first is not None and value[0] not in first) or _reads_alike(value)
+                    for value in tree.plain
+                ):
+                    return []
+                tree = composed = None
             if tree is None:
                 from skill_mcp.catalog.yaml12 import compose
 

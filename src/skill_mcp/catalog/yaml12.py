@@ -31,6 +31,8 @@ from yaml.reader import Reader
 from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
+from skill_mcp.catalog import yaml_simple
+
 
 class YamlError(ValueError):
     """The document is not YAML 1.2 core we accept. ``line``/``column`` are 1-based."""
@@ -233,6 +235,7 @@ def _c_loader() -> Any:
 
 
 _C_LOADERS: Any = _c_loader()
+_plain_resolver = _MemoResolver()
 _BLOCK_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*#")
 
 
@@ -308,6 +311,15 @@ def _fast(node: Node) -> Any:
     raise _NotFast(node.tag)
 
 
+_PLAIN = (True, False)
+
+
+def _resolve_plain(value: str) -> str:
+    """The core-schema tag of a plain scalar, as the libyaml loaders resolve it."""
+    tag: str = _plain_resolver.resolve(ScalarNode, value, _PLAIN)
+    return tag
+
+
 def _load_fast(loader_class: Any, text: str) -> tuple[Any, Node | None]:
     loader = loader_class(text)
     try:
@@ -335,12 +347,16 @@ def load(text: str) -> Any:
     return load_composed(text)[0]
 
 
-def load_composed(text: str) -> tuple[Any, Node | None]:
-    """``load``, and the node tree libyaml composed for it when the fast path read ``text``
-    (else None): the events a YAML 1.1 loader over libyaml sees too, so ``yaml11`` can read
-    them the 1.1 way without a second parse."""
+def load_composed(text: str) -> tuple[Any, Node | yaml_simple.Read | None]:
+    """``load``, and how it was read when a fast path read ``text`` (else None): the node tree
+    libyaml composed (the events a YAML 1.1 loader over libyaml sees too, so ``yaml11`` can read
+    them the 1.1 way without a second parse), or the ``yaml_simple.Read`` of the common shape."""
     if _C_LOADERS is not None and _c_safe(text):
         anchored = "&" in text or "*" in text
+        if not anchored:
+            simple = yaml_simple.read(text, _resolve_plain, _scalar)
+            if simple is not None:
+                return simple.value, simple
         # Any refusal falls through: the pure loader below decides, and words, every refusal.
         with contextlib.suppress(Exception):
             if anchored:
