@@ -23,16 +23,17 @@ either way (a test compares the two).
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import pickle
 from collections import deque
 from collections.abc import Callable, Mapping
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skill_mcp.catalog.skill import Loaded, load_skill
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from multiprocessing.connection import Connection
 
 log = logging.getLogger("skill_mcp.catalog")
 
@@ -98,6 +99,8 @@ def preload(jobs: list[Job], *, workers: int | None = None, min_skills: int = MI
     method = "fork" if single_threaded() else "spawn"
     started: list[tuple[list[Job], Any, Connection]] = []
     try:
+        import multiprocessing  # imported here: only a large cold scan starts workers
+
         context: Any = multiprocessing.get_context(method)
         for chunk in shares[1:]:
             mine, theirs = context.Pipe(duplex=False)
