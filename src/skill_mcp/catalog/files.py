@@ -20,6 +20,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 from skill_mcp.catalog.digest_memo import DigestMemo as DigestMemo  # re-exported: readers take one
@@ -113,16 +114,8 @@ class _Walker:
     def report(self, path: str, reason: ProblemReason, detail: str) -> None:
         self.problems.append(Problem(path, reason, detail, Level.WARNING, self.skill_name))
 
-    def target(self, entry: os.DirEntry[str], shown: str) -> tuple[str, os.stat_result] | None:
-        """The real path and stat of one entry, or None (reported) when it is not servable."""
-        if not entry.is_symlink():
-            # Not a link inside a real directory: its real path is the directory's plus its
-            # name, so the resolution and the containment check below have nothing to do.
-            try:
-                return entry.path, entry.stat(follow_symlinks=False)
-            except OSError:
-                self.report(shown, ProblemReason.SYMLINK_ESCAPE, "not served: a link whose target does not exist")
-                return None
+    def link_target(self, entry: os.DirEntry[str], shown: str) -> tuple[str, os.stat_result] | None:
+        """The real path and stat of an entry that is a link, or None (reported) when it is not servable."""
         self.unpinned = True
         try:
             target = os.path.realpath(entry.path)
@@ -135,11 +128,6 @@ class _Walker:
             return None
         return target, tst
 
-    def add_file(self, rel: str, tst: os.stat_result) -> None:
-        rel = sys.intern(rel)  # rels repeat across skills
-        self.found.append(SkillFile(rel, tst.st_size, tst.st_mtime_ns, tst.st_ino))
-        self.stamps.append(stamp(rel, tst))
-
     def select(self, priority: frozenset[str]) -> list[SkillFile]:
         """The files served: SKILL.md, then ``priority`` (declared scripts), then the rest
         nearest the top first, while the limits hold; the others are counted as left out."""
@@ -148,6 +136,8 @@ class _Walker:
             first = 0 if f.rel == SKILL_MD else 1 if f.rel in priority else 2
             return first, f.rel.count("/"), f.rel
 
+        if len(self.found) <= MAX_FILES and sum(f.size for f in self.found) <= MAX_TOTAL_BYTES:
+            return self.found  # every file fits: the ranking below would keep them all
         kept: list[SkillFile] = []
         total = 0
         for f in sorted(self.found, key=rank):
@@ -161,60 +151,103 @@ class _Walker:
                 self.left_out_first.append(f.rel)
         return kept
 
-    def entries(self, real_dir: str, shown: str) -> tuple[os.stat_result, list[os.DirEntry[str]]] | None:
+    def entries(
+        self, real_dir: str, shown: str, st: os.stat_result | None
+    ) -> tuple[os.stat_result, list[os.DirEntry[str]]] | None:
         try:
-            st = os.stat(real_dir)
+            if st is None:
+                st = os.stat(real_dir)
             with os.scandir(real_dir) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)
         except OSError as exc:
             self.report(shown, ProblemReason.UNREADABLE, f"the directory cannot be read: {exc.strerror}")
             self.unpinned = True  # nothing stamped says when it becomes readable
             return None
+        entries.sort(key=_NAME)
         self.visited.add((st.st_dev, st.st_ino))
         return st, entries
 
-    def visit(self, real_dir: str, rel_prefix: str, shown: str) -> bool:
-        """Walk one directory; False once the entry budget is spent (the walk stops)."""
-        listed = self.entries(real_dir, shown)
+    def visit(self, real_dir: str, rel_prefix: str, shown: str, st: os.stat_result | None = None) -> bool:
+        """Walk one directory; False once the entry budget is spent (the walk stops).
+
+        ``st`` is the directory's stat when the parent's walk took it (before this listing,
+        so it stamps this directory as a fresh one would); the top directory is stat-ed here.
+        One ``lstat`` per entry (``DirEntry.stat``), one ``stat`` more per link."""
+        listed = self.entries(real_dir, shown, st)
         if listed is None:
             return True
         st, entries = listed
         self.stamps.append(stamp(rel_prefix[:-1], st))
         if rel_prefix and any(e.name == SKILL_MD for e in entries):
             self.nested.append(Path(shown))
-        subdirs: list[tuple[str, str, str]] = []
+        subdirs: list[tuple[str, str, str, os.stat_result]] = []
+        found, stamps = self.found, self.stamps
         for entry in entries:
             self.seen += 1
             if self.seen > MAX_WALK_ENTRIES:
                 return False
-            name = os.fsdecode(entry.name)
+            name = entry.name  # text: the walk lists directories named by text
             if name in BUILD_OUTPUT_DIRS and entry.is_dir(follow_symlinks=False):
                 continue
-            rel = f"{rel_prefix}{name}"
+            rel = rel_prefix + name
             # The prefix passed this check when its directory was entered, and every rule but
             # the total length is per character or per segment: checking the new segment is
             # checking the path (the full path is checked when it is long, for the message).
-            problem = relpath_problem(name) if len(rel) <= MAX_PATH_CHARS else relpath_problem(rel)
+            problem = name_problem(name) if len(rel) <= MAX_PATH_CHARS else relpath_problem(rel)
             if problem is not None:
                 self.report(f"{shown}/{name}", ProblemReason.UNADDRESSABLE_FILENAME, f"not served: {problem}")
                 continue
-            found = self.target(entry, f"{shown}/{name}")
-            if found is None:
-                continue
-            target, tst = found
-            if stat.S_ISDIR(tst.st_mode):
+            if entry.is_symlink():
+                linked = self.link_target(entry, f"{shown}/{name}")
+                if linked is None:
+                    continue
+                target, tst = linked
+            else:
+                # Not a link inside a real directory: its real path is the directory's plus its
+                # name, so there is no resolution and no containment check to make.
+                try:
+                    tst = entry.stat(follow_symlinks=False)
+                except OSError:
+                    self.report(
+                        f"{shown}/{name}",
+                        ProblemReason.SYMLINK_ESCAPE,
+                        "not served: a link whose target does not exist",
+                    )
+                    continue
+                target = ""
+            mode = tst.st_mode
+            if stat.S_ISREG(mode):
+                rel = sys.intern(rel)  # rels repeat across skills
+                found.append(SkillFile(rel, tst.st_size, tst.st_mtime_ns, tst.st_ino))
+                stamps.append((rel, tst.st_ino, tst.st_size, tst.st_mtime_ns, tst.st_ctime_ns))
+            elif stat.S_ISDIR(mode):
                 if (tst.st_dev, tst.st_ino) in self.visited:
                     self.report(
                         f"{shown}/{name}", ProblemReason.SYMLINK_LOOP, "not descended: the directory was already walked"
                     )
                 else:
                     self.visited.add((tst.st_dev, tst.st_ino))
-                    subdirs.append((target, f"{rel}/", f"{shown}/{name}"))
-            elif stat.S_ISREG(tst.st_mode):
-                self.add_file(rel, tst)
+                    subdirs.append((target or entry.path, f"{rel}/", f"{shown}/{name}", tst))
             else:
                 self.report(f"{shown}/{name}", ProblemReason.SPECIAL_FILE, "not served: not a regular file")
         return all(self.visit(*sub) for sub in subdirs)
+
+
+_NAME = attrgetter("name")
+_NAME_MEMO_MAX = 8192
+_name_memo: dict[str, str | None] = {}
+
+
+def name_problem(name: str) -> str | None:
+    """``relpath_problem`` of one path segment, remembered: names repeat across skills
+    (references, guide.md, scripts), and the answer depends on the text alone."""
+    try:
+        return _name_memo[name]
+    except KeyError:
+        problem = relpath_problem(name)
+        if len(_name_memo) < _NAME_MEMO_MAX:
+            _name_memo[name] = problem
+        return problem
 
 
 def walk_skill(directory: Path, skill_name: str, priority: frozenset[str] = frozenset()) -> Walk:

@@ -62,16 +62,69 @@ def split(raw: bytes) -> Split:
         text = raw[offset:].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FrontmatterError(f"SKILL.md is not valid UTF-8 (byte {exc.start + offset})") from None
+    found = _find_end_fast(text)
     # Cutting only the head into lines (not a 20 KB body) keeps a 10,000-skill scan fast; when
     # the head does not decide, the whole text is cut and the same rules run again.
-    found = None
-    if len(text) > _SCAN_CHARS:
+    if found is None and len(text) > _SCAN_CHARS:
         found = _find_end(text[:_SCAN_CHARS].splitlines(keepends=True)[:-1], complete=False)
     if found is None:
         found = _find_end(text.splitlines(keepends=True), complete=True)
     assert found is not None  # the whole text always decides
     yaml_text, consumed_bytes, consumed_chars = found
     return Split(yaml_text, 2, text[consumed_chars:], offset + consumed_bytes)
+
+
+# Every line boundary ``str.splitlines`` knows but "\n": text up to the closing line without
+# any of them is cut into lines at "\n" alone, so a search can stand in for the cut.
+_OTHER_LINE_ENDS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+
+
+def _find_end_fast(text: str) -> tuple[str, int, int] | None:
+    """``_find_end`` of the whole text for the common shape (a '---' first line, a closing
+    line, "\n" line ends only, within the size limit), found by two searches instead of a
+    cut into lines; None for anything else, which the cut decides."""
+    first_end = text.find("\n")
+    if first_end < 0 or text[:first_end].rstrip(" \t") != "---":
+        return None
+    closing = _closing_line(text, first_end + 1)
+    if closing is None:
+        return None
+    start, end = closing
+    head = text[:end]
+    if head.isascii():
+        # Plain tests first: of the other boundaries, these six are the ASCII ones.
+        if "\r" in head or "\v" in head or "\f" in head or "\x1c" in head or "\x1d" in head or "\x1e" in head:
+            return None
+        consumed = end
+    else:
+        if _OTHER_LINE_ENDS.search(head):
+            return None
+        consumed = len(head.encode("utf-8"))
+    if consumed > FRONTMATTER_MAX_BYTES and len(text[:start].encode("utf-8")) > FRONTMATTER_MAX_BYTES:
+        return None  # over the limit: the cut names the line
+    return text[first_end + 1 : start], consumed, end
+
+
+def _closing_line(text: str, start: int) -> tuple[int, int] | None:
+    """(where the first line at or after ``start`` - itself a line start - that is '---' or
+    '...' and blanks begins, where the line after it begins), or None. Lines end at "\n" here."""
+    if _CLOSING_LINE.match(text, start):
+        line_start = start
+    else:
+        line_start = -1
+        limit = len(text)
+        for marker in ("\n---", "\n..."):
+            # The second marker is looked for only before the first one's line: no body scan.
+            at = text.find(marker, start - 1, limit)
+            while at >= 0 and not _CLOSING_LINE.match(text, at + 1):
+                at = text.find(marker, at + 1, limit)
+            if at >= 0:
+                line_start, limit = at + 1, at
+        if line_start < 0:
+            return None
+    end = text.find("\n", line_start)
+    return line_start, len(text) if end < 0 else end + 1
 
 
 def _find_end(lines: list[str], *, complete: bool) -> tuple[str, int, int] | None:
@@ -129,39 +182,78 @@ def split_host_block(yaml_text: str) -> tuple[str, HostChunk]:
 
 def check_json_safe(value: Any, path: str) -> None:
     """The frontmatter is rendered verbatim as JSON: refuse what JSON cannot carry."""
+    if not _plainly_json_safe(value):
+        _check_json_safe(value, path)
+
+
+def _plainly_json_safe(value: Any) -> bool:
+    """True when ``value`` holds only strings, integers, booleans, None, finite floats, lists and
+    dicts keyed by strings (exact types, as the YAML loader builds them): nothing for
+    ``_check_json_safe`` to refuse. One loop, no paths built; False sends it the slow way."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is not float or not math.isfinite(item):
+            return False
+    return True
+
+
+def _check_json_safe(value: Any, path: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise FrontmatterInvalid(f"{path} is a non-finite number, which JSON cannot carry")
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise FrontmatterInvalid(f"{path} has a non-string key {key!r}")
-            check_json_safe(item, f"{path}.{key}")
+            _check_json_safe(item, f"{path}.{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            check_json_safe(item, f"{path}[{index}]")
+            _check_json_safe(item, f"{path}[{index}]")
 
 
 def parse_yaml(text: str, first_line: int) -> Any:
     """Parse YAML text whose first line is line ``first_line`` of SKILL.md."""
+    return _parse_composed(text, first_line)[0]
+
+
+def _parse_composed(text: str, first_line: int) -> tuple[Any, Any]:
+    """``parse_yaml``, and the composed node tree when libyaml's fast path read the text."""
     # Imported here, not at the top: PyYAML is a sizeable import, and a server answers the
     # MCP handshake before it scans a single skill (the catalog is built on first use).
     from skill_mcp.catalog import yaml12
 
     try:
-        value = yaml12.load(text)
+        return yaml12.load_composed(text)
     except yaml12.YamlError as exc:
         line = exc.line + first_line - 1 if exc.line is not None else None
         raise FrontmatterError(exc.message, line, exc.column) from None
-    return value
 
 
 def parse_frontmatter(split_result: Split) -> tuple[dict[str, Any], HostChunk]:
     """Parse everything but the ``mcp-host`` block; return the mapping and the raw block."""
+    value, host, _ = parse_frontmatter_composed(split_result)
+    return value, host
+
+
+def parse_frontmatter_composed(split_result: Split) -> tuple[dict[str, Any], HostChunk, Any]:
+    """``parse_frontmatter``, and the node tree libyaml composed for the *whole* frontmatter
+    text (None when a host block was cut out of it, or the fast path did not read it): what
+    ``yaml11.differences_composed`` reads the YAML 1.1 way instead of parsing a second time."""
     rest, host = split_host_block(split_result.frontmatter)
-    value = parse_yaml(rest, split_result.first_line)
+    value, node = _parse_composed(rest, split_result.first_line)
     if value is None:
         value = {}
     if not isinstance(value, dict):
         raise FrontmatterInvalid("the frontmatter is not a mapping of keys to values", split_result.first_line, 1)
     check_json_safe(value, "frontmatter")
-    return value, host
+    return value, host, node if rest == split_result.frontmatter else None

@@ -19,9 +19,15 @@ from skill_mcp.catalog.files import (
     stamp,
     walk_skill,
 )
-from skill_mcp.catalog.frontmatter import FrontmatterError, FrontmatterInvalid, Split, parse_frontmatter, split
+from skill_mcp.catalog.frontmatter import (
+    FrontmatterError,
+    FrontmatterInvalid,
+    Split,
+    parse_frontmatter_composed,
+    split,
+)
 from skill_mcp.catalog.spec import extension_rules, is_valid_name, spec_warnings
-from skill_mcp.catalog.yaml11 import Difference, differences
+from skill_mcp.catalog.yaml11 import Difference, differences_composed
 from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Problem, Skill
 from skill_mcp.paths import is_inside
@@ -71,11 +77,33 @@ def _read_skill_md(real_dir: Path, stamps: _Stamps) -> bytes:
             f"SKILL.md is {st.st_size} bytes, over the {SKILL_MD_MAX_BYTES}-byte limit for instructions; "
             "move long material into files beside it (references/) and link to them",
         )
-    with open(path, "rb") as handle:
+    # A bare descriptor, not a file object: no buffer, no isatty or seek, one read of the size
+    # the stat gives (and one more that meets the end), up to one byte past the limit.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
         # Stamped from the descriptor before the read: a write after this stat changes the
         # ctime, so a cached result is never taken for the newer bytes.
-        stamps.taken.append(stamp(SKILL_MD, os.fstat(handle.fileno())))
-        return handle.read(SKILL_MD_MAX_BYTES + 1)
+        opened = os.fstat(fd)
+        stamps.taken.append(stamp(SKILL_MD, opened))
+        return _read_up_to(fd, SKILL_MD_MAX_BYTES + 1, opened.st_size + 1)
+    finally:
+        os.close(fd)
+
+
+def _read_up_to(fd: int, limit: int, first: int) -> bytes:
+    """Up to ``limit`` bytes of ``fd``, reading ``first`` bytes at first: what a buffered
+    ``read(limit)`` returns, the whole file or ``limit`` bytes, whichever is shorter."""
+    chunk = os.read(fd, min(first, limit))
+    if not chunk or len(chunk) == limit:
+        return chunk
+    chunks, total = [chunk], len(chunk)
+    while total < limit:
+        chunk = os.read(fd, limit - total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class _Refused(Exception):
@@ -118,7 +146,7 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
     raw = _read_skill_md(real_dir, stamps)
     try:
         parts = split(raw)
-        frontmatter, host_chunk = parse_frontmatter(parts)
+        frontmatter, host_chunk, composed = parse_frontmatter_composed(parts)
     except FrontmatterInvalid as exc:
         raise _Refused(ProblemReason.FRONTMATTER_INVALID, str(exc)) from None
     except FrontmatterError as exc:
@@ -166,7 +194,8 @@ def _load(real_dir: Path, found_at: Path, root_real: Path, name: str, stamps: _S
                     str(found_at / row.script),
                 )
     rules = _extension_rules(frontmatter, declared.parsed or not host_chunk.present, walk, name)
-    diffs = _yaml11(frontmatter, parts, rules)
+    # The tree read as ``frontmatter`` only while no mcp-host entry was added to it.
+    diffs = _yaml11(frontmatter, parts, None if host_chunk.present else composed, rules)
     for rule, detail in rules:
         problems.append(
             Problem(
@@ -238,11 +267,13 @@ def _extension_rules(
     return rules
 
 
-def _yaml11(frontmatter: dict[str, Any], parts: Split, rules: list[tuple[ExtensionRule, str]]) -> list[Difference]:
+def _yaml11(
+    frontmatter: dict[str, Any], parts: Split, composed: Any, rules: list[tuple[ExtensionRule, str]]
+) -> list[Difference]:
     """The fields a YAML 1.1 host reads otherwise; recorded as a rule too, so the skill stays out."""
     if any(rule is ExtensionRule.FRONTMATTER_DIVERGES for rule, _ in rules):
         return []
-    diffs = differences(parts.frontmatter, frontmatter)
+    diffs = differences_composed(parts.frontmatter, frontmatter, composed)
     if diffs:
         rules.append(
             (

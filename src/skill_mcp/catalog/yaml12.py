@@ -31,6 +31,8 @@ from yaml.reader import Reader
 from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
+from skill_mcp.catalog import yaml_simple
+
 
 class YamlError(ValueError):
     """The document is not YAML 1.2 core we accept. ``line``/``column`` are 1-based."""
@@ -170,6 +172,32 @@ class CoreLoader(Reader, Scanner, Parser, _NoAliasComposer, _CoreConstructor, _C
         _CoreResolver.__init__(self)
 
 
+_RESOLVE_MEMO_MAX = 8192
+_RESOLVE_MEMO_CHARS = 64
+_resolved: dict[str, str] = {}
+
+
+class _MemoResolver(_CoreResolver):
+    """The core resolver, answering a plain scalar seen before from a memo: keys and short
+    values (name, description, MIT, true) repeat across thousands of skills. The answer
+    depends on the text alone (the core resolver has no path resolvers), so the memo is exact."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        base: Any = super().resolve
+        if kind is not ScalarNode or not implicit[0]:
+            return base(kind, value, implicit)
+        tag = _resolved.get(value)
+        if tag is None:
+            tag = base(kind, value, implicit)
+            if len(value) <= _RESOLVE_MEMO_CHARS and len(_resolved) < _RESOLVE_MEMO_MAX:
+                _resolved[value] = tag
+        return tag
+
+
+if _CoreResolver.yaml_path_resolvers:  # pragma: no cover - the memo above relies on there being none
+    raise ImportError("the core resolver has path resolvers")
+
+
 def _c_loader() -> Any:
     """The same loader over libyaml's scanner and parser, when PyYAML was built with it.
 
@@ -187,32 +215,33 @@ def _c_loader() -> Any:
     except ImportError:
         return None
 
-    class CCoreLoader(_NoAliasComposer, CParser, _CoreConstructor, _CoreResolver):
+    class CCoreLoader(_NoAliasComposer, CParser, _CoreConstructor, _MemoResolver):
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
             _NoAliasComposer.__init__(self)
             _CoreConstructor.__init__(self)
-            _CoreResolver.__init__(self)
+            _MemoResolver.__init__(self)
 
-    class CComposedLoader(CParser, _CoreConstructor, _CoreResolver):
+    class CComposedLoader(CParser, _CoreConstructor, _MemoResolver):
         """libyaml composes too: used only for text without '&' or '*', which no anchor or
         alias can be written without, so the refusal above has nothing to refuse."""
 
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
             _CoreConstructor.__init__(self)
-            _CoreResolver.__init__(self)
+            _MemoResolver.__init__(self)
 
     return CCoreLoader, CComposedLoader
 
 
 _C_LOADERS: Any = _c_loader()
+_plain_resolver = _MemoResolver()
 _BLOCK_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*#")
 
 
 def _c_safe(text: str) -> bool:
     """True when ``text`` avoids every corner where libyaml and PyYAML are known to differ."""
-    if "\t" in text or "\r" in text or _BLOCK_HEADER_COMMENT.search(text):
+    if "\t" in text or "\r" in text or (("|" in text or ">" in text) and _BLOCK_HEADER_COMMENT.search(text)):
         return False
     if "{" in text:
         return False  # flow mappings: libyaml takes keys with '?' inside that PyYAML refuses
@@ -282,24 +311,61 @@ def _fast(node: Node) -> Any:
     raise _NotFast(node.tag)
 
 
-def _load_fast(loader_class: Any, text: str) -> Any:
+_PLAIN = (True, False)
+
+
+def _resolve_plain(value: str) -> str:
+    """The core-schema tag of a plain scalar, as the libyaml loaders resolve it."""
+    tag: str = _plain_resolver.resolve(ScalarNode, value, _PLAIN)
+    return tag
+
+
+def _load_fast(loader_class: Any, text: str) -> tuple[Any, Node | None]:
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
-        return None if node is None else _fast(node)
+        return (None, None) if node is None else (_fast(node), node)
+    finally:
+        loader.dispose()
+
+
+def compose(text: str) -> Node | None:
+    """libyaml's node tree for ``text`` when the fast path would read it (no tag resolution
+    beyond the core schema's, no value built), else None; raises whatever libyaml raises."""
+    if _C_LOADERS is None or not _c_safe(text) or "&" in text or "*" in text:
+        return None
+    loader = _C_LOADERS[1](text)
+    try:
+        node: Node | None = loader.get_single_node()
+        return node
     finally:
         loader.dispose()
 
 
 def load(text: str) -> Any:
     """Parse one YAML document under the 1.2 core schema; raise ``YamlError`` on anything else."""
+    return load_composed(text)[0]
+
+
+def load_composed(text: str) -> tuple[Any, Node | yaml_simple.Read | None]:
+    """``load``, and how it was read when a fast path read ``text`` (else None): the node tree
+    libyaml composed (the events a YAML 1.1 loader over libyaml sees too, so ``yaml11`` can read
+    them the 1.1 way without a second parse), or the ``yaml_simple.Read`` of the common shape."""
     if _C_LOADERS is not None and _c_safe(text):
         anchored = "&" in text or "*" in text
+        if not anchored:
+            simple = yaml_simple.read(text, _resolve_plain, _scalar)
+            if simple is not None:
+                return simple.value, simple
         # Any refusal falls through: the pure loader below decides, and words, every refusal.
         with contextlib.suppress(Exception):
             if anchored:
-                return _load_with(_C_LOADERS[0], text)
+                return _load_with(_C_LOADERS[0], text), None
             return _load_fast(_C_LOADERS[1], text)
+    return _load_pure(text), None
+
+
+def _load_pure(text: str) -> Any:
     try:
         return _load_with(CoreLoader, text)
     except YamlError:

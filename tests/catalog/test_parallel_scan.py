@@ -1,0 +1,117 @@
+"""The cold scan over worker processes gives the serial scan's catalog, and falls back to it.
+
+``parallel_scan.preload`` loads shares of the candidates in worker processes (forked when the
+process is single-threaded, spawned otherwise); every share a worker does not deliver is loaded
+serially by the discovery loop. These tests force the parallel path on a small catalog (with
+refused skills among the good ones) and compare it with the serial one, then break the workers
+every way the module guards against.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.corpus import generate
+from skill_mcp.catalog import discover, parallel_scan
+from skill_mcp.config import load_settings
+from skill_mcp.models import Catalog
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    generate(root, 40)
+    (root / "broken-frontmatter").mkdir()
+    (root / "broken-frontmatter" / "SKILL.md").write_text("---\nname: [\n---\nbody\n")
+    (root / "Bad_Name").mkdir()
+    (root / "Bad_Name" / "SKILL.md").write_text("---\nname: x\ndescription: d\n---\nbody\n")
+    (root / "ambiguous").mkdir()
+    (root / "ambiguous" / "SKILL.md").write_text("---\nname: ambiguous\ndescription: d\nlicense: yes\n---\nbody\n")
+    return root
+
+
+def _catalog(root: Path, monkeypatch: pytest.MonkeyPatch, *, parallel: bool) -> Catalog:
+    calls: list[int] = []
+    real = parallel_scan.preload
+
+    def forced(jobs: list[parallel_scan.Job]) -> Any:
+        calls.append(len(jobs))
+        return real(jobs, workers=3, min_skills=1) if parallel else {}
+
+    with monkeypatch.context() as m:
+        m.setattr(discover, "preload", forced)
+        catalog = discover.build_catalog(load_settings([str(root)], {}))
+    assert calls, "the discovery loop did not ask for a preload"
+    return catalog
+
+
+def _same(a: Catalog, b: Catalog) -> bool:
+    return (a.skills, a.problems, a.roots, a.packs) == (b.skills, b.problems, b.roots, b.packs)
+
+
+@pytest.mark.parametrize("forked", [True, False])
+def test_workers_give_the_serial_catalog(corpus: Path, monkeypatch: pytest.MonkeyPatch, forked: bool) -> None:
+    serial = _catalog(corpus, monkeypatch, parallel=False)
+    monkeypatch.setattr(parallel_scan, "single_threaded", lambda: forked)  # else spawned
+    spied: list[int] = []
+    collect = parallel_scan._collect
+
+    def spy(chunk: list[parallel_scan.Job], process: Any, conn: Any) -> Any:
+        got = collect(chunk, process, conn)
+        spied.append(len(got))
+        return got
+
+    monkeypatch.setattr(parallel_scan, "_collect", spy)
+    parallel = _catalog(corpus, monkeypatch, parallel=True)
+    assert spied and all(spied), "no worker delivered its share"  # the parallel path really ran
+    assert _same(parallel, serial)
+    assert len(serial.skills) >= 40 and serial.problems
+
+
+def test_no_process_to_be_had_means_a_serial_scan(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    serial = _catalog(corpus, monkeypatch, parallel=False)
+
+    def refuse(self: Any) -> None:
+        raise BlockingIOError(11, "Resource temporarily unavailable")  # RLIMIT_NPROC's EAGAIN
+
+    monkeypatch.setattr("multiprocessing.process.BaseProcess.start", refuse)
+    assert _same(_catalog(corpus, monkeypatch, parallel=True), serial)
+
+
+@pytest.mark.parametrize("answer", [b"garbage", None])
+def test_a_worker_that_answers_garbage_or_dies_costs_only_time(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch, answer: bytes | None
+) -> None:
+    serial = _catalog(corpus, monkeypatch, parallel=False)
+    monkeypatch.setattr(parallel_scan, "single_threaded", lambda: True)
+
+    def broken(conn: Any, jobs: Any) -> None:
+        if answer is not None:
+            conn.send_bytes(answer)
+        conn.close()  # a worker that dies says nothing
+
+    monkeypatch.setattr(parallel_scan, "_worker", broken)
+    assert _same(_catalog(corpus, monkeypatch, parallel=True), serial)
+
+
+def test_a_planted_difference_is_seen(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # negative control
+    serial = _catalog(corpus, monkeypatch, parallel=False)
+    monkeypatch.setattr(parallel_scan, "single_threaded", lambda: True)
+    load = parallel_scan.load_share
+
+    def drop_problems(jobs: list[parallel_scan.Job]) -> Any:
+        from dataclasses import replace
+
+        return [replace(loaded, problems=()) for loaded in load(jobs)]
+
+    monkeypatch.setattr(parallel_scan, "load_share", drop_problems)
+    assert not _same(_catalog(corpus, monkeypatch, parallel=True), serial)
+
+
+def test_small_catalogs_and_single_cores_stay_serial() -> None:
+    jobs = [(f"/r/s{i}", f"/r/s{i}", "/r") for i in range(10)]
+    assert parallel_scan.preload(jobs) == {}  # below MIN_SKILLS: nothing is started
+    assert parallel_scan.preload(jobs, workers=1, min_skills=1) == {}
