@@ -33,7 +33,8 @@ class DigestMemo:
     new size, mtime or ctime, a vanished file) takes the full path again: resolution inside the
     skill, the regular-file check, the open and a fresh hash. A reused digest is therefore one
     this server already published for this very entry, of the bytes it would read now: a
-    same-size rewrite within one mtime tick, or with its mtime put back, still moves the ctime.
+    same-size rewrite with its mtime put back still moves the ctime (a rewrite within the
+    filesystem's clock tick of the hash itself is the limit of this check, as of every stamp).
     Safe to share across threads; holds no file bytes.
     """
 

@@ -12,9 +12,9 @@ record checked; a record whose rows no longer hold is reloaded from disk by the 
 provider (``refresh``), which replaces its cache entry, and the answer is made from the fresh
 record. A record scanned from disk (not from the cache) is already checked.
 
-An answer that also reuses known digests (``skills/list``, ``skills/get``) would ``lstat`` each
-file twice, once here and once in ``DigestMemo.known``; ``known_checked`` does both checks on
-one ``lstat`` per file, and says None whenever either fails, so that the caller takes the
+An answer that also reuses known digests would ``lstat`` each file twice, once here and once in
+``DigestMemo.known``; for a ``skills/list`` page ``known_checked`` does both checks on one
+``lstat`` per file, and says None whenever either fails, so that the caller takes the
 reference path (``stale``, a reload, the full read and hash) for the answer instead.
 """
 
