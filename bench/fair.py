@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -99,3 +100,26 @@ def cpu_seconds(pid: int | None) -> float:
     except (OSError, ValueError, IndexError):
         return math.nan
     return total / 1e9
+
+
+async def wait_idle(
+    pid: int | None, *, window_s: float = 0.5, busy_share: float = 0.05, timeout_s: float = 240.0
+) -> float:
+    """Wait until the process ``pid`` uses less than ``busy_share`` of a core over ``window_s``
+    (at most ``timeout_s``); the seconds waited. The recording's ``skill_search`` starts the
+    full index build in a background thread (``surfaces.search_tool``), which at 10,000 skills
+    runs for a minute or more and takes the GIL at every system call of the event loop: per-call
+    figures measured during it are the build's, not the call's (a ``skills/list`` page 3.1 ms
+    idle, 6.5-14 ms while it runs, on this machine)."""
+    import anyio
+
+    start = time.perf_counter()
+    if pid is None:
+        return 0.0
+    while time.perf_counter() - start < timeout_s:
+        before = cpu_seconds(pid)
+        await anyio.sleep(window_s)
+        used = cpu_seconds(pid) - before
+        if math.isnan(used) or used < busy_share * window_s:
+            break
+    return time.perf_counter() - start

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -136,6 +137,10 @@ async def read_side(
             result.missing["skill_search"] = "this server build does not register skill_search"
         requests = _read_requests(sample, cursors, queries, tools)
         answers = await fair.record(s.client, requests, max(calls, warmup), ANSWERS_DIR / f"{result.label}.json")
+        # The per-call figures are the steady state: not while the index build the recording's
+        # skill_search started is still running in our server (fair.wait_idle).
+        waited = await fair.wait_idle(s.pid)
+        print(f"{result.label}: waited {waited:.1f} s for the server's background work", file=sys.stderr)
         async with (
             session(fair.replay_spec(answers)) as same,
             session(fair.replay_spec(answers, our_transport=True)) as same_tf,

@@ -89,3 +89,30 @@ def test_replaying_floor_walks_our_exact_pages(tmp_path: Path) -> None:
                 assert cursor is None
 
     anyio.run(go)
+
+
+def test_wait_idle_waits_for_a_busy_process_and_not_for_an_idle_one() -> None:
+    """The per-call rounds start once our server's background work is done (``fair.wait_idle``)."""
+    import subprocess
+    import sys
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+
+        async def go() -> tuple[float, float, float]:
+            return (
+                await fair.wait_idle(None),
+                await fair.wait_idle(idle.pid, window_s=0.2, timeout_s=5.0),
+                await fair.wait_idle(busy.pid, window_s=0.2, timeout_s=1.0),
+            )
+
+        none, quiet, spinning = anyio.run(go)
+    finally:
+        busy.kill()
+        idle.kill()
+        busy.wait()
+        idle.wait()
+    assert none == 0.0
+    assert quiet < 5.0  # it returned before its bound: the idle process was seen idle
+    assert spinning >= 1.0  # it waited out its bound: a spinning process is never idle

@@ -11,11 +11,17 @@ of a cached record (inode, size, mtime, ctime) the first time an answer asks, an
 record checked; a record whose rows no longer hold is reloaded from disk by the catalog's
 provider (``refresh``), which replaces its cache entry, and the answer is made from the fresh
 record. A record scanned from disk (not from the cache) is already checked.
+
+An answer that also reuses known digests would ``lstat`` each file twice, once here and once in
+``DigestMemo.known``; for a ``skills/list`` page ``known_checked`` does both checks on one
+``lstat`` per file, and says None whenever either fails, so that the caller takes the
+reference path (``stale``, a reload, the full read and hash) for the answer instead.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -23,8 +29,9 @@ from skill_mcp.catalog.codec import CachedFiles
 from skill_mcp.catalog.files import SKILL_MD
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.catalog.digest_memo import DigestMemo
     from skill_mcp.config import Settings
-    from skill_mcp.models import Catalog, Skill
+    from skill_mcp.models import Catalog, Skill, SkillFile
 
 
 def files_hold(prefix: str, files: CachedFiles) -> bool:
@@ -44,6 +51,41 @@ def files_hold(prefix: str, files: CachedFiles) -> bool:
             return False
     files.checked = True
     return True
+
+
+def known_checked(memo: DigestMemo, skill: Skill) -> list[tuple[SkillFile, int, str]] | None:
+    """``(file, size, digest)`` for every file of ``skill``, from one ``lstat`` per file that
+    serves both checks an answer carrying digests owes: the file tier (``files_hold``: the
+    row's inode, size, mtime and ctime, while the record is not yet checked; SKILL.md's row
+    left to the listing tier as there) and the memo (``DigestMemo.known``: a regular file whose
+    device, inode, size, mtime and ctime are those the digest was computed for). None when any file
+    fails either check, is gone or was never hashed; ``checked`` is set only when every row held.
+    """
+    files = skill.files
+    unchecked = files if isinstance(files, CachedFiles) and not files.checked else None
+    rows = None if unchecked is None else unchecked.rows
+    prefix = skill.prefix
+    held = memo.held(prefix)
+    lstat, is_reg = os.lstat, stat.S_ISREG
+    out = []
+    for i, entry in enumerate(files):
+        rel = entry.rel
+        try:
+            st = lstat(prefix + rel)
+        except OSError:
+            return None
+        known = held.get(rel)
+        now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # digest_memo.identity
+        if known is None or known[0] != now or not is_reg(st.st_mode):
+            return None
+        if rows is not None and rel != SKILL_MD:
+            row_rel, size, mtime_ns, ino, ctime_ns = rows[i]
+            if (row_rel, ino, size, mtime_ns, ctime_ns) != (rel, *now[1:]):
+                return None
+        out.append((entry, now[2], known[1]))
+    if unchecked is not None:
+        unchecked.checked = True
+    return out
 
 
 def stale(skills: Iterable[Skill]) -> list[Skill]:

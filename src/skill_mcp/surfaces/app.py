@@ -276,11 +276,15 @@ def _add_skills_extension(server: SkillServer, state: SurfaceState) -> None:
     # hashed, the whole answer is computed in a worker thread (a thread hop costs more than
     # the lstats, so it is paid only when there is real work).
     # Each answer carries file facts: its skills' file tier is checked first (``files_checked``).
+    # A page whose every file passes both checks on one lstat (``known_page``) is answered from
+    # that; otherwise the reference way, which reloads what changed and hashes what it must.
     async def on_skills_list(ctx: Any, params: skills_ext.SkillsListParams) -> dict[str, Any]:
-        catalog = await files_checked(
-            state.catalog(), lambda c: skills_ext.page_skills(c, params.cursor), state.refresh
-        )
-        body = await _known_or_hashed(skills_ext.list_skills, state.memo, catalog, params.cursor)
+        body = skills_ext.known_page(state.memo, state.catalog(), params.cursor)
+        if body is None:
+            catalog = await files_checked(
+                state.catalog(), lambda c: skills_ext.page_skills(c, params.cursor), state.refresh
+            )
+            body = await _known_or_hashed(skills_ext.list_skills, state.memo, catalog, params.cursor)
         return skills_ext.for_era(body, ctx.protocol_version)
 
     async def on_skills_get(ctx: Any, params: skills_ext.SkillsGetParams) -> dict[str, Any]:

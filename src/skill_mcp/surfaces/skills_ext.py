@@ -11,6 +11,7 @@ one ``skill://<skill-path>/SKILL.md``, a nested skill's path starting with the e
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -27,7 +28,7 @@ from skill_mcp.surfaces.state import SKILL_MD, listed_in_skills_ext
 # before the first request that reads (start-up stays independent of the number of skills).
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.catalog import files as catfiles
-    from skill_mcp.models import Catalog, Skill
+    from skill_mcp.models import Catalog, Skill, SkillFile
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
 CAPABILITY = {"directoryRead": True}
@@ -60,6 +61,10 @@ def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = F
         import skill_mcp.catalog.files as catfiles
 
         files = [(f, (info := catfiles.file_info(memo, skill, f)).size, info.digest) for f in skill.files]
+    return _entry(skill, files)
+
+
+def _entry(skill: Skill, files: Iterable[tuple[SkillFile, int, str]]) -> dict[str, Any]:
     base = skill.uri_prefix
     resources = [{"uri": base + f.uri_path, "digest": digest, "size": size} for f, size, digest in files]
     return {"uri": base + SKILL_MD, "frontmatter": dict(skill.frontmatter), "resources": resources}
@@ -79,24 +84,48 @@ def for_era(body: dict[str, Any], protocol_version: str | None, *, cacheable: bo
     return out
 
 
-def page_skills(catalog: Catalog, cursor: str | None) -> tuple[Skill, ...]:
-    """The skills a ``skills/list`` page carries entries of (for ``catalog.filetier``)."""
+def _window(catalog: Catalog, cursor: str | None) -> tuple[Sequence[Skill], int | None]:
     try:
         offset = decode_cursor("skills", cursor)
     except SkillMcpError as err:
         raise invalid_params(err) from None
-    return tuple(window(catalog.extension_listed, offset, SKILLS_PAGE)[0])
+    return window(catalog.extension_listed, offset, SKILLS_PAGE)
+
+
+def _page(entries: list[dict[str, Any]], nxt: int | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"skills": entries}
+    if nxt is not None:
+        body["nextCursor"] = encode_cursor("skills", nxt)
+    return body
+
+
+def page_skills(catalog: Catalog, cursor: str | None) -> tuple[Skill, ...]:
+    """The skills a ``skills/list`` page carries entries of (for ``catalog.filetier``)."""
+    return tuple(_window(catalog, cursor)[0])
+
+
+def known_page(memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None) -> dict[str, Any] | None:
+    """One page of ``skills/list`` from one ``lstat`` per file (``filetier.known_checked``: the
+    file tier and the memo checked on the same ``lstat``), or None when a file of the page fails
+    either check or needs hashing: then the answer is made the reference way (``files_checked``,
+    which reloads what changed, then ``list_skills``), and is the same."""
+    from skill_mcp.catalog.filetier import known_checked
+
+    shown, nxt = _window(catalog, cursor)
+    entries = []
+    for skill in shown:
+        files = known_checked(memo, skill)
+        if files is None:
+            return None
+        entries.append(_entry(skill, files))
+    return _page(entries, nxt)
 
 
 def list_skills(
     memo: catfiles.DigestMemo, catalog: Catalog, cursor: str | None, *, known_only: bool = False
 ) -> dict[str, Any] | None:
     """One page of ``skills/list``; with ``known_only``, None when a file of the page needs hashing."""
-    try:
-        offset = decode_cursor("skills", cursor)
-    except SkillMcpError as err:
-        raise invalid_params(err) from None
-    shown, nxt = window(catalog.extension_listed, offset, SKILLS_PAGE)
+    shown, nxt = _window(catalog, cursor)
     entries = []
     for skill in shown:
         try:
@@ -109,10 +138,7 @@ def list_skills(
         if entry is None:
             return None
         entries.append(entry)
-    body: dict[str, Any] = {"skills": entries}
-    if nxt is not None:
-        body["nextCursor"] = encode_cursor("skills", nxt)
-    return body
+    return _page(entries, nxt)
 
 
 def get_skill(
