@@ -57,7 +57,7 @@ from typing import Any
 
 from skill_mcp import __version__
 from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned, remove_superseded
-from skill_mcp.catalog.codec import CachedFiles, decode_loaded, encode_loaded
+from skill_mcp.catalog.codec import CachedFiles, Stamp, decode_loaded, encode_loaded, split_entry
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import SKILL_MD, file_digest
 from skill_mcp.catalog.filetier import files_hold
@@ -113,6 +113,14 @@ def stamps_hold(base: str, stamps: Iterable[Any], skill_md: tuple[int, int, int,
         if (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (ino, size, mtime_ns, ctime_ns):
             return False
     return True
+
+
+def _skill_md(stamps: list[Any]) -> Stamp | None:
+    """The stamp of SKILL.md among an entry's listing-tier stamps (which ``stamps_hold`` found holding)."""
+    for rel, ino, size, mtime_ns, ctime_ns in stamps:
+        if rel == SKILL_MD:
+            return ino, size, mtime_ns, ctime_ns
+    return None
 
 
 def racy(ctime_ns: int, t0_ns: int) -> bool:
@@ -192,19 +200,18 @@ class CatalogCache:
         if span is None:
             return None
         try:
-            entry = json.loads(self._body(span))
-            if (
-                entry["at"] != found_at
-                or entry["root"] != root_real
-                or not stamps_hold(real, entry["stamps"], skill_md)
-            ):
+            entry, rows = split_entry(self._body(span))
+            if entry["at"] != found_at or entry["root"] != root_real:
                 return None
-            loaded = decode_loaded(entry, real, self._root(root_real), root_real)
+            stamps = entry["stamps"]
+            if not stamps_hold(real, stamps, skill_md):
+                return None
+            loaded = decode_loaded(entry, rows, real, self._root(root_real), root_real, skill_md=_skill_md(stamps))
             skill = loaded.skill
             if files and skill is not None:
-                rows = skill.files
-                assert isinstance(rows, CachedFiles)
-                if not files_hold(skill.prefix, rows):
+                cached = skill.files
+                assert isinstance(cached, CachedFiles)
+                if not files_hold(skill.prefix, cached):
                     return None
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:
             log.info("catalog cache entry discarded", extra={"skill": real, "why": str(exc)[:200]})
@@ -230,7 +237,7 @@ class CatalogCache:
         if writer is None:
             return
         try:
-            writer.add(b"S", real, json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+            writer.add(b"S", real, entry)
         except OSError as exc:
             self._give_up(exc)
             return

@@ -7,8 +7,10 @@ shape it did not write; the cache then discards the entry and loads the skill fr
 
 from __future__ import annotations
 
+import json
+import json.scanner
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -35,48 +37,67 @@ def _file_row(row: Any) -> bool:
     return False
 
 
+Stamp = tuple[int, int, int, int]  # (inode, size, mtime_ns, ctime_ns), as ``os.lstat`` gives them
+
+
 class CachedFiles(Sequence[SkillFile]):
-    """A skill's file records as the cache holds them (``[rel, size, mtime_ns, ino, ctime_ns]``
-    rows: the record and the file's stamp), made into ``SkillFile`` records the first time
-    anything reads one.
+    """A skill's file records as the cache holds them: the JSON text of its file rows
+    (``[rel, size, mtime_ns, ino, ctime_ns]``: the record and the file's stamp), decoded the first
+    time anything reads a row, and made into ``SkillFile`` records the first time anything reads
+    a record.
 
     The rows are also the skill's *file tier*: a warm build checks only the stamps of SKILL.md
     and of the directories (``catalog.cache``), so before an answer carries a fact about these
     files ``catalog.filetier`` checks every row's stamp once (``checked`` then stays True for
     this record; a reload makes another record).
 
-    A warm start decodes every skill's entry, but most answers never look at most skills'
-    files: a listing needs only how many there are. The rows' shape is checked when the entry
-    is decoded, so a bad row is a cache miss then, never an error later. Thread-safe: two
-    first readers may both build the records; either result is the same, and the rows are
-    kept (they are what ``len`` and a second builder read).
+    A warm start decodes every skill's listing, but most answers never look at most skills'
+    files: a listing needs only how many there are (the count, written in the listing).
+    So the rows are not even parsed until the file tier (or a record) asks for them. Their shape
+    is checked then: text this code never writes (a forged entry under a good checksum), or
+    rows that disagree with the count, raise ``ValueError`` from ``rows``, which the file tier
+    takes as a failed check (the skill is read from disk again), never as records.
+    ``skill_md`` is the stamp of SKILL.md this build checked for the listing tier (the search
+    index's key reads it: ``search.source``). Thread-safe: two first readers may both decode;
+    either result is the same.
     """
 
-    __slots__ = ("_files", "_rows", "checked")
+    __slots__ = ("_count", "_files", "_raw", "_rows", "checked", "skill_md")
 
-    def __init__(self, rows: list[Any], *, checked: bool = False) -> None:
-        if type(rows) is not list or not all(_file_row(r) for r in rows):
-            raise TypeError("a file row has the wrong shape")
-        self._rows = rows
+    def __init__(self, raw: bytes, count: int, *, skill_md: Stamp | None = None, checked: bool = False) -> None:
+        if type(count) is not int or count < 0:
+            raise TypeError("a file count has the wrong shape")
+        self._raw = raw
+        self._count = count
+        self.skill_md = skill_md
+        self._rows: list[Any] | None = None
         self._files: tuple[SkillFile, ...] | None = None
         # True once every row's stamp was found to hold (``catalog.filetier``).
         self.checked = checked
 
     @property
     def rows(self) -> list[Any]:
-        """``[rel, size, mtime_ns, ino, ctime_ns]`` per file, as the cache holds them (read only)."""
-        return self._rows
+        """``[rel, size, mtime_ns, ino, ctime_ns]`` per file, as the cache holds them (read only);
+        ``ValueError`` when the cached text is not rows of that shape, as many as counted."""
+        rows = self._rows
+        if rows is None:
+            try:
+                rows = json.loads(self._raw)
+            except ValueError:
+                raise ValueError("the file rows are not JSON") from None
+            if type(rows) is not list or len(rows) != self._count or not all(_file_row(r) for r in rows):
+                raise ValueError("a file row has the wrong shape")
+            self._rows = rows
+        return rows
 
     def _records(self) -> tuple[SkillFile, ...]:
         files = self._files
         if files is None:
-            files = self._files = tuple(
-                SkillFile(rel, size, mtime, ino) for rel, size, mtime, ino, _ctime in self._rows
-            )
+            files = self._files = tuple(SkillFile(rel, size, mtime, ino) for rel, size, mtime, ino, _ctime in self.rows)
         return files
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._count
 
     @overload
     def __getitem__(self, index: int) -> SkillFile: ...
@@ -111,14 +132,14 @@ def _declaration(d: Declaration | None) -> Any:
     }
 
 
-def _skill(skill: Skill | None, ctimes: dict[str, int]) -> Any:
+def _skill(skill: Skill | None) -> Any:
     if skill is None:
         return None
     # The description is the frontmatter's own string (the loader refuses any other kind).
     return {
         "fm": skill.frontmatter,
         "off": skill.body_offset,
-        "files": [[f.rel, f.size, f.mtime_ns, f.ino, ctimes[f.rel]] for f in skill.files],
+        "n": len(skill.files),
         "decl": _declaration(skill.declaration),
         "missing": list(skill.missing_scripts),
         "excluded": None if skill.skills_list_excluded is None else str(skill.skills_list_excluded),
@@ -128,13 +149,19 @@ def _skill(skill: Skill | None, ctimes: dict[str, int]) -> Any:
     }
 
 
-def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> dict[str, Any]:
-    """The cache entry of ``loaded``. Its stamps are split in two tiers: ``stamps`` holds the
-    listing tier (the skill directory, every directory walked, SKILL.md as read), which a warm
-    build checks; every other served file's stamp rides in its file row (its ctime beside the
-    record's inode, size and mtime), which ``catalog.filetier`` checks before an answer carries
-    a fact about that skill's files. ``ValueError`` when a served file has no stamp that agrees
-    with its record (never written then)."""
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
+    """The cache entry of ``loaded``: its listing (JSON), a tab, then its file rows (JSON; a
+    tab never occurs in JSON text, so the two split without escaping). Its stamps are split in
+    two tiers: the listing's ``stamps`` hold the listing tier (the skill directory, every
+    directory walked, SKILL.md as read), which a warm build checks; every other served file's
+    stamp rides in its file row (its ctime beside the record's inode, size and mtime), which
+    ``catalog.filetier`` checks before an answer carries a fact about that skill's files, and
+    which a warm build therefore need not even parse (``CachedFiles``). ``ValueError`` when a
+    served file has no stamp that agrees with its record (never written then)."""
     # Stamps taken twice (before the read and again by the walk) are kept once when equal.
     stamps = list(dict.fromkeys(loaded.stamps))
     skill = loaded.skill
@@ -152,14 +179,37 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> dict[str, An
             raise ValueError(f"the stamp of {rel} disagrees with its record")
     if served.keys() - ctimes.keys():
         raise ValueError("a served file has no stamp")
-    return {
+    rows = [] if skill is None else [[f.rel, f.size, f.mtime_ns, f.ino, ctimes[f.rel]] for f in skill.files]
+    head = {
         "at": found_at,
         "root": root_real,
         "stamps": listing,
-        "skill": _skill(skill, ctimes),
+        "skill": _skill(skill),
         "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
         "nested": [str(n) for n in loaded.nested],
     }
+    return _dumps(head) + b"\t" + _dumps(rows)
+
+
+# The JSON scanner ``json.loads`` ends in, called directly: a warm build decodes one listing per
+# skill, and the wrappers (encoding detection, the Python-level decoder) cost a third of that.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+def split_entry(body: bytes) -> tuple[dict[str, Any], bytes]:
+    """An entry's listing (decoded, a mapping) and its file rows (still JSON text).
+    ``ValueError`` for anything ``encode_loaded`` does not write."""
+    head, tab, rows = body.partition(b"\t")
+    if not tab:
+        raise ValueError("an entry without file rows")
+    text = head.decode("utf-8")
+    try:
+        entry, end = _SCAN(text, 0)
+    except StopIteration:
+        raise ValueError("an entry is not JSON") from None
+    if end != len(text) or type(entry) is not dict:
+        raise ValueError("an entry is not one JSON object")
+    return entry, rows
 
 
 def _str(value: Any) -> str:
@@ -184,19 +234,41 @@ def _strs(values: Any) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _interned(value: Any) -> Any:
+def _interned(value: dict[str, Any]) -> dict[str, Any]:
     """The frontmatter as parsed, with keys and short strings shared across skills (as the YAML
     loader does: ``name``, ``license: MIT``, ``version: "1.0"`` repeat in thousands of them).
-    JSON keys are strings."""
-    kind = type(value)
-    if kind is dict:
-        return {sys.intern(key): _interned(item) if type(item) in _SHARED else item for key, item in value.items()}
-    if kind is list:
-        return [_interned(item) if type(item) in _SHARED else item for item in value]
-    return sys.intern(value) if len(value) <= _INTERN_MAX else value
+    JSON keys are strings. One loop per mapping, strings handled in it (a frontmatter is
+    mostly strings); only a nested mapping or list costs a call."""
+    out = {}
+    intern = sys.intern
+    for key, item in value.items():
+        kind = type(item)
+        if kind is str:
+            if len(item) <= _INTERN_MAX:
+                item = intern(item)
+        elif kind is dict:
+            item = _interned(item)
+        elif kind is list:
+            item = _interned_list(item)
+        out[intern(key)] = item
+    return out
 
 
-_SHARED = (dict, list, str)
+def _interned_list(value: list[Any]) -> list[Any]:
+    out = []
+    for item in value:
+        kind = type(item)
+        if kind is str:
+            if len(item) <= _INTERN_MAX:
+                item = sys.intern(item)
+        elif kind is dict:
+            item = _interned(item)
+        elif kind is list:
+            item = _interned_list(item)
+        out.append(item)
+    return out
+
+
 _INTERN_MAX = 40  # as catalog.yaml12: short strings repeat across thousands of skills
 
 
@@ -208,11 +280,13 @@ def _decode_declaration(raw: Any) -> Declaration | None:
     return Declaration(_int(raw["version"]), run, env, _strs(raw["egress"]))
 
 
-def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str, checked: bool) -> Skill | None:
+def _decode_skill(
+    raw: Any, rows: bytes, real: str, found_at: str, root: Path, root_real: str, skill_md: Stamp | None
+) -> Skill | None:
     if raw is None:
         return None
     frontmatter = raw["fm"]
-    if not isinstance(frontmatter, dict):
+    if type(frontmatter) is not dict:
         raise TypeError("the frontmatter is not a mapping")
     excluded = raw["excluded"]
     frontmatter = _interned(frontmatter)
@@ -231,7 +305,7 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str
         root=root,
         frontmatter=frontmatter,
         description=_str(frontmatter["description"]),
-        files=CachedFiles(raw["files"], checked=checked),
+        files=CachedFiles(rows, raw["n"], skill_md=skill_md),
         body_offset=_int(raw["off"]),
         declaration=_decode_declaration(raw["decl"]),
         missing_scripts=_strs(raw["missing"]),
@@ -242,25 +316,27 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str
     )
 
 
-def decode_loaded(entry: dict[str, Any], real: str, root: Path, root_real: str, *, checked: bool = False) -> Loaded:
+def decode_loaded(
+    entry: dict[str, Any], rows: bytes, real: str, root: Path, root_real: str, *, skill_md: Stamp | None = None
+) -> Loaded:
     """The ``Loaded`` of ``real`` found under ``root`` (``root_real`` as text; the caller
-    checked the entry is for both); ``checked`` when the caller also found every file row's
-    stamp holding (the file tier)."""
+    checked the entry is for both), from ``split_entry``'s two parts; ``skill_md``: the stamp of
+    its SKILL.md the caller found holding (kept on the file records for the search index)."""
     found_at = _str(entry["at"])
-    rows = entry["problems"]
+    problem_rows = entry["problems"]
     problems = (
         tuple(
             Problem(_str(path), ProblemReason(reason), _str(detail), Level(level), _opt_str(skill), _opt_str(rule))
-            for path, reason, detail, level, skill, rule in rows
+            for path, reason, detail, level, skill, rule in problem_rows
         )
-        if rows
+        if problem_rows
         else ()
     )
     # No stamps: a reused entry is written back as the bytes it was read from (``catalog.cache``),
     # so nothing asks for them again.
     nested = entry["nested"]
     return Loaded(
-        _decode_skill(entry["skill"], real, found_at, root, root_real, checked),
+        _decode_skill(entry["skill"], rows, real, found_at, root, root_real, skill_md),
         problems,
         tuple(Path(_str(n)) for n in nested) if nested else (),
         (),

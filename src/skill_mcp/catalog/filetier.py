@@ -30,10 +30,15 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 def files_hold(prefix: str, files: CachedFiles) -> bool:
     """True when every file row but SKILL.md's (the listing tier holds that one) has, by
     ``lstat`` of ``prefix + rel``, the inode, size, mtime and ctime it was stamped with; then
-    ``files.checked`` is set, so this record is not checked again."""
+    ``files.checked`` is set, so this record is not checked again. Rows that do not decode
+    (``CachedFiles.rows``) fail the check: the skill is read from disk again."""
     if files.checked:
         return True
-    for rel, size, mtime_ns, ino, ctime_ns in files.rows:
+    try:
+        rows = files.rows
+    except ValueError:
+        return False
+    for rel, size, mtime_ns, ino, ctime_ns in rows:
         if rel == SKILL_MD:
             continue
         try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from skill_mcp.catalog.cache import racy
 from skill_mcp.catalog.cachefile import marker_time
+from skill_mcp.catalog.codec import CachedFiles
 from skill_mcp.catalog.files import SKILL_MD, locate, read_body, read_located, skill_uri
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
@@ -131,10 +132,16 @@ class _Keyed:
 
 
 def current_key(skills: list[Skill]) -> str:
-    """The key the index of ``skills`` has if their SKILL.md files are what they are now."""
+    """The key the index of ``skills`` has if their SKILL.md files are what the catalog's build
+    found them to be: a search answer is checked against the listing tier at the build
+    (docs/architecture.md, "The catalog cache"), which for a record taken from the catalog
+    cache is the stamp of SKILL.md that build checked (``CachedFiles.skill_md``: no second
+    ``lstat``); a record scanned from disk is stamped now."""
     key = KeyHasher()
     for skill in skills:
-        key.add((*_fields(skill), skill.body_offset), stamp_now(skill.prefix + SKILL_MD))
+        files = skill.files
+        checked = files.skill_md if isinstance(files, CachedFiles) else None
+        key.add((*_fields(skill), skill.body_offset), checked or stamp_now(skill.prefix + SKILL_MD))
     return key.hexdigest()
 
 

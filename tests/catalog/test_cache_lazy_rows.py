@@ -1,0 +1,145 @@
+"""A warm build parses each cached entry's listing only; its file rows wait for the file tier.
+
+The rows of a reused record are JSON text until ``catalog.filetier`` (or a record) reads them:
+text this code never writes, under a good checksum, must then fail the file tier (the skill is
+read from disk again), never become records. The stamp of SKILL.md the build checked rides on
+the records, and the search index's key reads it in place of a second ``lstat``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skill_mcp.catalog.codec import CachedFiles, split_entry
+from skill_mcp.catalog.discover import build_catalog
+from skill_mcp.catalog.filetier import files_hold, reload_dirs, stale
+from skill_mcp.search.source import current_key
+from skill_mcp.search.store import stamp_now
+from tests.catalog.test_cache import _cache, _rechecksummed, _settings, cached, cold, same
+from tests.helpers import write_skill
+from tests.integration.harness import build_tree
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = build_tree(tmp_path / "skills")
+    write_skill(root, "parent")
+    write_skill(root / "parent", "child")  # a nested skill, published flat
+    return root
+
+
+def _warm(root: Path, cache_dir: Path):
+    """A server's warm build: the listing tier only."""
+    return build_catalog(_settings(root, cache_dir), cache=_cache(root, cache_dir), check_files=False)
+
+
+def _damage_rows(root: Path, cache_dir: Path, name: str, rows_text: bytes) -> None:
+    """Replace the file rows of ``name``'s entry with ``rows_text``, the checksum made right again."""
+    path = _cache(root, cache_dir).path
+    data = path.read_bytes()
+    line = next(x for x in data.split(b"\n") if f'"name":"{name}"'.encode() in x)
+    kind, real, head, _rows = line.split(b"\t", 3)
+    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, head, rows_text)))))
+
+
+def _rows_of(root: Path, cache_dir: Path, name: str) -> list:
+    data = _cache(root, cache_dir).path.read_bytes()
+    line = next(x for x in data.split(b"\n") if f'"name":"{name}"'.encode() in x)
+    return json.loads(line.split(b"\t", 3)[3])
+
+
+DAMAGE = {
+    "not-json": lambda rows: b"[[",
+    "not-a-list": lambda rows: b'{"a":1}',
+    "a-row-of-the-wrong-shape": lambda rows: json.dumps([[rows[0][0], "not-a-size"], *rows[1:]]).encode(),
+    "one-row-fewer-than-counted": lambda rows: json.dumps(rows[1:]).encode(),
+    "one-row-more-than-counted": lambda rows: json.dumps([*rows, rows[0]]).encode(),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_damaged_rows_are_reused_for_the_listing_then_fail_the_file_tier(
+    tree: Path, tmp_path: Path, damage: str
+) -> None:
+    cache_dir = tmp_path / "c"
+    cached(tree, cache_dir)
+    _damage_rows(tree, cache_dir, "beta", DAMAGE[damage](_rows_of(tree, cache_dir, "beta")))
+    warm = _warm(tree, cache_dir)
+    beta = warm.skills["beta"]
+    files = beta.files
+    assert isinstance(files, CachedFiles) and not files.checked
+    assert len(files) == len(cold(tree).skills["beta"].files)  # the listing's count, no row parsed
+    with pytest.raises(ValueError):
+        _ = files.rows
+    with pytest.raises(ValueError):
+        list(files)  # never records made of damaged rows
+    assert not files_hold(beta.prefix, files) and not files.checked
+    assert stale(warm.skills.values()) == [beta]  # the only one: every other record holds
+    # The provider's reload reads it from disk, and the result is the cold one.
+    again = build_catalog(_settings(tree, cache_dir), cache=_cache(tree, cache_dir), reload=reload_dirs([beta]))
+    same(again, cold(tree))
+    # A build that checks both tiers (the commands) never reuses the damaged entry either.
+    after, _cache_used = cached(tree, cache_dir)
+    same(after, cold(tree))
+
+
+def test_undamaged_rows_hold_and_make_the_cold_records(tree: Path, tmp_path: Path) -> None:
+    """The control of the test above: the same steps on an entry left as written."""
+    cache_dir = tmp_path / "c"
+    cached(tree, cache_dir)
+    warm = _warm(tree, cache_dir)
+    assert stale(warm.skills.values()) == []
+    fresh = cold(tree)
+    for name, skill in warm.skills.items():
+        assert isinstance(skill.files, CachedFiles) and skill.files.checked
+        assert tuple(skill.files) == tuple(fresh.skills[name].files)
+
+
+def test_the_search_key_of_a_warm_catalog_is_the_key_of_the_same_files_stamped_now(tree: Path, tmp_path: Path) -> None:
+    """Differential: the key made from the stamps the warm build checked equals the key made by
+    an ``lstat`` of every SKILL.md now, which a cold catalog's records need."""
+    cache_dir = tmp_path / "c"
+    cached(tree, cache_dir)
+    warm = _warm(tree, cache_dir)
+    assert all(isinstance(s.files, CachedFiles) and s.files.skill_md for s in warm.skills.values())
+    fresh = cold(tree)
+    assert not any(isinstance(s.files, CachedFiles) for s in fresh.skills.values())
+
+    def ordered(catalog):
+        return sorted(catalog.skills.values(), key=lambda s: s.name)
+
+    assert current_key(ordered(warm)) == current_key(ordered(fresh))
+    for skill in warm.skills.values():
+        assert skill.files.skill_md == stamp_now(skill.prefix + "SKILL.md")
+
+
+def test_the_search_key_changes_with_the_stamp_the_build_checked(tree: Path, tmp_path: Path) -> None:
+    """Negative control: a record whose checked stamp differs (as another build's would) has
+    another key, so an index persisted for other bodies is never opened for it."""
+    cache_dir = tmp_path / "c"
+    cached(tree, cache_dir)
+    warm = _warm(tree, cache_dir)
+    skills = sorted(warm.skills.values(), key=lambda s: s.name)
+    before = current_key(skills)
+    files = skills[0].files
+    assert isinstance(files, CachedFiles) and files.skill_md is not None
+    ino, size, mtime, ctime = files.skill_md
+    files.skill_md = (ino, size, mtime, ctime + 1)
+    assert current_key(skills) != before
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"at":"x"}', b'{"at":"x"} [1]\t[]', b"[1,2]\t[]", b'"x"\t[]', b'{"at":\t[]', b"\t[]", b'{"at":"x"}x\t[]'],
+)
+def test_an_entry_this_code_never_writes_is_refused(body: bytes) -> None:
+    with pytest.raises(ValueError):
+        split_entry(body)
+
+
+def test_an_entry_as_written_splits_in_its_listing_and_its_rows() -> None:
+    entry, rows = split_entry(b'{"at":"x","n":[1]}\t[["SKILL.md",1,2,3,4]]')
+    assert entry == {"at": "x", "n": [1]} and rows == b'[["SKILL.md",1,2,3,4]]'
