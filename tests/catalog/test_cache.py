@@ -277,7 +277,7 @@ def _rechecksummed(data: bytes) -> bytes:
 
 
 def test_a_warm_skill_makes_its_file_records_on_first_use_and_equals_a_cold_one(tree: Path, tmp_path: Path) -> None:
-    from skill_mcp.catalog.codec import CachedFiles
+    from skill_mcp.catalog.cached import CachedFiles
 
     cached(tree, tmp_path / "c")
     warm, _ = cached(tree, tmp_path / "c")
@@ -297,10 +297,10 @@ def test_a_file_row_of_the_wrong_shape_is_a_miss_when_read_not_an_error_later(tr
     path = _cache(tree, tmp_path / "c").path
     data = path.read_bytes()
     line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
-    kind, real, head, body = line.split(b"\t", 3)
+    kind, real, head, frontmatter, body = line.split(b"\t", 4)
     rows = json.loads(body)
     rows[0] = [rows[0][0], "not-a-size"]
-    forged = b"\t".join((kind, real, head, json.dumps(rows).encode()))
+    forged = b"\t".join((kind, real, head, frontmatter, json.dumps(rows).encode()))
     path.write_bytes(_rechecksummed(data.replace(line, forged)))
     after, cache = cached(tree, tmp_path / "c")
     same(after, cold(tree))

@@ -1,9 +1,9 @@
-"""A warm build parses each cached entry's listing only; its file rows wait for the file tier.
+"""A warm build parses each cached entry's listing only; its frontmatter and file rows wait.
 
-The rows of a reused record are JSON text until ``catalog.filetier`` (or a record) reads them:
-text this code never writes, under a good checksum, must then fail the file tier (the skill is
-read from disk again), never become records. The stamp of SKILL.md the build checked rides on
-the records, and the search index's key reads it in place of a second ``lstat``.
+The frontmatter and the rows of a reused record are JSON text until ``catalog.filetier`` (or an
+answer) reads them: text this code never writes, under a good checksum, must then fail the file
+tier (the skill is read from disk again), never become values. The stamp of SKILL.md the build
+checked rides on the records, and the search index's key reads it in place of a second ``lstat``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from skill_mcp.catalog.codec import CachedFiles, split_entry
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter
+from skill_mcp.catalog.codec import split_entry
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.catalog.filetier import files_hold, reload_dirs, stale
 from skill_mcp.search.source import current_key
@@ -36,19 +37,25 @@ def _warm(root: Path, cache_dir: Path):
     return build_catalog(_settings(root, cache_dir), cache=_cache(root, cache_dir), check_files=False)
 
 
-def _damage_rows(root: Path, cache_dir: Path, name: str, rows_text: bytes) -> None:
-    """Replace the file rows of ``name``'s entry with ``rows_text``, the checksum made right again."""
+def _damage(root: Path, cache_dir: Path, name: str, part: int, text: bytes) -> None:
+    """Replace part ``part`` of ``name``'s line (3: the frontmatter, 4: the file rows) with
+    ``text``, the checksum made right again."""
     path = _cache(root, cache_dir).path
     data = path.read_bytes()
     line = next(x for x in data.split(b"\n") if f'"name":"{name}"'.encode() in x)
-    kind, real, head, _rows = line.split(b"\t", 3)
-    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, head, rows_text)))))
+    parts = line.split(b"\t", 4)
+    parts[part] = text
+    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join(parts))))
+
+
+def _damage_rows(root: Path, cache_dir: Path, name: str, rows_text: bytes) -> None:
+    _damage(root, cache_dir, name, 4, rows_text)
 
 
 def _rows_of(root: Path, cache_dir: Path, name: str) -> list:
     data = _cache(root, cache_dir).path.read_bytes()
     line = next(x for x in data.split(b"\n") if f'"name":"{name}"'.encode() in x)
-    return json.loads(line.split(b"\t", 3)[3])
+    return json.loads(line.split(b"\t", 4)[4])
 
 
 DAMAGE = {
@@ -133,13 +140,77 @@ def test_the_search_key_changes_with_the_stamp_the_build_checked(tree: Path, tmp
 
 @pytest.mark.parametrize(
     "body",
-    [b'{"at":"x"}', b'{"at":"x"} [1]\t[]', b"[1,2]\t[]", b'"x"\t[]', b'{"at":\t[]', b"\t[]", b'{"at":"x"}x\t[]'],
+    [
+        b'{"at":"x"}',
+        b'{"at":"x"}\t{}',
+        b'{"at":"x"}\t{}\t[]\t[]',
+        b'{"at":"x"} [1]\t{}\t[]',
+        b"[1,2]\t{}\t[]",
+        b'"x"\t{}\t[]',
+        b'{"at":\t{}\t[]',
+        b"\t{}\t[]",
+        b'{"at":"x"}x\t{}\t[]',
+    ],
 )
 def test_an_entry_this_code_never_writes_is_refused(body: bytes) -> None:
     with pytest.raises(ValueError):
         split_entry(body)
 
 
-def test_an_entry_as_written_splits_in_its_listing_and_its_rows() -> None:
-    entry, rows = split_entry(b'{"at":"x","n":[1]}\t[["SKILL.md",1,2,3,4]]')
-    assert entry == {"at": "x", "n": [1]} and rows == b'[["SKILL.md",1,2,3,4]]'
+def test_an_entry_as_written_splits_in_its_listing_frontmatter_and_rows() -> None:
+    entry, frontmatter, rows = split_entry(b'{"at":"x","n":[1]}\t{"name":"x"}\t[["SKILL.md",1,2,3,4]]')
+    assert entry == {"at": "x", "n": [1]} and frontmatter == b'{"name":"x"}' and rows == b'[["SKILL.md",1,2,3,4]]'
+
+
+FRONTMATTER_DAMAGE = {
+    "not-json": b"{{",
+    "not-a-mapping": b"[1]",
+    "another-description": b'{"name":"beta","description":"Not what the listing says."}',
+    "no-description": b'{"name":"beta"}',
+}
+
+
+@pytest.mark.parametrize("damage", sorted(FRONTMATTER_DAMAGE))
+def test_a_damaged_frontmatter_is_listed_by_its_description_then_fails_the_file_tier(
+    tree: Path, tmp_path: Path, damage: str
+) -> None:
+    cache_dir = tmp_path / "c"
+    cached(tree, cache_dir)
+    _damage(tree, cache_dir, "beta", 3, FRONTMATTER_DAMAGE[damage])
+    warm = _warm(tree, cache_dir)
+    beta = warm.skills["beta"]
+    frontmatter = beta.frontmatter
+    assert isinstance(frontmatter, CachedFrontmatter)
+    assert beta.description == cold(tree).skills["beta"].description  # the listing's, no frontmatter read
+    with pytest.raises(ValueError):
+        frontmatter.get("name")
+    with pytest.raises(ValueError):
+        dict(frontmatter)  # never an answer made of it
+    assert isinstance(beta.files, CachedFiles) and not files_hold(beta.prefix, beta.files, frontmatter)
+    assert stale(warm.skills.values()) == [beta]
+    # The search degrades for it (searched without its frontmatter), it does not fail.
+    assert current_key(sorted(warm.skills.values(), key=lambda s: s.name))
+    again = build_catalog(_settings(tree, cache_dir), cache=_cache(tree, cache_dir), reload=reload_dirs([beta]))
+    same(again, cold(tree))
+    after, _cache_used = cached(tree, cache_dir)  # both tiers checked at the build: a miss
+    same(after, cold(tree))
+
+
+def test_a_cached_frontmatter_reads_as_the_scanned_one(tree: Path, tmp_path: Path) -> None:
+    """Differential: every record's frontmatter, decoded on first use, equals the cold scan's, as
+    a mapping and key by key; keys and short values are shared across skills (interned)."""
+    cache_dir = tmp_path / "c"
+    cached(tree, cache_dir)
+    warm, fresh = _warm(tree, cache_dir), cold(tree)
+    for name, skill in warm.skills.items():
+        frontmatter, scanned = skill.frontmatter, fresh.skills[name].frontmatter
+        assert isinstance(frontmatter, CachedFrontmatter) and isinstance(scanned, dict)
+        assert frontmatter == scanned and scanned == frontmatter and dict(frontmatter) == scanned
+        assert len(frontmatter) == len(scanned) and list(frontmatter) == list(scanned)
+        assert all(frontmatter[k] == v and k in frontmatter for k, v in scanned.items())
+        assert frontmatter.get("no-such-key", 7) == 7 and "no-such-key" not in frontmatter
+    keys = [next(k for k in s.frontmatter if k == "description") for s in warm.skills.values()]
+    assert all(k is keys[0] for k in keys)
+    # Negative control of the equality: a frontmatter with one value changed is another one.
+    some = next(iter(warm.skills.values())).frontmatter
+    assert some != {**dict(some), "description": "changed"}

@@ -56,8 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp import __version__
+from skill_mcp.catalog.cached import CachedFiles, Stamp
 from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned, remove_superseded
-from skill_mcp.catalog.codec import CachedFiles, Stamp, decode_loaded, encode_loaded, split_entry
+from skill_mcp.catalog.codec import decode_loaded, encode_loaded, split_entry
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import SKILL_MD, file_digest
 from skill_mcp.catalog.filetier import files_hold
@@ -200,18 +201,20 @@ class CatalogCache:
         if span is None:
             return None
         try:
-            entry, rows = split_entry(self._body(span))
+            entry, frontmatter, rows = split_entry(self._body(span))
             if entry["at"] != found_at or entry["root"] != root_real:
                 return None
             stamps = entry["stamps"]
             if not stamps_hold(real, stamps, skill_md):
                 return None
-            loaded = decode_loaded(entry, rows, real, self._root(root_real), root_real, skill_md=_skill_md(stamps))
+            loaded = decode_loaded(
+                entry, frontmatter, rows, real, self._root(root_real), root_real, skill_md=_skill_md(stamps)
+            )
             skill = loaded.skill
             if files and skill is not None:
                 cached = skill.files
                 assert isinstance(cached, CachedFiles)
-                if not files_hold(skill.prefix, cached):
+                if not files_hold(skill.prefix, cached, skill.frontmatter):
                     return None
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:
             log.info("catalog cache entry discarded", extra={"skill": real, "why": str(exc)[:200]})

@@ -1,5 +1,10 @@
 """Scan results to and from plain JSON values, for the persistent cache (``catalog.cache``).
 
+An entry is three JSON texts separated by tabs (a tab never occurs in JSON text): the
+*listing* (where the skill was found, its listing-tier stamps, every field a listing carries,
+the problems), the frontmatter, and the file rows. A warm build decodes the listing only; the
+other two stay text in the record (``catalog.cached``) until an answer reads them.
+
 Plain JSON, never pickle: a cache file is data, and reading one must not be able to run code.
 Decoding checks each field's type and raises ``TypeError``/``ValueError``/``KeyError`` on a
 shape it did not write; the cache then discards the entry and loads the skill from disk.
@@ -9,116 +14,15 @@ from __future__ import annotations
 
 import json
 import json.scanner
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp
 from skill_mcp.catalog.files import SKILL_MD
 from skill_mcp.catalog.skill import Loaded
-from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill, SkillFile
+from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
-
-
-def _file_row(row: Any) -> bool:
-    """Whether ``row`` is ``[rel, size, mtime_ns, ino, ctime_ns]``; its path is interned on the
-    way (the same few names, ``SKILL.md`` first, recur in every skill)."""
-    if (
-        type(row) is list
-        and len(row) == 5
-        and type(row[0]) is str
-        and type(row[1]) is int
-        and type(row[2]) is int
-        and type(row[3]) is int
-        and type(row[4]) is int
-    ):
-        row[0] = sys.intern(row[0])
-        return True
-    return False
-
-
-Stamp = tuple[int, int, int, int]  # (inode, size, mtime_ns, ctime_ns), as ``os.lstat`` gives them
-
-
-class CachedFiles(Sequence[SkillFile]):
-    """A skill's file records as the cache holds them: the JSON text of its file rows
-    (``[rel, size, mtime_ns, ino, ctime_ns]``: the record and the file's stamp), decoded the first
-    time anything reads a row, and made into ``SkillFile`` records the first time anything reads
-    a record.
-
-    The rows are also the skill's *file tier*: a warm build checks only the stamps of SKILL.md
-    and of the directories (``catalog.cache``), so before an answer carries a fact about these
-    files ``catalog.filetier`` checks every row's stamp once (``checked`` then stays True for
-    this record; a reload makes another record).
-
-    A warm start decodes every skill's listing, but most answers never look at most skills'
-    files: a listing needs only how many there are (the count, written in the listing).
-    So the rows are not even parsed until the file tier (or a record) asks for them. Their shape
-    is checked then: text this code never writes (a forged entry under a good checksum), or
-    rows that disagree with the count, raise ``ValueError`` from ``rows``, which the file tier
-    takes as a failed check (the skill is read from disk again), never as records.
-    ``skill_md`` is the stamp of SKILL.md this build checked for the listing tier (the search
-    index's key reads it: ``search.source``). Thread-safe: two first readers may both decode;
-    either result is the same.
-    """
-
-    __slots__ = ("_count", "_files", "_raw", "_rows", "checked", "skill_md")
-
-    def __init__(self, raw: bytes, count: int, *, skill_md: Stamp | None = None, checked: bool = False) -> None:
-        if type(count) is not int or count < 0:
-            raise TypeError("a file count has the wrong shape")
-        self._raw = raw
-        self._count = count
-        self.skill_md = skill_md
-        self._rows: list[Any] | None = None
-        self._files: tuple[SkillFile, ...] | None = None
-        # True once every row's stamp was found to hold (``catalog.filetier``).
-        self.checked = checked
-
-    @property
-    def rows(self) -> list[Any]:
-        """``[rel, size, mtime_ns, ino, ctime_ns]`` per file, as the cache holds them (read only);
-        ``ValueError`` when the cached text is not rows of that shape, as many as counted."""
-        rows = self._rows
-        if rows is None:
-            try:
-                rows = json.loads(self._raw)
-            except ValueError:
-                raise ValueError("the file rows are not JSON") from None
-            if type(rows) is not list or len(rows) != self._count or not all(_file_row(r) for r in rows):
-                raise ValueError("a file row has the wrong shape")
-            self._rows = rows
-        return rows
-
-    def _records(self) -> tuple[SkillFile, ...]:
-        files = self._files
-        if files is None:
-            files = self._files = tuple(SkillFile(rel, size, mtime, ino) for rel, size, mtime, ino, _ctime in self.rows)
-        return files
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, index: int) -> SkillFile: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[SkillFile, ...]: ...
-    def __getitem__(self, index: int | slice) -> SkillFile | tuple[SkillFile, ...]:
-        return self._records()[index]
-
-    def __iter__(self) -> Iterator[SkillFile]:
-        return iter(self._records())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence):
-            return self._records() == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._records())
-
-    def __repr__(self) -> str:
-        return repr(self._records())
 
 
 def _declaration(d: Declaration | None) -> Any:
@@ -135,9 +39,10 @@ def _declaration(d: Declaration | None) -> Any:
 def _skill(skill: Skill | None) -> Any:
     if skill is None:
         return None
-    # The description is the frontmatter's own string (the loader refuses any other kind).
+    # The description is the frontmatter's own string (the loader refuses any other kind),
+    # repeated here: a listing carries it, and the frontmatter is decoded only when read.
     return {
-        "fm": skill.frontmatter,
+        "desc": skill.description,
         "off": skill.body_offset,
         "n": len(skill.files),
         "decl": _declaration(skill.declaration),
@@ -154,8 +59,7 @@ def _dumps(value: Any) -> bytes:
 
 
 def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
-    """The cache entry of ``loaded``: its listing (JSON), a tab, then its file rows (JSON; a
-    tab never occurs in JSON text, so the two split without escaping). Its stamps are split in
+    """The cache entry of ``loaded``: its listing, its frontmatter and its file rows. Its stamps are split in
     two tiers: the listing's ``stamps`` hold the listing tier (the skill directory, every
     directory walked, SKILL.md as read), which a warm build checks; every other served file's
     stamp rides in its file row (its ctime beside the record's inode, size and mtime), which
@@ -188,7 +92,8 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
         "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
         "nested": [str(n) for n in loaded.nested],
     }
-    return _dumps(head) + b"\t" + _dumps(rows)
+    frontmatter = {} if skill is None else dict(skill.frontmatter)
+    return b"\t".join((_dumps(head), _dumps(frontmatter), _dumps(rows)))
 
 
 # The JSON scanner ``json.loads`` ends in, called directly: a warm build decodes one listing per
@@ -196,20 +101,20 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
-def split_entry(body: bytes) -> tuple[dict[str, Any], bytes]:
-    """An entry's listing (decoded, a mapping) and its file rows (still JSON text).
-    ``ValueError`` for anything ``encode_loaded`` does not write."""
-    head, tab, rows = body.partition(b"\t")
-    if not tab:
-        raise ValueError("an entry without file rows")
-    text = head.decode("utf-8")
+def split_entry(body: bytes) -> tuple[dict[str, Any], bytes, bytes]:
+    """An entry's listing (decoded, a mapping), its frontmatter and its file rows (both still
+    JSON text). ``ValueError`` for anything ``encode_loaded`` does not write."""
+    parts = body.split(b"\t")
+    if len(parts) != 3:
+        raise ValueError("an entry is not three parts")
+    text = parts[0].decode("utf-8")
     try:
         entry, end = _SCAN(text, 0)
     except StopIteration:
         raise ValueError("an entry is not JSON") from None
     if end != len(text) or type(entry) is not dict:
         raise ValueError("an entry is not one JSON object")
-    return entry, rows
+    return entry, parts[1], parts[2]
 
 
 def _str(value: Any) -> str:
@@ -234,44 +139,6 @@ def _strs(values: Any) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _interned(value: dict[str, Any]) -> dict[str, Any]:
-    """The frontmatter as parsed, with keys and short strings shared across skills (as the YAML
-    loader does: ``name``, ``license: MIT``, ``version: "1.0"`` repeat in thousands of them).
-    JSON keys are strings. One loop per mapping, strings handled in it (a frontmatter is
-    mostly strings); only a nested mapping or list costs a call."""
-    out = {}
-    intern = sys.intern
-    for key, item in value.items():
-        kind = type(item)
-        if kind is str:
-            if len(item) <= _INTERN_MAX:
-                item = intern(item)
-        elif kind is dict:
-            item = _interned(item)
-        elif kind is list:
-            item = _interned_list(item)
-        out[intern(key)] = item
-    return out
-
-
-def _interned_list(value: list[Any]) -> list[Any]:
-    out = []
-    for item in value:
-        kind = type(item)
-        if kind is str:
-            if len(item) <= _INTERN_MAX:
-                item = sys.intern(item)
-        elif kind is dict:
-            item = _interned(item)
-        elif kind is list:
-            item = _interned_list(item)
-        out.append(item)
-    return out
-
-
-_INTERN_MAX = 40  # as catalog.yaml12: short strings repeat across thousands of skills
-
-
 def _decode_declaration(raw: Any) -> Declaration | None:
     if raw is None:
         return None
@@ -281,15 +148,19 @@ def _decode_declaration(raw: Any) -> Declaration | None:
 
 
 def _decode_skill(
-    raw: Any, rows: bytes, real: str, found_at: str, root: Path, root_real: str, skill_md: Stamp | None
+    raw: Any,
+    frontmatter: bytes,
+    rows: bytes,
+    real: str,
+    found_at: str,
+    root: Path,
+    root_real: str,
+    skill_md: Stamp | None,
 ) -> Skill | None:
     if raw is None:
         return None
-    frontmatter = raw["fm"]
-    if type(frontmatter) is not dict:
-        raise TypeError("the frontmatter is not a mapping")
     excluded = raw["excluded"]
-    frontmatter = _interned(frontmatter)
+    description = _str(raw["desc"])
     # A skill directly under its root (the common layout) is joined onto the root's Path,
     # which skips parsing the whole path again.
     name = (
@@ -303,8 +174,8 @@ def _decode_skill(
         directory=directory,
         found_at=found_at,
         root=root,
-        frontmatter=frontmatter,
-        description=_str(frontmatter["description"]),
+        frontmatter=CachedFrontmatter(frontmatter, description),
+        description=description,
         files=CachedFiles(rows, raw["n"], skill_md=skill_md),
         body_offset=_int(raw["off"]),
         declaration=_decode_declaration(raw["decl"]),
@@ -317,10 +188,17 @@ def _decode_skill(
 
 
 def decode_loaded(
-    entry: dict[str, Any], rows: bytes, real: str, root: Path, root_real: str, *, skill_md: Stamp | None = None
+    entry: dict[str, Any],
+    frontmatter: bytes,
+    rows: bytes,
+    real: str,
+    root: Path,
+    root_real: str,
+    *,
+    skill_md: Stamp | None = None,
 ) -> Loaded:
     """The ``Loaded`` of ``real`` found under ``root`` (``root_real`` as text; the caller
-    checked the entry is for both), from ``split_entry``'s two parts; ``skill_md``: the stamp of
+    checked the entry is for both), from ``split_entry``'s three parts; ``skill_md``: the stamp of
     its SKILL.md the caller found holding (kept on the file records for the search index)."""
     found_at = _str(entry["at"])
     problem_rows = entry["problems"]
@@ -336,7 +214,7 @@ def decode_loaded(
     # so nothing asks for them again.
     nested = entry["nested"]
     return Loaded(
-        _decode_skill(entry["skill"], rows, real, found_at, root, root_real, skill_md),
+        _decode_skill(entry["skill"], frontmatter, rows, real, found_at, root, root_real, skill_md),
         problems,
         tuple(Path(_str(n)) for n in nested) if nested else (),
         (),

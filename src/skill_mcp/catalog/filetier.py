@@ -16,10 +16,10 @@ record. A record scanned from disk (not from the cache) is already checked.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from skill_mcp.catalog.codec import CachedFiles
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter
 from skill_mcp.catalog.files import SKILL_MD
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -27,15 +27,20 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog, Skill
 
 
-def files_hold(prefix: str, files: CachedFiles) -> bool:
+def files_hold(prefix: str, files: CachedFiles, frontmatter: Mapping[str, Any] | None = None) -> bool:
     """True when every file row but SKILL.md's (the listing tier holds that one) has, by
     ``lstat`` of ``prefix + rel``, the inode, size, mtime and ctime it was stamped with; then
     ``files.checked`` is set, so this record is not checked again. Rows that do not decode
-    (``CachedFiles.rows``) fail the check: the skill is read from disk again."""
+    (``CachedFiles.rows``), or a cached ``frontmatter`` that does not (``CachedFrontmatter``),
+    fail the check: the skill is read from disk again. The answers that carry a skill's file
+    facts carry its whole frontmatter too (``skill_load``, ``skills/get``), so it is decoded here,
+    once, where a failure has somewhere safe to go."""
     if files.checked:
         return True
     try:
         rows = files.rows
+        if isinstance(frontmatter, CachedFrontmatter):
+            frontmatter.decoded()
     except ValueError:
         return False
     for rel, size, mtime_ns, ino, ctime_ns in rows:
@@ -57,7 +62,7 @@ def stale(skills: Iterable[Skill]) -> list[Skill]:
     out = []
     for skill in skills:
         files = skill.files
-        if isinstance(files, CachedFiles) and not files_hold(skill.prefix, files):
+        if isinstance(files, CachedFiles) and not files_hold(skill.prefix, files, skill.frontmatter):
             out.append(skill)
     return out
 

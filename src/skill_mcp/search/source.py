@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp.catalog.cache import racy
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter
 from skill_mcp.catalog.cachefile import marker_time
-from skill_mcp.catalog.codec import CachedFiles
 from skill_mcp.catalog.files import SKILL_MD, locate, read_body, read_located, skill_uri
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
 from skill_mcp.errors import SkillMcpError
@@ -70,10 +70,24 @@ def _body(skill: Skill) -> tuple[str, Stamp]:
     return read_body(skill, max_bytes=READ_CAPS.skill_md), stamp
 
 
+def _frontmatter(skill: Skill) -> Mapping[str, Any]:
+    """The record's frontmatter; a cached one whose text does not decode (a forged cache entry:
+    ``catalog.cached``) is searched as empty, as an unreadable body is: search degrades, it does
+    not fail (the file tier reloads that skill for the answers that carry its frontmatter)."""
+    frontmatter = skill.frontmatter
+    if isinstance(frontmatter, CachedFrontmatter):
+        try:
+            return frontmatter.decoded()
+        except ValueError:
+            return {}
+    return frontmatter
+
+
 def _fields(skill: Skill) -> tuple[str, str, str, tuple[str, ...]]:
     """What the index takes from the catalog record: name, frontmatter name, description, tags."""
-    title = skill.frontmatter.get("name")
-    return skill.name, title if isinstance(title, str) else "", skill.description, _tag_values(skill.frontmatter, skill)
+    frontmatter = _frontmatter(skill)
+    title = frontmatter.get("name")
+    return skill.name, title if isinstance(title, str) else "", skill.description, _tag_values(frontmatter, skill)
 
 
 def _doc(skill: Skill) -> tuple[SearchDoc, Stamp | None]:
