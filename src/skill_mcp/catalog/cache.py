@@ -68,6 +68,7 @@ from skill_mcp.models import Skill, SkillFile
 log = logging.getLogger("skill_mcp.catalog")
 
 RACY_MARGIN_NS = 50_000_000
+READ_AHEAD = 256 * 1024  # bytes of the cache file read at once by a build (``CatalogCache._body``)
 COARSE_MARGIN_NS = 2_000_000_000
 _SECOND = 1_000_000_000
 
@@ -135,6 +136,8 @@ class CatalogCache:
     def __init__(self, path: Path, *, now_ns: Callable[[Path], int | None] | None = None) -> None:
         self.path = path
         self._fd: int | None = None
+        self._window = b""  # the bytes last read from the file, from offset ``_window_at``
+        self._window_at = 0
         self._old_skills: dict[str, Span] = {}
         self._old_digests: dict[tuple[str, str], list[Any]] = {}
         # Entries reused from the file read (copied into the new file if one is written), and
@@ -175,9 +178,17 @@ class CatalogCache:
         return root
 
     def _body(self, span: Span) -> bytes:
+        """The bytes of one entry. Read ahead by ``READ_AHEAD`` bytes: a build asks for entries in
+        about the order they were written (discovery's), so one ``pread`` serves a few hundred
+        of them; memory stays one window, not the file."""
         assert self._fd is not None  # spans exist only for a file that was opened
-        body = os.pread(self._fd, span[1], span[0])
-        if len(body) != span[1]:
+        offset, length = span
+        start = offset - self._window_at
+        if start < 0 or start + length > len(self._window):
+            self._window = os.pread(self._fd, max(length, READ_AHEAD), offset)
+            self._window_at, start = offset, 0
+        body = self._window[start : start + length]
+        if len(body) != length:
             raise ValueError("the file is shorter than it was")
         return body
 
@@ -295,6 +306,7 @@ class CatalogCache:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        self._window = b""
 
     def save(self) -> None:
         """Write what this build may keep, when it differs from the file read (atomic rename);

@@ -1,4 +1,4 @@
-"""A warm build parses each cached entry's listing only; its frontmatter and file rows wait.
+"""The warm path: each cached entry read through a window, its listing parsed, the rest on first use.
 
 The frontmatter and the rows of a reused record are JSON text until ``catalog.filetier`` (or an
 answer) reads them: text this code never writes, under a good checksum, must then fail the file
@@ -214,3 +214,45 @@ def test_a_cached_frontmatter_reads_as_the_scanned_one(tree: Path, tmp_path: Pat
     # Negative control of the equality: a frontmatter with one value changed is another one.
     some = next(iter(warm.skills.values())).frontmatter
     assert some != {**dict(some), "description": "changed"}
+
+
+def test_entries_read_through_the_window_are_the_bytes_at_their_spans(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Differential: every entry's bytes, read through the read-ahead window in file order,
+    backwards and shuffled, with a window smaller and larger than an entry, are the bytes a
+    ``pread`` of exactly its span gives."""
+    import os
+    import random
+
+    import skill_mcp.catalog.cache as cache_module
+
+    cache_dir = tmp_path / "c"
+    for n in range(12):
+        write_skill(tree, f"extra-{n:02d}")
+    cached(tree, cache_dir)
+    for window in (1, 300, 1 << 20):
+        monkeypatch.setattr(cache_module, "READ_AHEAD", window)
+        cache = _cache(tree, cache_dir)
+        spans = sorted(cache._old_skills.values())
+        assert len(spans) > 12
+        fd = os.open(cache.path, os.O_RDONLY)
+        try:
+            order = [*spans, *reversed(spans), *random.Random(window).sample(spans, len(spans))]
+            for span in order:
+                assert cache._body(span) == os.pread(fd, span[1], span[0])
+        finally:
+            os.close(fd)
+            cache.close()
+
+
+def test_a_span_past_the_end_of_the_file_is_refused(tree: Path, tmp_path: Path) -> None:
+    cache_dir = tmp_path / "c"
+    cached(tree, cache_dir)
+    cache = _cache(tree, cache_dir)
+    try:
+        size = cache.path.stat().st_size
+        with pytest.raises(ValueError):
+            cache._body((size - 5, 10))
+    finally:
+        cache.close()
