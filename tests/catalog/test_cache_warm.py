@@ -256,3 +256,26 @@ def test_a_span_past_the_end_of_the_file_is_refused(tree: Path, tmp_path: Path) 
             cache._body((size - 5, 10))
     finally:
         cache.close()
+
+
+def test_the_search_key_reads_the_cached_frontmatter_text_without_decoding_it(tree: Path, tmp_path: Path) -> None:
+    """The key covers the frontmatter as the cache's JSON text, byte for byte the text a scanned
+    record's frontmatter makes, so a warm start's key decodes none of them; any change to the
+    frontmatter (here a tag the index takes) is another key (the negative control)."""
+    from skill_mcp.catalog.cached import frontmatter_text
+
+    cache_dir = tmp_path / "c"
+    cached(tree, cache_dir)
+    warm, fresh = _warm(tree, cache_dir), cold(tree)
+    for name, skill in warm.skills.items():
+        assert frontmatter_text(skill.frontmatter) == frontmatter_text(fresh.skills[name].frontmatter)
+    skills = sorted(warm.skills.values(), key=lambda s: s.name)
+    key = current_key(skills)
+    assert all(s.frontmatter._value is None for s in skills)
+    changed = CachedFrontmatter(
+        json.dumps({**dict(skills[0].frontmatter), "tags": ["another"]}, separators=(",", ":")).encode(),
+        skills[0].description,
+    )
+    from dataclasses import replace
+
+    assert current_key([replace(skills[0], frontmatter=changed), *skills[1:]]) != key

@@ -244,7 +244,7 @@ class CatalogCache:
             return
         try:
             entry = encode_loaded(loaded, found_at, root_real)
-        except ValueError as exc:  # a stamp that disagrees with the record: never written
+        except (ValueError, TypeError) as exc:  # a stamp that disagrees with the record, a value JSON cannot hold
             log.info("catalog cache entry not written", extra={"skill": real, "why": str(exc)[:200]})
             return
         writer = self._open_writer()

@@ -131,10 +131,10 @@ class CachedFrontmatter(Mapping[str, Any]):
     ``description`` equal to the listing's. Thread-safe: two first readers may both decode;
     either result is the same."""
 
-    __slots__ = ("_description", "_raw", "_value")
+    __slots__ = ("_description", "_value", "text")
 
     def __init__(self, raw: bytes, description: str) -> None:
-        self._raw = raw
+        self.text = raw  # the JSON text, as ``frontmatter_text`` makes it (read only)
         self._description = description
         self._value: dict[str, Any] | None = None
 
@@ -143,7 +143,7 @@ class CachedFrontmatter(Mapping[str, Any]):
         value = self._value
         if value is None:
             try:
-                raw = json.loads(self._raw)
+                raw = json.loads(self.text)
             except ValueError:
                 raise ValueError("the frontmatter is not JSON") from None
             if type(raw) is not dict or raw.get("description") != self._description:
@@ -213,3 +213,12 @@ def _interned_list(value: list[Any]) -> list[Any]:
 
 
 _INTERN_MAX = 40  # as catalog.yaml12: short strings repeat across thousands of skills
+
+
+def frontmatter_text(frontmatter: Mapping[str, Any]) -> bytes:
+    """The frontmatter as the JSON text the catalog cache writes (``catalog.codec``), which a
+    cached record holds as it is: the same mapping gives the same bytes, cached or scanned.
+    ``TypeError``/``ValueError`` for a mapping JSON cannot hold exactly (never written then)."""
+    if isinstance(frontmatter, CachedFrontmatter):
+        return frontmatter.text
+    return json.dumps(dict(frontmatter), ensure_ascii=False, separators=(",", ":")).encode("utf-8")

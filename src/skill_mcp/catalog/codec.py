@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp, frontmatter_text
 from skill_mcp.catalog.files import SKILL_MD
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill
@@ -92,8 +92,8 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
         "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
         "nested": [str(n) for n in loaded.nested],
     }
-    frontmatter = {} if skill is None else dict(skill.frontmatter)
-    return b"\t".join((_dumps(head), _dumps(frontmatter), _dumps(rows)))
+    frontmatter = b"{}" if skill is None else frontmatter_text(skill.frontmatter)
+    return b"\t".join((_dumps(head), frontmatter, _dumps(rows)))
 
 
 # The JSON scanner ``json.loads`` ends in, called directly: a warm build decodes one listing per

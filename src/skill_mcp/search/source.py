@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp.catalog.cache import racy
-from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, frontmatter_text
 from skill_mcp.catalog.cachefile import marker_time
 from skill_mcp.catalog.files import SKILL_MD, locate, read_body, read_located, skill_uri
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
@@ -90,6 +90,25 @@ def _fields(skill: Skill) -> tuple[str, str, str, tuple[str, ...]]:
     return skill.name, title if isinstance(title, str) else "", skill.description, _tag_values(frontmatter, skill)
 
 
+def _key_fields(skill: Skill) -> tuple[str, str, bytes, tuple[str, ...], str | None, int]:
+    """What the index's key covers of a record: everything ``_fields`` derives its fields from
+    (the name, the description, the tags and phase, and the whole frontmatter as its JSON text:
+    the text a cached record holds, so a warm start's key decodes no frontmatter) and where the
+    body starts. A superset of what the index takes: any change to it is a rebuild."""
+    try:
+        text = frontmatter_text(skill.frontmatter)
+    except (TypeError, ValueError):  # a scanned frontmatter JSON cannot hold as UTF-8 text
+        text = repr(dict(skill.frontmatter)).encode("utf-8", "surrogatepass")
+    return (
+        skill.name,
+        skill.description,
+        text,
+        skill.tags,
+        skill.phase,
+        skill.body_offset,
+    )
+
+
 def _doc(skill: Skill) -> tuple[SearchDoc, Stamp | None]:
     name, title, description, tags = _fields(skill)
     try:
@@ -139,7 +158,7 @@ class _Keyed:
     def docs(self, skills: list[Skill]) -> Iterator[SearchDoc]:
         for skill in skills:
             doc, stamp = _doc(skill)
-            self.key.add((*_fields(skill), skill.body_offset), stamp)
+            self.key.add(_key_fields(skill), stamp)
             if stamp is None or racy(stamp[3], self._t0):
                 self.writable = False
             yield doc
@@ -155,7 +174,7 @@ def current_key(skills: list[Skill]) -> str:
     for skill in skills:
         files = skill.files
         checked = files.skill_md if isinstance(files, CachedFiles) else None
-        key.add((*_fields(skill), skill.body_offset), checked or stamp_now(skill.prefix + SKILL_MD))
+        key.add(_key_fields(skill), checked or stamp_now(skill.prefix + SKILL_MD))
     return key.hexdigest()
 
 
