@@ -119,10 +119,13 @@ class Skill:
     directory: Path  # real path of the skill directory
     found_at: str  # the path as discovered under its root (before symlinks), for reports
     root: Path  # real path of the root it was found under
-    frontmatter: Mapping[str, Any]  # the YAML as JSON, every field the author wrote
+    # The YAML as JSON, every field the author wrote. A dict when scanned; a skill taken from
+    # the catalog cache holds ``catalog.cached.CachedFrontmatter``, decoded on first read (a
+    # listing needs only the description).
+    frontmatter: Mapping[str, Any]
     description: str
     # Sorted by rel; SKILL.md included. A tuple when scanned; a skill taken from the catalog
-    # cache holds ``catalog.codec.CachedFiles``, which makes the records on first use (a
+    # cache holds ``catalog.cached.CachedFiles``, which makes the records on first use (a
     # listing needs only how many there are).
     files: Sequence[SkillFile]
     body_offset: int  # byte offset of the Markdown body inside SKILL.md

@@ -277,7 +277,7 @@ def _rechecksummed(data: bytes) -> bytes:
 
 
 def test_a_warm_skill_makes_its_file_records_on_first_use_and_equals_a_cold_one(tree: Path, tmp_path: Path) -> None:
-    from skill_mcp.catalog.codec import CachedFiles
+    from skill_mcp.catalog.cached import CachedFiles
 
     cached(tree, tmp_path / "c")
     warm, _ = cached(tree, tmp_path / "c")
@@ -290,15 +290,17 @@ def test_a_warm_skill_makes_its_file_records_on_first_use_and_equals_a_cold_one(
 
 
 def test_a_file_row_of_the_wrong_shape_is_a_miss_when_read_not_an_error_later(tree: Path, tmp_path: Path) -> None:
-    """Records are made late, but their rows are checked as the entry is decoded: a row this code
-    never writes (forged under a good checksum) reloads that skill; the others are reused."""
+    """Records are made late, and their rows are parsed and checked when the file tier first reads
+    them (a build that checks both tiers, as here, reads them at once): a row this code never
+    writes (forged under a good checksum) reloads that skill; the others are reused."""
     cached(tree, tmp_path / "c")
     path = _cache(tree, tmp_path / "c").path
     data = path.read_bytes()
     line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
-    entry = json.loads(line.split(b"\t", 2)[2])
-    entry["skill"]["files"][0] = [entry["skill"]["files"][0][0], "not-a-size"]
-    forged = line.split(b"\t", 2)[0] + b"\t" + line.split(b"\t", 2)[1] + b"\t" + json.dumps(entry).encode()
+    kind, real, head, frontmatter, body = line.split(b"\t", 4)
+    rows = json.loads(body)
+    rows[0] = [rows[0][0], "not-a-size"]
+    forged = b"\t".join((kind, real, head, frontmatter, json.dumps(rows).encode()))
     path.write_bytes(_rechecksummed(data.replace(line, forged)))
     after, cache = cached(tree, tmp_path / "c")
     same(after, cold(tree))

@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from skill_mcp.catalog.cache import CatalogCache, cache_file
-from skill_mcp.catalog.codec import CachedFiles
+from skill_mcp.catalog.cached import CachedFiles
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.catalog.lazy import LazyCatalog
 from skill_mcp.config import Settings, load_settings
@@ -208,11 +208,11 @@ def forge(cache: Path) -> None:
     size), under a checksum made right again: only the file tier can see it."""
     data = cache.read_bytes()
     line = next(x for x in data.split(b"\n") if b'"name":"one"' in x)
-    kind, real, body = line.split(b"\t", 2)
-    entry = json.loads(body)
-    row = next(r for r in entry["skill"]["files"] if r[0] == "references/guide.md")
+    kind, real, head, frontmatter, body = line.split(b"\t", 4)
+    rows = json.loads(body)
+    row = next(r for r in rows if r[0] == "references/guide.md")
     row[0], row[1] = "references/ghost.md", row[1] + 7
-    forged = kind + b"\t" + real + b"\t" + json.dumps(entry, separators=(",", ":")).encode()
+    forged = b"\t".join((kind, real, head, frontmatter, json.dumps(rows, separators=(",", ":")).encode()))
     cache.write_bytes(_rechecksummed(data.replace(line, forged)))
 
 

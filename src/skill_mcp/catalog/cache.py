@@ -56,8 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp import __version__
+from skill_mcp.catalog.cached import CachedFiles, Stamp
 from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned, remove_superseded
-from skill_mcp.catalog.codec import CachedFiles, decode_loaded, encode_loaded
+from skill_mcp.catalog.codec import decode_loaded, encode_loaded, split_entry
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import SKILL_MD, file_digest
 from skill_mcp.catalog.filetier import files_hold
@@ -67,6 +68,7 @@ from skill_mcp.models import Skill, SkillFile
 log = logging.getLogger("skill_mcp.catalog")
 
 RACY_MARGIN_NS = 50_000_000
+READ_AHEAD = 256 * 1024  # bytes of the cache file read at once by a build (``CatalogCache._body``)
 COARSE_MARGIN_NS = 2_000_000_000
 _SECOND = 1_000_000_000
 
@@ -115,6 +117,14 @@ def stamps_hold(base: str, stamps: Iterable[Any], skill_md: tuple[int, int, int,
     return True
 
 
+def _skill_md(stamps: list[Any]) -> Stamp | None:
+    """The stamp of SKILL.md among an entry's listing-tier stamps (which ``stamps_hold`` found holding)."""
+    for rel, ino, size, mtime_ns, ctime_ns in stamps:
+        if rel == SKILL_MD:
+            return ino, size, mtime_ns, ctime_ns
+    return None
+
+
 def racy(ctime_ns: int, t0_ns: int) -> bool:
     margin = COARSE_MARGIN_NS if ctime_ns % _SECOND == 0 else RACY_MARGIN_NS
     return ctime_ns >= t0_ns - margin
@@ -126,6 +136,8 @@ class CatalogCache:
     def __init__(self, path: Path, *, now_ns: Callable[[Path], int | None] | None = None) -> None:
         self.path = path
         self._fd: int | None = None
+        self._window = b""  # the bytes last read from the file, from offset ``_window_at``
+        self._window_at = 0
         self._old_skills: dict[str, Span] = {}
         self._old_digests: dict[tuple[str, str], list[Any]] = {}
         # Entries reused from the file read (copied into the new file if one is written), and
@@ -166,9 +178,17 @@ class CatalogCache:
         return root
 
     def _body(self, span: Span) -> bytes:
+        """The bytes of one entry. Read ahead by ``READ_AHEAD`` bytes: a build asks for entries in
+        about the order they were written (discovery's), so one ``pread`` serves a few hundred
+        of them; memory stays one window, not the file."""
         assert self._fd is not None  # spans exist only for a file that was opened
-        body = os.pread(self._fd, span[1], span[0])
-        if len(body) != span[1]:
+        offset, length = span
+        start = offset - self._window_at
+        if start < 0 or start + length > len(self._window):
+            self._window = os.pread(self._fd, max(length, READ_AHEAD), offset)
+            self._window_at, start = offset, 0
+        body = self._window[start : start + length]
+        if len(body) != length:
             raise ValueError("the file is shorter than it was")
         return body
 
@@ -192,19 +212,20 @@ class CatalogCache:
         if span is None:
             return None
         try:
-            entry = json.loads(self._body(span))
-            if (
-                entry["at"] != found_at
-                or entry["root"] != root_real
-                or not stamps_hold(real, entry["stamps"], skill_md)
-            ):
+            entry, frontmatter, rows = split_entry(self._body(span))
+            if entry["at"] != found_at or entry["root"] != root_real:
                 return None
-            loaded = decode_loaded(entry, real, self._root(root_real), root_real)
+            stamps = entry["stamps"]
+            if not stamps_hold(real, stamps, skill_md):
+                return None
+            loaded = decode_loaded(
+                entry, frontmatter, rows, real, self._root(root_real), root_real, skill_md=_skill_md(stamps)
+            )
             skill = loaded.skill
             if files and skill is not None:
-                rows = skill.files
-                assert isinstance(rows, CachedFiles)
-                if not files_hold(skill.prefix, rows):
+                cached = skill.files
+                assert isinstance(cached, CachedFiles)
+                if not files_hold(skill.prefix, cached, skill.frontmatter):
                     return None
         except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:
             log.info("catalog cache entry discarded", extra={"skill": real, "why": str(exc)[:200]})
@@ -223,14 +244,14 @@ class CatalogCache:
             return
         try:
             entry = encode_loaded(loaded, found_at, root_real)
-        except ValueError as exc:  # a stamp that disagrees with the record: never written
+        except (ValueError, TypeError) as exc:  # a stamp that disagrees with the record, a value JSON cannot hold
             log.info("catalog cache entry not written", extra={"skill": real, "why": str(exc)[:200]})
             return
         writer = self._open_writer()
         if writer is None:
             return
         try:
-            writer.add(b"S", real, json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+            writer.add(b"S", real, entry)
         except OSError as exc:
             self._give_up(exc)
             return
@@ -285,6 +306,7 @@ class CatalogCache:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        self._window = b""
 
     def save(self) -> None:
         """Write what this build may keep, when it differs from the file read (atomic rename);

@@ -24,7 +24,8 @@ from skill_mcp import __version__
 
 log = logging.getLogger("skill_mcp.catalog")
 
-FORMAT = 2  # 2: stamps split in a listing tier and a file tier (a ctime in each file row)
+FORMAT = 3  # 2: stamps split in a listing tier and a file tier (a ctime in each file row); 3: the file rows
+# after the listing, parsed only when the file tier asks for them
 MAGIC = b"skill-mcp-catalog-cache"
 MAX_CACHE_BYTES = 1024 * 1024 * 1024
 HEADER_BYTES = 512

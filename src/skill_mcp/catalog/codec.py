@@ -1,5 +1,10 @@
 """Scan results to and from plain JSON values, for the persistent cache (``catalog.cache``).
 
+An entry is three JSON texts separated by tabs (a tab never occurs in JSON text): the
+*listing* (where the skill was found, its listing-tier stamps, every field a listing carries,
+the problems), the frontmatter, and the file rows. A warm build decodes the listing only; the
+other two stay text in the record (``catalog.cached``) until an answer reads them.
+
 Plain JSON, never pickle: a cache file is data, and reading one must not be able to run code.
 Decoding checks each field's type and raises ``TypeError``/``ValueError``/``KeyError`` on a
 shape it did not write; the cache then discards the entry and loads the skill from disk.
@@ -7,97 +12,17 @@ shape it did not write; the cache then discards the entry and loads the skill fr
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Sequence
+import json
+import json.scanner
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp, frontmatter_text
 from skill_mcp.catalog.files import SKILL_MD
 from skill_mcp.catalog.skill import Loaded
-from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill, SkillFile
+from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
-
-
-def _file_row(row: Any) -> bool:
-    """Whether ``row`` is ``[rel, size, mtime_ns, ino, ctime_ns]``; its path is interned on the
-    way (the same few names, ``SKILL.md`` first, recur in every skill)."""
-    if (
-        type(row) is list
-        and len(row) == 5
-        and type(row[0]) is str
-        and type(row[1]) is int
-        and type(row[2]) is int
-        and type(row[3]) is int
-        and type(row[4]) is int
-    ):
-        row[0] = sys.intern(row[0])
-        return True
-    return False
-
-
-class CachedFiles(Sequence[SkillFile]):
-    """A skill's file records as the cache holds them (``[rel, size, mtime_ns, ino, ctime_ns]``
-    rows: the record and the file's stamp), made into ``SkillFile`` records the first time
-    anything reads one.
-
-    The rows are also the skill's *file tier*: a warm build checks only the stamps of SKILL.md
-    and of the directories (``catalog.cache``), so before an answer carries a fact about these
-    files ``catalog.filetier`` checks every row's stamp once (``checked`` then stays True for
-    this record; a reload makes another record).
-
-    A warm start decodes every skill's entry, but most answers never look at most skills'
-    files: a listing needs only how many there are. The rows' shape is checked when the entry
-    is decoded, so a bad row is a cache miss then, never an error later. Thread-safe: two
-    first readers may both build the records; either result is the same, and the rows are
-    kept (they are what ``len`` and a second builder read).
-    """
-
-    __slots__ = ("_files", "_rows", "checked")
-
-    def __init__(self, rows: list[Any], *, checked: bool = False) -> None:
-        if type(rows) is not list or not all(_file_row(r) for r in rows):
-            raise TypeError("a file row has the wrong shape")
-        self._rows = rows
-        self._files: tuple[SkillFile, ...] | None = None
-        # True once every row's stamp was found to hold (``catalog.filetier``).
-        self.checked = checked
-
-    @property
-    def rows(self) -> list[Any]:
-        """``[rel, size, mtime_ns, ino, ctime_ns]`` per file, as the cache holds them (read only)."""
-        return self._rows
-
-    def _records(self) -> tuple[SkillFile, ...]:
-        files = self._files
-        if files is None:
-            files = self._files = tuple(
-                SkillFile(rel, size, mtime, ino) for rel, size, mtime, ino, _ctime in self._rows
-            )
-        return files
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    @overload
-    def __getitem__(self, index: int) -> SkillFile: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[SkillFile, ...]: ...
-    def __getitem__(self, index: int | slice) -> SkillFile | tuple[SkillFile, ...]:
-        return self._records()[index]
-
-    def __iter__(self) -> Iterator[SkillFile]:
-        return iter(self._records())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence):
-            return self._records() == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._records())
-
-    def __repr__(self) -> str:
-        return repr(self._records())
 
 
 def _declaration(d: Declaration | None) -> Any:
@@ -111,14 +36,15 @@ def _declaration(d: Declaration | None) -> Any:
     }
 
 
-def _skill(skill: Skill | None, ctimes: dict[str, int]) -> Any:
+def _skill(skill: Skill | None) -> Any:
     if skill is None:
         return None
-    # The description is the frontmatter's own string (the loader refuses any other kind).
+    # The description is the frontmatter's own string (the loader refuses any other kind),
+    # repeated here: a listing carries it, and the frontmatter is decoded only when read.
     return {
-        "fm": skill.frontmatter,
+        "desc": skill.description,
         "off": skill.body_offset,
-        "files": [[f.rel, f.size, f.mtime_ns, f.ino, ctimes[f.rel]] for f in skill.files],
+        "n": len(skill.files),
         "decl": _declaration(skill.declaration),
         "missing": list(skill.missing_scripts),
         "excluded": None if skill.skills_list_excluded is None else str(skill.skills_list_excluded),
@@ -128,13 +54,18 @@ def _skill(skill: Skill | None, ctimes: dict[str, int]) -> Any:
     }
 
 
-def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> dict[str, Any]:
-    """The cache entry of ``loaded``. Its stamps are split in two tiers: ``stamps`` holds the
-    listing tier (the skill directory, every directory walked, SKILL.md as read), which a warm
-    build checks; every other served file's stamp rides in its file row (its ctime beside the
-    record's inode, size and mtime), which ``catalog.filetier`` checks before an answer carries
-    a fact about that skill's files. ``ValueError`` when a served file has no stamp that agrees
-    with its record (never written then)."""
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
+    """The cache entry of ``loaded``: its listing, its frontmatter and its file rows. Its stamps are split in
+    two tiers: the listing's ``stamps`` hold the listing tier (the skill directory, every
+    directory walked, SKILL.md as read), which a warm build checks; every other served file's
+    stamp rides in its file row (its ctime beside the record's inode, size and mtime), which
+    ``catalog.filetier`` checks before an answer carries a fact about that skill's files, and
+    which a warm build therefore need not even parse (``CachedFiles``). ``ValueError`` when a
+    served file has no stamp that agrees with its record (never written then)."""
     # Stamps taken twice (before the read and again by the walk) are kept once when equal.
     stamps = list(dict.fromkeys(loaded.stamps))
     skill = loaded.skill
@@ -152,14 +83,38 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> dict[str, An
             raise ValueError(f"the stamp of {rel} disagrees with its record")
     if served.keys() - ctimes.keys():
         raise ValueError("a served file has no stamp")
-    return {
+    rows = [] if skill is None else [[f.rel, f.size, f.mtime_ns, f.ino, ctimes[f.rel]] for f in skill.files]
+    head = {
         "at": found_at,
         "root": root_real,
         "stamps": listing,
-        "skill": _skill(skill, ctimes),
+        "skill": _skill(skill),
         "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
         "nested": [str(n) for n in loaded.nested],
     }
+    frontmatter = b"{}" if skill is None else frontmatter_text(skill.frontmatter)
+    return b"\t".join((_dumps(head), frontmatter, _dumps(rows)))
+
+
+# The JSON scanner ``json.loads`` ends in, called directly: a warm build decodes one listing per
+# skill, and the wrappers (encoding detection, the Python-level decoder) cost a third of that.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+def split_entry(body: bytes) -> tuple[dict[str, Any], bytes, bytes]:
+    """An entry's listing (decoded, a mapping), its frontmatter and its file rows (both still
+    JSON text). ``ValueError`` for anything ``encode_loaded`` does not write."""
+    parts = body.split(b"\t")
+    if len(parts) != 3:
+        raise ValueError("an entry is not three parts")
+    text = parts[0].decode("utf-8")
+    try:
+        entry, end = _SCAN(text, 0)
+    except StopIteration:
+        raise ValueError("an entry is not JSON") from None
+    if end != len(text) or type(entry) is not dict:
+        raise ValueError("an entry is not one JSON object")
+    return entry, parts[1], parts[2]
 
 
 def _str(value: Any) -> str:
@@ -184,22 +139,6 @@ def _strs(values: Any) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _interned(value: Any) -> Any:
-    """The frontmatter as parsed, with keys and short strings shared across skills (as the YAML
-    loader does: ``name``, ``license: MIT``, ``version: "1.0"`` repeat in thousands of them).
-    JSON keys are strings."""
-    kind = type(value)
-    if kind is dict:
-        return {sys.intern(key): _interned(item) if type(item) in _SHARED else item for key, item in value.items()}
-    if kind is list:
-        return [_interned(item) if type(item) in _SHARED else item for item in value]
-    return sys.intern(value) if len(value) <= _INTERN_MAX else value
-
-
-_SHARED = (dict, list, str)
-_INTERN_MAX = 40  # as catalog.yaml12: short strings repeat across thousands of skills
-
-
 def _decode_declaration(raw: Any) -> Declaration | None:
     if raw is None:
         return None
@@ -208,14 +147,20 @@ def _decode_declaration(raw: Any) -> Declaration | None:
     return Declaration(_int(raw["version"]), run, env, _strs(raw["egress"]))
 
 
-def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str, checked: bool) -> Skill | None:
+def _decode_skill(
+    raw: Any,
+    frontmatter: bytes,
+    rows: bytes,
+    real: str,
+    found_at: str,
+    root: Path,
+    root_real: str,
+    skill_md: Stamp | None,
+) -> Skill | None:
     if raw is None:
         return None
-    frontmatter = raw["fm"]
-    if not isinstance(frontmatter, dict):
-        raise TypeError("the frontmatter is not a mapping")
     excluded = raw["excluded"]
-    frontmatter = _interned(frontmatter)
+    description = _str(raw["desc"])
     # A skill directly under its root (the common layout) is joined onto the root's Path,
     # which skips parsing the whole path again.
     name = (
@@ -229,9 +174,9 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str
         directory=directory,
         found_at=found_at,
         root=root,
-        frontmatter=frontmatter,
-        description=_str(frontmatter["description"]),
-        files=CachedFiles(raw["files"], checked=checked),
+        frontmatter=CachedFrontmatter(frontmatter, description),
+        description=description,
+        files=CachedFiles(rows, raw["n"], skill_md=skill_md),
         body_offset=_int(raw["off"]),
         declaration=_decode_declaration(raw["decl"]),
         missing_scripts=_strs(raw["missing"]),
@@ -242,25 +187,34 @@ def _decode_skill(raw: Any, real: str, found_at: str, root: Path, root_real: str
     )
 
 
-def decode_loaded(entry: dict[str, Any], real: str, root: Path, root_real: str, *, checked: bool = False) -> Loaded:
+def decode_loaded(
+    entry: dict[str, Any],
+    frontmatter: bytes,
+    rows: bytes,
+    real: str,
+    root: Path,
+    root_real: str,
+    *,
+    skill_md: Stamp | None = None,
+) -> Loaded:
     """The ``Loaded`` of ``real`` found under ``root`` (``root_real`` as text; the caller
-    checked the entry is for both); ``checked`` when the caller also found every file row's
-    stamp holding (the file tier)."""
+    checked the entry is for both), from ``split_entry``'s three parts; ``skill_md``: the stamp of
+    its SKILL.md the caller found holding (kept on the file records for the search index)."""
     found_at = _str(entry["at"])
-    rows = entry["problems"]
+    problem_rows = entry["problems"]
     problems = (
         tuple(
             Problem(_str(path), ProblemReason(reason), _str(detail), Level(level), _opt_str(skill), _opt_str(rule))
-            for path, reason, detail, level, skill, rule in rows
+            for path, reason, detail, level, skill, rule in problem_rows
         )
-        if rows
+        if problem_rows
         else ()
     )
     # No stamps: a reused entry is written back as the bytes it was read from (``catalog.cache``),
     # so nothing asks for them again.
     nested = entry["nested"]
     return Loaded(
-        _decode_skill(entry["skill"], real, found_at, root, root_real, checked),
+        _decode_skill(entry["skill"], frontmatter, rows, real, found_at, root, root_real, skill_md),
         problems,
         tuple(Path(_str(n)) for n in nested) if nested else (),
         (),

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from skill_mcp.catalog.codec import CachedFiles
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter
 from skill_mcp.catalog.files import SKILL_MD
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -34,13 +34,23 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.models import Catalog, Skill, SkillFile
 
 
-def files_hold(prefix: str, files: CachedFiles) -> bool:
+def files_hold(prefix: str, files: CachedFiles, frontmatter: Mapping[str, Any] | None = None) -> bool:
     """True when every file row but SKILL.md's (the listing tier holds that one) has, by
     ``lstat`` of ``prefix + rel``, the inode, size, mtime and ctime it was stamped with; then
-    ``files.checked`` is set, so this record is not checked again."""
+    ``files.checked`` is set, so this record is not checked again. Rows that do not decode
+    (``CachedFiles.rows``), or a cached ``frontmatter`` that does not (``CachedFrontmatter``),
+    fail the check: the skill is read from disk again. The answers that carry a skill's file
+    facts carry its whole frontmatter too (``skill_load``, ``skills/get``), so it is decoded here,
+    once, where a failure has somewhere safe to go."""
     if files.checked:
         return True
-    for rel, size, mtime_ns, ino, ctime_ns in files.rows:
+    try:
+        rows = files.rows
+        if isinstance(frontmatter, CachedFrontmatter):
+            frontmatter.decoded()
+    except ValueError:
+        return False
+    for rel, size, mtime_ns, ino, ctime_ns in rows:
         if rel == SKILL_MD:
             continue
         try:
@@ -63,7 +73,12 @@ def known_checked(memo: DigestMemo, skill: Skill) -> list[tuple[SkillFile, int, 
     """
     files = skill.files
     unchecked = files if isinstance(files, CachedFiles) and not files.checked else None
-    rows = None if unchecked is None else unchecked.rows
+    try:
+        rows = None if unchecked is None else unchecked.rows
+        if unchecked is not None and isinstance(skill.frontmatter, CachedFrontmatter):
+            skill.frontmatter.decoded()  # as files_hold: a page carries the whole frontmatter
+    except ValueError:  # cached text this code never writes: the reference way reloads the skill
+        return None
     prefix = skill.prefix
     held = memo.held(prefix)
     lstat, is_reg = os.lstat, stat.S_ISREG
@@ -94,7 +109,7 @@ def stale(skills: Iterable[Skill]) -> list[Skill]:
     out = []
     for skill in skills:
         files = skill.files
-        if isinstance(files, CachedFiles) and not files_hold(skill.prefix, files):
+        if isinstance(files, CachedFiles) and not files_hold(skill.prefix, files, skill.frontmatter):
             out.append(skill)
     return out
 

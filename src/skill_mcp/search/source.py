@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp.catalog.cache import racy
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, frontmatter_text
 from skill_mcp.catalog.cachefile import marker_time
 from skill_mcp.catalog.files import SKILL_MD, locate, read_body, read_located, skill_uri
 from skill_mcp.catalog.frontmatter import FrontmatterError, split
@@ -69,10 +70,43 @@ def _body(skill: Skill) -> tuple[str, Stamp]:
     return read_body(skill, max_bytes=READ_CAPS.skill_md), stamp
 
 
+def _frontmatter(skill: Skill) -> Mapping[str, Any]:
+    """The record's frontmatter; a cached one whose text does not decode (a forged cache entry:
+    ``catalog.cached``) is searched as empty, as an unreadable body is: search degrades, it does
+    not fail (the file tier reloads that skill for the answers that carry its frontmatter)."""
+    frontmatter = skill.frontmatter
+    if isinstance(frontmatter, CachedFrontmatter):
+        try:
+            return frontmatter.decoded()
+        except ValueError:
+            return {}
+    return frontmatter
+
+
 def _fields(skill: Skill) -> tuple[str, str, str, tuple[str, ...]]:
     """What the index takes from the catalog record: name, frontmatter name, description, tags."""
-    title = skill.frontmatter.get("name")
-    return skill.name, title if isinstance(title, str) else "", skill.description, _tag_values(skill.frontmatter, skill)
+    frontmatter = _frontmatter(skill)
+    title = frontmatter.get("name")
+    return skill.name, title if isinstance(title, str) else "", skill.description, _tag_values(frontmatter, skill)
+
+
+def _key_fields(skill: Skill) -> tuple[str, str, bytes, tuple[str, ...], str | None, int]:
+    """What the index's key covers of a record: everything ``_fields`` derives its fields from
+    (the name, the description, the tags and phase, and the whole frontmatter as its JSON text:
+    the text a cached record holds, so a warm start's key decodes no frontmatter) and where the
+    body starts. A superset of what the index takes: any change to it is a rebuild."""
+    try:
+        text = frontmatter_text(skill.frontmatter)
+    except (TypeError, ValueError):  # a scanned frontmatter JSON cannot hold as UTF-8 text
+        text = repr(dict(skill.frontmatter)).encode("utf-8", "surrogatepass")
+    return (
+        skill.name,
+        skill.description,
+        text,
+        skill.tags,
+        skill.phase,
+        skill.body_offset,
+    )
 
 
 def _doc(skill: Skill) -> tuple[SearchDoc, Stamp | None]:
@@ -124,17 +158,23 @@ class _Keyed:
     def docs(self, skills: list[Skill]) -> Iterator[SearchDoc]:
         for skill in skills:
             doc, stamp = _doc(skill)
-            self.key.add((*_fields(skill), skill.body_offset), stamp)
+            self.key.add(_key_fields(skill), stamp)
             if stamp is None or racy(stamp[3], self._t0):
                 self.writable = False
             yield doc
 
 
 def current_key(skills: list[Skill]) -> str:
-    """The key the index of ``skills`` has if their SKILL.md files are what they are now."""
+    """The key the index of ``skills`` has if their SKILL.md files are what the catalog's build
+    found them to be: a search answer is checked against the listing tier at the build
+    (docs/architecture.md, "The catalog cache"), which for a record taken from the catalog
+    cache is the stamp of SKILL.md that build checked (``CachedFiles.skill_md``: no second
+    ``lstat``); a record scanned from disk is stamped now."""
     key = KeyHasher()
     for skill in skills:
-        key.add((*_fields(skill), skill.body_offset), stamp_now(skill.prefix + SKILL_MD))
+        files = skill.files
+        checked = files.skill_md if isinstance(files, CachedFiles) else None
+        key.add(_key_fields(skill), checked or stamp_now(skill.prefix + SKILL_MD))
     return key.hexdigest()
 
 
