@@ -257,3 +257,54 @@ def test_a_call_is_left_to_the_sdk_server_before_the_handshake_and_without_early
     assert with_calls.answer(line)  # the positive control
     assert with_calls.answer(line) is None  # the same id again
     assert with_calls.answer(b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"yes","x":NaN}}') is None
+
+
+def test_a_session_goes_on_after_early_calls_and_no_id_is_answered_twice(tmp_path: Path) -> None:
+    tools_list = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    messages = [
+        _initialize(LATEST_HANDSHAKE_VERSION),
+        INITIALIZED,
+        tools_list,
+        _call(3, "skill_list", {"limit": 1}),
+        _call(4, "skill_search", {"query": "reports"}),
+        PING,  # not plain: the SDK server serves from here
+        _call(6, "skill_list", {"limit": 1}),
+    ]
+    frames, err = _run(_small(tmp_path), messages)
+    assert _early_calls_answered(err) == 2
+    ids = [json.loads(f)["id"] for f in frames]
+    assert sorted(ids, key=str) == sorted([1, 2, 3, 4, "p", 6], key=str)  # each once
+    assert "differed" not in err  # the replayed handshake's answers were the SDK server's own
+    after = json.loads(frames[ids.index(6)])["result"]["structuredContent"]
+    assert after == json.loads(frames[ids.index(3)])["result"]["structuredContent"]
+
+
+class _Frames:
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    async def write(self, text: str) -> None:
+        self.written.append(text)
+
+    async def flush(self) -> None:
+        pass
+
+
+def test_the_dropped_answer_check_still_logs_a_difference_in_what_is_replayed(caplog: pytest.LogCaptureFixture) -> None:
+    import anyio
+
+    from skill_mcp.surfaces.stdio.transport import _DropAnswered
+
+    sent = '{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}'
+    frames = _Frames()
+    drop = _DropAnswered(frames, {2: sent, 1: '{"jsonrpc":"2.0","id":1,"result":{"x":1}}'})  # type: ignore[arg-type]
+
+    async def write_all() -> None:
+        await drop.write(sent)  # the same answer: dropped silently
+        await drop.write('{"jsonrpc":"2.0","id":1,"result":{"x":2}}')  # a different one: dropped, logged
+        await drop.write('{"jsonrpc":"2.0","id":6,"result":{}}')  # not answered early: written
+
+    with caplog.at_level("ERROR", logger="skill_mcp.stdio"):
+        anyio.run(write_all)
+    assert frames.written == ['{"jsonrpc":"2.0","id":6,"result":{}}']
+    assert [r.getMessage() for r in caplog.records] == ["the early handshake answer differed from the SDK server's"]
