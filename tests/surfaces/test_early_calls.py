@@ -277,6 +277,8 @@ def test_a_session_goes_on_after_early_calls_and_no_id_is_answered_twice(tmp_pat
     assert "differed" not in err  # the replayed handshake's answers were the SDK server's own
     after = json.loads(frames[ids.index(6)])["result"]["structuredContent"]
     assert after == json.loads(frames[ids.index(3)])["result"]["structuredContent"]
+    # One catalog for both: the SDK server's answer after the hand-over scanned nothing again.
+    assert err.count('"msg": "catalog built"') == 1
 
 
 class _Frames:
