@@ -25,11 +25,14 @@ from skill_mcp.config import Settings, load_settings
 from skill_mcp.logs import configure_logging
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from skill_mcp.catalog.digest_memo import DigestMemo
     from skill_mcp.models import Catalog
     from skill_mcp.runner.audit import AuditSink
+    from skill_mcp.runner.deferred import DeferredRunner
     from skill_mcp.runner.types import OutputTap
     from skill_mcp.surfaces.app import SkillServer
     from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
+    from skill_mcp.surfaces.search_tool import SearchState
     from skill_mcp.surfaces.stdio.early import Handover
     from skill_mcp.telemetry import Telemetry
 
@@ -56,23 +59,37 @@ class RunHooks:
     on_output: OutputTap | None = None
 
 
-def plugins(
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """What a server's answers are computed from, each built once: the catalog provider, the
+    runner and the script states it reports, the search state, the digest memo.
+
+    ``serve_stdio_early`` builds these before its loading thread starts: the answers given
+    before the SDK is imported (``surfaces.stdio.early_calls``) and the SDK server composed
+    afterwards hold the same instances, so nothing an early answer scanned, decided or indexed
+    is built a second time. None of them imports the SDK."""
+
+    provider: Callable[[], Catalog]
+    runner: DeferredRunner
+    script_states: ScriptStates
+    search: SearchState
+    memo: DigestMemo
+
+
+def shared_parts(
     settings: Settings,
     catalog_provider: Callable[[], Catalog],
     telemetry: Telemetry | None = None,
     hooks: RunHooks | None = None,
-) -> Plugins:
-    """Collect extra tools (``skill_run``, ``skill_search``) for this server.
-
-    Engineers owning those tools add their factory call here; nothing else in ``surfaces``
-    changes when a tool is added.
-    """
+) -> Shared:
+    """The runner (booted: the process is hardened here), the search state and the memo over
+    ``catalog_provider``."""
     # The boot hardening (environ wipe, non-dumpable) happens here, before anything is served
     # and before any thread or child could copy the environment block; the fence itself
     # (interpreters, script user, spawner) is built on first need.
+    from skill_mcp.catalog.digest_memo import DigestMemo
     from skill_mcp.runner.deferred import DeferredRunner
-    from skill_mcp.surfaces.run_tool import deferred_run_tool_spec
-    from skill_mcp.surfaces.search_tool import SearchState, search_tool_spec
+    from skill_mcp.surfaces.search_tool import SearchState
 
     hooks = hooks or RunHooks()
     if hooks.audit is None:
@@ -80,10 +97,33 @@ def plugins(
     else:
         runner = DeferredRunner.boot(settings, audit=hooks.audit, on_output=hooks.on_output)
     search = SearchState(settings.cache_dir, on_build=telemetry.search_built if telemetry is not None else None)
+    return Shared(catalog_provider, runner, runner.states(catalog_provider), search, DigestMemo())
+
+
+def plugins(
+    settings: Settings,
+    catalog_provider: Callable[[], Catalog],
+    telemetry: Telemetry | None = None,
+    hooks: RunHooks | None = None,
+    *,
+    shared: Shared | None = None,
+) -> Plugins:
+    """Collect extra tools (``skill_run``, ``skill_search``) for this server, over ``shared``
+    (built here from the other arguments when not given).
+
+    Engineers owning those tools add their factory call here; nothing else in ``surfaces``
+    changes when a tool is added.
+    """
+    from skill_mcp.surfaces.run_tool import deferred_run_tool_spec
+    from skill_mcp.surfaces.search_tool import search_tool_spec
+
+    if shared is None:
+        shared = shared_parts(settings, catalog_provider, telemetry, hooks)
+    runner, search = shared.runner, shared.search
     tools = (deferred_run_tool_spec(runner.get, telemetry), search_tool_spec(search), *_compat_tools(settings, search))
     return Plugins(
         tools=tools,
-        script_states=runner.states(catalog_provider),
+        script_states=shared.script_states,
         closers=(runner.stop_running,),
         run_outputs=runner.outputs,
     )
@@ -155,6 +195,7 @@ def build_server(
     tools: Sequence[ToolSpec],
     script_states: ScriptStates,
     run_outputs: Callable[[], Any] | None = None,
+    memo: DigestMemo | None = None,
 ) -> SkillServer: ...
 
 
@@ -166,6 +207,7 @@ def build_server(
     script_states: ScriptStates | None = None,
     hooks: RunHooks | None = None,
     run_outputs: Callable[[], Any] | None = None,
+    memo: DigestMemo | None = None,
 ) -> SkillServer:
     """Return a ready server for any transport.
 
@@ -180,8 +222,10 @@ def build_server(
 
     provider = catalog_provider or static_catalog(settings)
     if tools is not None and script_states is not None and hooks is None:
-        return assemble(settings, provider, tools=tuple(tools), script_states=script_states, run_outputs=run_outputs)
-    if tools is not None or script_states is not None or run_outputs is not None:
+        return assemble(
+            settings, provider, tools=tuple(tools), script_states=script_states, run_outputs=run_outputs, memo=memo
+        )
+    if tools is not None or script_states is not None or run_outputs is not None or memo is not None:
         raise TypeError("build_server: give tools and script_states together (and hooks only without them)")
     extra = plugins(settings, provider, hooks=hooks)
     return assemble(
@@ -282,12 +326,20 @@ def _compose(
     telemetry: Telemetry | None = None,
     *,
     transport: str = "pipe",
+    shared: Shared | None = None,
 ) -> _Composed:
     say_root_notes(settings)
-    provider = catalog_provider or catalog_source(settings)
-    extra = plugins(settings, provider, telemetry)
+    if shared is None:
+        shared = shared_parts(settings, catalog_provider or catalog_source(settings), telemetry)
+    provider = shared.provider
+    extra = plugins(settings, provider, telemetry, shared=shared)
     server = build_server(
-        settings, provider, tools=extra.tools, script_states=extra.script_states, run_outputs=extra.run_outputs
+        settings,
+        provider,
+        tools=extra.tools,
+        script_states=extra.script_states,
+        run_outputs=extra.run_outputs,
+        memo=shared.memo,
     )
     from skill_mcp.surfaces import observe
 
@@ -362,9 +414,12 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     """``serve_stdio``, with the handshake answered while the SDK loads (``surfaces.stdio.early``).
 
     Where the frozen answers are this server's (``early.eligible``), the process hardens
-    itself, then a worker thread imports the SDK and composes the server while this thread
-    answers a plain ``initialize`` and ``tools/list``; then the server serves, reading first
-    every byte read so far. Otherwise this is ``serve_stdio``. Returns an exit code.
+    itself and builds the parts every answer is computed from (``Shared``), then a worker
+    thread imports the SDK (``load_gate.Gate``: waiting while an early answer is computed) and
+    composes the server over those parts while this thread answers a plain ``initialize``,
+    ``tools/list`` and ``tools/call`` of ``skill_list`` and ``skill_search``; then the server
+    serves, reading first what was read so far less the tool calls answered. Otherwise this is
+    ``serve_stdio``. Returns an exit code.
     """
     import signal
     import threading
@@ -376,16 +431,24 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
 
         return int(anyio.run(serve_stdio, settings, catalog_provider))
     from skill_mcp.runner.harden import harden_early
+    from skill_mcp.surfaces.state import SurfaceState
+    from skill_mcp.surfaces.stdio.early_calls import EarlyCalls
+    from skill_mcp.surfaces.stdio.load_gate import Gate
 
     configure_logging(settings.log_level)
     harden_early()  # before any thread exists; DeferredRunner.boot takes this report
-    state = early.EarlyHandshake(early.root_notes(settings), __version__)
+    # One provider, runner, search state and memo for the early answers and the SDK server.
+    shared = shared_parts(settings, catalog_provider or catalog_source(settings))
+    gate = Gate()
+    calls = EarlyCalls(SurfaceState(settings, shared.provider, shared.memo, shared.script_states), shared.search, gate)
+    state = early.EarlyHandshake(early.root_notes(settings), __version__, calls)
     built: list[Any] = []
     wake_r, wake_w = os.pipe()
 
     def load() -> None:
         try:
-            built.append(_compose(settings, catalog_provider, None, transport="pipe"))
+            gate.load_sdk()  # waits while an early answer is being computed
+            built.append(_compose(settings, None, None, transport="pipe", shared=shared))
             import anyio  # noqa: F401  - what serving needs, imported here too
 
             from skill_mcp.surfaces.stdio.transport import run_stdio  # noqa: F401
@@ -417,6 +480,10 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
         os.close(wake_w)
     if isinstance(built[0], BaseException):
         raise built[0]
+    log.debug(
+        "early phase ended",
+        extra={"event": "early-handover", "calls": handover.calls, "answered": len(handover.answered)},
+    )
     if received:
         log.info("signal received; stopping", extra={"signal": signal.Signals(received[0]).name})
         for close in built[0].closers:

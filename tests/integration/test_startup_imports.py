@@ -15,7 +15,9 @@ The handshake itself is answered before the SDK is imported (``surfaces.stdio.ea
 imports and composes the server meanwhile). That is pinned by making the SDK unimportable: with
 ``PYTHONPATH`` first naming packages ``mcp``, ``mcp_types``, ``pydantic``, ``pydantic_core`` and
 ``anyio`` whose import writes its name to a file and never returns, the server must still answer
-``initialize`` and ``tools/list``; any of them imported on the answering path would hang it.
+``initialize`` and ``tools/list``, and ``tools/call`` of ``skill_list`` and ``skill_search``
+(``surfaces.stdio.early_calls``); any of them imported on the answering path would hang it. A
+``ping`` after them, which only the SDK server answers, is the control: it gets no answer.
 """
 
 from __future__ import annotations
@@ -267,6 +269,36 @@ def test_the_handshake_is_answered_while_the_sdk_cannot_be_imported(tmp_path: Pa
         assert _shadows_reached(mark)
     finally:
         _kill(running)
+
+
+def test_list_and_search_are_answered_while_the_sdk_cannot_be_imported(tmp_path: Path) -> None:
+    env, mark = _unimportable_sdk(tmp_path)
+    running = Server(build_tree(tmp_path / "skills"), env)
+    try:
+        _handshake_only(running)
+        listed = running.request("tools/call", {"name": "skill_list", "arguments": {"limit": 2}})
+        assert listed["result"]["structuredContent"]["total"] >= 2
+        found = running.request("tools/call", {"name": "skill_search", "arguments": {"query": "reports"}})
+        assert found["result"]["structuredContent"]["count"] >= 1
+        refused = running.request("tools/call", {"name": "skill_list", "arguments": {"cursor": "bad"}})
+        assert refused["result"]["isError"] is True
+        assert _shadows_reached(mark)
+        # The control: a ping is the SDK server's to answer, and the SDK never loads.
+        assert running.proc.stdin is not None and running.proc.stdout is not None
+        running.proc.stdin.write(b'{"jsonrpc": "2.0", "id": "p", "method": "ping"}\n')
+        running.proc.stdin.flush()
+        assert not select.select([running.proc.stdout.fileno()], [], [], 3.0)[0]
+    finally:
+        _kill(running)
+
+
+def _handshake_only(running: Server) -> None:
+    init = running.request(
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "imports", "version": "0"}},
+    )
+    assert init["result"]["serverInfo"]["name"] == "skill-mcp"
+    running.notify("notifications/initialized")
 
 
 @pytest.mark.slow

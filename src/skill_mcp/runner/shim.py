@@ -28,8 +28,6 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import anyio
-
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.proctools import killpg
 from skill_mcp.reasons import Refusal
@@ -55,6 +53,8 @@ EAGAIN = "EAGAIN"
 
 
 async def _write_all(fd: int, data: bytes) -> None:
+    import anyio
+
     view = memoryview(data)
     while view:
         await anyio.wait_writable(fd)
@@ -65,6 +65,8 @@ async def _write_all(fd: int, data: bytes) -> None:
 
 
 async def _read_status(fd: int) -> bytes:
+    import anyio
+
     out = b""
     while True:
         await anyio.wait_readable(fd)

@@ -41,9 +41,8 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import anyio
-import anyio.to_thread
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from skill_mcp import outputs
 from skill_mcp.errors import SkillMcpError
@@ -56,6 +55,19 @@ from skill_mcp.runner.shim import EAGAIN, KILL_WAIT_S, Shim, ShimGone, WarmSlot
 from skill_mcp.runner.types import CAPTURE_LIMIT, DRAIN_S, TERM_GRACE_S, OutputTap, RunPlan, RunResult
 from skill_mcp.sandbox_rules import Sandbox, standalone_sandbox
 from skill_mcp.trees import NotRemoved, remove_tree
+
+# anyio is imported by what runs a script, not at import: building the spawner is part of the
+# runner's first build, which the first skill_list answer can cause before the SDK and anyio are
+# loaded (surfaces.stdio.early_calls).
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import anyio
+
+
+def _anyio() -> ModuleType:
+    import anyio
+
+    return anyio
+
 
 # The standalone limits (docs/fence.md's table): one home with the appliance's, in skill_mcp.limits.
 NOFILE = STANDALONE.nofile
@@ -133,10 +145,12 @@ def process_limit_error(err: SkillMcpError, drop: UserDrop | None) -> SkillMcpEr
 class _Capture(Capture):
     """The shared bounded capture (``skill_mcp.limits``), plus the event its pump sets at end of file."""
 
-    eof: anyio.Event = field(default_factory=anyio.Event)
+    eof: anyio.Event = field(default_factory=lambda: _anyio().Event())
 
 
 async def _pump(fd: int, cap: _Capture, tap: Callable[[bytes], None] | None = None) -> None:
+    import anyio
+
     while True:
         await anyio.wait_readable(fd)
         try:
@@ -235,6 +249,9 @@ class LocalSpawner:
         )
 
     async def run(self, plan: RunPlan) -> RunResult:
+        import anyio
+        import anyio.to_thread
+
         # The wall clock starts now, before any shim is handed the run: the time a shim still takes
         # to start (a cold one, or a warm one not ready yet) is part of the script's budget.
         started = time.monotonic()
@@ -269,6 +286,9 @@ class LocalSpawner:
     async def _remove(self, path: str) -> str | None:
         """Remove a run directory (off the event loop: a million files take seconds, and a cancelled
         call must not skip it); ``None`` when it is gone, else why not, remembered for later runs."""
+        import anyio
+        import anyio.to_thread
+
         with anyio.CancelScope(shield=True):
             try:
                 await anyio.to_thread.run_sync(remove_tree, path)
@@ -310,6 +330,8 @@ class LocalSpawner:
             ) from None
 
     async def _hand_over(self, shim: Shim, cfg: bytes, deadline: float) -> Shim:
+        import anyio
+
         try:
             with anyio.move_on_after(max(deadline - time.monotonic(), 0)):
                 await shim.hand_over(cfg)
@@ -325,6 +347,8 @@ class LocalSpawner:
             raise
 
     async def _supervise(self, plan: RunPlan, shim: Shim, started: float) -> RunResult:
+        import anyio
+
         out, err = _Capture(self.capture_limit), _Capture(self.capture_limit)
         timed_out = False
         async with anyio.create_task_group() as tg:
@@ -355,6 +379,8 @@ class LocalSpawner:
         return _result(shim.proc.returncode, timed_out, out, err, started, notes)
 
     async def _terminate(self, shim: Shim) -> None:
+        import anyio
+
         killpg(shim.pid, signal.SIGTERM)
         with anyio.move_on_after(self.term_grace_s):
             await anyio.wait_readable(shim.pidfd)
@@ -365,6 +391,8 @@ class LocalSpawner:
 
 
 def _on_event_loop() -> bool:
+    import anyio
+
     try:
         anyio.get_current_task()
     except RuntimeError:  # anyio.NoEventLoopError (older anyio: sniffio's), both RuntimeErrors

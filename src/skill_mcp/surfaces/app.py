@@ -192,11 +192,17 @@ def assemble(
     tools: Sequence[ToolSpec] = (),
     script_states: ScriptStates,
     run_outputs: Callable[[], Any] | None = None,
+    memo: DigestMemo | None = None,
 ) -> SkillServer:
     """One server over ``catalog_provider``: the read tools and ``tools``; ``script_states`` is
-    what its ``skill_list`` and ``skill_load`` say of scripts (``server.build_server`` passes it)."""
+    what its ``skill_list`` and ``skill_load`` say of scripts (``server.build_server`` passes it);
+    ``memo``: the digest memo when answers given before this server existed hold one already."""
     state = SurfaceState(
-        settings, catalog_provider, DigestMemo(), script_states, run_outputs=run_outputs or (lambda: None)
+        settings,
+        catalog_provider,
+        memo if memo is not None else DigestMemo(),
+        script_states,
+        run_outputs=run_outputs or (lambda: None),
     )
     specs = [*read_tools(), *tools]
     table = ToolTable(_select_tools(settings, specs), state)

@@ -3,6 +3,9 @@
 They carry the whole experience for a client that shows the model nothing but tools, so
 they say everything the other surfaces say: names, descriptions, URIs, the manifest with
 digests, declared scripts and their state, and every problem the scan found.
+
+Importing this module imports neither the SDK nor anyio (each is imported where a read hops to a
+worker thread): ``surfaces.stdio.early`` calls ``skill_list`` before the SDK is loaded.
 """
 
 from __future__ import annotations
@@ -10,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import MIB, READ_CAPS
@@ -25,6 +26,7 @@ from skill_mcp.surfaces.render import (
     skill_file_metadata,
     skill_list_blocks,
     skill_list_line,
+    skill_list_text,
     skill_load_blocks,
     skill_load_metadata,
 )
@@ -96,7 +98,7 @@ def _entry_bytes(entry: dict[str, Any]) -> int:
 
 def _answer_bytes(out: dict[str, Any]) -> int:
     """The page without its entries, both forms, with room for the cursor and the head line."""
-    text = skill_list_blocks({**out, "nextCursor": "c" * 24})[0].text
+    text = skill_list_text({**out, "nextCursor": "c" * 24})
     return len(json.dumps(out, ensure_ascii=False).encode()) + len(text.encode()) + 64
 
 
@@ -112,6 +114,8 @@ async def skill_load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     # reads are blocking disk work and go to a worker thread.
     out = _load(call, skill, known_only=True)
     if out is None:
+        import anyio
+
         out = await anyio.to_thread.run_sync(_load_all, call, skill)
     return out
 
@@ -246,6 +250,8 @@ async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
         # Pass 2: the reads, on the event loop when the batch is small, else in a worker thread.
         if total <= INLINE_READ_BYTES:
             return _read_batch(skill, rels, found, errors)
+        import anyio
+
         return await anyio.to_thread.run_sync(_read_batch, skill, rels, found, errors)
     finally:
         for located in found.values():

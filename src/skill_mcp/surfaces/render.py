@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import mcp_types as types
+# The SDK's content models are imported by the functions that build blocks: the texts
+# (``skill_list_text``) are also what ``surfaces.stdio.early`` answers with before the SDK is
+# imported, so this module must import without it.
 
 _IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 # What a handler's result carries for ``content`` only; never in ``structuredContent``.
@@ -23,6 +25,8 @@ SKILL_MD_TEXT = "skillMd"
 
 
 def _file_block(entry: dict[str, Any]) -> Any:
+    import mcp_types as types
+
     if entry["encoding"] == "utf-8":
         return types.EmbeddedResource(
             type="resource",
@@ -39,6 +43,8 @@ def _file_block(entry: dict[str, Any]) -> Any:
 def skill_file_blocks(out: dict[str, Any]) -> list[Any]:
     """One line per requested path (served, with its size and digest, or refused and why), then
     each served file as its own block, in the order asked."""
+    import mcp_types as types
+
     lines = [
         f"{out['name']}: {out['served']} file(s) served, {out['failed']} refused; each served file follows "
         "as a resource block."
@@ -62,6 +68,8 @@ def skill_file_metadata(out: dict[str, Any]) -> dict[str, Any]:
 def skill_load_blocks(out: dict[str, Any]) -> list[Any]:
     """SKILL.md verbatim (frontmatter and instructions) as a resource, then the files and scripts
     one a line. Digests stay in ``structuredContent``: the model reads paths, a host verifies."""
+    import mcp_types as types
+
     lines = [
         f"# Skill {out['name']} ({out['uri']}): its SKILL.md is the resource above; the body is the instructions.",
         "",
@@ -100,6 +108,13 @@ def skill_list_line(entry: dict[str, Any]) -> str:
 
 
 def skill_list_blocks(out: dict[str, Any]) -> list[Any]:
+    """``skill_list_text`` as the result's one text block."""
+    import mcp_types as types
+
+    return [types.TextContent(type="text", text=skill_list_text(out))]
+
+
+def skill_list_text(out: dict[str, Any]) -> str:
     """One line per skill (name, description, files, scripts), then grants and problems.
 
     What the model reads: the same facts as ``structuredContent`` without JSON's keys and
@@ -118,4 +133,4 @@ def skill_list_blocks(out: dict[str, Any]) -> list[Any]:
         lines += [f"- {p['path']}: {p['reason']} ({p.get('level', 'error')}): {p['detail']}" for p in out["problems"]]
     elif out["problemCount"]:
         lines.append(f"Problems: {out['problemCount']} (listed on the first page).")
-    return [types.TextContent(type="text", text="\n".join(lines))]
+    return "\n".join(lines)

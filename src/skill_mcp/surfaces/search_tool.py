@@ -7,6 +7,9 @@ new index for it. The build runs in a worker thread so the event loop keeps answ
 requests meanwhile; a lock makes concurrent first searches share one build. With nothing
 persisted and a large catalog, that first build holds only the short fields and the bodies
 follow in a background thread (``SearchState``).
+
+Importing this module imports neither the SDK nor anyio: ``surfaces.stdio.early`` answers a
+search with this state and handler before the SDK is loaded (``hits_text`` is its text block).
 """
 
 from __future__ import annotations
@@ -19,9 +22,6 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import anyio
-import mcp_types as types
 
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
 
@@ -215,6 +215,8 @@ class SearchState:
         loop (a query costs less than the thread hop)."""
         built = self.built_for(catalog)
         if built is None:
+            import anyio  # only here: an answer from a built index needs no event loop (early_calls)
+
             built = await anyio.to_thread.run_sync(self.index_for, catalog)
         index, complete = built
         from skill_mcp.search import StoredIndexError, search_result  # loaded by the index build above
@@ -224,11 +226,20 @@ class SearchState:
         except StoredIndexError as exc:
             # A persisted index whose postings proved damaged is never an answer: build afresh.
             log.info("search index damaged; rebuilt", extra={"why": str(exc)[:200]})
+            import anyio
+
             fresh, complete = await anyio.to_thread.run_sync(partial(self.index_for, catalog, damaged=index))
             return search_result(catalog, fresh, query, limit, complete=complete)
 
 
 def render_hits(out: dict[str, Any]) -> list[Any]:
+    """``hits_text`` as the result's one text block."""
+    import mcp_types as types
+
+    return [types.TextContent(type="text", text=hits_text(out))]
+
+
+def hits_text(out: dict[str, Any]) -> str:
     """The hits one a line, best first, for the model: the same facts without JSON on each hit."""
     lines = [
         f"{out['count']} hit(s) for {json.dumps(out['query'], ensure_ascii=False)} among {out['searched']} "
@@ -246,7 +257,7 @@ def render_hits(out: dict[str, Any]) -> list[Any]:
         f"[{hit['reason']}]"
         for i, hit in enumerate(out["hits"], 1)
     ]
-    return [types.TextContent(type="text", text="\n".join(lines))]
+    return "\n".join(lines)
 
 
 def search_tool_spec(state: SearchState | None = None) -> ToolSpec:

@@ -7,8 +7,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
@@ -67,6 +65,8 @@ async def files_checked(catalog: Catalog, pick: Callable[[Catalog], Iterable[Ski
         changed = stale(pick(catalog))
         if not changed:
             return catalog
+        import anyio  # here, not at the top: surfaces.stdio.early imports this module without the SDK
+
         catalog = await anyio.to_thread.run_sync(refresh, catalog, changed)
     raise SkillMcpError(
         Refusal.FILE_CHANGED, "the skill's files kept changing while this answer was made; ask again", {}

@@ -1,24 +1,33 @@
-"""The handshake answered before the SDK is imported (``skill-mcp serve`` over stdio).
+"""The first answers given before the SDK is imported (``skill-mcp serve`` over stdio).
 
 Importing the SDK (its pydantic protocol models, the low-level server with the HTTP stacks it
 imports at module level) is most of a start. Neither ``initialize`` nor ``tools/list`` depends
-on anything that import builds, so ``server.serve_stdio_early`` imports and assembles the
-server in a worker thread while the main thread answers the handshake here, with the SDK's own
-answers frozen in ``early_answers`` (``tests/surfaces/test_early_handshake.py`` holds them
-byte for byte equal to what the SDK server answers).
+on anything that import builds, and neither do ``skill_list`` and ``skill_search``, so
+``server.serve_stdio_early`` imports and assembles the server in a worker thread while the main
+thread answers here: the handshake with the SDK's own answers frozen in ``early_answers``
+(``tests/surfaces/test_early_handshake.py`` holds them byte for byte equal to what the SDK
+server answers), the two tools with their own handlers over the state the SDK server is then
+composed with (``early_calls``; ``tests/surfaces/test_early_calls.py`` holds the bytes equal).
 
 Only the plain path is answered here: an ``initialize`` whose params are exactly
 ``protocolVersion``, ``capabilities`` (the known ones, in their plain form) and ``clientInfo``
 (``name``, ``version``, optional ``title``, ``description``, ``websiteUrl``; strings), then ``notifications/initialized``, then
-``tools/list`` without params. The first line that is anything else (not JSON, another
+``tools/list`` without params and plain ``tools/call`` of ``skill_list`` and ``skill_search``
+(``early_calls.EarlyCalls.answer``). The first line that is anything else (not JSON, another
 method, a cursor, a repeated id, ...) ends this phase unread, as does the server being ready
 or end of input; from then on the SDK server serves.
 
-The handover keeps the session exactly what it would have been: every byte read here is given
-to the SDK server first (``Handover.prefix``), so it sees the same ``initialize`` and
-``notifications/initialized`` and commits the same state, and the answers it gives to the
+The handover keeps the session exactly what it would have been. The SDK server is first given
+the handshake lines read here (``Handover.prefix``), so it sees the same ``initialize`` and
+``notifications/initialized`` and commits the same state; the answers it gives to the
 requests already answered are dropped on the way out (``Handover.answered``; a dropped answer
-that differs from the one sent is logged as an error). Stdlib only: importing this must not
+that differs from the one sent is logged as an error). The tool calls answered here are not
+in the prefix: replaying them would compute each answer again (a 10,000-skill walk costs its
+whole CPU twice) only to drop it. Leaving them out changes nothing the SDK server holds for the
+session: a ``tools/call`` of these two tools commits no session state (no subscription, no log
+level, no negotiated value; once answered it is not in flight), and what it builds (the scan,
+the runner's facts, the search index) lives in the shared provider, script states and search
+state, which the SDK server reads as it finds them. Stdlib only: importing this must not
 import the SDK.
 """
 
@@ -38,6 +47,7 @@ from skill_mcp.surfaces.stdio import early_answers as frozen
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
+    from skill_mcp.surfaces.stdio.early_calls import EarlyCalls
 
 MAX_EARLY_LINE = 64 * 1024  # a longer line is not a plain handshake: the SDK server reads it
 _CHUNK = 64 * 1024
@@ -52,8 +62,9 @@ _MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 class Handover:
     """What the early phase hands the SDK server: the bytes read and the answers already sent."""
 
-    prefix: bytes = b""
-    answered: dict[int | str, str] = field(default_factory=dict)  # request id -> frame sent
+    prefix: bytes = b""  # what the SDK server reads first: every byte read, less the calls answered
+    answered: dict[int | str, str] = field(default_factory=dict)  # replayed request id -> frame sent
+    calls: int = 0  # tools/call answered here (not replayed)
 
 
 def root_notes(settings: Settings) -> str:
@@ -86,6 +97,11 @@ def eligible(settings: Settings, *, stdin_is_terminal: bool) -> bool:
 
 def _frame(rid: int | str, result_json: str) -> str:
     return '{"jsonrpc":"2.0","id":' + json.dumps(rid) + ',"result":' + result_json + "}\n"
+
+
+def _not_json(constant: str) -> Any:
+    """``NaN`` and ``Infinity`` are Python's extension of JSON, not JSON: the SDK's parser refuses them."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _plain_id(message: dict[str, Any]) -> int | str | None:
@@ -128,12 +144,15 @@ def _plain_initialize(params: Any) -> str | None:
 class EarlyHandshake:
     """The state of the early phase: which plain steps of the handshake have been answered."""
 
-    def __init__(self, instructions_tail: str, server_version: str) -> None:
+    def __init__(self, instructions_tail: str, server_version: str, calls: EarlyCalls | None = None) -> None:
         self._tail = instructions_tail
         self._version = server_version
+        self._calls = calls  # None: no tools/call is answered here
         self.initialized = False  # initialize answered
         self.notified = False  # notifications/initialized read
-        self.answered: dict[int | str, str] = {}
+        self.answered: dict[int | str, str] = {}  # every request answered here: id -> frame
+        self.called: set[int | str] = set()  # the ids of those that were tools/call (not replayed)
+        self.replay = True  # whether the line last answered is given to the SDK server
 
     def initialize_result(self, requested: str) -> str:
         negotiated = requested if requested in frozen.HANDSHAKE_VERSIONS else frozen.LATEST_HANDSHAKE_VERSION
@@ -148,7 +167,7 @@ class EarlyHandshake:
     def answer(self, line: bytes) -> str | None:
         """The frame to send for ``line`` ("" for a notification), or None: the early phase ends."""
         try:
-            message = json.loads(line)
+            message = json.loads(line, parse_constant=_not_json)
         except ValueError:
             return None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not set(message) <= _MESSAGE_KEYS:
@@ -158,6 +177,7 @@ class EarlyHandshake:
             if not self.initialized or self.notified or "id" in message or message.get("params", {}) != {}:
                 return None
             self.notified = True
+            self.replay = True
             return ""
         rid = _plain_id(message)
         if rid is None or rid in self.answered:
@@ -170,10 +190,22 @@ class EarlyHandshake:
             self.initialized = True
         elif method == "tools/list" and self.notified and message.get("params", {}) == {}:
             frame = _frame(rid, frozen.TOOLS_LIST)
+        elif method == "tools/call" and self.notified and self._calls is not None:
+            result = self._calls.answer(message.get("params"))
+            if result is None:
+                return None
+            frame = _frame(rid, result)
+            self.called.add(rid)
         else:
             return None
         self.answered[rid] = frame
+        self.replay = rid not in self.called
         return frame
+
+    def forget(self, rid: int | str) -> None:
+        """``rid`` was not answered after all (its frame could not be written)."""
+        self.answered.pop(rid, None)
+        self.called.discard(rid)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -218,10 +250,11 @@ def diverted() -> Iterator[tuple[int, int]]:
 
 
 def answer_early(state: EarlyHandshake, fd_in: int, fd_out: int, wake: int) -> Handover:
-    """Answer plain handshake lines from ``fd_in`` on ``fd_out`` until ``wake`` is readable (the
-    SDK server is ready), a line is not plain, or input ends; return what the SDK server needs."""
+    """Answer plain lines from ``fd_in`` on ``fd_out`` until ``wake`` is readable (the SDK
+    server is ready), a line is not plain, or input ends; return what the SDK server needs."""
     buf = bytearray()
     done = 0  # bytes of buf answered here
+    replay = bytearray()  # the answered lines the SDK server reads again (not the tool calls)
     while True:
         try:
             ready = select.select([fd_in, wake], [], [])[0]
@@ -246,20 +279,24 @@ def answer_early(state: EarlyHandshake, fd_in: int, fd_out: int, wake: int) -> H
             if newline < 0:
                 stop = len(buf) - done > MAX_EARLY_LINE
                 break
-            frame = state.answer(bytes(buf[done : newline + 1]))
+            line = bytes(buf[done : newline + 1])
+            frame = state.answer(line)
             if frame is None:
                 stop = True
                 break
-            done = newline + 1
             if frame:
                 try:
                     _write_all(fd_out, frame.encode())
                 except OSError:
                     # The client is gone (EPIPE, ...): not answered after all; the SDK server's
                     # writer meets the same error and ends the session as it always does.
-                    state.answered.popitem()
+                    state.forget(next(reversed(state.answered)))
                     stop = True
                     break
+            done = newline + 1
+            if state.replay:
+                replay += line
         if stop:
             break
-    return Handover(prefix=bytes(buf), answered=dict(state.answered))
+    answered = {rid: frame for rid, frame in state.answered.items() if rid not in state.called}
+    return Handover(prefix=bytes(replay) + bytes(buf[done:]), answered=answered, calls=len(state.called))
