@@ -195,6 +195,15 @@ def test_floats_the_sdk_writes_otherwise_are_not_answered_early() -> None:
     assert early_calls.wire_result("t", {"score": 0.000123}, is_error=False) == _sdk_wire(
         "t", {"score": 0.000123}, False, LATEST_HANDSHAKE_VERSION
     )
+    for value in (1e16, -2.5e-07, [{"deep": [1e300]}], float("nan"), float("inf")):
+        with pytest.raises(early_calls.NotPlain):
+            early_calls.wire_result("t", {"v": value}, is_error=False)
+    # The same characters inside a string are sent to the SDK server too: slower, never different.
+    with pytest.raises(early_calls.NotPlain):
+        early_calls.wire_result("t", {"d": "a step of 1e-06"}, is_error=False)
+    assert early_calls.wire_result("t", {"d": "e-mail 1 e-2", "n": 12.5}, is_error=False) == _sdk_wire(
+        "t", {"d": "e-mail 1 e-2", "n": 12.5}, False, LATEST_HANDSHAKE_VERSION
+    )
 
 
 def test_a_planted_difference_is_caught() -> None:

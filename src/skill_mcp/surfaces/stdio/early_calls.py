@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
-import math
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -67,30 +67,25 @@ def run_now(awaitable: Awaitable[Any]) -> Any:
     raise NotPlain("the handler would wait")
 
 
-def _plain_floats(value: Any) -> bool:
-    """No float that the SDK's JSON writes differently from ``json.dumps``: it writes ``1e-6``
-    where Python writes ``1e-06`` (every other finite float is written alike), and no NaN."""
-    if isinstance(value, float):
-        return math.isfinite(value) and "e" not in repr(value)
-    if isinstance(value, dict):
-        return all(_plain_floats(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return all(_plain_floats(v) for v in value)
-    return True
+# A float Python writes with an exponent (``1e-06``, ``1e+16``): the SDK writes those in another
+# form (``1e-6``), every other finite float alike. Looked for in the written text, where it can
+# only be a float or the same characters inside a string: a string like that sends the answer to
+# the SDK server too, which is safe (never a different answer, only a slower one), and rare.
+_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
 
 
 def wire_result(text: str, structured: dict[str, Any], *, is_error: bool) -> str:
     """A ``CallToolResult`` with one text block, as the SDK server writes it on the wire
     (its keys in the SDK's order; compact; UTF-8 unescaped). Raises ``NotPlain`` for what the
     SDK would write in another form."""
-    if not _plain_floats(structured):
-        raise NotPlain("a float the SDK writes in another form")
     result = {"content": [{"text": text, "type": "text"}], "isError": is_error, "structuredContent": structured}
     try:
-        out = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        out = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # NaN: ValueError
         out.encode("utf-8")
     except (TypeError, ValueError) as err:  # UnicodeEncodeError is a ValueError
         raise NotPlain(str(err)) from None
+    if _EXPONENT.search(out) is not None:
+        raise NotPlain("a float the SDK writes in another form")
     return out
 
 
