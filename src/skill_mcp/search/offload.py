@@ -1,0 +1,128 @@
+"""The body phase of a two-phase build, in a worker process instead of the server's thread.
+
+``build_elsewhere`` sends the build order to ``search.worker`` (spawned: a fresh interpreter,
+never a fork of the threaded server), waits for it without holding the GIL, then opens what it
+wrote exactly as a warm start opens an index an earlier start persisted (``stored_index``:
+the key of the catalog served, recomputed here from its own stamps, and every checksum). Only
+an index that passes is returned; None means "build it here" (no process could be started,
+the worker failed or was killed, or what it wrote does not verify). With no cache directory
+the worker writes into a private temporary directory, removed once the index is open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from skill_mcp.catalog.files import SKILL_MD
+from skill_mcp.models import Catalog, Skill
+from skill_mcp.search.index import SearchIndex
+from skill_mcp.search.source import BuildAbandoned, in_order, items, stored_index
+from skill_mcp.search.store import index_file
+
+log = logging.getLogger("skill_mcp.search")
+
+POLL_SECONDS = 0.2  # how often a waiting build checks that its catalog is still served
+
+
+def worker_argv() -> list[str]:
+    return [sys.executable, "-m", "skill_mcp.search.worker", str(os.getpid())]
+
+
+def _slim(skill: Skill) -> Skill:
+    """The record without what reading its body does not need (the frontmatter is sent as the
+    fields taken from it; of the files, SKILL.md alone)."""
+    md = skill.file(SKILL_MD)
+    return dataclasses.replace(
+        skill,
+        frontmatter={},
+        files=() if md is None else (md,),
+        declaration=None,
+        missing_scripts=(),
+        skills_list_excluded=None,
+    )
+
+
+def build_elsewhere(
+    catalog: Catalog,
+    cache_dir: Path | None,
+    keep_going: Callable[[], bool],
+    *,
+    argv: Sequence[str] | None = None,
+    started: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> SearchIndex | None:
+    """The whole index of ``catalog``, built by a worker process and verified here, or None.
+
+    Raises ``BuildAbandoned`` (the worker killed) once ``keep_going()`` is false. ``started``
+    is told the process (tests kill it)."""
+    if not catalog.roots:
+        return None
+    private = cache_dir is None
+    try:
+        where = Path(tempfile.mkdtemp(prefix="skill-mcp-search-")) if cache_dir is None else cache_dir
+    except OSError:
+        return None
+    try:
+        order = {
+            "path": str(index_file(where, catalog.roots)),
+            "private": private,
+            "items": [(f, k, _slim(s)) for f, k, s in items(in_order(catalog))],
+        }
+        rc = _run(pickle.dumps(order, protocol=pickle.HIGHEST_PROTOCOL), keep_going, argv, started)
+        if rc != 0:
+            log.info("search index worker did not write an index; building here", extra={"status": rc})
+            return None
+        index = stored_index(catalog, where)
+        if index is None:
+            log.warning("search index from the worker did not verify; building here")
+        return index
+    finally:
+        if private:
+            shutil.rmtree(where, ignore_errors=True)  # the open index keeps its descriptor
+
+
+def _run(
+    payload: bytes,
+    keep_going: Callable[[], bool],
+    argv: Sequence[str] | None,
+    started: Callable[[subprocess.Popen[bytes]], None] | None,
+) -> int | None:
+    """Start the worker, hand it ``payload``, wait: its exit status, None when none started."""
+    try:
+        proc = subprocess.Popen(
+            list(argv or worker_argv()),
+            stdin=subprocess.PIPE,
+            stdout=2,  # never the protocol's stdout: what it prints goes to stderr
+            close_fds=True,
+        )
+    except (OSError, ValueError) as exc:  # no process to be had (RLIMIT_NPROC, seccomp, ...)
+        log.info("search index worker not started; building here", extra={"why": str(exc)[:200]})
+        return None
+    assert proc.stdin is not None
+    try:
+        if started is not None:
+            started(proc)
+        with contextlib.suppress(BrokenPipeError):  # it died early: its status says so
+            proc.stdin.write(len(payload).to_bytes(8, "big") + payload)
+            proc.stdin.flush()
+        while True:
+            try:
+                return proc.wait(POLL_SECONDS)
+            except subprocess.TimeoutExpired:
+                if not keep_going():
+                    raise BuildAbandoned from None
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
