@@ -120,11 +120,12 @@ _LIAR = """
 import os, sys
 from pathlib import Path
 from skill_mcp.search import worker
+from skill_mcp.search.offload import record
 from skill_mcp.search.source import build_keyed
 from skill_mcp.search.store import HEADER_BYTES, save
 order = __import__("pickle").loads(worker._read_exactly(0, int.from_bytes(worker._read_exactly(0, 8), "big")))
 damage = sys.argv[1]
-items = order["items"]
+items = [(f, k, record(s)) for f, k, s in order["items"]]
 if damage == "other-content":  # the index of fewer skills, under the key of them all
     index, key, _ = build_keyed(items[1:], 0)
     _, key, _ = build_keyed(items, 0)

@@ -12,10 +12,10 @@ the worker writes into a private temporary directory, removed once the index is 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 import pickle
+import select
 import shutil
 import subprocess
 import sys
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from skill_mcp.catalog.files import SKILL_MD
-from skill_mcp.models import Catalog, Skill
+from skill_mcp.models import Catalog, Skill, SkillFile
 from skill_mcp.search.index import SearchIndex
 from skill_mcp.search.source import BuildAbandoned, in_order, items, stored_index
 from skill_mcp.search.store import index_file
@@ -38,17 +38,41 @@ def worker_argv() -> list[str]:
     return [sys.executable, "-m", "skill_mcp.search.worker", str(os.getpid())]
 
 
-def _slim(skill: Skill) -> Skill:
-    """The record without what reading its body does not need (the frontmatter is sent as the
-    fields taken from it; of the files, SKILL.md alone)."""
+# A record as the worker needs it to read a body: name, directory, where it was found, root,
+# description, SKILL.md's file row (rel, size, mtime_ns, ino) or None, body offset, path.
+# Plain values: they pickle ten times faster than the records themselves.
+Slim = tuple[str, str, str, str, str, tuple[str, int, int, int] | None, int, str]
+
+
+def slim(skill: Skill) -> Slim:
     md = skill.file(SKILL_MD)
-    return dataclasses.replace(
-        skill,
+    row = None if md is None else (md.rel, md.size, md.mtime_ns, md.ino)
+    return (
+        skill.name,
+        str(skill.directory),
+        skill.found_at,
+        str(skill.root),
+        skill.description,
+        row,
+        skill.body_offset,
+        skill.path,
+    )
+
+
+def record(wire: Slim) -> Skill:
+    """The record ``slim`` was made from, less what reading its body does not need (the
+    frontmatter arrives as the fields taken from it; of the files, SKILL.md alone)."""
+    name, directory, found_at, root, description, row, body_offset, path = wire
+    return Skill(
+        name=name,
+        directory=Path(directory),
+        found_at=found_at,
+        root=Path(root),
         frontmatter={},
-        files=() if md is None else (md,),
-        declaration=None,
-        missing_scripts=(),
-        skills_list_excluded=None,
+        description=description,
+        files=() if row is None else (SkillFile(*row),),
+        body_offset=body_offset,
+        path=path,
     )
 
 
@@ -72,16 +96,15 @@ def build_elsewhere(
     except OSError:
         return None
     try:
-        order = {
-            "path": str(index_file(where, catalog.roots)),
-            "private": private,
-            "items": [(f, k, _slim(s)) for f, k, s in items(in_order(catalog))],
-        }
+        wire = [(f, k, slim(s)) for f, k, s in items(in_order(catalog))]
+        order = {"path": str(index_file(where, catalog.roots)), "private": private, "items": wire}
         rc = _run(pickle.dumps(order, protocol=pickle.HIGHEST_PROTOCOL), keep_going, argv, started)
         if rc != 0:
             log.info("search index worker did not write an index; building here", extra={"status": rc})
             return None
-        index = stored_index(catalog, where)
+        # The key of the catalog served, from its own stamps (the key fields are the records',
+        # made once above: a record never changes), checked as a warm start checks it.
+        index = stored_index(catalog, where, [k for _, k, _ in wire])
         if index is None:
             log.warning("search index from the worker did not verify; building here")
         return index
@@ -108,6 +131,7 @@ def _run(
         log.info("search index worker not started; building here", extra={"why": str(exc)[:200]})
         return None
     assert proc.stdin is not None
+    pidfd = _pidfd(proc.pid)
     try:
         if started is not None:
             started(proc)
@@ -115,14 +139,35 @@ def _run(
             proc.stdin.write(len(payload).to_bytes(8, "big") + payload)
             proc.stdin.flush()
         while True:
-            try:
-                return proc.wait(POLL_SECONDS)
-            except subprocess.TimeoutExpired:
-                if not keep_going():
-                    raise BuildAbandoned from None
+            status = _wait(proc, pidfd)
+            if status is not None:
+                return status
+            if not keep_going():
+                raise BuildAbandoned
     finally:
         if proc.returncode is None:
             proc.kill()
             proc.wait()
         with contextlib.suppress(OSError):
             proc.stdin.close()
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: poll instead
+        return None
+
+
+def _wait(proc: subprocess.Popen[bytes], pidfd: int | None) -> int | None:
+    """Its exit status, or None after ``POLL_SECONDS``: asleep in ``select`` on a pidfd (no GIL,
+    no wake-up), where ``Popen.wait(timeout)`` would wake up every few milliseconds."""
+    if pidfd is None:
+        try:
+            return proc.wait(POLL_SECONDS)
+        except subprocess.TimeoutExpired:
+            return None
+    select.select([pidfd], [], [], POLL_SECONDS)
+    return proc.poll()

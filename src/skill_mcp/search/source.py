@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,12 @@ MAX_LIMIT = 50
 # A best hit whose confidence is below this is reported as a weak match: the closest skills,
 # not an answer (docs/search.md shows how it was chosen).
 GOOD_MATCH = 0.3
+
+Fields = tuple[str, str, str, tuple[str, ...]]
+# What a build needs of one skill, in doc id order: its fields, what its key covers, the skill
+# (whose SKILL.md body is read). A build elsewhere is sent these (``search.offload``).
+KeyFields = tuple[str, str, bytes, tuple[str, ...], str | None, int]
+Item = tuple[Fields, KeyFields, Skill]
 
 
 def _tag_values(frontmatter: Mapping[str, Any], skill: Skill) -> tuple[str, ...]:
@@ -90,7 +96,7 @@ def _fields(skill: Skill) -> Fields:
     return skill.name, title if isinstance(title, str) else "", skill.description, _tag_values(frontmatter, skill)
 
 
-def _key_fields(skill: Skill) -> tuple[str, str, bytes, tuple[str, ...], str | None, int]:
+def _key_fields(skill: Skill) -> KeyFields:
     """What the index's key covers of a record: everything ``_fields`` derives its fields from
     (the name, the description, the tags and phase, and the whole frontmatter as its JSON text:
     the text a cached record holds, so a warm start's key decodes no frontmatter) and where the
@@ -107,12 +113,6 @@ def _key_fields(skill: Skill) -> tuple[str, str, bytes, tuple[str, ...], str | N
         skill.phase,
         skill.body_offset,
     )
-
-
-Fields = tuple[str, str, str, tuple[str, ...]]
-# What a build needs of one skill, in doc id order: its fields, what its key covers, the skill
-# (whose SKILL.md body is read). A build elsewhere is sent these (``search.offload``).
-Item = tuple[Fields, tuple[str, str, bytes, tuple[str, ...], str | None, int], Skill]
 
 
 def items(skills: list[Skill]) -> Iterator[Item]:
@@ -183,17 +183,19 @@ def build_keyed(items: Iterable[Item], t0_ns: int | None) -> tuple[SearchIndex, 
     return index, keyed.key.hexdigest(), keyed.writable
 
 
-def current_key(skills: list[Skill]) -> str:
+def current_key(skills: list[Skill], key_fields: Sequence[KeyFields] | None = None) -> str:
     """The key the index of ``skills`` has if their SKILL.md files are what the catalog's build
     found them to be: a search answer is checked against the listing tier at the build
     (docs/architecture.md, "The catalog cache"), which for a record taken from the catalog
     cache is the stamp of SKILL.md that build checked (``CachedFiles.skill_md``: no second
-    ``lstat``); a record scanned from disk is stamped now."""
+    ``lstat``); a record scanned from disk is stamped now. ``key_fields``: each skill's
+    ``_key_fields``, when the caller made them already (a record never changes)."""
     key = KeyHasher()
-    for skill in skills:
+    for i, skill in enumerate(skills):
         files = skill.files
         checked = files.skill_md if isinstance(files, CachedFiles) else None
-        key.add(_key_fields(skill), checked or stamp_now(skill.prefix + SKILL_MD))
+        fields = _key_fields(skill) if key_fields is None else key_fields[i]
+        key.add(fields, checked or stamp_now(skill.prefix + SKILL_MD))
     return key.hexdigest()
 
 
@@ -224,15 +226,18 @@ class BuildAbandoned(Exception):
     """A background build stopped because its catalog is no longer the one served."""
 
 
-def stored_index(catalog: Catalog, cache_dir: Path | None) -> SearchIndex | None:
+def stored_index(
+    catalog: Catalog, cache_dir: Path | None, key_fields: Sequence[KeyFields] | None = None
+) -> SearchIndex | None:
     """The index persisted in ``cache_dir`` for exactly this catalog and these SKILL.md files
-    (``search.store``), or None: nothing there, built for something else, or damaged."""
+    (``search.store``), or None: nothing there, built for something else, or damaged.
+    ``key_fields``: as for ``current_key``."""
     if cache_dir is None or not catalog.roots:
         return None
     path = index_file(cache_dir, catalog.roots)
     if not os.path.lexists(path):
         return None  # nothing persisted: no need for the key (an lstat per skill)
-    return load(path, current_key(in_order(catalog)))
+    return load(path, current_key(in_order(catalog), key_fields))
 
 
 def index_catalog(

@@ -79,12 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=_watch, args=(stdin,), daemon=True).start()
 
     from skill_mcp.catalog.cachefile import marker_time
+    from skill_mcp.search.offload import record
     from skill_mcp.search.source import build_keyed
     from skill_mcp.search.store import save
 
     path = Path(order["path"])
     t0 = marker_time(path.parent)
-    index, key, writable = build_keyed(order["items"], t0)
+    index, key, writable = build_keyed(((f, k, record(s)) for f, k, s in order["items"]), t0)
     if not (writable or (order["private"] and t0 is not None)):
         return NOT_WRITABLE
     save(path, key, index)
