@@ -24,7 +24,7 @@ import pytest
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
-from skill_mcp.search import SearchIndex, index_catalog, offload, search_result
+from skill_mcp.search import BuildAbandoned, SearchIndex, index_catalog, offload, search_result
 from skill_mcp.search.offload import build_elsewhere
 from skill_mcp.search.store import HEADER_BYTES, index_file, load
 from skill_mcp.surfaces.search_tool import SearchState
@@ -113,6 +113,15 @@ def test_a_worker_killed_while_it_builds_is_not_used_and_leaves_no_file(tmp_path
     assert not index_file(tmp_path / "c", catalog.roots).exists()
     # Control: the same call with the worker left alone delivers.
     assert build_elsewhere(catalog, tmp_path / "c", lambda: True) is not None
+
+
+def test_a_build_whose_catalog_is_replaced_kills_its_worker(tmp_path: Path) -> None:
+    catalog = _catalog(CORPUS)
+    seen: list[subprocess.Popen[bytes]] = []
+    with pytest.raises(BuildAbandoned):
+        build_elsewhere(catalog, tmp_path / "c", lambda: False, started=seen.append)
+    assert seen and seen[0].returncode == -signal.SIGKILL  # killed, not left to finish
+    assert not index_file(tmp_path / "c", catalog.roots).exists()
 
 
 # A worker that writes an index under the rules but for the wrong thing: ``damage`` says what.

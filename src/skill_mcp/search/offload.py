@@ -139,11 +139,11 @@ def _run(
             proc.stdin.write(len(payload).to_bytes(8, "big") + payload)
             proc.stdin.flush()
         while True:
+            if not keep_going():
+                raise BuildAbandoned
             status = _wait(proc, pidfd)
             if status is not None:
                 return status
-            if not keep_going():
-                raise BuildAbandoned
     finally:
         if proc.returncode is None:
             proc.kill()
