@@ -115,6 +115,19 @@ def test_a_worker_killed_while_it_builds_is_not_used_and_leaves_no_file(tmp_path
     assert build_elsewhere(catalog, tmp_path / "c", lambda: True) is not None
 
 
+def test_the_worker_imports_the_servers_code_whatever_the_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A server whose package is found other than by the environment (a path added in
+    process, say) still starts a worker that imports this very package."""
+    import skill_mcp
+
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    env = offload.worker_env()
+    paths = env["PYTHONPATH"].split(os.pathsep)
+    assert Path(paths[0], "skill_mcp") == Path(skill_mcp.__file__).resolve().parent and paths[1] == str(tmp_path)
+    monkeypatch.delenv("PYTHONPATH")
+    assert Path(offload.worker_env()["PYTHONPATH"], "skill_mcp") == Path(skill_mcp.__file__).resolve().parent
+
+
 def test_a_build_whose_catalog_is_replaced_kills_its_worker(tmp_path: Path) -> None:
     catalog = _catalog(CORPUS)
     seen: list[subprocess.Popen[bytes]] = []

@@ -38,6 +38,14 @@ def worker_argv() -> list[str]:
     return [sys.executable, "-m", "skill_mcp.search.worker", str(os.getpid())]
 
 
+def worker_env() -> dict[str, str]:
+    """The server's environment, with the directory this ``skill_mcp`` was imported from first
+    on ``PYTHONPATH``: the worker runs the server's code, however the server found it."""
+    here = str(Path(__file__).resolve().parents[2])
+    rest = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": here if not rest else here + os.pathsep + rest}
+
+
 # A record as the worker needs it to read a body: name, directory, where it was found, root,
 # description, SKILL.md's file row (rel, size, mtime_ns, ino) or None, body offset, path.
 # Plain values: they pickle ten times faster than the records themselves.
@@ -126,6 +134,7 @@ def _run(
             stdin=subprocess.PIPE,
             stdout=2,  # never the protocol's stdout: what it prints goes to stderr
             close_fds=True,
+            env=worker_env(),
         )
     except (OSError, ValueError) as exc:  # no process to be had (RLIMIT_NPROC, seccomp, ...)
         log.info("search index worker not started; building here", extra={"why": str(exc)[:200]})
