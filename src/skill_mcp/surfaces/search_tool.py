@@ -6,7 +6,7 @@ search, not when the tool is listed. A reload swaps the catalog, and the next se
 new index for it. The build runs in a worker thread so the event loop keeps answering other
 requests meanwhile; a lock makes concurrent first searches share one build. With nothing
 persisted and a large catalog, that first build holds only the short fields and the bodies
-follow in a background thread (``SearchState``).
+follow in a worker process, or failing that a background thread (``SearchState``).
 """
 
 from __future__ import annotations
@@ -177,7 +177,8 @@ class SearchState:
             return index, complete
 
     def _start_bodies(self, catalog: Catalog) -> None:
-        """Build the whole index of ``catalog`` in a background thread (called with the lock)."""
+        """Have the whole index of ``catalog`` built from a background thread: by a worker
+        process it waits for, or else by itself (called with the lock)."""
         thread = threading.Thread(
             target=self._build_bodies, args=(catalog,), name="skill-mcp-search-bodies", daemon=True
         )
