@@ -107,10 +107,12 @@ async def wait_idle(
 ) -> float:
     """Wait until the process ``pid`` uses less than ``busy_share`` of a core over ``window_s``
     (at most ``timeout_s``); the seconds waited. The recording's ``skill_search`` starts the
-    full index build in a background thread (``surfaces.search_tool``), which at 10,000 skills
-    runs for a minute or more and takes the GIL at every system call of the event loop: per-call
-    figures measured during it are the build's, not the call's (a ``skills/list`` page 3.1 ms
-    idle, 6.5-14 ms while it runs, on this machine)."""
+    full index build, in a worker process (``search.offload``) or, failing that, in a
+    background thread of the server, which at 10,000 skills runs for a minute or more and takes
+    the GIL at every system call of the event loop: per-call figures measured during a thread
+    build are the build's, not the call's (a ``skills/list`` page 3.1 ms idle, 6.5-14 ms while
+    it runs, on this machine); a worker process takes no GIL but shares the machine's cores, so
+    the wait lasts while one is alive too (``search_workers``)."""
     import anyio
 
     start = time.perf_counter()
@@ -120,6 +122,29 @@ async def wait_idle(
         before = cpu_seconds(pid)
         await anyio.sleep(window_s)
         used = cpu_seconds(pid) - before
-        if math.isnan(used) or used < busy_share * window_s:
+        if (math.isnan(used) or used < busy_share * window_s) and not search_workers(pid):
             break
     return time.perf_counter() - start
+
+
+def search_workers(pid: int) -> list[int]:
+    """The live children of ``pid`` that are search index workers (``search.worker``)."""
+    found = []
+    try:
+        tasks = list(os.scandir(f"/proc/{pid}/task"))
+    except OSError:
+        return []
+    for task in tasks:
+        try:
+            with open(f"{task.path}/children", encoding="ascii") as handle:
+                children = [int(c) for c in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+        for child in children:
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as handle:
+                    if b"skill_mcp.search.worker" in handle.read():
+                        found.append(child)
+            except OSError:
+                continue
+    return found

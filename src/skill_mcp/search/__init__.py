@@ -9,6 +9,8 @@
     build    - builds that index fast (per-word and per-posting work in C loops)
     source   - catalog records -> SearchDoc (the one place that reads SKILL.md bodies)
     store    - the index persisted beside the catalog cache, used only for the very catalog it was built from
+    offload  - the body phase's build handed to a worker process, and what it wrote opened as a warm start does
+    worker   - that worker process: reads the bodies, builds the index, writes it (lower priority, dies with the server)
 
 Layering (docs/architecture.md): search sits beside the runner, below the surfaces and above
 the catalog; it imports ``catalog`` and the leaves (``models``, ``errors``) only, and

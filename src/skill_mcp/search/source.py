@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,12 @@ MAX_LIMIT = 50
 # A best hit whose confidence is below this is reported as a weak match: the closest skills,
 # not an answer (docs/search.md shows how it was chosen).
 GOOD_MATCH = 0.3
+
+Fields = tuple[str, str, str, tuple[str, ...]]
+# What a build needs of one skill, in doc id order: its fields, what its key covers, the skill
+# (whose SKILL.md body is read). A build elsewhere is sent these (``search.offload``).
+KeyFields = tuple[str, str, bytes, tuple[str, ...], str | None, int]
+Item = tuple[Fields, KeyFields, Skill]
 
 
 def _tag_values(frontmatter: Mapping[str, Any], skill: Skill) -> tuple[str, ...]:
@@ -83,14 +89,14 @@ def _frontmatter(skill: Skill) -> Mapping[str, Any]:
     return frontmatter
 
 
-def _fields(skill: Skill) -> tuple[str, str, str, tuple[str, ...]]:
+def _fields(skill: Skill) -> Fields:
     """What the index takes from the catalog record: name, frontmatter name, description, tags."""
     frontmatter = _frontmatter(skill)
     title = frontmatter.get("name")
     return skill.name, title if isinstance(title, str) else "", skill.description, _tag_values(frontmatter, skill)
 
 
-def _key_fields(skill: Skill) -> tuple[str, str, bytes, tuple[str, ...], str | None, int]:
+def _key_fields(skill: Skill) -> KeyFields:
     """What the index's key covers of a record: everything ``_fields`` derives its fields from
     (the name, the description, the tags and phase, and the whole frontmatter as its JSON text:
     the text a cached record holds, so a warm start's key decodes no frontmatter) and where the
@@ -109,8 +115,13 @@ def _key_fields(skill: Skill) -> tuple[str, str, bytes, tuple[str, ...], str | N
     )
 
 
-def _doc(skill: Skill) -> tuple[SearchDoc, Stamp | None]:
-    name, title, description, tags = _fields(skill)
+def items(skills: list[Skill]) -> Iterator[Item]:
+    for skill in skills:
+        yield _fields(skill), _key_fields(skill), skill
+
+
+def _doc(skill: Skill, fields: Fields | None = None) -> tuple[SearchDoc, Stamp | None]:
+    name, title, description, tags = fields or _fields(skill)
     try:
         body, stamp = _body(skill)
     except (SkillMcpError, OSError, UnicodeDecodeError):
@@ -133,17 +144,17 @@ def short_index(catalog: Catalog) -> SearchIndex:
     """The first phase of a two-phase build: names, descriptions and tags, no body and no
     heading (both need SKILL.md read: docs/search.md, "Two phases"). Same builder, same
     weights; only the body and heading fields are empty."""
-    return build_sorted(map(short_doc, _in_order(catalog)))
+    return build_sorted(map(short_doc, in_order(catalog)))
 
 
-def _in_order(catalog: Catalog) -> list[Skill]:
+def in_order(catalog: Catalog) -> list[Skill]:
     return sorted(catalog.skills.values(), key=lambda s: s.name)
 
 
 def docs_from_catalog(catalog: Catalog) -> Iterator[SearchDoc]:
     # In name order, one at a time: the builder numbers docs in the order they come, and only
     # one body is held at once.
-    for skill in _in_order(catalog):
+    for skill in in_order(catalog):
         yield doc_for(skill)
 
 
@@ -155,26 +166,36 @@ class _Keyed:
         self.writable = t0_ns is not None
         self._t0 = t0_ns or 0
 
-    def docs(self, skills: list[Skill]) -> Iterator[SearchDoc]:
-        for skill in skills:
-            doc, stamp = _doc(skill)
-            self.key.add(_key_fields(skill), stamp)
+    def docs(self, items: Iterable[Item]) -> Iterator[SearchDoc]:
+        for fields, key_fields, skill in items:
+            doc, stamp = _doc(skill, fields)
+            self.key.add(key_fields, stamp)
             if stamp is None or racy(stamp[3], self._t0):
                 self.writable = False
             yield doc
 
 
-def current_key(skills: list[Skill]) -> str:
+def build_keyed(items: Iterable[Item], t0_ns: int | None) -> tuple[SearchIndex, str, bool]:
+    """The index of ``items`` (bodies read), its key, and whether it may be persisted (every
+    SKILL.md read, none with a racy stamp against ``t0_ns``): what a build elsewhere does."""
+    keyed = _Keyed(t0_ns)
+    index = build_sorted(keyed.docs(items))
+    return index, keyed.key.hexdigest(), keyed.writable
+
+
+def current_key(skills: list[Skill], key_fields: Sequence[KeyFields] | None = None) -> str:
     """The key the index of ``skills`` has if their SKILL.md files are what the catalog's build
     found them to be: a search answer is checked against the listing tier at the build
     (docs/architecture.md, "The catalog cache"), which for a record taken from the catalog
     cache is the stamp of SKILL.md that build checked (``CachedFiles.skill_md``: no second
-    ``lstat``); a record scanned from disk is stamped now."""
+    ``lstat``); a record scanned from disk is stamped now. ``key_fields``: each skill's
+    ``_key_fields``, when the caller made them already (a record never changes)."""
     key = KeyHasher()
-    for skill in skills:
+    for i, skill in enumerate(skills):
         files = skill.files
         checked = files.skill_md if isinstance(files, CachedFiles) else None
-        key.add(_key_fields(skill), checked or stamp_now(skill.prefix + SKILL_MD))
+        fields = _key_fields(skill) if key_fields is None else key_fields[i]
+        key.add(fields, checked or stamp_now(skill.prefix + SKILL_MD))
     return key.hexdigest()
 
 
@@ -205,15 +226,18 @@ class BuildAbandoned(Exception):
     """A background build stopped because its catalog is no longer the one served."""
 
 
-def stored_index(catalog: Catalog, cache_dir: Path | None) -> SearchIndex | None:
+def stored_index(
+    catalog: Catalog, cache_dir: Path | None, key_fields: Sequence[KeyFields] | None = None
+) -> SearchIndex | None:
     """The index persisted in ``cache_dir`` for exactly this catalog and these SKILL.md files
-    (``search.store``), or None: nothing there, built for something else, or damaged."""
+    (``search.store``), or None: nothing there, built for something else, or damaged.
+    ``key_fields``: as for ``current_key``."""
     if cache_dir is None or not catalog.roots:
         return None
     path = index_file(cache_dir, catalog.roots)
     if not os.path.lexists(path):
         return None  # nothing persisted: no need for the key (an lstat per skill)
-    return load(path, current_key(_in_order(catalog)))
+    return load(path, current_key(in_order(catalog), key_fields))
 
 
 def index_catalog(
@@ -241,12 +265,12 @@ def index_catalog(
 
     if cache_dir is None or not catalog.roots:
         return build_sorted(paced(_counted(docs_from_catalog(catalog), total, progress)))
-    skills = _in_order(catalog)
+    skills = in_order(catalog)
     path = index_file(cache_dir, catalog.roots)
     if reuse and (stored := load(path, current_key(skills))) is not None:
         return stored
     keyed = _Keyed((now_ns or marker_time)(cache_dir))
-    index = build_sorted(paced(_counted(keyed.docs(skills), total, progress)))
+    index = build_sorted(paced(_counted(keyed.docs(items(skills)), total, progress)))
     if keyed.writable:
         save(path, keyed.key.hexdigest(), index)
     return index

@@ -6,7 +6,7 @@ search, not when the tool is listed. A reload swaps the catalog, and the next se
 new index for it. The build runs in a worker thread so the event loop keeps answering other
 requests meanwhile; a lock makes concurrent first searches share one build. With nothing
 persisted and a large catalog, that first build holds only the short fields and the bodies
-follow in a background thread (``SearchState``).
+follow in a worker process, or failing that a background thread (``SearchState``).
 
 Importing this module imports neither the SDK nor anyio: ``surfaces.stdio.early`` answers a
 search with this state and handler before the SDK is loaded (``hits_text`` is its text block).
@@ -122,9 +122,10 @@ class SearchState:
     Two phases (docs/search.md, "Two phases"): when nothing persisted fits and the catalog
     holds at least ``two_phase_from`` skills, the first search builds the index of what the
     catalog records hold (names, descriptions, tags; no file read) and answers from it, saying
-    ``"coverage": "partial"``; a background thread builds the whole index (bodies and
-    headings), persists it, and replaces the partial one, after which answers are ``complete``
-    and rank exactly as a one-phase build. A smaller catalog is indexed whole at once.
+    ``"coverage": "partial"``; the whole index (bodies and headings) is built in a worker
+    process where one can be had (``search.offload``, waited for by a background thread) or
+    else in that thread, persisted, and swapped in, after which answers are ``complete`` and
+    rank exactly as a one-phase build. A smaller catalog is indexed whole at once.
     """
 
     def __init__(
@@ -133,11 +134,14 @@ class SearchState:
         on_build: Callable[[float], None] | None = None,
         *,
         two_phase_from: int = TWO_PHASE_FROM,
+        elsewhere: bool = True,
     ) -> None:
         self._cache_dir = cache_dir
         # ``on_build(seconds)`` after each build, or opening of a persisted index (telemetry).
         self._on_build = on_build
         self._two_phase_from = two_phase_from
+        # The body phase in a worker process (``search.offload``), or, failing that, here.
+        self._elsewhere = elsewhere
         self._lock = threading.Lock()
         # One tuple, replaced whole: a reader without the lock sees a catalog with its own
         # index, and whether that index is complete (bodies in) or partial.
@@ -173,7 +177,8 @@ class SearchState:
             return index, complete
 
     def _start_bodies(self, catalog: Catalog) -> None:
-        """Build the whole index of ``catalog`` in a background thread (called with the lock)."""
+        """Have the whole index of ``catalog`` built from a background thread: by a worker
+        process it waits for, or else by itself (called with the lock)."""
         thread = threading.Thread(
             target=self._build_bodies, args=(catalog,), name="skill-mcp-search-bodies", daemon=True
         )
@@ -182,6 +187,7 @@ class SearchState:
 
     def _build_bodies(self, catalog: Catalog) -> None:
         from skill_mcp.search import BuildAbandoned, index_catalog
+        from skill_mcp.search.offload import build_elsewhere
 
         def current() -> bool:
             built = self._built
@@ -189,7 +195,9 @@ class SearchState:
 
         start = time.perf_counter()
         try:
-            index = index_catalog(catalog, self._cache_dir, reuse=False, keep_going=current)
+            index = build_elsewhere(catalog, self._cache_dir, current) if self._elsewhere else None
+            if index is None:  # no worker process, or none that delivered: build here, paced
+                index = index_catalog(catalog, self._cache_dir, reuse=False, keep_going=current)
         except BuildAbandoned:
             return
         except Exception as exc:  # the partial index keeps answering, and says it is partial
