@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
-from skill_mcp.catalog.parallel_scan import jobs_of, preload
+from skill_mcp.catalog.parallel_scan import Preloaded, jobs_of, preload
 from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, where_skills_sit
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
@@ -259,7 +259,7 @@ def _load_all(
     queue, problems = found.queue, found.problems
     # A cold scan of a large catalog loads the candidates over the cores first (parallel_scan);
     # the loop below takes each result it finds there and loads the rest itself.
-    preloaded = preload(jobs_of(queue, found.reals, _inside)) if cache is None or cache.held == 0 else {}
+    preloaded = preload(jobs_of(queue, found.reals, _inside)) if cache is None or cache.held == 0 else Preloaded()
     done = 0
     while queue:
         if progress is not None:
