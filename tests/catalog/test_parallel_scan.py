@@ -138,12 +138,12 @@ def test_small_catalogs_and_single_cores_stay_serial() -> None:
 def test_workers_start_only_for_cores_the_load_leaves_idle(
     monkeypatch: pytest.MonkeyPatch, cores: int, load: float, expected: int
 ) -> None:
-    monkeypatch.setattr(parallel_scan.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
     assert parallel_scan.free_cores(cores) == expected
 
 
 def test_a_busy_machine_scans_serially(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel_scan.os, "getloadavg", lambda: (3.0, 3.0, 3.0))
+    monkeypatch.setattr("os.getloadavg", lambda: (3.0, 3.0, 3.0))
     monkeypatch.setattr(parallel_scan, "cores", lambda: 2)
     started: list[object] = []
     monkeypatch.setattr("multiprocessing.process.BaseProcess.start", lambda self: started.append(self))
