@@ -18,18 +18,16 @@ directory a layout reaches is either served or reported; dot-directories (``.git
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import os
-import threading
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
+from skill_mcp.catalog.lazy import collector_paused
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
 from skill_mcp.catalog.parallel_scan import Preloaded, jobs_of, preload
 from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, where_skills_sit
@@ -351,33 +349,6 @@ def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:
     return skills
 
 
-_GC_LOCK = threading.Lock()
-_gc_pausers = 0  # builds running with the collector paused
-_gc_resume = False  # whether the collector was on when the first of them paused it
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a build makes its records, on again (if it was) when
-    the last build running ends. A build allocates some ten containers a skill, none of them in
-    a cycle, and each full collection they set off walks every object of the process: at 10,000
-    cached skills about a tenth of a warm build's CPU. What a build drops is freed by reference
-    counting as ever; the one collection of its young objects runs when the collector is on again."""
-    global _gc_pausers, _gc_resume
-    with _GC_LOCK:
-        if _gc_pausers == 0:
-            _gc_resume = gc.isenabled()
-            gc.disable()
-        _gc_pausers += 1
-    try:
-        yield
-    finally:
-        with _GC_LOCK:
-            _gc_pausers -= 1
-            if _gc_pausers == 0 and _gc_resume:
-                gc.enable()
-
-
 def build_catalog(
     settings: Settings,
     *,
@@ -404,7 +375,10 @@ def build_catalog(
     directories in ``reload`` are read from disk whatever the cache holds (what the file tier
     found changed), and their entries replaced.
     """
-    with _collector_paused():
+    # A build allocates some ten containers a skill, none in a cycle, and the full collections
+    # they would set off walk every object of the process (bench/README.md, "Figures behind
+    # design choices"); what a build drops is freed by reference counting as ever.
+    with collector_paused():
         return _build(settings, generation, memo, cache, progress, check_files, reload)
 
 
