@@ -22,6 +22,7 @@ from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp, fron
 from skill_mcp.catalog.files import SKILL_MD
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill
+from skill_mcp.paths import path_under
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
 
@@ -151,23 +152,6 @@ def _decode_declaration(raw: Any) -> Declaration:
     return Declaration(version, tuple(run), tuple(fields), _strs(raw["egress"]))
 
 
-# ``Path._make_child_relpath`` (CPython 3.11-3.12): the child of a path by one plain segment,
-# without parsing it again; ``root / name`` where it is missing. The codec gives it only a
-# name with no ``/`` that ``os.path.realpath`` produced (so neither empty, ``.`` nor ``..``).
-_CHILD: Callable[[Path, str], Path] | None = getattr(Path, "_make_child_relpath", None)
-
-
-def _directory(real: str, root: Path, root_real: str) -> Path:
-    """``Path(real)``: a skill directly under its root (the common layout) is joined onto the
-    root's Path, which skips parsing the whole path again."""
-    cut = len(root_real)
-    if real.startswith(root_real) and real[cut : cut + 1] == "/":
-        name = real[cut + 1 :]
-        if name and "/" not in name:
-            return _CHILD(root, name) if _CHILD is not None else root / name
-    return Path(real)
-
-
 def _decode_skill(
     raw: Any,
     frontmatter: bytes,
@@ -193,7 +177,7 @@ def _decode_skill(
         or (pack is not None and type(pack) is not str)
     ):
         raise TypeError("a listing field has the wrong type")
-    directory = _directory(real, root, root_real)
+    directory = path_under(root, root_real, real)
     return Skill(
         directory.name,
         directory,

@@ -34,6 +34,7 @@ from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, where_s
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem, Skill, SkillFile
+from skill_mcp.paths import path_under
 from skill_mcp.reasons import Level, ProblemReason
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -257,6 +258,7 @@ def _load_all(
     stampable: set[str] = set()
     seen: set[str] = set()
     nested_in: dict[str, str] = {}  # found_at of a nested skill -> the path of the directory holding it
+    root_paths: dict[str, Path] = {}  # each root's real path as a Path, made once
     queue, problems = found.queue, found.problems
     # A cold scan of a large catalog loads the candidates over the cores first (parallel_scan);
     # the loop below takes each result it finds there and loads the rest itself.
@@ -295,9 +297,14 @@ def _load_all(
             else None
         )
         if result is None:
-            result = preloaded.pop((real, found_at, root_real), None) or load_skill(
-                Path(real), Path(found_at), Path(root_real)
-            )
+            result = preloaded.pop((real, found_at, root_real), None)
+            if result is None:
+                root = root_paths.get(root_real)
+                if root is None:
+                    root = root_paths[root_real] = Path(root_real)
+                directory = path_under(root, root_real, real)
+                # Found where it lives (not through a link): one Path serves as both.
+                result = load_skill(directory, directory if found_at == real else Path(found_at), root)
             if cache is not None:
                 cache.record(real, found_at, root_real, result)
         problems.extend(result.problems)
