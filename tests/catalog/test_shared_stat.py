@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from skill_mcp.catalog import filetier
 from skill_mcp.catalog.cache import CatalogCache, cache_file
-from skill_mcp.catalog.codec import CachedFiles
+from skill_mcp.catalog.cached import CachedFiles
 from skill_mcp.catalog.digest_memo import DigestMemo
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.catalog.files import file_info
