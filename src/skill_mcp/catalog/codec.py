@@ -179,20 +179,20 @@ def _decode_skill(
         raise TypeError("a listing field has the wrong type")
     directory = path_under(root, root_real, real)
     return Skill(
-        directory.name,
-        directory,
-        found_at,
-        root,
-        CachedFrontmatter(frontmatter, description),
-        description,
-        CachedFiles(rows, raw["n"], skill_md=skill_md),
-        offset,
-        None if declaration is None else _decode_declaration(declaration),
-        _strs(raw["missing"]),
-        None if excluded is None else ExtensionRule(excluded),
-        pack,
-        phase,
-        _strs(raw["tags"]),
+        name=directory.name,
+        directory=directory,
+        found_at=found_at,
+        root=root,
+        frontmatter=CachedFrontmatter(frontmatter, description),
+        description=description,
+        files=CachedFiles(rows, raw["n"], skill_md=skill_md),
+        body_offset=offset,
+        declaration=None if declaration is None else _decode_declaration(declaration),
+        missing_scripts=_strs(raw["missing"]),
+        skills_list_excluded=None if excluded is None else ExtensionRule(excluded),
+        pack=pack,
+        phase=phase,
+        tags=_strs(raw["tags"]),
     )
 
 
