@@ -25,6 +25,7 @@ import os
 import re
 import stat
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 from skill_mcp.errors import SkillMcpError
@@ -120,6 +121,24 @@ def is_inside(base_real: Path, candidate_real: Path) -> bool:
     than walking ``Path.parents`` for every file of every skill.
     """
     return _below(str(base_real), str(candidate_real))
+
+
+# ``Path._make_child_relpath`` (CPython 3.11-3.12): the child of a path by one plain segment,
+# without parsing it again; ``root / name`` where it is missing.
+_CHILD: Callable[[Path, str], Path] | None = getattr(Path, "_make_child_relpath", None)
+
+
+def path_under(root: Path, root_real: str, real: str) -> Path:
+    """``Path(real)`` for a resolved path (``os.path.realpath``'s), made as one child of ``root``
+    (whose text is ``root_real``) when it is directly under it - a skill in the common layout -
+    which skips parsing the whole path again."""
+    cut = len(root_real)
+    if real.startswith(root_real) and real[cut : cut + 1] == "/":
+        name = real[cut + 1 :]
+        # A resolved path has no empty, ``.`` or ``..`` segment.
+        if name and "/" not in name:
+            return _CHILD(root, name) if _CHILD is not None else root / name
+    return Path(real)
 
 
 def _below(base: str, candidate: str) -> bool:

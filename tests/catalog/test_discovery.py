@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from skill_mcp.catalog import build_catalog
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
+from tests.helpers import write_skill
 
 
 def skill(directory: Path, name: str | None = None, *, extra: str = "", body: str = "# Steps\n") -> Path:
@@ -229,3 +231,30 @@ def test_interpreter_build_output_is_not_a_skill_file(tmp_path: Path) -> None:
     catalog = scan(tmp_path / "compiled")
     assert [f.rel for f in catalog.skills["compiled"].files] == ["SKILL.md", "scripts/tool.py"]
     assert not catalog.problems
+
+
+def test_a_build_pauses_the_collector_and_leaves_it_as_it_found_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from skill_mcp.catalog import discover
+
+    write_skill(tmp_path, "one")
+    seen: list[bool] = []
+    real = discover._load_all
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(discover, "_load_all", spy)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            build_catalog(load_settings([str(tmp_path)], {}))
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen == [False, False]

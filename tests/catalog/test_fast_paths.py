@@ -205,3 +205,28 @@ def test_a_pinned_file_is_read_even_if_its_path_is_swapped_for_a_link_out(tree: 
     with pytest.raises(SkillMcpError) as err:  # and a fresh resolution refuses the link
         paths.resolve_inside(tree, "refs/deep/a.md")
     assert err.value.reason == Refusal.OUTSIDE_SKILL
+
+
+@pytest.mark.parametrize(
+    ("root", "real"),
+    [
+        ("/srv/skills", "/srv/skills/alpha"),
+        ("/srv/skills", "/srv/skills/deep/beta"),
+        ("/srv/skills", "/srv/skillset/gamma"),  # a sibling sharing the root's text as a prefix
+        ("/srv/skills", "/srv/skills"),
+        ("/", "/alpha"),
+        ("/srv/skills", "/elsewhere/delta"),
+        ("/srv/skills", "/srv/skills/a b é"),
+    ],
+)
+def test_path_under_is_the_path_of_the_text(root: str, real: str) -> None:
+    made = paths.path_under(Path(root), root, real)
+    reference = Path(real)
+    assert (made, str(made), made.name, made.parts, made.parent) == (
+        reference,
+        str(reference),
+        reference.name,
+        reference.parts,
+        reference.parent,
+    )
+    assert hash(made) == hash(reference)

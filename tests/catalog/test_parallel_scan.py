@@ -9,6 +9,7 @@ every way the module guards against.
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -52,17 +53,20 @@ def _same(a: Catalog, b: Catalog) -> bool:
     return (a.skills, a.problems, a.roots, a.packs) == (b.skills, b.problems, b.roots, b.packs)
 
 
-@pytest.mark.parametrize("forked", [True, False])
-def test_workers_give_the_serial_catalog(corpus: Path, monkeypatch: pytest.MonkeyPatch, forked: bool) -> None:
+@pytest.mark.parametrize(("forked", "chunk"), [(True, 256), (False, 256), (True, 4), (False, 4)])
+def test_workers_give_the_serial_catalog(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch, forked: bool, chunk: int
+) -> None:
     serial = _catalog(corpus, monkeypatch, parallel=False)
+    monkeypatch.setattr(parallel_scan, "CHUNK", chunk)  # several chunks a worker, decoded as asked
     monkeypatch.setattr(parallel_scan, "single_threaded", lambda: forked)  # else spawned
     spied: list[int] = []
     collect = parallel_scan._collect
 
-    def spy(chunk: list[parallel_scan.Job], process: Any, conn: Any) -> Any:
-        got = collect(chunk, process, conn)
-        spied.append(len(got))
-        return got
+    def spy(chunk: list[parallel_scan.Job], process: Any, conn: Any, into: parallel_scan.Preloaded, size: int) -> None:
+        before = len(into)
+        collect(chunk, process, conn, into, size)
+        spied.append(len(into) - before)
 
     monkeypatch.setattr(parallel_scan, "_collect", spy)
     parallel = _catalog(corpus, monkeypatch, parallel=True)
@@ -88,7 +92,7 @@ def test_a_worker_that_answers_garbage_or_dies_costs_only_time(
     serial = _catalog(corpus, monkeypatch, parallel=False)
     monkeypatch.setattr(parallel_scan, "single_threaded", lambda: True)
 
-    def broken(conn: Any, jobs: Any) -> None:
+    def broken(conn: Any, jobs: Any, size: int) -> None:
         if answer is not None:
             conn.send_bytes(answer)
         conn.close()  # a worker that dies says nothing
@@ -113,5 +117,69 @@ def test_a_planted_difference_is_seen(corpus: Path, monkeypatch: pytest.MonkeyPa
 
 def test_small_catalogs_and_single_cores_stay_serial() -> None:
     jobs = [(f"/r/s{i}", f"/r/s{i}", "/r") for i in range(10)]
-    assert parallel_scan.preload(jobs) == {}  # below MIN_SKILLS: nothing is started
-    assert parallel_scan.preload(jobs, workers=1, min_skills=1) == {}
+    assert len(parallel_scan.preload(jobs)) == 0  # below MIN_SKILLS: nothing is started
+    assert len(parallel_scan.preload(jobs, workers=1, min_skills=1)) == 0
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "expected"),
+    [
+        (2, 0.0, 2),
+        (2, 0.4, 2),
+        (2, 0.6, 1),
+        (2, 1.3, 1),
+        (2, 4.3, 1),
+        (4, 0.0, 4),
+        (4, 1.2, 3),
+        (4, 2.6, 1),
+        (1, 0.0, 1),
+    ],
+)
+def test_workers_start_only_for_cores_the_load_leaves_idle(
+    monkeypatch: pytest.MonkeyPatch, cores: int, load: float, expected: int
+) -> None:
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
+    assert parallel_scan.free_cores(cores) == expected
+
+
+def test_a_busy_machine_scans_serially(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.getloadavg", lambda: (3.0, 3.0, 3.0))
+    monkeypatch.setattr(parallel_scan, "cores", lambda: 2)
+    started: list[object] = []
+    monkeypatch.setattr("multiprocessing.process.BaseProcess.start", lambda self: started.append(self))
+    jobs = [(f"/r/s{i}", f"/r/s{i}", "/r") for i in range(10)]
+    assert len(parallel_scan.preload(jobs, min_skills=1)) == 0
+    assert not started
+
+
+def test_a_chunk_that_does_not_decode_costs_only_its_own_jobs(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    serial = _catalog(corpus, monkeypatch, parallel=False)
+    monkeypatch.setattr(parallel_scan, "single_threaded", lambda: True)
+    monkeypatch.setattr(parallel_scan, "CHUNK", 3)
+    add_chunk = parallel_scan.Preloaded.add_chunk
+    bad: list[int] = []
+
+    def garble(self: parallel_scan.Preloaded, jobs: list[parallel_scan.Job], raw: bytes) -> None:
+        if not bad:  # the first chunk a worker sends is garbage; the rest are good
+            bad.append(len(jobs))
+            raw = pickle.dumps(["short"])
+        add_chunk(self, jobs, raw)
+
+    monkeypatch.setattr(parallel_scan.Preloaded, "add_chunk", garble)
+    assert _same(_catalog(corpus, monkeypatch, parallel=True), serial)
+    assert bad == [3]
+
+
+def test_preloaded_hands_each_result_once_and_the_rest_to_the_caller() -> None:
+    from skill_mcp.catalog.skill import Loaded
+
+    one = Loaded(None, ())
+    jobs = [(f"/r/s{i}", f"/r/s{i}", "/r") for i in range(5)]
+    got = parallel_scan.Preloaded()
+    got.add(jobs[:1], [one])
+    got.add_chunk(jobs[1:3], pickle.dumps([one, one]))
+    got.add_chunk(jobs[3:], b"not a pickle")
+    assert len(got) == 5
+    assert got.pop(jobs[0]) == one and got.pop(jobs[0]) is None
+    assert got.pop(jobs[2]) == one and got.pop(jobs[1]) == one and got.pop(jobs[1]) is None
+    assert got.pop(jobs[3]) is None and got.pop(jobs[4]) is None  # the caller loads these

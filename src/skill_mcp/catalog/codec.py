@@ -22,6 +22,7 @@ from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp, fron
 from skill_mcp.catalog.files import SKILL_MD
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill
+from skill_mcp.paths import path_under
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
 
@@ -117,34 +118,38 @@ def split_entry(body: bytes) -> tuple[dict[str, Any], bytes, bytes]:
     return entry, parts[1], parts[2]
 
 
-def _str(value: Any) -> str:
-    if not isinstance(value, str):
+def _strs(values: Any) -> tuple[str, ...]:
+    if type(values) is not list:
+        raise TypeError("expected a list of strings")
+    if not values:
+        return ()
+    for v in values:
+        if type(v) is not str:
+            raise TypeError("expected a list of strings")
+    return tuple(values)
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is not None and type(value) is not str:
         raise TypeError("expected a string")
     return value
 
 
-def _int(value: Any) -> int:
-    if type(value) is not int:
+def _decode_declaration(raw: Any) -> Declaration:
+    run = []
+    for script, interpreter, env, timeout, description in raw["run"]:
+        if type(script) is not str or type(interpreter) is not str or type(timeout) is not int:
+            raise TypeError("a run row has the wrong shape")
+        run.append(ScriptDecl(script, interpreter, _strs(env), timeout, _opt_str(description)))
+    fields = []
+    for name, secret in raw["env"]:
+        if type(name) is not str:
+            raise TypeError("an env row has the wrong shape")
+        fields.append(EnvField(name, bool(secret)))
+    version = raw["version"]
+    if type(version) is not int:
         raise TypeError("expected an integer")
-    return value
-
-
-def _opt_str(value: Any) -> str | None:
-    return None if value is None else _str(value)
-
-
-def _strs(values: Any) -> tuple[str, ...]:
-    if type(values) is not list or not all(type(v) is str for v in values):
-        raise TypeError("expected a list of strings")
-    return tuple(values)
-
-
-def _decode_declaration(raw: Any) -> Declaration | None:
-    if raw is None:
-        return None
-    run = tuple(ScriptDecl(_str(s), _str(i), _strs(env), _int(t), _opt_str(d)) for s, i, env, t, d in raw["run"])
-    env = tuple(EnvField(_str(n), bool(secret)) for n, secret in raw["env"])
-    return Declaration(_int(raw["version"]), run, env, _strs(raw["egress"]))
+    return Declaration(version, tuple(run), tuple(fields), _strs(raw["egress"]))
 
 
 def _decode_skill(
@@ -156,19 +161,23 @@ def _decode_skill(
     root: Path,
     root_real: str,
     skill_md: Stamp | None,
-) -> Skill | None:
-    if raw is None:
-        return None
+) -> Skill:
+    # Every field is checked for the type ``_skill`` writes (a ``KeyError`` for one missing):
+    # the checksum guards against damage, these against a row this code did not write.
+    description = raw["desc"]
+    offset = raw["off"]
+    declaration = raw["decl"]
     excluded = raw["excluded"]
-    description = _str(raw["desc"])
-    # A skill directly under its root (the common layout) is joined onto the root's Path,
-    # which skips parsing the whole path again.
-    name = (
-        real[len(root_real) + 1 :]
-        if real.startswith(root_real) and real[len(root_real) : len(root_real) + 1] == "/"
-        else ""
-    )
-    directory = root / name if name and "/" not in name else Path(real)
+    phase = raw["phase"]
+    pack = raw["pack"]
+    if (
+        type(description) is not str
+        or type(offset) is not int
+        or (phase is not None and type(phase) is not str)
+        or (pack is not None and type(pack) is not str)
+    ):
+        raise TypeError("a listing field has the wrong type")
+    directory = path_under(root, root_real, real)
     return Skill(
         name=directory.name,
         directory=directory,
@@ -177,13 +186,13 @@ def _decode_skill(
         frontmatter=CachedFrontmatter(frontmatter, description),
         description=description,
         files=CachedFiles(rows, raw["n"], skill_md=skill_md),
-        body_offset=_int(raw["off"]),
-        declaration=_decode_declaration(raw["decl"]),
+        body_offset=offset,
+        declaration=None if declaration is None else _decode_declaration(declaration),
         missing_scripts=_strs(raw["missing"]),
         skills_list_excluded=None if excluded is None else ExtensionRule(excluded),
+        pack=pack,
+        phase=phase,
         tags=_strs(raw["tags"]),
-        phase=_opt_str(raw["phase"]),
-        pack=_opt_str(raw["pack"]),
     )
 
 
@@ -200,23 +209,32 @@ def decode_loaded(
     """The ``Loaded`` of ``real`` found under ``root`` (``root_real`` as text; the caller
     checked the entry is for both), from ``split_entry``'s three parts; ``skill_md``: the stamp of
     its SKILL.md the caller found holding (kept on the file records for the search index)."""
-    found_at = _str(entry["at"])
+    found_at = entry["at"]
+    if type(found_at) is not str:
+        raise TypeError("expected a string")
     problem_rows = entry["problems"]
-    problems = (
-        tuple(
-            Problem(_str(path), ProblemReason(reason), _str(detail), Level(level), _opt_str(skill), _opt_str(rule))
-            for path, reason, detail, level, skill, rule in problem_rows
-        )
-        if problem_rows
-        else ()
-    )
+    problems: tuple[Problem, ...] = ()
+    if problem_rows:
+        made = []
+        for path, reason, detail, level, skill, rule in problem_rows:
+            if type(path) is not str or type(detail) is not str:
+                raise TypeError("a problem row has the wrong shape")
+            made.append(Problem(path, ProblemReason(reason), detail, Level(level), _opt_str(skill), _opt_str(rule)))
+        problems = tuple(made)
     # No stamps: a reused entry is written back as the bytes it was read from (``catalog.cache``),
     # so nothing asks for them again.
+    raw = entry["skill"]
     nested = entry["nested"]
+    nested_paths: tuple[Path, ...] = ()
+    if nested:
+        for n in nested:
+            if type(n) is not str:
+                raise TypeError("expected a string")
+        nested_paths = tuple(Path(n) for n in nested)
     return Loaded(
-        _decode_skill(entry["skill"], frontmatter, rows, real, found_at, root, root_real, skill_md),
+        None if raw is None else _decode_skill(raw, frontmatter, rows, real, found_at, root, root_real, skill_md),
         problems,
-        tuple(Path(_str(n)) for n in nested) if nested else (),
+        nested_paths,
         (),
         True,
     )

@@ -27,12 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
+from skill_mcp.catalog.lazy import collector_paused
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
-from skill_mcp.catalog.parallel_scan import jobs_of, preload
+from skill_mcp.catalog.parallel_scan import Preloaded, jobs_of, preload
 from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, where_skills_sit
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem, Skill, SkillFile
+from skill_mcp.paths import path_under
 from skill_mcp.reasons import Level, ProblemReason
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -256,10 +258,11 @@ def _load_all(
     stampable: set[str] = set()
     seen: set[str] = set()
     nested_in: dict[str, str] = {}  # found_at of a nested skill -> the path of the directory holding it
+    root_paths: dict[str, Path] = {}  # each root's real path as a Path, made once
     queue, problems = found.queue, found.problems
     # A cold scan of a large catalog loads the candidates over the cores first (parallel_scan);
     # the loop below takes each result it finds there and loads the rest itself.
-    preloaded = preload(jobs_of(queue, found.reals, _inside)) if cache is None or cache.held == 0 else {}
+    preloaded = preload(jobs_of(queue, found.reals, _inside)) if cache is None or cache.held == 0 else Preloaded()
     done = 0
     while queue:
         if progress is not None:
@@ -275,8 +278,9 @@ def _load_all(
         if real in seen:
             continue
         seen.add(real)
-        real_name = os.path.basename(real)
-        if os.path.basename(found_at) != real_name and found_at != root_real:
+        # ``os.path.basename`` of each, without two calls per skill.
+        real_name = real[real.rfind("/") + 1 :]
+        if found_at[found_at.rfind("/") + 1 :] != real_name and found_at != root_real:
             problems.append(
                 Problem(
                     found_at,
@@ -293,9 +297,14 @@ def _load_all(
             else None
         )
         if result is None:
-            result = preloaded.pop((real, found_at, root_real), None) or load_skill(
-                Path(real), Path(found_at), Path(root_real)
-            )
+            result = preloaded.pop((real, found_at, root_real), None)
+            if result is None:
+                root = root_paths.get(root_real)
+                if root is None:
+                    root = root_paths[root_real] = Path(root_real)
+                directory = path_under(root, root_real, real)
+                # Found where it lives (not through a link): one Path serves as both.
+                result = load_skill(directory, directory if found_at == real else Path(found_at), root)
             if cache is not None:
                 cache.record(real, found_at, root_real, result)
         problems.extend(result.problems)
@@ -373,6 +382,22 @@ def build_catalog(
     directories in ``reload`` are read from disk whatever the cache holds (what the file tier
     found changed), and their entries replaced.
     """
+    # A build allocates some ten containers a skill, none in a cycle, and the full collections
+    # they would set off walk every object of the process (bench/README.md, "Figures behind
+    # design choices"); what a build drops is freed by reference counting as ever.
+    with collector_paused():
+        return _build(settings, generation, memo, cache, progress, check_files, reload)
+
+
+def _build(
+    settings: Settings,
+    generation: int,
+    memo: DigestMemo | None,
+    cache: CatalogCache | None,
+    progress: Progress | None,
+    check_files: bool,
+    reload: frozenset[str],
+) -> Catalog:
     found = _discover(settings)
     cache = cache or _open_cache(settings, found.roots_real)
     digests = memo or DigestMemo()

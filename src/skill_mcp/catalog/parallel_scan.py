@@ -1,10 +1,12 @@
 """The cold scan of a large catalog over the machine's cores.
 
 With no catalog cache to reuse, every skill is read (``skill.load_skill``), a few hundred
-microseconds of CPU each. For ``MIN_SKILLS`` candidates or more, on a machine with two cores
-or more, ``preload`` loads the candidates in shares: the calling process loads the first share
-itself while worker processes load the others, each returning its results as one pickled
-list of ``Loaded`` records (one ``pickle.loads`` in the caller, about a tenth of the load).
+microseconds of CPU each. For ``MIN_SKILLS`` candidates or more, on a machine with a core the
+rest of its work leaves idle (``free_cores``: by the load average; a busy machine scans
+serially), ``preload`` loads the candidates in shares: the calling process loads the first share
+itself while worker processes load the others, each returning its results as pickled lists of
+``CHUNK`` ``Loaded`` records, each decoded by the caller when it first needs one of them
+(``Preloaded``; a ``pickle.loads`` costs about a tenth of the load).
 
 How workers start: by ``fork`` only when the process is single-threaded (``/proc/self/task``
 lists one task: the command-line tools), since a fork with other threads alive can copy a lock
@@ -42,6 +44,8 @@ MIN_SKILLS = 1500
 # A worker that has not answered after this long (plus a share of its load) is given up on.
 TIMEOUT_S = 30.0
 TIMEOUT_PER_SKILL_S = 0.005
+# Records a worker pickles and sends at once (``Preloaded``).
+CHUNK = 256
 
 Job = tuple[str, str, str]  # (real directory, where it was found, the root's real path)
 
@@ -52,6 +56,19 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def free_cores(cores: int) -> int:
+    """How many processes a scan may run at once without waiting for a core: this one, plus one
+    per core the others leave idle by the one-minute load average (``os.getloadavg``), rounded,
+    less the core this process takes itself. A worker on a busy machine only queues behind the
+    other work and adds its start and its answer's copy to the scan's wall time (at 10,000
+    skills under a load average of 2.4-4.3 on two cores: 7.7 s against 6.2 s serial)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - no load average: assume busy
+        return 1
+    return max(1, 1 + round(cores - 1 - load))
 
 
 def single_threaded() -> bool:
@@ -66,12 +83,74 @@ def load_share(jobs: list[Job]) -> list[Loaded]:
     return [load_skill(Path(real), Path(found_at), Path(root)) for real, found_at, root in jobs]
 
 
-def _worker(conn: Connection, jobs: list[Job]) -> None:
+def _worker(conn: Connection, jobs: list[Job], size: int) -> None:
     os.dup2(2, 1)  # nothing a worker prints may reach the protocol's stdout
     try:
-        conn.send_bytes(pickle.dumps(load_share(jobs), protocol=pickle.HIGHEST_PROTOCOL))
+        # All of the share is loaded before anything is sent: the caller reads only once its own
+        # share is done, and a worker blocked on a full pipe would load nothing meanwhile.
+        loaded = load_share(jobs)
+        chunks = [
+            pickle.dumps(loaded[start : start + size], protocol=pickle.HIGHEST_PROTOCOL)
+            for start in range(0, len(loaded), size)
+        ]
+        del loaded
+        for chunk in chunks:
+            conn.send_bytes(chunk)
     finally:
         conn.close()
+
+
+class Preloaded:
+    """What the workers delivered, by job; ``pop`` as a dict's. A worker's answer is held as the
+    pickled chunks it sent (about 1 KiB a skill) and a chunk is decoded when the discovery loop
+    first asks for one of its jobs, in about the order it loads them: the scan holds a chunk's
+    records at a time rather than a share's, whose transient parts (the stamps, the ``Loaded``
+    records) would otherwise fragment the heap the catalog lives in (at 10,000 skills on two
+    cores a share decoded at once left the process 30 MiB larger than a serial scan). A chunk
+    that does not decode to as many records as it has jobs delivers none: the caller loads them."""
+
+    __slots__ = ("_chunks", "_pending", "_ready")
+
+    def __init__(self) -> None:
+        self._ready: dict[Job, Loaded] = {}
+        self._pending: dict[Job, int] = {}  # job -> index of the chunk that holds it
+        self._chunks: list[tuple[list[Job], bytes] | None] = []
+
+    def add(self, jobs: list[Job], results: list[Loaded]) -> None:
+        self._ready.update(zip(jobs, results, strict=True))
+
+    def add_chunk(self, jobs: list[Job], raw: bytes) -> None:
+        at = len(self._chunks)
+        self._chunks.append((jobs, raw))
+        self._pending.update(dict.fromkeys(jobs, at))
+
+    def __len__(self) -> int:
+        return len(self._ready) + len(self._pending)
+
+    def pop(self, job: Job, default: Loaded | None = None) -> Loaded | None:
+        got = self._ready.pop(job, None)
+        if got is not None:
+            return got
+        at = self._pending.pop(job, None)
+        if at is None:
+            return default
+        self._decode(at)
+        return self._ready.pop(job, default)
+
+    def _decode(self, at: int) -> None:
+        chunk = self._chunks[at]
+        if chunk is None:
+            return
+        self._chunks[at] = None
+        jobs, raw = chunk
+        try:
+            results = pickle.loads(raw)  # noqa: S301 - our own child's answer, over our own pipe
+            if not isinstance(results, list) or len(results) != len(jobs):
+                raise ValueError("a chunk does not match its jobs")
+        except Exception as exc:  # whatever the failure, these jobs are loaded serially instead
+            log.debug("a scan worker's chunk failed (%s): it is scanned serially", exc)
+            return
+        self._ready.update(zip(jobs, results, strict=True))
 
 
 def jobs_of(queue: deque[tuple[str, str]], reals: Mapping[str, str], inside: Callable[[str, str], bool]) -> list[Job]:
@@ -88,12 +167,16 @@ def jobs_of(queue: deque[tuple[str, str]], reals: Mapping[str, str], inside: Cal
     return jobs
 
 
-def preload(jobs: list[Job], *, workers: int | None = None, min_skills: int = MIN_SKILLS) -> dict[Job, Loaded]:
+def preload(jobs: list[Job], *, workers: int | None = None, min_skills: int = MIN_SKILLS) -> Preloaded:
     """Load ``jobs`` over the cores; the results by job. A job missing from the answer (too few
-    jobs or cores, workers not to be had, a worker failed) is for the caller to load."""
-    count = min(workers or cores(), len(jobs))
-    if count < 2 or len(jobs) < min_skills:
-        return {}
+    jobs, no idle core by ``free_cores`` unless ``workers`` says how many, workers not to be
+    had, a worker failed) is for the caller to load."""
+    out = Preloaded()
+    if len(jobs) < min_skills:
+        return out
+    count = min(workers or free_cores(cores()), len(jobs))
+    if count < 2:
+        return out
     share = -(-len(jobs) // count)
     shares = [jobs[start : start + share] for start in range(0, len(jobs), share)]
     method = "fork" if single_threaded() else "spawn"
@@ -105,7 +188,9 @@ def preload(jobs: list[Job], *, workers: int | None = None, min_skills: int = MI
         for chunk in shares[1:]:
             mine, theirs = context.Pipe(duplex=False)
             try:
-                process = context.Process(target=_worker, args=(theirs, chunk), daemon=True, name="skill-mcp-scan")
+                process = context.Process(
+                    target=_worker, args=(theirs, chunk, CHUNK), daemon=True, name="skill-mcp-scan"
+                )
                 process.start()
             except BaseException:
                 mine.close()
@@ -115,23 +200,25 @@ def preload(jobs: list[Job], *, workers: int | None = None, min_skills: int = MI
             started.append((chunk, process, mine))
     except Exception as exc:  # any failure to start workers: the shares not started load serially
         log.debug("parallel scan unavailable (%s): scanning serially", exc)
-    out: dict[Job, Loaded] = dict(zip(shares[0], load_share(shares[0]), strict=True))
+    out.add(shares[0], load_share(shares[0]))
     for chunk, process, conn in started:
-        out.update(_collect(chunk, process, conn))
+        _collect(chunk, process, conn, out, CHUNK)
     return out
 
 
-def _collect(chunk: list[Job], process: Any, conn: Connection) -> dict[Job, Loaded]:
+def _collect(chunk: list[Job], process: Any, conn: Connection, into: Preloaded, size: int = CHUNK) -> None:
     try:
-        if not conn.poll(TIMEOUT_S + TIMEOUT_PER_SKILL_S * len(chunk)):
-            raise TimeoutError("the worker did not answer")
-        results = pickle.loads(conn.recv_bytes())  # noqa: S301 - our own child's answer, over our own pipe
-        if not isinstance(results, list) or len(results) != len(chunk):
-            raise ValueError("the worker's answer does not match its share")
-        return dict(zip(chunk, results, strict=True))
+        wait = TIMEOUT_S + TIMEOUT_PER_SKILL_S * len(chunk)
+        received = []
+        for start in range(0, len(chunk), size):
+            if not conn.poll(wait):
+                raise TimeoutError("the worker did not answer")
+            received.append((chunk[start : start + size], conn.recv_bytes()))
+            wait = TIMEOUT_S
+        for jobs, raw in received:
+            into.add_chunk(jobs, raw)
     except Exception as exc:  # whatever the failure, the share is loaded serially instead
         log.debug("a scan worker failed (%s): its share is scanned serially", exc)
-        return {}
     finally:
         conn.close()
         if process.is_alive():

@@ -1,0 +1,172 @@
+"""The fast decode of a cache entry's listing (``catalog.codec.decode_loaded``) against the decode it
+replaced (``tests/catalog/reference_codec.py``): for every entry the cache writes, the same
+``Loaded``; for any entry with one value swapped for another JSON value (a forged or damaged row
+under a good checksum), a refusal exactly where the reference refuses, else the same ``Loaded``.
+A planted bug (one type check dropped) must be caught by the same comparison.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.corpus import generate
+from skill_mcp.catalog import codec
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter
+from skill_mcp.catalog.codec import encode_loaded, split_entry
+from skill_mcp.catalog.skill import Loaded, load_skill
+from tests.catalog import reference_codec
+
+_REFUSED = (ValueError, KeyError, TypeError, IndexError)
+Decode = Callable[..., Loaded]
+
+
+def _entries(root: Path) -> list[tuple[str, str, dict[str, Any], bytes, bytes]]:
+    """(real, root_real, listing, frontmatter, rows) of every skill under ``root``, as the cache
+    writes them."""
+    root_real = os.path.realpath(root)
+    out = []
+    for name in sorted(os.listdir(root_real)):
+        real = f"{root_real}/{name}"
+        loaded = load_skill(Path(real), Path(real), Path(root_real))
+        entry, frontmatter, rows = split_entry(encode_loaded(loaded, real, root_real))
+        out.append((real, root_real, entry, frontmatter, rows))
+    return out
+
+
+def _corpus(tmp: Path) -> list[tuple[str, str, dict[str, Any], bytes, bytes]]:
+    root = tmp / "corpus"
+    generate(root, 80)
+    # Entries with problems and nested skills too.
+    (root / "refused").mkdir()
+    (root / "refused" / "SKILL.md").write_text("---\nname: refused\ndescription: [unclosed\n---\nbody\n")
+    outer = root / "outer"
+    (outer / "inner").mkdir(parents=True)
+    (outer / "SKILL.md").write_text("---\nname: outer\ndescription: Outer. Use when asked.\n---\nbody\n")
+    (outer / "inner" / "SKILL.md").write_text("---\nname: inner\ndescription: Inner. Use when asked.\n---\nb\n")
+    return _entries(root)
+
+
+def _view(loaded: Loaded) -> Any:
+    skill = loaded.skill
+    facts: Any = None
+    if skill is not None:
+        assert isinstance(skill.frontmatter, CachedFrontmatter)
+        assert isinstance(skill.files, CachedFiles)
+        facts = (
+            skill.name,
+            skill.directory,
+            str(skill.directory),
+            skill.found_at,
+            skill.root,
+            skill.frontmatter.text,
+            skill.description,
+            skill.files._raw,
+            len(skill.files),
+            skill.files.skill_md,
+            skill.body_offset,
+            skill.declaration,
+            skill.missing_scripts,
+            skill.skills_list_excluded,
+            skill.pack,
+            skill.phase,
+            skill.tags,
+            skill.path,
+            skill.prefix,
+            skill.uri_prefix,
+        )
+    return facts, loaded.problems, loaded.nested, loaded.stamps, loaded.stampable
+
+
+def _outcome(decode: Decode, real: str, root_real: str, entry: Any, frontmatter: bytes, rows: bytes) -> Any:
+    try:
+        return _view(
+            decode(copy.deepcopy(entry), frontmatter, rows, real, Path(root_real), root_real, skill_md=(1, 2, 3, 4))
+        )
+    except _REFUSED:
+        return "refused"
+
+
+def _agree(decode: Decode, case: tuple[str, str, Any, bytes, bytes]) -> bool:
+    real, root_real, entry, frontmatter, rows = case
+    return _outcome(decode, real, root_real, entry, frontmatter, rows) == _outcome(
+        reference_codec.decode_loaded, real, root_real, entry, frontmatter, rows
+    )
+
+
+def test_every_entry_the_cache_writes_decodes_as_the_reference_decodes_it(tmp_path: Path) -> None:
+    cases = _corpus(tmp_path)
+    assert any(case[2]["skill"] and case[2]["skill"]["decl"] for case in cases)  # declarations covered
+    assert any(case[2]["problems"] for case in cases) and any(case[2]["nested"] for case in cases)
+    for case in cases:
+        assert _outcome(codec.decode_loaded, *case) != "refused"
+        assert _agree(codec.decode_loaded, case), case[0]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**64), 2**64) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=8,
+)
+
+
+def _slots(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value (dict keys and list indices), the value itself excluded."""
+    out: list[tuple[Any, ...]] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        out.append((*at, key))
+        out.extend(_slots(item, (*at, key)))
+    return out
+
+
+def _swapped(entry: dict[str, Any], where: tuple[Any, ...], value: Any, drop: bool) -> dict[str, Any]:
+    out = copy.deepcopy(entry)
+    holder: Any = out
+    for key in where[:-1]:
+        holder = holder[key]
+    if drop:
+        del holder[where[-1]]
+    else:
+        holder[where[-1]] = value
+    return out
+
+
+_CASES: list[tuple[str, str, dict[str, Any], bytes, bytes]] = []
+
+
+def _cases(tmp: Path) -> list[tuple[str, str, dict[str, Any], bytes, bytes]]:
+    if not _CASES:
+        _CASES.extend(c for c in _corpus(tmp) if c[2]["skill"] is None or c[2]["skill"]["decl"] or c[2]["nested"])
+        _CASES.extend(c for c in _corpus(tmp / "again")[:5])
+    return _CASES
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_forged_or_damaged_listing_is_refused_exactly_where_the_reference_refuses(
+    data: st.DataObject, tmp_path_factory: Any
+) -> None:
+    cases = _cases(tmp_path_factory.mktemp("codec"))
+    real, root_real, entry, frontmatter, rows = data.draw(st.sampled_from(cases))
+    where = data.draw(st.sampled_from(_slots(entry)))
+    forged = _swapped(entry, where, data.draw(_JSON), data.draw(st.booleans()) and isinstance(where[-1], str))
+    assert _agree(codec.decode_loaded, (real, root_real, forged, frontmatter, rows)), (where, json.dumps(forged))
+
+
+def test_a_planted_bug_in_the_fast_decode_is_caught(tmp_path: Path, monkeypatch: Any) -> None:
+    """Negative control: the fast decode with the type check of ``tags`` dropped disagrees with
+    the reference on a forged entry the comparison above would draw."""
+    real, root_real, entry, frontmatter, rows = next(c for c in _corpus(tmp_path) if c[2]["skill"] is not None)
+    forged = copy.deepcopy(entry)
+    forged["skill"]["tags"] = [1, 2]
+    assert _agree(codec.decode_loaded, (real, root_real, forged, frontmatter, rows))
+    monkeypatch.setattr(codec, "_strs", lambda values: tuple(values))
+    assert not _agree(codec.decode_loaded, (real, root_real, forged, frontmatter, rows))
