@@ -122,28 +122,55 @@ def test_small_catalogs_and_single_cores_stay_serial() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cores", "load", "expected"),
+    ("cores", "others", "expected"),
     [
-        (2, 0.0, 2),
-        (2, 0.4, 2),
-        (2, 0.6, 1),
-        (2, 1.3, 1),
-        (2, 4.3, 1),
-        (4, 0.0, 4),
-        (4, 1.2, 3),
-        (4, 2.6, 1),
-        (1, 0.0, 1),
+        (2, 0, 2),
+        (2, 1, 1),
+        (2, 4, 1),
+        (4, 0, 4),
+        (4, 1, 3),
+        (4, 3, 1),
+        (1, 0, 1),
     ],
 )
-def test_workers_start_only_for_cores_the_load_leaves_idle(
-    monkeypatch: pytest.MonkeyPatch, cores: int, load: float, expected: int
+def test_workers_start_only_for_cores_the_other_work_leaves_idle(
+    monkeypatch: pytest.MonkeyPatch, cores: int, others: int, expected: int
 ) -> None:
-    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(parallel_scan, "_others_runnable", lambda: others)
     assert parallel_scan.free_cores(cores) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "load", "expected"),
+    [
+        ("0.04 0.54 0.81 1/130 16664\n", 3.0, 0),  # this reader alone runs: the load average is history
+        ("2.10 1.50 0.81 3/130 16664\n", 0.0, 2),  # two others run now
+        ("garbage\n", 2.2, 2),  # unreadable: the load average decides
+    ],
+)
+def test_what_runs_now_is_read_from_the_kernel_not_the_minute_average(
+    monkeypatch: pytest.MonkeyPatch, text: str, load: float, expected: int
+) -> None:
+    import io
+
+    monkeypatch.setattr(parallel_scan, "open", lambda *a, **k: io.StringIO(text), raising=False)
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
+    assert parallel_scan._others_runnable() == expected
+
+
+def test_without_procfs_the_load_average_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_proc(*_a: object, **_k: object) -> object:
+        raise FileNotFoundError("/proc/loadavg")
+
+    monkeypatch.setattr(parallel_scan, "open", no_proc, raising=False)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.3, 0.3, 0.3))
+    assert parallel_scan.free_cores(2) == 2
+    monkeypatch.setattr("os.getloadavg", lambda: (1.6, 1.6, 1.6))
+    assert parallel_scan.free_cores(2) == 1
+
+
 def test_a_busy_machine_scans_serially(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("os.getloadavg", lambda: (3.0, 3.0, 3.0))
+    monkeypatch.setattr(parallel_scan, "_others_runnable", lambda: 3)
     monkeypatch.setattr(parallel_scan, "cores", lambda: 2)
     started: list[object] = []
     monkeypatch.setattr("multiprocessing.process.BaseProcess.start", lambda self: started.append(self))

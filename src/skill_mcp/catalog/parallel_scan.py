@@ -2,7 +2,7 @@
 
 With no catalog cache to reuse, every skill is read (``skill.load_skill``), a few hundred
 microseconds of CPU each. For ``MIN_SKILLS`` candidates or more, on a machine with a core the
-rest of its work leaves idle (``free_cores``: by the load average; a busy machine scans
+rest of its work leaves idle (``free_cores``: by the tasks runnable now; a busy machine scans
 serially), ``preload`` loads the candidates in shares: the calling process loads the first share
 itself while worker processes load the others, each returning its results as pickled lists of
 ``CHUNK`` ``Loaded`` records, each decoded by the caller when it first needs one of them
@@ -60,15 +60,30 @@ def cores() -> int:
 
 def free_cores(cores: int) -> int:
     """How many processes a scan may run at once without waiting for a core: this one, plus one
-    per core the others leave idle by the one-minute load average (``os.getloadavg``), rounded,
-    less the core this process takes itself. A worker on a busy machine only queues behind the
-    other work and adds its start and its answer's copy to the scan's wall time (at 10,000
-    skills under a load average of 2.4-4.3 on two cores: 7.7 s against 6.2 s serial)."""
+    per core the other work leaves idle now. *Now* is the kernel's count of runnable tasks
+    (``/proc/loadavg``'s fourth field, this reader included), not the one-minute load average:
+    that average trails a busy spell by a minute, long after its work has stopped (in the
+    benchmark it kept every cold start serial), and trails a new one as long. Without procfs,
+    the load average decides. A worker on a busy machine only queues behind the other work and
+    adds its start and its answer's copy to the scan's wall time (at 10,000 skills under a load
+    average of 2.4-4.3 on two cores: 7.7 s against 6.2 s serial)."""
+    others = _others_runnable()
+    return max(1, min(cores, cores - others))
+
+
+def _others_runnable() -> int:
+    """Tasks runnable now besides the one asking (``/proc/loadavg``), or the one-minute load
+    average where that cannot be read (then every core counts as busy if neither can)."""
     try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # pragma: no cover - no load average: assume busy
-        return 1
-    return max(1, 1 + round(cores - 1 - load))
+        with open("/proc/loadavg", encoding="ascii") as f:
+            runnable = int(f.read().split()[3].split("/")[0])
+        return max(runnable - 1, 0)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return round(os.getloadavg()[0])
+    except (AttributeError, OSError):  # pragma: no cover - neither: assume busy
+        return 1 << 30
 
 
 def single_threaded() -> bool:
@@ -176,7 +191,9 @@ def preload(jobs: list[Job], *, workers: int | None = None, min_skills: int = MI
         return out
     count = min(workers or free_cores(cores()), len(jobs))
     if count < 2:
+        log.debug("no idle core: scanning serially", extra={"skills": len(jobs)})
         return out
+    log.debug("scanning over %d processes", count, extra={"skills": len(jobs)})
     share = -(-len(jobs) // count)
     shares = [jobs[start : start + share] for start in range(0, len(jobs), share)]
     method = "fork" if single_threaded() else "spawn"
