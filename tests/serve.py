@@ -5,6 +5,7 @@ a user starts (the console script next to this interpreter, not a module entry p
 
     stdio_params([root], env)            # SDK StdioServerParameters: mcp.Client(stdio_params(...))
     serve_argv([root], "--watch")        # the argv, for a raw Popen (line-level stdio tests)
+    exchange(root, lines, env)           # stdin lines in, every stdout line and stderr out
     with running_http_server([root], token=TOKEN) as srv:   # serve --http; yields once it listens
         srv.url                          # http://127.0.0.1:PORT/mcp
 
@@ -98,6 +99,25 @@ class HttpServer:
             self.proc.kill()
             self.proc.wait(timeout=timeout)
             raise
+
+
+def exchange(
+    root: Path, lines: Sequence[bytes], env: Mapping[str, str], timeout: float = 120
+) -> tuple[list[bytes], str]:
+    """Every stdout line ``skill-mcp serve --skills-dir root`` writes for ``lines`` (written to
+    its stdin, which is then closed), and its stderr; it must exit 0. ``env`` is its whole
+    environment, ``PATH`` and ``HOME`` added when missing. For tests of bytes on the wire."""
+    full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", **env}
+    done = subprocess.run(
+        [SKILL_MCP, "serve", "--skills-dir", str(root)],
+        input=b"".join(lines),
+        capture_output=True,
+        env=full,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    return done.stdout.splitlines(keepends=True), done.stderr.decode(errors="replace")
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from skill_mcp.surfaces.paging import encode_cursor
 from skill_mcp.surfaces.stdio import early_calls
 from skill_mcp.surfaces.stdio.early import EarlyHandshake, answer_early
 from tests.integration.harness import build_tree
-from tests.serve import SKILL_MCP
+from tests.serve import exchange
 
 PING = {"jsonrpc": "2.0", "id": "p", "method": "ping"}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -57,24 +56,8 @@ def _call(rid: int, name: str, arguments: dict[str, Any] | None = None) -> dict[
 
 
 def _run(root: Path, messages: list[dict[str, Any]]) -> tuple[list[bytes], str]:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": "/tmp",
-        "SKILL_MCP_LOG": "debug",
-        "SKILL_MCP_CACHE": "off",
-        "MCP_CONFIRM_ELICITATION": "off",
-    }
-    data = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
-    done = subprocess.run(
-        [SKILL_MCP, "serve", "--skills-dir", str(root)],
-        input=data,
-        capture_output=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-    return done.stdout.splitlines(keepends=True), done.stderr.decode(errors="replace")
+    env = {"SKILL_MCP_LOG": "debug", "SKILL_MCP_CACHE": "off", "MCP_CONFIRM_ELICITATION": "off"}
+    return exchange(root, [json.dumps(m).encode() + b"\n" for m in messages], env)
 
 
 def _early_calls_answered(stderr: str) -> int:

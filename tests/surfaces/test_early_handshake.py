@@ -15,8 +15,6 @@ then read the diff of ``src/skill_mcp/surfaces/stdio/early_answers.py``.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 
 from skill_mcp.surfaces.stdio import early_answers
 from skill_mcp.surfaces.stdio.early import EarlyHandshake
-from tests.serve import SKILL_MCP
+from tests.serve import exchange
 
 FROZEN = Path(early_answers.__file__)
 PING = {"jsonrpc": "2.0", "id": "p", "method": "ping"}
@@ -55,24 +53,8 @@ def _exchange(root: Path, messages: list[dict[str, Any]], env: dict[str, str] | 
 
 
 def _run(root: Path, messages: list[dict[str, Any]], env: dict[str, str] | None = None) -> tuple[list[bytes], str]:
-    full = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": "/tmp",
-        "SKILL_MCP_LOG": "warning",
-        "SKILL_MCP_CACHE": "off",
-        **(env or {}),
-    }
-    data = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
-    done = subprocess.run(
-        [SKILL_MCP, "serve", "--skills-dir", str(root)],
-        input=data,
-        capture_output=True,
-        env=full,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-    return done.stdout.splitlines(keepends=True), done.stderr.decode(errors="replace")
+    full = {"SKILL_MCP_LOG": "warning", "SKILL_MCP_CACHE": "off", **(env or {})}
+    return exchange(root, [json.dumps(m).encode() + b"\n" for m in messages], full)
 
 
 def _result_json(frame: bytes, rid: int | str) -> str:
