@@ -299,3 +299,25 @@ def test_the_worker_dies_with_the_server(how: signal.Signals, tmp_path: Path) ->
             proc.wait()
         proc.stdin.close()
         proc.stdout.close()
+
+
+def test_with_no_cache_directory_the_worker_s_scratch_directory_is_removed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The private directory the worker wrote into is gone once the index is open (removed by the
+    iterative removal, ``trees.remove_tree``), and the index opened from it still answers."""
+    import tempfile
+
+    made: list[str] = []
+    real = tempfile.mkdtemp
+
+    def mkdtemp(*args: object, **kwargs: object) -> str:
+        made.append(real(dir=str(tmp_path), prefix="scratch-"))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    catalog = _catalog(CORPUS)
+    index = build_elsewhere(catalog, None, lambda: True)
+    assert index is not None and made
+    assert not Path(made[0]).exists()
+    assert search_result(catalog, index, QUERIES[0], 10) == _one_phase(catalog, QUERIES[:1])[0]

@@ -16,7 +16,6 @@ import logging
 import os
 import pickle
 import select
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -117,8 +116,13 @@ def build_elsewhere(
             log.warning("search index from the worker did not verify; building here")
         return index
     finally:
-        if private:
-            shutil.rmtree(where, ignore_errors=True)  # the open index keeps its descriptor
+        if private:  # the open index keeps its descriptor
+            from skill_mcp.trees import NotRemoved, remove_tree
+
+            try:
+                remove_tree(str(where))  # iterative, never follows a link: a tree of any depth goes
+            except (NotRemoved, OSError) as exc:
+                log.warning("search index worker's scratch directory not removed", extra={"why": str(exc)[:200]})
 
 
 def _run(
