@@ -333,3 +333,23 @@ def test_a_new_release_removes_what_older_rules_left_for_the_same_roots(
     assert not old.exists()
     assert other_roots.exists()
     assert theirs.exists() is owner_changed  # kept when it is someone else's; ours is superseded
+
+
+def test_entries_of_the_previous_format_under_a_good_header_are_each_a_miss(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose entries hold the format-3 listing (an object), under this format's header
+    and a good checksum: no entry is read by position, each skill is loaded from disk, and the
+    file is rewritten in this format (the next build reuses every skill)."""
+    from skill_mcp.catalog import cache as cache_module
+    from tests.catalog import reference_codec
+
+    monkeypatch.setattr(cache_module, "encode_loaded", reference_codec.encode_loaded)
+    _old, written = cached(tree, tmp_path / "c")
+    monkeypatch.undo()
+    assert written.loaded > 0
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.reused == 0 and cache.loaded == written.loaded
+    _again, fixed = cached(tree, tmp_path / "c")
+    assert fixed.reused == written.loaded and fixed.loaded == 0

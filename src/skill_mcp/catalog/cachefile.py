@@ -24,8 +24,9 @@ from skill_mcp import __version__
 
 log = logging.getLogger("skill_mcp.catalog")
 
-FORMAT = 3  # 2: stamps split in a listing tier and a file tier (a ctime in each file row); 3: the file rows
-# after the listing, parsed only when the file tier asks for them
+FORMAT = 4  # 2: stamps split in a listing tier and a file tier (a ctime in each file row); 3: the file rows
+# after the listing, parsed only when the file tier asks for them; 4: the listing an array (its fields by
+# position), SKILL.md's stamp apart from the directories'
 MAGIC = b"skill-mcp-catalog-cache"
 MAX_CACHE_BYTES = 1024 * 1024 * 1024
 HEADER_BYTES = 512
