@@ -78,23 +78,39 @@ def index(fd: int, size: int) -> tuple[dict[str, Span], dict[tuple[str, str], li
         if offset < size and not chunk:
             raise ValueError("the file is shorter than it was")
         hasher.update(chunk)
-        start = offset - len(carry)
+        start = offset - len(carry)  # the file offset of ``buffer[0]``
         offset += len(chunk)
-        lines = (carry + chunk).split(b"\n")
-        carry = lines.pop() if chunk else b""
-        for line in lines:
-            if line:
-                _index_line(line, start, skills, digests)
-            start += len(line) + 1
+        buffer = carry + chunk
+        # Each line found in place (no copy of it): only a skill's key is cut out of it.
+        at = 0
+        while True:
+            end = buffer.find(b"\n", at)
+            if end < 0:
+                break
+            if end > at:
+                _index_line(buffer, at, end, start, skills, digests)
+            at = end + 1
         if not chunk:
+            if at < len(buffer):
+                _index_line(buffer, at, len(buffer), start, skills, digests)
+            carry = b""
             break
+        carry = buffer[at:]
     if carry or hasher.hexdigest() != header.get("sha256"):
         raise ValueError("the checksum does not match")
     return skills, digests
 
 
-def _index_line(line: bytes, start: int, skills: dict[str, Span], digests: dict[tuple[str, str], list[Any]]) -> None:
-    kind, key, body = line.split(b"\t", 2)
+def _index_line(
+    buffer: bytes, at: int, end: int, start: int, skills: dict[str, Span], digests: dict[tuple[str, str], list[Any]]
+) -> None:
+    """Index the line ``buffer[at:end]`` (``buffer[0]`` is at file offset ``start``)."""
+    first = buffer.find(b"\t", at, end)
+    second = buffer.find(b"\t", first + 1, end) if first >= 0 else -1
+    if second < 0:
+        raise ValueError("a line is not three parts")
+    kind = buffer[at:first]
+    key = buffer[first + 1 : second]
     if kind == b"S":
         # A key without escapes (almost every path) is its own text between the quotes.
         name = (
@@ -104,9 +120,9 @@ def _index_line(line: bytes, start: int, skills: dict[str, Span], digests: dict[
         )
         if type(name) is not str:
             raise ValueError("a skill key is not a string")
-        skills[name] = (start + len(kind) + len(key) + 2, len(body))
+        skills[name] = (start + second + 1, end - second - 1)
     elif kind == b"D":
-        row = json.loads(body)
+        row = json.loads(buffer[second + 1 : end])
         if not (
             isinstance(row, list) and len(row) == 5 and all(type(v) is int for v in row[:4]) and isinstance(row[4], str)
         ):

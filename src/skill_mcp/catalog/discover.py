@@ -264,12 +264,14 @@ def _load_all(
     # the loop below takes each result it finds there and loads the rest itself.
     preloaded = preload(jobs_of(queue, found.reals, _inside)) if cache is None or cache.held == 0 else Preloaded()
     done = 0
+    reals, skill_mds = found.reals, found.skill_md
+    reuse = cache.reuse if cache is not None else None
     while queue:
         if progress is not None:
             progress(done, done + len(queue))
         done += 1
         found_at, root_real = queue.popleft()
-        real = found.reals.get(found_at) or os.path.realpath(found_at)
+        real = reals.get(found_at) or os.path.realpath(found_at)
         if not _inside(root_real, real):
             problems.append(
                 Problem(found_at, ProblemReason.SYMLINK_ESCAPE, f"not served: the link leads out of its root to {real}")
@@ -292,8 +294,8 @@ def _load_all(
                 )
             )
         result = (
-            cache.reuse(real, found_at, root_real, files=check_files, skill_md=found.skill_md.pop(found_at, None))
-            if cache is not None and real not in reload
+            reuse(real, found_at, root_real, files=check_files, skill_md=skill_mds.pop(found_at, None))
+            if reuse is not None and real not in reload
             else None
         )
         if result is None:
