@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -267,11 +268,29 @@ def test_other_rules_mean_another_cache_file(tmp_path: Path, monkeypatch: pytest
 
 
 def _rechecksummed(data: bytes) -> bytes:
-    """``data`` with its header's checksum made right again: a forgery the checksum cannot see."""
+    """``data`` (its lines edited) with its index and its header's checksum made right again: a
+    forgery the checksum cannot see, and whose index points at the edited lines."""
     import hashlib
 
     head, _, rest = data.partition(b"\n")
     header = json.loads(head)
+    at = len(head) + 1
+    skills: list[Any] = []
+    digests: list[Any] = []
+    lines = b""
+    for line in rest.split(b"\n"):
+        if not line or line.startswith(b"I\t"):
+            continue
+        kind, key, body = line.split(b"\t", 2)
+        if kind == b"S":
+            skills.append([json.loads(key), at + len(kind) + len(key) + 2, len(body)])
+        else:
+            digests.append([json.loads(key), json.loads(body)])
+        lines += line + b"\n"
+        at += len(line) + 1
+    block = json.dumps({"skills": skills, "digests": digests}).encode()
+    rest = lines + b"I\t" + block + b"\n"
+    header["index"] = [at + 2, len(block)]
     header["sha256"] = hashlib.sha256(rest).hexdigest()
     return json.dumps(header).encode().ljust(len(head)) + b"\n" + rest
 
@@ -353,3 +372,59 @@ def test_entries_of_the_previous_format_under_a_good_header_are_each_a_miss(
     assert cache.reused == 0 and cache.loaded == written.loaded
     _again, fixed = cached(tree, tmp_path / "c")
     assert fixed.reused == written.loaded and fixed.loaded == 0
+
+
+def _with_index(data: bytes, edit: Any) -> bytes:
+    """``data`` with its index block (the last line) as ``edit`` leaves it, under a good checksum
+    and a header that points at it: a forgery only the index's own checks can see."""
+    import hashlib
+
+    head, _, rest = data.partition(b"\n")
+    header = json.loads(head)
+    start, _length = header["index"]
+    block = json.loads(data[start : start + _length])
+    edited = edit(header, block)
+    text = json.dumps(edited).encode()
+    rest = data[len(head) + 1 : start] + text + b"\n"
+    header["index"] = [start, len(text)] if "index" in header else None
+    if header["index"] is None:
+        del header["index"]
+    header["sha256"] = hashlib.sha256(rest).hexdigest()
+    return json.dumps(header).encode().ljust(len(head)) + b"\n" + rest
+
+
+def _swap_two(_header: dict[str, Any], block: dict[str, Any]) -> Any:
+    rows = block["skills"]
+    rows[0][1:], rows[1][1:] = rows[1][1:], rows[0][1:]
+    return block
+
+
+def _no_index(header: dict[str, Any], block: dict[str, Any]) -> Any:
+    del header["index"]
+    return block
+
+
+INDEX_FORGERIES: dict[str, tuple[Any, int | None]] = {
+    # (the edit, how many skills are then loaded from disk: None for the whole file discarded)
+    "two-spans-swapped": (_swap_two, 2),
+    "a-span-past-the-entries": (lambda _h, b: {**b, "skills": [[b["skills"][0][0], 10**9, 5], *b["skills"][1:]]}, None),
+    "a-row-of-another-shape": (lambda _h, b: {**b, "skills": [b["skills"][0][:2], *b["skills"][1:]]}, None),
+    "not-a-mapping": (lambda _h, b: [b], None),
+    "no-index-in-the-header": (_no_index, None),
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(INDEX_FORGERIES))
+def test_a_forged_index_under_a_good_checksum_costs_its_entries_or_the_file_never_a_wrong_answer(
+    tree: Path, tmp_path: Path, forgery: str
+) -> None:
+    _first, written = cached(tree, tmp_path / "c")
+    path = _cache(tree, tmp_path / "c").path
+    edit, misses = INDEX_FORGERIES[forgery]
+    path.write_bytes(_with_index(path.read_bytes(), edit))
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    if misses is None:
+        assert cache.held == 0 and cache.reused == 0 and cache.loaded == written.loaded
+    else:
+        assert cache.loaded == misses and cache.reused == written.loaded - misses

@@ -38,6 +38,17 @@ def _stamp_set(stamps: Any) -> set[tuple[Any, ...]]:
     return {tuple(s) for s in stamps}
 
 
+def _stamps(skill_md: Any, stamps: Any) -> Any:
+    """The stamps as format 3 held them, SKILL.md's among the others (neither decode reads them,
+    so a forged value is kept as it is)."""
+    if skill_md is None:
+        return stamps
+    try:
+        return [["SKILL.md", *skill_md], *stamps]
+    except TypeError:
+        return [skill_md, stamps]
+
+
 def as_object(listing: list[Any]) -> dict[str, Any]:
     """The format-3 object holding the fields of a format-4 listing (an array of ``LISTING``'s
     length, whose skill is null or an array of ``SKILL_FIELDS``' length), SKILL.md's stamp back
@@ -46,7 +57,7 @@ def as_object(listing: list[Any]) -> dict[str, Any]:
     return {
         "at": at,
         "root": root,
-        "stamps": stamps if skill_md is None else [["SKILL.md", *skill_md], *stamps],
+        "stamps": _stamps(skill_md, stamps),
         "skill": None if skill is None else dict(zip(SKILL_FIELDS, skill, strict=True)),
         "problems": problems,
         "nested": nested,

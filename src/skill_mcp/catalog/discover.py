@@ -23,6 +23,7 @@ import os
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,10 @@ MAX_DEPTH = 4
 # ``skillmcp`` configuration's ``--packs-root .``) holds many directories that are neither skills nor packs; the
 # budget bounds the time the first request pays for them.
 PACK_SEARCH_BUDGET = 4096
+
+
+_SLASH_SKILL_MD = f"/{SKILL_MD}"
+_entry_name = attrgetter("name")
 
 
 def _join(directory: str, name: str) -> str:
@@ -123,7 +128,7 @@ class _Walk:
     def children(self, directory: str) -> list[os.DirEntry[str]] | None:
         try:
             with os.scandir(directory) as it:
-                return sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+                return sorted((e for e in it if not e.name.startswith(".")), key=_entry_name)
         except OSError as exc:
             self.problems.append(Problem(directory, ProblemReason.UNREADABLE, f"cannot be read: {exc.strerror}"))
             return None
@@ -137,16 +142,26 @@ class _Walk:
         if self.has_skill_md(container):
             return [container]
         found: list[str] = []
+        # ``_join(container, name)`` and ``_join(container_real, name)``, their heads made once;
+        # and ``has_skill_md`` inline: one pass per entry of a root that holds thousands.
+        head, head_real = _join(container, ""), _join(container_real, "")
+        reals, skill_md, lstat = self.reals, self.skill_md, os.lstat
         for entry in self.children(container) or ():
-            child = _join(container, entry.name)
+            name = entry.name
+            child = head + name
             try:
                 if not entry.is_dir():
                     continue
                 if not entry.is_symlink():
-                    self.reals[child] = _join(container_real, entry.name)
+                    reals[child] = head_real + name
             except OSError:
                 continue
-            if self.has_skill_md(child):
+            try:
+                st = lstat(child + _SLASH_SKILL_MD)
+            except OSError:
+                st = None
+            if st is not None:
+                skill_md[child] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                 found.append(child)
             elif depth < MAX_DEPTH - 1 and (entry.name in CONTAINER_NAMES or _has_pack(child)):
                 found.extend(self.candidates(child, depth + 1))
