@@ -280,6 +280,7 @@ def _load_all(
     preloaded = preload(jobs_of(queue, found.reals, _inside)) if cache is None or cache.held == 0 else Preloaded()
     done = 0
     reals, skill_mds = found.reals, found.skill_md
+    root_heads: dict[str, str] = {}  # each root's real path with its trailing slash, made once
     reuse = cache.reuse if cache is not None else None
     while queue:
         if progress is not None:
@@ -287,7 +288,10 @@ def _load_all(
         done += 1
         found_at, root_real = queue.popleft()
         real = reals.get(found_at) or os.path.realpath(found_at)
-        if not _inside(root_real, real):
+        head = root_heads.get(root_real)
+        if head is None:
+            head = root_heads[root_real] = _join(root_real, "")
+        if real != root_real and not real.startswith(head):  # ``_inside(root_real, real)``
             problems.append(
                 Problem(found_at, ProblemReason.SYMLINK_ESCAPE, f"not served: the link leads out of its root to {real}")
             )
@@ -295,9 +299,14 @@ def _load_all(
         if real in seen:
             continue
         seen.add(real)
-        # ``os.path.basename`` of each, without two calls per skill.
-        real_name = real[real.rfind("/") + 1 :]
-        if found_at[found_at.rfind("/") + 1 :] != real_name and found_at != root_real:
+        # ``os.path.basename`` of each compared, without two calls per skill: a path ending in
+        # ``/<name>`` has that basename (the slices only for a path without that ending).
+        tail = real[real.rfind("/") :]
+        if (
+            not found_at.endswith(tail)
+            and found_at[found_at.rfind("/") + 1 :] != (real_name := tail[1:])
+            and found_at != root_real
+        ):
             problems.append(
                 Problem(
                     found_at,
@@ -324,7 +333,8 @@ def _load_all(
                 result = load_skill(directory, directory if found_at == real else Path(found_at), root)
             if cache is not None:
                 cache.record(real, found_at, root_real, result)
-        problems.extend(result.problems)
+        if result.problems:
+            problems.extend(result.problems)
         skill = result.skill
         if skill is not None:
             enclosing = nested_in.get(found_at)
