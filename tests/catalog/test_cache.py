@@ -428,3 +428,50 @@ def test_a_forged_index_under_a_good_checksum_costs_its_entries_or_the_file_neve
         assert cache.held == 0 and cache.reused == 0 and cache.loaded == written.loaded
     else:
         assert cache.loaded == misses and cache.reused == written.loaded - misses
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # JSON nested past the interpreter's recursion limit
+
+
+def test_json_nested_past_the_recursion_limit_is_a_miss_never_an_error(tree: Path, tmp_path: Path) -> None:
+    """Under a good checksum: a listing so nested that decoding it overflows the recursion limit
+    costs its skill; file rows so nested fail that skill's file tier (read from disk again); an
+    index so nested costs the file."""
+    cached(tree, tmp_path / "c")
+    path = _cache(tree, tmp_path / "c").path
+    data = path.read_bytes()
+    line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
+    kind, real, _listing, frontmatter, _rows = line.split(b"\t", 4)
+    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, DEEP, frontmatter, _rows)))))
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.loaded == 1 and cache.reused >= 3
+
+    data = path.read_bytes()
+    line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
+    kind, real, listing, frontmatter, _rows = line.split(b"\t", 4)
+    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, listing, frontmatter, DEEP)))))
+    after, cache = cached(tree, tmp_path / "c")  # both tiers checked: the rows are parsed now
+    same(after, cold(tree))
+    assert cache.loaded == 1 and cache.reused >= 3
+
+    data = path.read_bytes()
+    head, _, _rest = data.partition(b"\n")
+    start, length = json.loads(head)["index"]
+    forged = data[:start] + DEEP + data[start + length :]
+    header = json.loads(head)
+    header["index"] = [start, len(DEEP)]
+    path.write_bytes(_rechecksummed_raw(json.dumps(header).encode().ljust(len(head)) + b"\n" + forged[len(head) + 1 :]))
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.held == 0 and cache.reused == 0
+
+
+def _rechecksummed_raw(data: bytes) -> bytes:
+    """``data`` with only its header's checksum made right (its index left as it is)."""
+    import hashlib
+
+    head, _, rest = data.partition(b"\n")
+    header = json.loads(head)
+    header["sha256"] = hashlib.sha256(rest).hexdigest()
+    return json.dumps(header).encode().ljust(len(head)) + b"\n" + rest

@@ -96,7 +96,11 @@ def index(fd: int, size: int) -> tuple[dict[str, Span], dict[tuple[str, str], li
     block = os.pread(fd, where[1], where[0])
     if len(block) != where[1] or os.pread(fd, 3, where[0] - 2) != b"I\t" + block[:1]:
         raise ValueError("the index is not where a file of this format has it")
-    return _read_index(json.loads(block), where[0])
+    try:
+        read = json.loads(block)
+    except RecursionError:  # nested past the interpreter's depth: not an index this code writes
+        raise ValueError("the index is not JSON of its shape") from None
+    return _read_index(read, where[0])
 
 
 def _read_index(block: Any, end: int) -> tuple[dict[str, Span], dict[tuple[str, str], list[Any]]]:

@@ -135,7 +135,7 @@ def listing_at(window: bytes, start: int, end: int) -> tuple[list[Any], bytes, b
     text = window[start:first].decode("utf-8")
     try:
         listing, at = _SCAN(text, 0)
-    except StopIteration:
+    except (StopIteration, RecursionError):  # not JSON, or nested past the interpreter's depth
         raise ValueError("an entry is not JSON") from None
     if at != len(text) or type(listing) is not list or len(listing) != len(LISTING):
         raise ValueError("an entry is not one JSON array of a listing's fields")
