@@ -227,11 +227,12 @@ def test_a_forged_or_damaged_listing_is_refused_exactly_where_the_reference_refu
 
 
 def test_a_planted_bug_in_the_fast_decode_is_caught(tmp_path: Path, monkeypatch: Any) -> None:
-    """Negative control: the fast decode with the type check of ``tags`` dropped disagrees with
-    the reference on a forged entry the comparison above would draw."""
+    """Negative control: the fast decode with the type check of a list of strings dropped
+    (``missing``, the scripts declared and not served) disagrees with the reference on a forged
+    entry the comparison above would draw."""
     real, root_real, entry, frontmatter, rows = next(c for c in _corpus(tmp_path) if c[2][4] is not None)
     forged = copy.deepcopy(entry)
-    forged[4][SKILL_FIELDS.index("tags")] = [1, 2]
+    forged[4][SKILL_FIELDS.index("missing")] = [1, 2]
     assert _agree(codec.decode_loaded, (real, root_real, forged, frontmatter, rows))
     monkeypatch.setattr(codec, "_strs", lambda values: tuple(values))
     assert not _agree(codec.decode_loaded, (real, root_real, forged, frontmatter, rows))

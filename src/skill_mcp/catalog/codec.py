@@ -223,6 +223,13 @@ if set(Skill.__slots__) != set(_SKILL_SLOTS):  # pragma: no cover - a field adde
     _uri_prefix,
 ) = (getattr(Skill, slot).__set__ for slot in _SKILL_SLOTS)
 _new_skill = object.__new__
+# ``Loaded`` the same way: five fields, made once per cached skill.
+_LOADED_SLOTS = ("skill", "problems", "nested", "stamps", "stampable")
+if set(Loaded.__slots__) != set(_LOADED_SLOTS):  # pragma: no cover - a field added to Loaded and not here
+    raise ImportError("catalog.codec does not make every field of Loaded")
+_loaded_skill, _loaded_problems, _loaded_nested, _loaded_stamps, _loaded_stampable = (
+    getattr(Loaded, slot).__set__ for slot in _LOADED_SLOTS
+)
 
 
 def _decode_skill(
@@ -249,9 +256,15 @@ def _decode_skill(
         raise TypeError("a listing field has the wrong type")
     files = CachedFiles(rows, count, skill_md=skill_md)
     decl = None if declaration is None else _decode_declaration(declaration)
-    missing_scripts = _strs(missing)
+    # ``_strs`` of each, inline: most skills declare no script and carry a few tags.
+    if type(missing) is not list or type(tags) is not list:
+        raise TypeError("expected a list of strings")
+    missing_scripts = _strs(missing) if missing else ()
     rule = None if excluded is None else ExtensionRule(excluded)
-    tag_values = _strs(tags)
+    for tag in tags:
+        if type(tag) is not str:
+            raise TypeError("expected a list of strings")
+    tag_values = tuple(tags)
     directory = path_under(root, root_real, real)
     name = real[real.rfind("/") + 1 :]  # ``directory.name``: a resolved path has no trailing slash
     skill = _new_skill(Skill)
@@ -310,10 +323,13 @@ def decode_loaded(
             if type(n) is not str:
                 raise TypeError("expected a string")
         nested_paths = tuple(Path(n) for n in nested)
-    return Loaded(
+    loaded = _new_skill(Loaded)
+    _loaded_skill(
+        loaded,
         None if raw is None else _decode_skill(raw, frontmatter, rows, real, found_at, root, root_real, skill_md),
-        problems,
-        nested_paths,
-        (),
-        True,
     )
+    _loaded_problems(loaded, problems)
+    _loaded_nested(loaded, nested_paths)
+    _loaded_stamps(loaded, ())
+    _loaded_stampable(loaded, True)
+    return loaded

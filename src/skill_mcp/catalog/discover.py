@@ -23,6 +23,7 @@ import os
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -250,8 +251,10 @@ def _discover(settings: Settings) -> _Found:
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill. The walk
         # knows the real path of every candidate that is not a link (no lstat needed here).
-        candidates.sort(key=lambda path: path not in walk.reals)
-        found.queue.extend((path, root_real) for path in candidates)
+        # (A root without links, the common case, is already in that order.)
+        if not all(map(walk.reals.__contains__, candidates)):
+            candidates.sort(key=lambda path: path not in walk.reals)
+        found.queue.extend(zip(candidates, repeat(root_real)))
     return found
 
 
