@@ -14,9 +14,11 @@ import copy
 import json
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -236,3 +238,16 @@ def test_a_planted_bug_in_the_fast_decode_is_caught(tmp_path: Path, monkeypatch:
     assert _agree(codec.decode_loaded, (real, root_real, forged, frontmatter, rows))
     monkeypatch.setattr(codec, "_strs", lambda values: tuple(values))
     assert not _agree(codec.decode_loaded, (real, root_real, forged, frontmatter, rows))
+
+
+def test_skill_md_stamped_twice_with_different_values_is_never_written(tmp_path: Path) -> None:
+    """The previous format wrote such an entry, which could never hold (one of the two stamps
+    differs from any ``lstat``); this one does not write it. The same stamp twice is kept once."""
+    real, root_real, *_ = next(c for c in _corpus(tmp_path) if c[2][4] is not None)
+    loaded = load_skill(Path(real), Path(real), Path(root_real))
+    skill_md = next(s for s in loaded.stamps if s[0] == "SKILL.md")
+    twice = replace(loaded, stamps=(*loaded.stamps, skill_md))
+    assert split_entry(encode_loaded(twice, real, root_real)) == split_entry(encode_loaded(loaded, real, root_real))
+    changed = replace(loaded, stamps=(*loaded.stamps, (*skill_md[:4], skill_md[4] + 1)))
+    with pytest.raises(ValueError):
+        encode_loaded(changed, real, root_real)

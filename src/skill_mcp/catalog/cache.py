@@ -169,9 +169,10 @@ class CatalogCache:
         return window[start:end]
 
     def _entry(self, span: Span) -> tuple[bytes, int, int]:
-        """Where one entry's bytes are: a window of the file, and the entry's start and end in it. Read ahead by ``READ_AHEAD`` bytes: a build asks for entries in
-        about the order they were written (discovery's), so one ``pread`` serves a few hundred
-        of them; memory stays one window, not the file."""
+        """Where one entry's bytes are: a window of the file, and the entry's start and end in it
+        (the caller reads the entry there, without a copy of it). Read ahead by ``READ_AHEAD``
+        bytes: a build asks for entries in about the order they were written (discovery's), so
+        one ``pread`` serves a few hundred of them; memory stays one window, not the file."""
         assert self._fd is not None  # spans exist only for a file that was opened
         offset, length = span
         start = offset - self._window_at

@@ -70,12 +70,13 @@ def _dumps(value: Any) -> bytes:
 
 def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
     """The cache entry of ``loaded``: its listing, its frontmatter and its file rows. Its stamps are split in
-    two tiers: the listing's ``stamps`` hold the listing tier (the skill directory, every
-    directory walked, SKILL.md as read), which a warm build checks; every other served file's
-    stamp rides in its file row (its ctime beside the record's inode, size and mtime), which
-    ``catalog.filetier`` checks before an answer carries a fact about that skill's files, and
-    which a warm build therefore need not even parse (``CachedFiles``). ``ValueError`` when a
-    served file has no stamp that agrees with its record (never written then)."""
+    two tiers: the listing's ``skill_md`` and ``stamps`` hold the listing tier (SKILL.md as read;
+    the skill directory and every directory walked), which a warm build checks; every other
+    served file's stamp rides in its file row (its ctime beside the record's inode, size and
+    mtime), which ``catalog.filetier`` checks before an answer carries a fact about that skill's
+    files, and which a warm build therefore need not even parse (``CachedFiles``). ``ValueError``
+    when a served file has no stamp that agrees with its record, or SKILL.md was stamped twice
+    with different values (never written then: such an entry could never hold)."""
     # Stamps taken twice (before the read and again by the walk) are kept once when equal.
     stamps = list(dict.fromkeys(loaded.stamps))
     skill = loaded.skill
@@ -178,8 +179,8 @@ def _decode_declaration(raw: Any) -> Declaration:
 
 # ``Skill`` made field by field through its slots, as its ``__init__`` would make it (its
 # ``__post_init__``'s two derived fields included, from text the decode already holds): a frozen
-# dataclass's ``__init__`` sets each of its nineteen fields through ``object.__setattr__``, and
-# its ``__post_init__`` formats the directory's ``Path`` back to text, a third of a record's
+# dataclass's ``__init__`` sets each of its seventeen fields through ``object.__setattr__``, and
+# its ``__post_init__`` formats the directory's ``Path`` back to text: about a third of a record's
 # decode. ``test_codec_differential`` holds every field, derived ones included, to the records
 # the constructor makes.
 _SKILL_SLOTS = (

@@ -293,7 +293,7 @@ def _load_all(
         real = reals.get(found_at) or os.path.realpath(found_at)
         head = root_heads.get(root_real)
         if head is None:
-            head = root_heads[root_real] = _join(root_real, "")
+            head = root_heads[root_real] = root_real if root_real.endswith("/") else root_real + "/"
         if real != root_real and not real.startswith(head):  # ``_inside(root_real, real)``
             problems.append(
                 Problem(found_at, ProblemReason.SYMLINK_ESCAPE, f"not served: the link leads out of its root to {real}")
