@@ -1,13 +1,17 @@
-"""``catalog.codec``'s decode of a cache entry's listing as it was before its fast path: the
-reference the differential test (``test_codec_differential.py``) holds the fast decode to (the
-same ``Loaded``, or a refusal for the same entries)."""
+"""``catalog.codec`` as it was before its fast paths: the decode of a cache entry's listing (an
+object then, format 3), the reference the differential test (``test_codec_differential.py``)
+holds the fast decode to (the same ``Loaded``, or a refusal for the same entries); and the
+encoder of that format (``encode_loaded``), which the same test holds the array listing's
+encoder to, field by field (``as_object``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp
+from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp, frontmatter_text
+from skill_mcp.catalog.files import SKILL_MD
 from skill_mcp.catalog.skill import Loaded
 from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
@@ -116,3 +120,77 @@ def decode_loaded(
         (),
         True,
     )
+
+
+# The encoder of format 3 (the listing a JSON object), as ``catalog.codec`` had it.
+
+
+def _declaration(d: Declaration | None) -> Any:
+    if d is None:
+        return None
+    return {
+        "version": d.version,
+        "run": [[r.script, r.interpreter, list(r.env), r.timeout, r.description] for r in d.run],
+        "env": [[e.name, e.secret] for e in d.env],
+        "egress": list(d.egress),
+    }
+
+
+def _skill(skill: Skill | None) -> Any:
+    if skill is None:
+        return None
+    return {
+        "desc": skill.description,
+        "off": skill.body_offset,
+        "n": len(skill.files),
+        "decl": _declaration(skill.declaration),
+        "missing": list(skill.missing_scripts),
+        "excluded": None if skill.skills_list_excluded is None else str(skill.skills_list_excluded),
+        "tags": list(skill.tags),
+        "phase": skill.phase,
+        "pack": skill.pack,
+    }
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
+    stamps = list(dict.fromkeys(loaded.stamps))
+    skill = loaded.skill
+    served = {f.rel: f for f in skill.files} if skill is not None else {}
+    listing: list[Any] = []
+    ctimes: dict[str, int] = {}
+    for s in stamps:
+        rel = s[0]
+        f = served.get(rel)
+        if f is None or rel == SKILL_MD:
+            listing.append(list(s))
+            if f is None:
+                continue
+        if (f.ino, f.size, f.mtime_ns) != s[1:4] or ctimes.setdefault(rel, s[4]) != s[4]:
+            raise ValueError(f"the stamp of {rel} disagrees with its record")
+    if served.keys() - ctimes.keys():
+        raise ValueError("a served file has no stamp")
+    rows = [] if skill is None else [[f.rel, f.size, f.mtime_ns, f.ino, ctimes[f.rel]] for f in skill.files]
+    head = {
+        "at": found_at,
+        "root": root_real,
+        "stamps": listing,
+        "skill": _skill(skill),
+        "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
+        "nested": [str(n) for n in loaded.nested],
+    }
+    frontmatter = b"{}" if skill is None else frontmatter_text(skill.frontmatter)
+    return b"\t".join((_dumps(head), frontmatter, _dumps(rows)))
+
+
+def split_entry(body: bytes) -> tuple[dict[str, Any], bytes, bytes]:
+    parts = body.split(b"\t")
+    if len(parts) != 3:
+        raise ValueError("an entry is not three parts")
+    entry = json.loads(parts[0])
+    if type(entry) is not dict:
+        raise ValueError("an entry is not one JSON object")
+    return entry, parts[1], parts[2]

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -267,11 +268,29 @@ def test_other_rules_mean_another_cache_file(tmp_path: Path, monkeypatch: pytest
 
 
 def _rechecksummed(data: bytes) -> bytes:
-    """``data`` with its header's checksum made right again: a forgery the checksum cannot see."""
+    """``data`` (its lines edited) with its index and its header's checksum made right again: a
+    forgery the checksum cannot see, and whose index points at the edited lines."""
     import hashlib
 
     head, _, rest = data.partition(b"\n")
     header = json.loads(head)
+    at = len(head) + 1
+    skills: list[Any] = []
+    digests: list[Any] = []
+    lines = b""
+    for line in rest.split(b"\n"):
+        if not line or line.startswith(b"I\t"):
+            continue
+        kind, key, body = line.split(b"\t", 2)
+        if kind == b"S":
+            skills.append([json.loads(key), at + len(kind) + len(key) + 2, len(body)])
+        else:
+            digests.append([json.loads(key), json.loads(body)])
+        lines += line + b"\n"
+        at += len(line) + 1
+    block = json.dumps({"skills": skills, "digests": digests}).encode()
+    rest = lines + b"I\t" + block + b"\n"
+    header["index"] = [at + 2, len(block)]
     header["sha256"] = hashlib.sha256(rest).hexdigest()
     return json.dumps(header).encode().ljust(len(head)) + b"\n" + rest
 
@@ -333,3 +352,126 @@ def test_a_new_release_removes_what_older_rules_left_for_the_same_roots(
     assert not old.exists()
     assert other_roots.exists()
     assert theirs.exists() is owner_changed  # kept when it is someone else's; ours is superseded
+
+
+def test_entries_of_the_previous_format_under_a_good_header_are_each_a_miss(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose entries hold the format-3 listing (an object), under this format's header
+    and a good checksum: no entry is read by position, each skill is loaded from disk, and the
+    file is rewritten in this format (the next build reuses every skill)."""
+    from skill_mcp.catalog import cache as cache_module
+    from tests.catalog import reference_codec
+
+    monkeypatch.setattr(cache_module, "encode_loaded", reference_codec.encode_loaded)
+    _old, written = cached(tree, tmp_path / "c")
+    monkeypatch.undo()
+    assert written.loaded > 0
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.reused == 0 and cache.loaded == written.loaded
+    _again, fixed = cached(tree, tmp_path / "c")
+    assert fixed.reused == written.loaded and fixed.loaded == 0
+
+
+def _with_index(data: bytes, edit: Any) -> bytes:
+    """``data`` with its index block (the last line) as ``edit`` leaves it, under a good checksum
+    and a header that points at it: a forgery only the index's own checks can see."""
+    import hashlib
+
+    head, _, rest = data.partition(b"\n")
+    header = json.loads(head)
+    start, _length = header["index"]
+    block = json.loads(data[start : start + _length])
+    edited = edit(header, block)
+    text = json.dumps(edited).encode()
+    rest = data[len(head) + 1 : start] + text + b"\n"
+    header["index"] = [start, len(text)] if "index" in header else None
+    if header["index"] is None:
+        del header["index"]
+    header["sha256"] = hashlib.sha256(rest).hexdigest()
+    return json.dumps(header).encode().ljust(len(head)) + b"\n" + rest
+
+
+def _swap_two(_header: dict[str, Any], block: dict[str, Any]) -> Any:
+    rows = block["skills"]
+    rows[0][1:], rows[1][1:] = rows[1][1:], rows[0][1:]
+    return block
+
+
+def _no_index(header: dict[str, Any], block: dict[str, Any]) -> Any:
+    del header["index"]
+    return block
+
+
+INDEX_FORGERIES: dict[str, tuple[Any, int | None]] = {
+    # (the edit, how many skills are then loaded from disk: None for the whole file discarded)
+    "two-spans-swapped": (_swap_two, 2),
+    "a-span-past-the-entries": (lambda _h, b: {**b, "skills": [[b["skills"][0][0], 10**9, 5], *b["skills"][1:]]}, None),
+    "a-row-of-another-shape": (lambda _h, b: {**b, "skills": [b["skills"][0][:2], *b["skills"][1:]]}, None),
+    "not-a-mapping": (lambda _h, b: [b], None),
+    "no-index-in-the-header": (_no_index, None),
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(INDEX_FORGERIES))
+def test_a_forged_index_under_a_good_checksum_costs_its_entries_or_the_file_never_a_wrong_answer(
+    tree: Path, tmp_path: Path, forgery: str
+) -> None:
+    _first, written = cached(tree, tmp_path / "c")
+    path = _cache(tree, tmp_path / "c").path
+    edit, misses = INDEX_FORGERIES[forgery]
+    path.write_bytes(_with_index(path.read_bytes(), edit))
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    if misses is None:
+        assert cache.held == 0 and cache.reused == 0 and cache.loaded == written.loaded
+    else:
+        assert cache.loaded == misses and cache.reused == written.loaded - misses
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # JSON nested past the interpreter's recursion limit
+
+
+def test_json_nested_past_the_recursion_limit_is_a_miss_never_an_error(tree: Path, tmp_path: Path) -> None:
+    """Under a good checksum: a listing so nested that decoding it overflows the recursion limit
+    costs its skill; file rows so nested fail that skill's file tier (read from disk again); an
+    index so nested costs the file."""
+    cached(tree, tmp_path / "c")
+    path = _cache(tree, tmp_path / "c").path
+    data = path.read_bytes()
+    line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
+    kind, real, _listing, frontmatter, _rows = line.split(b"\t", 4)
+    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, DEEP, frontmatter, _rows)))))
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.loaded == 1 and cache.reused >= 3
+
+    data = path.read_bytes()
+    line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
+    kind, real, listing, frontmatter, _rows = line.split(b"\t", 4)
+    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, listing, frontmatter, DEEP)))))
+    after, cache = cached(tree, tmp_path / "c")  # both tiers checked: the rows are parsed now
+    same(after, cold(tree))
+    assert cache.loaded == 1 and cache.reused >= 3
+
+    data = path.read_bytes()
+    head, _, _rest = data.partition(b"\n")
+    start, length = json.loads(head)["index"]
+    forged = data[:start] + DEEP + data[start + length :]
+    header = json.loads(head)
+    header["index"] = [start, len(DEEP)]
+    path.write_bytes(_rechecksummed_raw(json.dumps(header).encode().ljust(len(head)) + b"\n" + forged[len(head) + 1 :]))
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.held == 0 and cache.reused == 0
+
+
+def _rechecksummed_raw(data: bytes) -> bytes:
+    """``data`` with only its header's checksum made right (its index left as it is)."""
+    import hashlib
+
+    head, _, rest = data.partition(b"\n")
+    header = json.loads(head)
+    header["sha256"] = hashlib.sha256(rest).hexdigest()
+    return json.dumps(header).encode().ljust(len(head)) + b"\n" + rest

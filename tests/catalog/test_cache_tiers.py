@@ -29,6 +29,7 @@ from skill_mcp.catalog.cached import CachedFiles
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.catalog.lazy import LazyCatalog
 from skill_mcp.config import Settings, load_settings
+from tests.catalog.test_cache import _rechecksummed
 from tests.helpers import write_skill
 from tests.integration.harness import directory_read, skills_get, skills_list
 
@@ -192,15 +193,6 @@ def same_tick(root: Path) -> None:
     now = path.stat()
     assert (now.st_ino, now.st_size, now.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
     assert now.st_ctime_ns != before.st_ctime_ns
-
-
-def _rechecksummed(data: bytes) -> bytes:
-    import hashlib
-
-    head, _, rest = data.partition(b"\n")
-    header = json.loads(head)
-    header["sha256"] = hashlib.sha256(rest).hexdigest()
-    return json.dumps(header).encode().ljust(len(head)) + b"\n" + rest
 
 
 def forge(cache: Path) -> None:

@@ -146,6 +146,7 @@ def test_the_search_key_changes_with_the_stamp_the_build_checked(tree: Path, tmp
         b'{"at":"x"}\t{}\t[]\t[]',
         b'{"at":"x"} [1]\t{}\t[]',
         b"[1,2]\t{}\t[]",
+        b'["x","/r",null,[],null,[],[],[]]\t{}\t[]',
         b'"x"\t{}\t[]',
         b'{"at":\t{}\t[]',
         b"\t{}\t[]",
@@ -158,8 +159,18 @@ def test_an_entry_this_code_never_writes_is_refused(body: bytes) -> None:
 
 
 def test_an_entry_as_written_splits_in_its_listing_frontmatter_and_rows() -> None:
-    entry, frontmatter, rows = split_entry(b'{"at":"x","n":[1]}\t{"name":"x"}\t[["SKILL.md",1,2,3,4]]')
-    assert entry == {"at": "x", "n": [1]} and frontmatter == b'{"name":"x"}' and rows == b'[["SKILL.md",1,2,3,4]]'
+    listing, frontmatter, rows = split_entry(
+        b'["x","/r",[1,2,3,4],[],null,[],[]]\t{"name":"x"}\t[["SKILL.md",1,2,3,4]]'
+    )
+    assert listing == ["x", "/r", [1, 2, 3, 4], [], None, [], []]
+    assert frontmatter == b'{"name":"x"}' and rows == b'[["SKILL.md",1,2,3,4]]'
+
+
+def test_a_listing_of_the_previous_format_is_refused() -> None:
+    """Format 3 wrote the listing as an object; its file has another name and header, and an
+    entry of it under this header is still refused, not read by position."""
+    with pytest.raises(ValueError):
+        split_entry(b'{"at":"x","root":"/r","stamps":[],"skill":null,"problems":[],"nested":[]}\t{}\t[]')
 
 
 FRONTMATTER_DAMAGE = {

@@ -30,9 +30,24 @@ def build_and_look():
 if sys.argv[2] == "disabled-before":
     gc.disable()
 frozen_before = gc.get_freeze_count()
-catalog = kept_for_life(build_and_look)
+# Collections started between the build's return and kept_for_life's return: none may walk
+# the records the build made.
+marks = {}
+after_build = []
+gc.callbacks.append(lambda phase, info: after_build.append(info) if phase == "start" and marks else None)
+ballast = []
+
+def build_then_mark():
+    catalog = build_and_look()
+    # Live objects past the youngest generation's threshold, as a large catalog leaves.
+    ballast.extend([] for _ in range(5 * gc.get_threshold()[0]))
+    marks["built"] = True
+    return catalog
+
+catalog = kept_for_life(build_then_mark)
 out = {"skills": sorted(catalog.skills), "enabled_after": gc.isenabled(),
-       "frozen_grew": gc.get_freeze_count() > frozen_before, **seen}
+       "frozen_grew": gc.get_freeze_count() > frozen_before,
+       "collections_after_build": len(after_build), **seen}
 # Concurrent first callers share one build.
 results = []
 threads = [threading.Thread(target=lambda: results.append(lazy())) for _ in range(4)]
@@ -58,6 +73,7 @@ def test_the_collector_pauses_for_the_build_and_the_records_are_frozen_after(tmp
     assert seen["skills"] == ["alpha", "beta"] and seen["one_build"]
     assert seen["enabled_during_build"] is False
     assert seen["enabled_after"] is True and seen["frozen_grew"] is True
+    assert seen["collections_after_build"] == 0
 
 
 def test_a_collector_someone_else_turned_off_stays_off(tmp_path: Path) -> None:

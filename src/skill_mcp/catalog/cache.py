@@ -56,9 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp import __version__
-from skill_mcp.catalog.cached import CachedFiles, Stamp
+from skill_mcp.catalog.cached import CachedFiles
 from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned, remove_superseded
-from skill_mcp.catalog.codec import decode_loaded, encode_loaded, split_entry
+from skill_mcp.catalog.codec import decode_loaded, encode_loaded, listing_at
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import SKILL_MD, file_digest
 from skill_mcp.catalog.filetier import files_hold
@@ -99,30 +99,16 @@ def cache_file(cache_dir: Path, roots_real: Iterable[str]) -> Path:
     return cache_dir / f"catalog-{where}-{code_fingerprint()[:24]}.v{FORMAT}"
 
 
-def stamps_hold(base: str, stamps: Iterable[Any], skill_md: tuple[int, int, int, int] | None = None) -> bool:
-    """True when every stamped path under ``base`` is, by ``lstat``, what it was; ``skill_md`` is
-    what an ``lstat`` of SKILL.md this build already took (discovery's) saw: inode, size, mtime
-    and ctime, used for its stamps."""
+def stamps_hold(base: str, stamps: Iterable[Any]) -> bool:
+    """True when every stamped path under ``base`` is, by ``lstat``, what it was."""
     for rel, ino, size, mtime_ns, ctime_ns in stamps:
-        if rel == SKILL_MD and skill_md is not None:
-            if skill_md != (ino, size, mtime_ns, ctime_ns):
-                return False
-            continue
         try:
             st = os.lstat(f"{base}/{rel}" if rel else base)
         except OSError:
             return False
-        if (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (ino, size, mtime_ns, ctime_ns):
+        if st.st_ino != ino or st.st_size != size or st.st_mtime_ns != mtime_ns or st.st_ctime_ns != ctime_ns:
             return False
     return True
-
-
-def _skill_md(stamps: list[Any]) -> Stamp | None:
-    """The stamp of SKILL.md among an entry's listing-tier stamps (which ``stamps_hold`` found holding)."""
-    for rel, ino, size, mtime_ns, ctime_ns in stamps:
-        if rel == SKILL_MD:
-            return ino, size, mtime_ns, ctime_ns
-    return None
 
 
 def racy(ctime_ns: int, t0_ns: int) -> bool:
@@ -178,19 +164,24 @@ class CatalogCache:
         return root
 
     def _body(self, span: Span) -> bytes:
-        """The bytes of one entry. Read ahead by ``READ_AHEAD`` bytes: a build asks for entries in
-        about the order they were written (discovery's), so one ``pread`` serves a few hundred
-        of them; memory stays one window, not the file."""
+        """The bytes of one entry."""
+        window, start, end = self._entry(span)
+        return window[start:end]
+
+    def _entry(self, span: Span) -> tuple[bytes, int, int]:
+        """Where one entry's bytes are: a window of the file, and the entry's start and end in it
+        (the caller reads the entry there, without a copy of it). Read ahead by ``READ_AHEAD``
+        bytes: a build asks for entries in about the order they were written (discovery's), so
+        one ``pread`` serves a few hundred of them; memory stays one window, not the file."""
         assert self._fd is not None  # spans exist only for a file that was opened
         offset, length = span
         start = offset - self._window_at
         if start < 0 or start + length > len(self._window):
             self._window = os.pread(self._fd, max(length, READ_AHEAD), offset)
             self._window_at, start = offset, 0
-        body = self._window[start : start + length]
-        if len(body) != length:
+        if start + length > len(self._window):
             raise ValueError("the file is shorter than it was")
-        return body
+        return self._window, start, start + length
 
     def reuse(
         self,
@@ -212,14 +203,25 @@ class CatalogCache:
         if span is None:
             return None
         try:
-            entry, frontmatter, rows = split_entry(self._body(span))
-            if entry["at"] != found_at or entry["root"] != root_real:
+            listing, frontmatter, rows = listing_at(*self._entry(span))
+            if listing[0] != found_at or listing[1] != root_real:
                 return None
-            stamps = entry["stamps"]
-            if not stamps_hold(real, stamps, skill_md):
+            held = listing[2]  # SKILL.md's stamp, kept apart from the directories' (``codec.LISTING``)
+            if held is None:
+                skill_md = None
+            else:
+                if skill_md is None:  # a skill discovery did not reach (a nested one): one ``lstat`` here
+                    try:
+                        st = os.lstat(f"{real}/{SKILL_MD}")
+                    except OSError:
+                        return None
+                    skill_md = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                if tuple(held) != skill_md:
+                    return None
+            if not stamps_hold(real, listing[3]):
                 return None
             loaded = decode_loaded(
-                entry, frontmatter, rows, real, self._root(root_real), root_real, skill_md=_skill_md(stamps)
+                listing, frontmatter, rows, real, self._root(root_real), root_real, skill_md=skill_md
             )
             skill = loaded.skill
             if files and skill is not None:

@@ -85,7 +85,7 @@ class CachedFiles(Sequence[SkillFile]):
         if rows is None:
             try:
                 rows = json.loads(self._raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise ValueError("the file rows are not JSON") from None
             if type(rows) is not list or len(rows) != self._count or not all(_file_row(r) for r in rows):
                 raise ValueError("a file row has the wrong shape")
@@ -144,7 +144,7 @@ class CachedFrontmatter(Mapping[str, Any]):
         if value is None:
             try:
                 raw = json.loads(self.text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise ValueError("the frontmatter is not JSON") from None
             if type(raw) is not dict or raw.get("description") != self._description:
                 raise ValueError("the frontmatter has the wrong shape")

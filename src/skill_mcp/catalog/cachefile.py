@@ -1,11 +1,14 @@
 """The catalog cache's file: its format, a streaming reader that checks it, an atomic writer.
 
 Layout: a header line padded to ``HEADER_BYTES`` (JSON: magic, format, package version, the
-SHA-256 of everything after it, the number of skill entries), then one line per entry:
-``S<TAB><JSON real directory><TAB><JSON entry>`` for a skill, ``D<TAB><JSON [prefix, path]>
-<TAB><JSON [ino, size, mtime_ns, ctime_ns, digest]>`` for a pack digest. JSON strings carry no
-raw tab or newline, so the framing needs no escaping. ``catalog.cache`` decides what goes in
-and what may be used; this module only moves bytes, and fails closed (``ValueError``).
+SHA-256 of everything after it, the number of skill entries, where the index is), then one line
+per entry: ``S<TAB><JSON real directory><TAB><JSON entry>`` for a skill, ``D<TAB><JSON [prefix,
+path]><TAB><JSON [ino, size, mtime_ns, ctime_ns, digest]>`` for a pack digest, and last the
+index: ``I<TAB><JSON {"skills": [[real directory, offset, length], ...], "digests": [[[prefix,
+path], row], ...]}>``, so a reader finds every entry without parsing a line of the file (it
+only hashes it). JSON strings carry no raw tab or newline, so the framing needs no escaping.
+``catalog.cache`` decides what goes in and what may be used; this module only moves bytes, and
+fails closed (``ValueError``).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from skill_mcp import __version__
 
 log = logging.getLogger("skill_mcp.catalog")
 
-FORMAT = 3  # 2: stamps split in a listing tier and a file tier (a ctime in each file row); 3: the file rows
-# after the listing, parsed only when the file tier asks for them
+FORMAT = 4  # 2: stamps split in a listing tier and a file tier (a ctime in each file row); 3: the file rows
+# after the listing, parsed only when the file tier asks for them; 4: the listing an array (its fields by
+# position), SKILL.md's stamp apart from the directories', and an index of the entries at the end
 MAGIC = b"skill-mcp-catalog-cache"
 MAX_CACHE_BYTES = 1024 * 1024 * 1024
 HEADER_BYTES = 512
@@ -50,7 +54,7 @@ Span = tuple[int, int]  # (offset, length) of a skill entry's JSON inside the ca
 
 
 def index(fd: int, size: int) -> tuple[dict[str, Span], dict[tuple[str, str], list[Any]]]:
-    """Check the header and the checksum in one streaming pass, and index the entries.
+    """Check the header and the checksum in one streaming pass, and read the index.
 
     Skill entries are not kept, only where they are: each is read and parsed when its skill is
     asked for, so the file costs a few MiB of index, not its size, in memory. Writers never
@@ -67,53 +71,67 @@ def index(fd: int, size: int) -> tuple[dict[str, Span], dict[tuple[str, str], li
         or not head[1]
     ):
         raise ValueError("another format or version")
+    where = header.get("index")
+    start = len(head[0]) + 1
+    if not (
+        type(where) is list
+        and len(where) == 2
+        and type(where[0]) is int
+        and type(where[1]) is int
+        and start <= where[0]
+        and where[1] >= 0
+        and where[0] + where[1] < size
+    ):
+        raise ValueError("the index is not where a file of this format has it")
     hasher = hashlib.sha256()
-    skills: dict[str, Span] = {}
-    digests: dict[tuple[str, str], list[Any]] = {}
-    offset = len(head[0]) + 1
-    carry = b""
-    while offset < size or carry:
-        chunk = os.pread(fd, min(_READ_CHUNK, size - offset), offset) if offset < size else b""
-        if offset < size and not chunk:
+    offset = start
+    while offset < size:
+        chunk = os.pread(fd, min(_READ_CHUNK, size - offset), offset)
+        if not chunk:
             raise ValueError("the file is shorter than it was")
         hasher.update(chunk)
-        start = offset - len(carry)
         offset += len(chunk)
-        lines = (carry + chunk).split(b"\n")
-        carry = lines.pop() if chunk else b""
-        for line in lines:
-            if line:
-                _index_line(line, start, skills, digests)
-            start += len(line) + 1
-        if not chunk:
-            break
-    if carry or hasher.hexdigest() != header.get("sha256"):
+    if hasher.hexdigest() != header.get("sha256"):
         raise ValueError("the checksum does not match")
-    return skills, digests
+    block = os.pread(fd, where[1], where[0])
+    if len(block) != where[1] or os.pread(fd, 3, where[0] - 2) != b"I\t" + block[:1]:
+        raise ValueError("the index is not where a file of this format has it")
+    try:
+        read = json.loads(block)
+    except RecursionError:  # nested past the interpreter's depth: not an index this code writes
+        raise ValueError("the index is not JSON of its shape") from None
+    return _read_index(read, where[0])
 
 
-def _index_line(line: bytes, start: int, skills: dict[str, Span], digests: dict[tuple[str, str], list[Any]]) -> None:
-    kind, key, body = line.split(b"\t", 2)
-    if kind == b"S":
-        # A key without escapes (almost every path) is its own text between the quotes.
-        name = (
-            key[1:-1].decode("utf-8")
-            if b"\\" not in key and key.count(b'"') == 2 and key[:1] == key[-1:] == b'"'
-            else json.loads(key)
-        )
-        if type(name) is not str:
-            raise ValueError("a skill key is not a string")
-        skills[name] = (start + len(kind) + len(key) + 2, len(body))
-    elif kind == b"D":
-        row = json.loads(body)
+def _read_index(block: Any, end: int) -> tuple[dict[str, Span], dict[tuple[str, str], list[Any]]]:
+    """The spans of the skill entries (each inside the entries, before the index at ``end``) and
+    the digest rows an index holds; ``ValueError`` for any other shape."""
+    if type(block) is not dict or type(block.get("skills")) is not list or type(block.get("digests")) is not list:
+        raise ValueError("the index has the wrong shape")
+    skills: dict[str, Span] = {}
+    for row in block["skills"]:
+        if type(row) is not list or len(row) != 3:
+            raise ValueError("a skill's index row has the wrong shape")
+        name, at, length = row
+        if type(name) is not str or type(at) is not int or type(length) is not int or not 0 < at <= at + length < end:
+            raise ValueError("a skill's index row has the wrong shape")
+        skills[name] = (at, length)
+    digests: dict[tuple[str, str], list[Any]] = {}
+    for item in block["digests"]:
+        if type(item) is not list or len(item) != 2 or type(item[0]) is not list or len(item[0]) != 2:
+            raise ValueError("a digest's index row has the wrong shape")
+        (prefix, rel), row = item
         if not (
-            isinstance(row, list) and len(row) == 5 and all(type(v) is int for v in row[:4]) and isinstance(row[4], str)
+            type(prefix) is str
+            and type(rel) is str
+            and type(row) is list
+            and len(row) == 5
+            and all(type(v) is int for v in row[:4])
+            and type(row[4]) is str
         ):
             raise ValueError("a digest row has the wrong shape")
-        prefix, rel = json.loads(key)
         digests[(prefix, rel)] = row
-    else:
-        raise ValueError("an unknown line kind")
+    return skills, digests
 
 
 def remove_superseded(path: Path) -> None:
@@ -165,13 +183,29 @@ class Writer:
         fd, self.name = tempfile.mkstemp(dir=path.parent, prefix=".catalog-", suffix=".tmp")
         self.handle = os.fdopen(fd, "wb")
         self.handle.write(b" " * HEADER_BYTES)
+        self.at = HEADER_BYTES  # where the next line starts
+        self.skills: list[Any] = []  # [real directory, offset, length] of each skill entry
+        self.digests: list[bytes] = []  # each digest's index row, as JSON text
 
     def add(self, kind: bytes, key: Any, body: bytes) -> None:
-        line = kind + b"\t" + json.dumps(key).encode("utf-8") + b"\t" + body + b"\n"
+        text = json.dumps(key).encode("utf-8")
+        line = kind + b"\t" + text + b"\t" + body + b"\n"
+        if kind == b"S":
+            self.skills.append([key, self.at + len(kind) + len(text) + 2, len(body)])
+        elif kind == b"D":
+            self.digests.append(b"[" + text + b"," + body + b"]")
+        else:
+            raise ValueError("an unknown line kind")
         self.hasher.update(line)
         self.handle.write(line)
+        self.at += len(line)
 
     def commit(self, skills: int) -> None:
+        block = b'{"skills":' + json.dumps(self.skills).encode("utf-8") + b',"digests":['
+        block += b",".join(self.digests) + b"]}"
+        line = b"I\t" + block + b"\n"
+        self.hasher.update(line)
+        self.handle.write(line)
         header = json.dumps(
             {
                 "magic": MAGIC.decode(),
@@ -179,8 +213,11 @@ class Writer:
                 "version": __version__,
                 "sha256": self.hasher.hexdigest(),
                 "skills": skills,
+                "index": [self.at + 2, len(block)],
             }
         ).encode("utf-8")
+        if len(header) >= HEADER_BYTES:
+            raise ValueError("the header does not fit")
         self.handle.seek(0)
         self.handle.write(header.ljust(HEADER_BYTES - 1) + b"\n")
         self.handle.close()

@@ -5,6 +5,10 @@ An entry is three JSON texts separated by tabs (a tab never occurs in JSON text)
 the problems), the frontmatter, and the file rows. A warm build decodes the listing only; the
 other two stay text in the record (``catalog.cached``) until an answer reads them.
 
+The listing is a JSON array, its fields by position (``LISTING``, ``SKILL_FIELDS``): a warm
+build decodes one per skill, and an object's keys are made again by every decode (the JSON
+scanner shares them within one call only), which cost a third of it.
+
 Plain JSON, never pickle: a cache file is data, and reading one must not be able to run code.
 Decoding checks each field's type and raises ``TypeError``/``ValueError``/``KeyError`` on a
 shape it did not write; the cache then discards the entry and loads the skill from disk.
@@ -21,7 +25,7 @@ from typing import Any
 from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp, frontmatter_text
 from skill_mcp.catalog.files import SKILL_MD
 from skill_mcp.catalog.skill import Loaded
-from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill
+from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill, uri_path
 from skill_mcp.paths import path_under
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
@@ -37,22 +41,27 @@ def _declaration(d: Declaration | None) -> Any:
     }
 
 
+# The fields of a listing and of its skill, in the order the arrays hold them.
+LISTING = ("at", "root", "skill_md", "stamps", "skill", "problems", "nested")
+SKILL_FIELDS = ("desc", "off", "n", "decl", "missing", "excluded", "tags", "phase", "pack")
+
+
 def _skill(skill: Skill | None) -> Any:
     if skill is None:
         return None
     # The description is the frontmatter's own string (the loader refuses any other kind),
     # repeated here: a listing carries it, and the frontmatter is decoded only when read.
-    return {
-        "desc": skill.description,
-        "off": skill.body_offset,
-        "n": len(skill.files),
-        "decl": _declaration(skill.declaration),
-        "missing": list(skill.missing_scripts),
-        "excluded": None if skill.skills_list_excluded is None else str(skill.skills_list_excluded),
-        "tags": list(skill.tags),
-        "phase": skill.phase,
-        "pack": skill.pack,
-    }
+    return [
+        skill.description,
+        skill.body_offset,
+        len(skill.files),
+        _declaration(skill.declaration),
+        list(skill.missing_scripts),
+        None if skill.skills_list_excluded is None else str(skill.skills_list_excluded),
+        list(skill.tags),
+        skill.phase,
+        skill.pack,
+    ]
 
 
 def _dumps(value: Any) -> bytes:
@@ -61,38 +70,47 @@ def _dumps(value: Any) -> bytes:
 
 def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
     """The cache entry of ``loaded``: its listing, its frontmatter and its file rows. Its stamps are split in
-    two tiers: the listing's ``stamps`` hold the listing tier (the skill directory, every
-    directory walked, SKILL.md as read), which a warm build checks; every other served file's
-    stamp rides in its file row (its ctime beside the record's inode, size and mtime), which
-    ``catalog.filetier`` checks before an answer carries a fact about that skill's files, and
-    which a warm build therefore need not even parse (``CachedFiles``). ``ValueError`` when a
-    served file has no stamp that agrees with its record (never written then)."""
+    two tiers: the listing's ``skill_md`` and ``stamps`` hold the listing tier (SKILL.md as read;
+    the skill directory and every directory walked), which a warm build checks; every other
+    served file's stamp rides in its file row (its ctime beside the record's inode, size and
+    mtime), which ``catalog.filetier`` checks before an answer carries a fact about that skill's
+    files, and which a warm build therefore need not even parse (``CachedFiles``). ``ValueError``
+    when a served file has no stamp that agrees with its record, or SKILL.md was stamped twice
+    with different values (never written then: such an entry could never hold)."""
     # Stamps taken twice (before the read and again by the walk) are kept once when equal.
     stamps = list(dict.fromkeys(loaded.stamps))
     skill = loaded.skill
     served = {f.rel: f for f in skill.files} if skill is not None else {}
     listing: list[Any] = []
+    skill_md: list[int] | None = None
     ctimes: dict[str, int] = {}
     for s in stamps:
         rel = s[0]
         f = served.get(rel)
-        if f is None or rel == SKILL_MD:
+        if rel == SKILL_MD:
+            # Kept apart: discovery's ``lstat`` of SKILL.md checks it (``catalog.cache``). Two
+            # stamps of it that differ (a rewrite during the scan) could never both hold.
+            if skill_md is not None:
+                raise ValueError("SKILL.md changed during the scan")
+            skill_md = list(s[1:])
+        elif f is None:
             listing.append(list(s))
-            if f is None:
-                continue
+        if f is None:
+            continue
         if (f.ino, f.size, f.mtime_ns) != s[1:4] or ctimes.setdefault(rel, s[4]) != s[4]:
             raise ValueError(f"the stamp of {rel} disagrees with its record")
     if served.keys() - ctimes.keys():
         raise ValueError("a served file has no stamp")
     rows = [] if skill is None else [[f.rel, f.size, f.mtime_ns, f.ino, ctimes[f.rel]] for f in skill.files]
-    head = {
-        "at": found_at,
-        "root": root_real,
-        "stamps": listing,
-        "skill": _skill(skill),
-        "problems": [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
-        "nested": [str(n) for n in loaded.nested],
-    }
+    head = [
+        found_at,
+        root_real,
+        skill_md,
+        listing,
+        _skill(skill),
+        [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
+        [str(n) for n in loaded.nested],
+    ]
     frontmatter = b"{}" if skill is None else frontmatter_text(skill.frontmatter)
     return b"\t".join((_dumps(head), frontmatter, _dumps(rows)))
 
@@ -102,20 +120,27 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
-def split_entry(body: bytes) -> tuple[dict[str, Any], bytes, bytes]:
-    """An entry's listing (decoded, a mapping), its frontmatter and its file rows (both still
-    JSON text). ``ValueError`` for anything ``encode_loaded`` does not write."""
-    parts = body.split(b"\t")
-    if len(parts) != 3:
+def split_entry(body: bytes) -> tuple[list[Any], bytes, bytes]:
+    """An entry's listing (decoded: the array ``LISTING`` names), its frontmatter and its file
+    rows (both still JSON text). ``ValueError`` for anything ``encode_loaded`` does not write."""
+    return listing_at(body, 0, len(body))
+
+
+def listing_at(window: bytes, start: int, end: int) -> tuple[list[Any], bytes, bytes]:
+    """``split_entry`` of the entry held by ``window[start:end]``, without copying it first (a
+    build reads entries out of a window of the cache file, ``catalog.cache``)."""
+    first = window.find(b"\t", start, end)
+    second = window.find(b"\t", first + 1, end) if first >= 0 else -1
+    if second < 0 or window.find(b"\t", second + 1, end) >= 0:
         raise ValueError("an entry is not three parts")
-    text = parts[0].decode("utf-8")
+    text = window[start:first].decode("utf-8")
     try:
-        entry, end = _SCAN(text, 0)
-    except StopIteration:
+        listing, at = _SCAN(text, 0)
+    except (StopIteration, RecursionError):  # not JSON, or nested past the interpreter's depth
         raise ValueError("an entry is not JSON") from None
-    if end != len(text) or type(entry) is not dict:
-        raise ValueError("an entry is not one JSON object")
-    return entry, parts[1], parts[2]
+    if at != len(text) or type(listing) is not list or len(listing) != len(LISTING):
+        raise ValueError("an entry is not one JSON array of a listing's fields")
+    return listing, window[first + 1 : second], window[second + 1 : end]
 
 
 def _strs(values: Any) -> tuple[str, ...]:
@@ -152,6 +177,62 @@ def _decode_declaration(raw: Any) -> Declaration:
     return Declaration(version, tuple(run), tuple(fields), _strs(raw["egress"]))
 
 
+# ``Skill`` made field by field through its slots, as its ``__init__`` would make it (its
+# ``__post_init__``'s two derived fields included, from text the decode already holds): a frozen
+# dataclass's ``__init__`` sets each of its seventeen fields through ``object.__setattr__``, and
+# its ``__post_init__`` formats the directory's ``Path`` back to text: about a third of a record's
+# decode. ``test_codec_differential`` holds every field, derived ones included, to the records
+# the constructor makes.
+_SKILL_SLOTS = (
+    "name",
+    "directory",
+    "found_at",
+    "root",
+    "frontmatter",
+    "description",
+    "files",
+    "body_offset",
+    "declaration",
+    "missing_scripts",
+    "skills_list_excluded",
+    "pack",
+    "phase",
+    "tags",
+    "path",
+    "prefix",
+    "uri_prefix",
+)
+if set(Skill.__slots__) != set(_SKILL_SLOTS):  # pragma: no cover - a field added to Skill and not here
+    raise ImportError("catalog.codec does not make every field of Skill")
+(
+    _name,
+    _directory,
+    _found_at,
+    _root,
+    _frontmatter,
+    _description,
+    _files,
+    _body_offset,
+    _declaration_slot,
+    _missing,
+    _excluded,
+    _pack,
+    _phase,
+    _tags,
+    _path,
+    _prefix,
+    _uri_prefix,
+) = (getattr(Skill, slot).__set__ for slot in _SKILL_SLOTS)
+_new_skill = object.__new__
+# ``Loaded`` the same way: five fields, made once per cached skill.
+_LOADED_SLOTS = ("skill", "problems", "nested", "stamps", "stampable")
+if set(Loaded.__slots__) != set(_LOADED_SLOTS):  # pragma: no cover - a field added to Loaded and not here
+    raise ImportError("catalog.codec does not make every field of Loaded")
+_loaded_skill, _loaded_problems, _loaded_nested, _loaded_stamps, _loaded_stampable = (
+    getattr(Loaded, slot).__set__ for slot in _LOADED_SLOTS
+)
+
+
 def _decode_skill(
     raw: Any,
     frontmatter: bytes,
@@ -162,14 +243,11 @@ def _decode_skill(
     root_real: str,
     skill_md: Stamp | None,
 ) -> Skill:
-    # Every field is checked for the type ``_skill`` writes (a ``KeyError`` for one missing):
-    # the checksum guards against damage, these against a row this code did not write.
-    description = raw["desc"]
-    offset = raw["off"]
-    declaration = raw["decl"]
-    excluded = raw["excluded"]
-    phase = raw["phase"]
-    pack = raw["pack"]
+    # Every field is checked for the type ``_skill`` writes: the checksum guards against
+    # damage, these against a row this code did not write.
+    if type(raw) is not list:
+        raise TypeError("a listing's skill is not an array")
+    description, offset, count, declaration, missing, excluded, tags, phase, pack = raw
     if (
         type(description) is not str
         or type(offset) is not int
@@ -177,27 +255,44 @@ def _decode_skill(
         or (pack is not None and type(pack) is not str)
     ):
         raise TypeError("a listing field has the wrong type")
+    files = CachedFiles(rows, count, skill_md=skill_md)
+    decl = None if declaration is None else _decode_declaration(declaration)
+    # ``_strs`` of each, inline: most skills declare no script and carry a few tags.
+    if type(missing) is not list or type(tags) is not list:
+        raise TypeError("expected a list of strings")
+    missing_scripts = _strs(missing) if missing else ()
+    rule = None if excluded is None else ExtensionRule(excluded)
+    for tag in tags:
+        if type(tag) is not str:
+            raise TypeError("expected a list of strings")
+    tag_values = tuple(tags)
     directory = path_under(root, root_real, real)
-    return Skill(
-        name=directory.name,
-        directory=directory,
-        found_at=found_at,
-        root=root,
-        frontmatter=CachedFrontmatter(frontmatter, description),
-        description=description,
-        files=CachedFiles(rows, raw["n"], skill_md=skill_md),
-        body_offset=offset,
-        declaration=None if declaration is None else _decode_declaration(declaration),
-        missing_scripts=_strs(raw["missing"]),
-        skills_list_excluded=None if excluded is None else ExtensionRule(excluded),
-        pack=pack,
-        phase=phase,
-        tags=_strs(raw["tags"]),
-    )
+    name = real[real.rfind("/") + 1 :]  # ``directory.name``: a resolved path has no trailing slash
+    skill = _new_skill(Skill)
+    _name(skill, name)
+    _directory(skill, directory)
+    _found_at(skill, found_at)
+    _root(skill, root)
+    _frontmatter(skill, CachedFrontmatter(frontmatter, description))
+    _description(skill, description)
+    _files(skill, files)
+    _body_offset(skill, offset)
+    _declaration_slot(skill, decl)
+    _missing(skill, missing_scripts)
+    _excluded(skill, rule)
+    _pack(skill, pack)
+    _phase(skill, phase)
+    _tags(skill, tag_values)
+    _path(skill, "")
+    # ``Skill.__post_init__``'s: ``str(directory)`` is ``real`` (a resolved path), and the URI
+    # prefix is made from the name, as ``skill_path`` is the name while ``path`` is empty.
+    _prefix(skill, real.rstrip("/") + "/")
+    _uri_prefix(skill, f"skill://{uri_path(name)}/")
+    return skill
 
 
 def decode_loaded(
-    entry: dict[str, Any],
+    listing: list[Any],
     frontmatter: bytes,
     rows: bytes,
     real: str,
@@ -207,12 +302,12 @@ def decode_loaded(
     skill_md: Stamp | None = None,
 ) -> Loaded:
     """The ``Loaded`` of ``real`` found under ``root`` (``root_real`` as text; the caller
-    checked the entry is for both), from ``split_entry``'s three parts; ``skill_md``: the stamp of
-    its SKILL.md the caller found holding (kept on the file records for the search index)."""
-    found_at = entry["at"]
+    checked the entry is for both, and that its stamps hold), from ``split_entry``'s three
+    parts; ``skill_md``: the stamp of its SKILL.md the caller found holding (kept on the file
+    records for the search index)."""
+    found_at, _root_real, _skill_md, _stamps, raw, problem_rows, nested = listing
     if type(found_at) is not str:
         raise TypeError("expected a string")
-    problem_rows = entry["problems"]
     problems: tuple[Problem, ...] = ()
     if problem_rows:
         made = []
@@ -223,18 +318,19 @@ def decode_loaded(
         problems = tuple(made)
     # No stamps: a reused entry is written back as the bytes it was read from (``catalog.cache``),
     # so nothing asks for them again.
-    raw = entry["skill"]
-    nested = entry["nested"]
     nested_paths: tuple[Path, ...] = ()
     if nested:
         for n in nested:
             if type(n) is not str:
                 raise TypeError("expected a string")
         nested_paths = tuple(Path(n) for n in nested)
-    return Loaded(
+    loaded = _new_skill(Loaded)
+    _loaded_skill(
+        loaded,
         None if raw is None else _decode_skill(raw, frontmatter, rows, real, found_at, root, root_real, skill_md),
-        problems,
-        nested_paths,
-        (),
-        True,
     )
+    _loaded_problems(loaded, problems)
+    _loaded_nested(loaded, nested_paths)
+    _loaded_stamps(loaded, ())
+    _loaded_stampable(loaded, True)
+    return loaded

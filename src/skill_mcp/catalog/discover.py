@@ -23,6 +23,8 @@ import os
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,6 +56,10 @@ MAX_DEPTH = 4
 # ``skillmcp`` configuration's ``--packs-root .``) holds many directories that are neither skills nor packs; the
 # budget bounds the time the first request pays for them.
 PACK_SEARCH_BUDGET = 4096
+
+
+_SLASH_SKILL_MD = f"/{SKILL_MD}"
+_entry_name = attrgetter("name")
 
 
 def _join(directory: str, name: str) -> str:
@@ -123,7 +129,7 @@ class _Walk:
     def children(self, directory: str) -> list[os.DirEntry[str]] | None:
         try:
             with os.scandir(directory) as it:
-                return sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+                return sorted((e for e in it if not e.name.startswith(".")), key=_entry_name)
         except OSError as exc:
             self.problems.append(Problem(directory, ProblemReason.UNREADABLE, f"cannot be read: {exc.strerror}"))
             return None
@@ -137,16 +143,26 @@ class _Walk:
         if self.has_skill_md(container):
             return [container]
         found: list[str] = []
+        # ``_join(container, name)`` and ``_join(container_real, name)``, their heads made once;
+        # and ``has_skill_md`` inline: one pass per entry of a root that holds thousands.
+        head, head_real = _join(container, ""), _join(container_real, "")
+        reals, skill_md, lstat = self.reals, self.skill_md, os.lstat
         for entry in self.children(container) or ():
-            child = _join(container, entry.name)
+            name = entry.name
+            child = head + name
             try:
                 if not entry.is_dir():
                     continue
                 if not entry.is_symlink():
-                    self.reals[child] = _join(container_real, entry.name)
+                    reals[child] = head_real + name
             except OSError:
                 continue
-            if self.has_skill_md(child):
+            try:
+                st = lstat(child + _SLASH_SKILL_MD)
+            except OSError:
+                st = None
+            if st is not None:
+                skill_md[child] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                 found.append(child)
             elif depth < MAX_DEPTH - 1 and (entry.name in CONTAINER_NAMES or _has_pack(child)):
                 found.extend(self.candidates(child, depth + 1))
@@ -235,8 +251,10 @@ def _discover(settings: Settings) -> _Found:
         # Directories listed directly come before links to them, so a skill reached both
         # ways is reported under its own path and the link is simply the same skill. The walk
         # knows the real path of every candidate that is not a link (no lstat needed here).
-        candidates.sort(key=lambda path: path not in walk.reals)
-        found.queue.extend((path, root_real) for path in candidates)
+        # (A root without links, the common case, is already in that order.)
+        if not all(map(walk.reals.__contains__, candidates)):
+            candidates.sort(key=lambda path: path not in walk.reals)
+        found.queue.extend(zip(candidates, repeat(root_real)))
     return found
 
 
@@ -264,13 +282,19 @@ def _load_all(
     # the loop below takes each result it finds there and loads the rest itself.
     preloaded = preload(jobs_of(queue, found.reals, _inside)) if cache is None or cache.held == 0 else Preloaded()
     done = 0
+    reals, skill_mds = found.reals, found.skill_md
+    root_heads: dict[str, str] = {}  # each root's real path with its trailing slash, made once
+    reuse = cache.reuse if cache is not None else None
     while queue:
         if progress is not None:
             progress(done, done + len(queue))
         done += 1
         found_at, root_real = queue.popleft()
-        real = found.reals.get(found_at) or os.path.realpath(found_at)
-        if not _inside(root_real, real):
+        real = reals.get(found_at) or os.path.realpath(found_at)
+        head = root_heads.get(root_real)
+        if head is None:
+            head = root_heads[root_real] = root_real if root_real.endswith("/") else root_real + "/"
+        if real != root_real and not real.startswith(head):  # ``_inside(root_real, real)``
             problems.append(
                 Problem(found_at, ProblemReason.SYMLINK_ESCAPE, f"not served: the link leads out of its root to {real}")
             )
@@ -278,9 +302,14 @@ def _load_all(
         if real in seen:
             continue
         seen.add(real)
-        # ``os.path.basename`` of each, without two calls per skill.
-        real_name = real[real.rfind("/") + 1 :]
-        if found_at[found_at.rfind("/") + 1 :] != real_name and found_at != root_real:
+        # ``os.path.basename`` of each compared, without two calls per skill: a path ending in
+        # ``/<name>`` has that basename (the slices only for a path without that ending).
+        tail = real[real.rfind("/") :]
+        if (
+            not found_at.endswith(tail)
+            and found_at[found_at.rfind("/") + 1 :] != (real_name := tail[1:])
+            and found_at != root_real
+        ):
             problems.append(
                 Problem(
                     found_at,
@@ -292,8 +321,8 @@ def _load_all(
                 )
             )
         result = (
-            cache.reuse(real, found_at, root_real, files=check_files, skill_md=found.skill_md.pop(found_at, None))
-            if cache is not None and real not in reload
+            reuse(real, found_at, root_real, files=check_files, skill_md=skill_mds.pop(found_at, None))
+            if reuse is not None and real not in reload
             else None
         )
         if result is None:
@@ -307,7 +336,8 @@ def _load_all(
                 result = load_skill(directory, directory if found_at == real else Path(found_at), root)
             if cache is not None:
                 cache.record(real, found_at, root_real, result)
-        problems.extend(result.problems)
+        if result.problems:
+            problems.extend(result.problems)
         skill = result.skill
         if skill is not None:
             enclosing = nested_in.get(found_at)
