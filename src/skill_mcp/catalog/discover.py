@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skill_mcp.catalog import scan_helper
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.lazy import collector_paused
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
@@ -256,13 +257,38 @@ def _load_all(
     directory in ``reload`` is read from disk whatever the cache holds."""
     loaded: dict[str, Skill] = {}
     stampable: set[str] = set()
+    queue = found.queue
+    # A cold scan of a large catalog loads the candidates over the cores first (parallel_scan);
+    # the loop below takes each result it finds there and loads the rest itself.
+    if cache is None or cache.held == 0:
+        preloaded = preload(jobs_of(queue, found.reals, _inside))
+    else:  # a warm build: a scan helper waiting for this build is not needed
+        scan_helper.dismiss()
+        preloaded = Preloaded()
+    try:
+        done = _load_queue(found, cache, preloaded, loaded, stampable, progress, check_files, reload)
+    finally:
+        preloaded.close()
+    if progress is not None:
+        progress(done, done)
+    return loaded, stampable
+
+
+def _load_queue(
+    found: _Found,
+    cache: CatalogCache | None,
+    preloaded: Preloaded,
+    loaded: dict[str, Skill],
+    stampable: set[str],
+    progress: Progress | None,
+    check_files: bool,
+    reload: frozenset[str],
+) -> int:
+    """``_load_all``'s loop: every candidate in ``found.queue`` once; how many it took."""
     seen: set[str] = set()
     nested_in: dict[str, str] = {}  # found_at of a nested skill -> the path of the directory holding it
     root_paths: dict[str, Path] = {}  # each root's real path as a Path, made once
     queue, problems = found.queue, found.problems
-    # A cold scan of a large catalog loads the candidates over the cores first (parallel_scan);
-    # the loop below takes each result it finds there and loads the rest itself.
-    preloaded = preload(jobs_of(queue, found.reals, _inside)) if cache is None or cache.held == 0 else Preloaded()
     done = 0
     while queue:
         if progress is not None:
@@ -326,9 +352,7 @@ def _load_all(
                     skill.skill_path if between == "." else f"{skill.skill_path}/{Path(between).as_posix()}"
                 )
             queue.append((str(nested), root_real))
-    if progress is not None:
-        progress(done, done)
-    return loaded, stampable
+    return done
 
 
 def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:
