@@ -99,37 +99,38 @@ def test_the_helper_gives_the_serial_catalog(corpus: Path, monkeypatch: pytest.M
     assert len(serial.skills) >= 40 and serial.problems
 
 
-def test_a_helper_forked_before_the_build_and_primed_is_used(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The server's way: forked first (as ``serve_stdio_early`` does), primed when the first
-    build starts with nothing cached, then handed the jobs."""
+def _reaped(helper: scan_helper.Helper) -> bool:
+    assert helper.closed and helper.reaper is not None
+    helper.reaper.join(30)
+    try:
+        os.waitpid(helper.pid, os.WNOHANG)
+    except ChildProcessError:
+        return True  # reaped: no zombie left
+    return False
+
+
+def test_a_helper_forked_and_primed_before_the_build_is_used(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's way: forked first (as ``serve_stdio_early`` does), the scanner imported at
+    once when nothing is cached, then handed the jobs by the first build."""
     serial = _serial(corpus, monkeypatch)
-    assert scan_helper.start()
+    assert scan_helper.start(prime=True)
     helper = scan_helper.waiting()
-    assert helper is not None
-    scan_helper.prime(None)
-    assert helper.primed
+    assert helper is not None and helper.primed
     _slow_here(monkeypatch)
     helped, delivered = _helped(corpus, monkeypatch)
     assert scan_helper.waiting() is None  # taken by the build, and closed by it
     assert delivered > 0 and _same(helped, serial)
-    with pytest.raises(ChildProcessError):
-        os.waitpid(helper.pid, os.WNOHANG)  # reaped: no zombie left
+    assert _reaped(helper)
 
 
-def test_a_cache_directory_holding_a_catalog_leaves_the_helper_unprimed(tmp_path: Path) -> None:
+def test_a_cache_directory_holding_a_catalog_is_likely_warm(tmp_path: Path) -> None:
+    assert scan_helper.likely_cold(None)  # no cache: every build scans
+    assert scan_helper.likely_cold(tmp_path / "not-yet")
+    assert scan_helper.likely_cold(tmp_path)
+    (tmp_path / "search-index-abc").write_bytes(b"")
+    assert scan_helper.likely_cold(tmp_path)
     (tmp_path / "catalog-abc-def.v1").write_bytes(b"")
-    assert scan_helper.start()
-    helper = scan_helper.waiting()
-    assert helper is not None
-    scan_helper.prime(tmp_path)
-    assert not helper.primed  # likely warm: the helper's import would be wasted
-    (tmp_path / "catalog-abc-def.v1").unlink()
-    scan_helper.prime(tmp_path)
-    assert helper.primed  # control: nothing cached
-    scan_helper.dismiss()
-    assert scan_helper.waiting() is None
-    with pytest.raises(ChildProcessError):
-        os.waitpid(helper.pid, os.WNOHANG)
+    assert not scan_helper.likely_cold(tmp_path)
 
 
 def test_a_warm_build_dismisses_a_waiting_helper(corpus: Path, tmp_path: Path) -> None:
@@ -140,16 +141,18 @@ def test_a_warm_build_dismisses_a_waiting_helper(corpus: Path, tmp_path: Path) -
     assert helper is not None
     discover.build_catalog(settings)  # warm: the helper is not needed
     assert scan_helper.waiting() is None
-    with pytest.raises(ChildProcessError):
-        os.waitpid(helper.pid, os.WNOHANG)
+    assert _reaped(helper)
 
 
 def test_small_catalogs_dismiss_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
     assert scan_helper.start()
+    helper = scan_helper.waiting()
+    assert helper is not None
     jobs = [(f"/r/s{i}", f"/r/s{i}", "/r") for i in range(10)]
     got = parallel_scan.preload(jobs)  # below HELPER_FROM
     assert not isinstance(got, parallel_scan.HelperShare) and len(got) == 0
     assert scan_helper.waiting() is None
+    assert _reaped(helper)
 
 
 def test_no_fork_means_a_serial_scan(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,8 +249,7 @@ def test_the_helper_writes_nothing_on_stdout(tmp_path: Path) -> None:
         "import os\n"
         "from skill_mcp.catalog import scan_helper\n"
         "scan_helper._import_scanner = lambda: print('from the helper', flush=True)\n"
-        "assert scan_helper.start()\n"
-        "scan_helper.prime(None)\n"
+        "assert scan_helper.start(prime=True)\n"
         "helper = scan_helper.take()\n"
         "helper.send(scan_helper.EXIT)\n"
         "os.waitpid(helper.pid, 0)\n"

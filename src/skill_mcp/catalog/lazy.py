@@ -55,9 +55,6 @@ class LazyCatalog:
             if self._catalog is None:
                 from skill_mcp.catalog import scan_helper
 
-                # A scan helper forked at start-up imports the scanner beside this thread when
-                # nothing is cached (a cold scan is likely); it is ended once the build is done.
-                scan_helper.prime(self._settings.cache_dir)
                 try:
                     # Imported here: the scanner's modules are not needed before the first scan.
                     from skill_mcp.catalog.discover import build_catalog
@@ -69,7 +66,7 @@ class LazyCatalog:
                             self._settings, generation=self._generation, progress=self._progress, check_files=False
                         )
                     )
-                finally:
+                finally:  # a scan helper forked at start-up is not needed past the first build
                     scan_helper.dismiss()
             assert self._catalog is not None
             return self._catalog

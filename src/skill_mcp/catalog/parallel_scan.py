@@ -1,25 +1,32 @@
 """The cold scan of a large catalog over the machine's cores.
 
 With no catalog cache to reuse, every skill is read (``skill.load_skill``), a few hundred
-microseconds of CPU each. For ``MIN_SKILLS`` candidates or more, on a machine with a core the
-rest of its work leaves idle (``free_cores``: by the tasks runnable now; a busy machine scans
-serially), ``preload`` loads the candidates in shares: the calling process loads the first share
-itself while worker processes load the others, each returning its results as pickled lists of
-``CHUNK`` ``Loaded`` records, each decoded by the caller when it first needs one of them
-(``Preloaded``; a ``pickle.loads`` costs about a tenth of the load).
+microseconds of CPU each. ``preload`` shares the scan in one of two ways; every candidate that
+is not delivered is loaded by the discovery loop, serially, as it always was.
 
-How workers start: by ``fork`` only when the process is single-threaded (``/proc/self/task``
-lists one task: the command-line tools), since a fork with other threads alive can copy a lock
-one of them holds; otherwise (the server scans in a loader thread while the SDK may still be
-importing in another) by ``spawn``, a fresh interpreter that imports this module, whose start
-costs the worker tens of milliseconds and the caller next to nothing. A worker writes nothing
-on standard output (its descriptor 1 is pointed at standard error first: the server's stdout
-carries the protocol).
+- **With the scan helper** (``with_helper``, from ``HELPER_FROM`` candidates): one process
+  (``scan_helper``: forked at the server's start while it was single-threaded, or forked now by
+  a single-threaded caller such as the command-line tools) loads chunks of candidates from the
+  end of the list while the discovery loop loads from the front; ``HelperShare`` takes the
+  chunks it delivered (pickled ``Loaded`` lists, decoded as the loop reaches them: a
+  ``pickle.loads`` costs about a tenth of the load) and claims the rest. The split adapts to
+  the speeds, so a busy machine needs no test: the helper runs at a low priority and a starved
+  one costs only what it delivered.
+- **With worker processes** (``MIN_SKILLS`` candidates or more and more than two cores the
+  rest of the machine's work leaves idle, ``free_cores``: by the tasks runnable now; or
+  ``workers`` given): the candidates are cut into shares, the calling process loads the first
+  while one worker per further core loads the others, each returning its results as pickled
+  lists of ``CHUNK`` records (``Preloaded``). Workers are forked only when the process is
+  single-threaded (``/proc/self/task`` lists one task), since a fork with other threads alive
+  can copy a lock one of them holds; otherwise spawned, a fresh interpreter that imports this
+  module, whose start costs the worker tens of milliseconds. A worker writes nothing on
+  standard output (its descriptor 1 is pointed at standard error first: the server's stdout
+  carries the protocol).
 
-Whatever goes wrong - no process can be made (RLIMIT_NPROC, a seccomp filter), a worker dies,
-times out or answers garbage - the share it held is simply missing from the answer, and the
-caller loads every missing candidate serially, as it always did. The catalog is the same
-either way (a test compares the two).
+Whatever goes wrong - no process can be made (RLIMIT_NPROC, a seccomp filter), a helper or a
+worker dies, times out or answers garbage - what it held is simply missing from the answer, and
+the caller loads every missing candidate serially. The catalog is the same either way (tests
+compare the two).
 """
 
 from __future__ import annotations
@@ -45,8 +52,9 @@ log = logging.getLogger("skill_mcp.catalog")
 
 # Below this many candidates the serial scan is done about when a spawned worker is ready.
 MIN_SKILLS = 1500
-# From this many candidates a cold scan is shared with the scan helper (``with_helper``).
-HELPER_FROM = 200
+# From this many candidates a cold scan is shared with the scan helper (``with_helper``). Below
+# it the loop is done (25 ms at 100 skills) about when the helper has delivered its first chunk.
+HELPER_FROM = 100
 # A worker that has not answered after this long (plus a share of its load) is given up on.
 TIMEOUT_S = 30.0
 TIMEOUT_PER_SKILL_S = 0.005

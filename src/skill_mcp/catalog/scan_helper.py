@@ -4,24 +4,28 @@ A cold scan reads every skill, a few hundred microseconds of CPU each (``catalog
 server's first catalog build runs after the SDK's loader thread has started, so a worker forked
 then could copy a lock another thread holds, and a spawned one (a fresh interpreter) costs tens
 of milliseconds before it loads anything. So ``server.serve_stdio_early`` calls ``start`` right
-after the boot hardening and before any thread exists: the helper is a fork of the process as it
-is then (hardened, non-dumpable, the scanner not yet imported), and it waits on a pipe.
+after the boot hardening and before any thread exists (about a millisecond): the helper is a
+fork of the process as it is then (hardened, non-dumpable), and it waits on a pipe. When the
+cache directory holds no catalog yet (``likely_cold``) it first imports the scanner (about 40
+ms of CPU), on the other core while the handshake is answered; otherwise it imports nothing
+until it is given work. It runs at ``NICE``: on a busy machine the server's own thread and the
+machine's other work go first, and the helper takes only what is idle.
 
 What it is told, over that pipe (frames of a kind byte, a 4-byte length and the payload):
 
-- ``P`` (prime): import the scanner now. ``LazyCatalog`` sends it when the first build starts
-  and the cache directory holds no catalog (``prime``), so the helper imports while the server
-  does; a start whose cache may be warm leaves it unprimed.
 - ``J`` (jobs): a pickled ``(chunk, jobs)``; the helper loads the jobs a chunk at a time *from
-  the end* of the list and answers ``S`` (started) then ``D`` (done, the pickled ``Loaded``
-  records) per chunk, while the server's discovery loop loads from the front
-  (``parallel_scan.HelperShare``). The loop takes a chunk the helper has done, waits for one it
-  has started, and loads one it has not started itself, telling the helper to stop (``S``).
-  The two meet where their speeds put them: a helper starved of CPU costs the server only the
-  chunks it did deliver (decoded at about a tenth of their load), never a wait for its share.
-- ``S`` (stop), ``X`` (exit) or the end of the pipe: the helper exits. ``dismiss`` sends nothing:
-  it kills the helper (``SIGKILL``) and reaps it, which a warm start does as soon as its cache
-  shows a scan is not needed.
+  the end* of the list (its chunk 0 is the last) and answers ``s`` (started) then ``d`` (done,
+  the pickled ``Loaded`` records) per chunk, while the server's discovery loop loads from the
+  front (``parallel_scan.HelperShare``). The loop takes a chunk the helper has done, waits for
+  the one it has started (at most about what loading it would take), and claims one it has not
+  started (``C``, the chunk's index), loading it itself; the helper starts no chunk at or past
+  a claimed one. The two meet where their speeds put them: a helper starved of CPU costs the
+  server only the decode of what it did deliver (about a tenth of loading it), never a wait
+  for a share.
+- ``X`` (exit), anything else, or the end of the pipe: the helper exits. ``dismiss`` (a warm
+  build, as soon as its cache shows that nothing is to be scanned; a catalog too small to
+  share; the end of the first build whatever it was) kills it and leaves a daemon thread to
+  reap it.
 
 The helper writes nothing on standard output (fd 1 becomes fd 2 first; fd 0 is ``/dev/null``)
 and dies with the server: ``PR_SET_PDEATHSIG`` (``SIGKILL``), a check that the server did not
@@ -30,8 +34,8 @@ Whatever fails - no fork (RLIMIT_NPROC, a seccomp filter), a helper that dies, i
 answers garbage - costs only the chunks it did not deliver, which the discovery loop loads as it
 always did: the catalog is the same (tests/catalog/test_scan_helper.py compares).
 
-This module is imported before the first answer: it imports only the standard library's
-``os``, ``select`` and ``signal`` (``pickle`` and the scanner when a build uses the helper).
+This module is imported before the first answer: it imports only the standard library
+(``pickle``, ``threading`` and the scanner when a build uses the helper).
 """
 
 from __future__ import annotations
@@ -52,13 +56,13 @@ log = logging.getLogger("skill_mcp.catalog")
 # has started, waits at most a few milliseconds, large enough that a frame's cost is small.
 CHUNK = 32
 # Frames: one kind byte, then a 4-byte index (answers) or nothing (commands), then a 4-byte length.
-PRIME, JOBS, CLAIM, EXIT = b"P", b"J", b"C", b"X"
+JOBS, CLAIM, EXIT = b"J", b"C", b"X"
 STARTED, DONE = b"s", b"d"
 _PR_SET_PDEATHSIG = 1
-NICE = 10  # the helper's CPU priority below the server's (as the search worker's)
+NICE = 10  # the helper's CPU priority (as the search worker's): it runs on what is idle
 PIPE_BYTES = 1 << 20  # fs.pipe-max-size's default: what an unprivileged process may ask for
 # The modules a scan needs, imported by ``P`` (the first ``load_skill`` imports PyYAML).
-_SCANNER = ("skill_mcp.catalog.parallel_scan", "skill_mcp.catalog.yaml12", "skill_mcp.catalog.discover")
+_SCANNER = ("skill_mcp.catalog.parallel_scan", "skill_mcp.catalog.yaml12")
 
 
 def cores() -> int:
@@ -81,7 +85,7 @@ class Helper:
     """The server's side of one helper: its pid, the command pipe's write end and the answer
     pipe's read end. Used by one build at most; ``close`` kills and reaps it."""
 
-    __slots__ = ("answers", "closed", "commands", "pid", "primed")
+    __slots__ = ("answers", "closed", "commands", "pid", "primed", "reaper")
 
     def __init__(self, pid: int, commands: int, answers: int) -> None:
         self.pid = pid
@@ -89,6 +93,7 @@ class Helper:
         self.answers = answers
         self.primed = False
         self.closed = False
+        self.reaper: Any = None  # the thread that reaps it once closed
 
     def send(self, kind: bytes, payload: bytes = b"") -> None:
         """One command frame, written whole (raises OSError if the helper is gone)."""
@@ -98,7 +103,8 @@ class Helper:
             view = view[os.write(self.commands, view) :]
 
     def close(self) -> None:
-        """Kill and reap the helper, close both pipes (idempotent, never raises)."""
+        """Kill the helper and close both pipes (idempotent, never raises); a daemon thread
+        reaps it (``reaper``), so the caller does not wait for its exit (a millisecond or two)."""
         if self.closed:
             return
         self.closed = True
@@ -107,16 +113,27 @@ class Helper:
                 os.close(fd)
         with contextlib.suppress(OSError):
             os.kill(self.pid, signal.SIGKILL)  # not reaped yet: the pid is still ours
-        with contextlib.suppress(OSError):
-            os.waitpid(self.pid, 0)
+        import threading
+
+        try:
+            self.reaper = threading.Thread(target=_reap, args=(self.pid,), name="skill-mcp-reap", daemon=True)
+            self.reaper.start()
+        except RuntimeError:  # no thread to be had: reap here
+            _reap(self.pid)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
 
 
 _helper: list[Helper] = []  # the one waiting helper, while there is one
 
 
-def start(*, primed: bool = False) -> bool:
+def start(*, prime: bool = False, primed: bool = False) -> bool:
     """Fork the helper if this process is single-threaded, on Linux, with a second core; True
-    if it started. ``primed``: the scanner is already imported here (the fork has it too)."""
+    if it started. ``prime``: the helper imports the scanner at once (``likely_cold``);
+    ``primed``: the scanner is already imported here (the fork has it too)."""
     if _helper or not sys.platform.startswith("linux") or cores() < 2 or not single_threaded():
         return False
     try:
@@ -147,7 +164,7 @@ def start(*, primed: bool = False) -> bool:
         try:
             os.close(cmd_w)
             os.close(ans_r)
-            _child(cmd_r, ans_w, parent)
+            _child(cmd_r, ans_w, parent, prime and not primed)
         except BaseException:
             code = 1
         finally:
@@ -155,7 +172,7 @@ def start(*, primed: bool = False) -> bool:
     os.close(cmd_r)
     os.close(ans_w)
     helper = Helper(pid, cmd_w, ans_r)
-    helper.primed = primed
+    helper.primed = prime or primed
     _helper.append(helper)
     return True
 
@@ -170,25 +187,17 @@ def take() -> Helper | None:
     return _helper.pop() if _helper else None
 
 
-def prime(cache_dir: Path | None) -> None:
-    """Tell a waiting helper to import the scanner now, unless ``cache_dir`` holds a catalog
-    (then the start is likely warm and the helper's import would be wasted)."""
-    helper = waiting()
-    if helper is None or helper.primed:
-        return
-    if cache_dir is not None:
-        try:
-            with os.scandir(cache_dir) as entries:
-                if any(entry.name.startswith("catalog-") for entry in entries):
-                    return
-        except OSError:
-            pass  # no cache directory yet: nothing cached, a cold start
+def likely_cold(cache_dir: Path | None) -> bool:
+    """True when the first build will scan every skill: no cache, or no catalog in it yet (a
+    catalog there may still be for other roots or another release: that build is cold too, and
+    its helper imports the scanner when the jobs arrive)."""
+    if cache_dir is None:
+        return True
     try:
-        helper.send(PRIME)
-        helper.primed = True
-    except OSError as exc:
-        log.debug("the scan helper is gone (%s)", exc)
-        dismiss()
+        with os.scandir(cache_dir) as entries:
+            return not any(entry.name.startswith("catalog-") for entry in entries)
+    except OSError:
+        return True  # no cache directory yet: nothing cached
 
 
 def dismiss() -> None:
@@ -201,20 +210,22 @@ def dismiss() -> None:
 # -- the helper's side ---------------------------------------------------------------------
 
 
-def _child(commands: int, answers: int, parent: int) -> None:  # pragma: no cover - in the child
+def _child(commands: int, answers: int, parent: int, prime: bool) -> None:  # pragma: no cover - in the child
     os.dup2(2, 1)  # nothing the helper prints may reach the protocol's stdout
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the server's to handle
     with contextlib.suppress(OSError):
-        os.nice(NICE)  # idle CPU only: on a busy machine the server's own thread goes first
+        os.nice(NICE)  # a busy machine's CPU goes to the server's own thread and the others first
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the server died before the signal was asked for
         return
+    if prime:
+        _import_scanner()
     serve(commands, answers)
 
 
@@ -237,7 +248,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def serve(commands: int, answers: int, load: Callable[[list[Any]], list[Any]] | None = None) -> None:
-    """The helper's loop: prime on ``P``, scan on ``J`` (then return), return on anything else
+    """The helper's loop: scan on ``J`` (then return), return on anything else
     or at the end of ``commands``. ``load`` loads a list of jobs (``parallel_scan.load_share``)."""
     while True:
         head = _read_exactly(commands, 5)
@@ -247,9 +258,7 @@ def serve(commands: int, answers: int, load: Callable[[list[Any]], list[Any]] | 
         if payload is None:
             return
         kind = head[:1]
-        if kind == PRIME:
-            _import_scanner()
-        elif kind == JOBS:
+        if kind == JOBS:
             _scan(payload, commands, answers, load)
             return
         else:
