@@ -123,6 +123,26 @@ def test_a_helper_forked_and_primed_before_the_build_is_used(corpus: Path, monke
     assert _reaped(helper)
 
 
+def test_a_job_list_larger_than_the_pipe_is_sent_as_the_loop_goes(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the smallest pipe (a page), the job list goes in pieces between the loop's loads."""
+    serial = _serial(corpus, monkeypatch)
+    monkeypatch.setattr(scan_helper, "PIPE_BYTES", 4096)
+    sent: list[int] = []
+    send = parallel_scan.HelperShare._send
+
+    def spy(self: parallel_scan.HelperShare, kind: bytes, payload: bytes) -> None:
+        send(self, kind, payload)
+        sent.append(len(self._outbox))
+
+    monkeypatch.setattr(parallel_scan.HelperShare, "_send", spy)
+    _slow_here(monkeypatch)
+    helped, delivered = _helped(corpus, monkeypatch)
+    assert sent and sent[0] > 0  # the first write left some of the job list for later
+    assert delivered > 0 and _same(helped, serial)
+
+
 def test_a_cache_directory_holding_a_catalog_is_likely_warm(tmp_path: Path) -> None:
     assert scan_helper.likely_cold(None)  # no cache: every build scans
     assert scan_helper.likely_cold(tmp_path / "not-yet")

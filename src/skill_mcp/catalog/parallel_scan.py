@@ -221,6 +221,8 @@ class HelperShare(Preloaded):
         at = self._index.pop(job, None)
         if at is None:
             return default
+        if self._outbox:  # the rest of a job list larger than the pipe: the helper waits for it
+            self._flush()
         got = self._ready.pop(job, None)
         if got is not None:
             return got
@@ -228,7 +230,6 @@ class HelperShare(Preloaded):
         if k in self._claimed:
             return default
         if not self._ended:
-            self._flush()
             self._drain()
             if k in self._started and k not in self._done and not self._ended:
                 self._wait(k)
@@ -330,6 +331,7 @@ class HelperShare(Preloaded):
         log.debug("the scan helper failed (%s): the rest is scanned here", why)
         self._ended = True
         self._started.clear()
+        self._outbox.clear()
 
 
 def jobs_of(queue: deque[tuple[str, str]], reals: Mapping[str, str], inside: Callable[[str, str], bool]) -> list[Job]:
