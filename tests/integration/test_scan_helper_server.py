@@ -177,3 +177,22 @@ def test_the_cold_answers_are_those_of_a_server_without_the_helper(corpus: Path,
             running.close()
     assert helpers == [1, 0]  # the control had its helper; the refused fork left none
     assert walks[0] == walks[1]
+
+
+def test_the_helper_is_forked_after_the_hardening(corpus: Path, tmp_path: Path) -> None:
+    """The helper inherits the server's wiped exec-time environment block (``harden_early`` ran
+    before the fork): the secret the server was started with is not in its ``/proc`` environ."""
+    secret = "scan-helper-secret-5c1f"
+    running = Served(corpus, {"SKILL_MCP_CACHE_DIR": str(tmp_path / "cache"), "PROBE_SECRET": secret})
+    control = subprocess.Popen(["sleep", "30"], env={"PROBE_SECRET": secret})
+    try:
+        running.handshake()
+        helper = _helper_of(running)
+        with open(f"/proc/{helper}/environ", "rb") as f:
+            assert secret.encode() not in f.read()
+        with open(f"/proc/{control.pid}/environ", "rb") as f:
+            assert secret.encode() in f.read()  # positive control: an unhardened process shows it
+    finally:
+        control.kill()
+        control.wait(timeout=10)
+        running.close()
