@@ -305,3 +305,20 @@ def test_the_helper_stops_before_a_chunk_the_loop_claimed() -> None:
     os.close(cmd_r)
     assert answers.count(scan_helper.STARTED + (0).to_bytes(4, "big")) == 1
     assert pickle.loads(answers[9 + 9 :][: int.from_bytes(answers[14:18], "big")]) == [8, 9]
+
+
+@pytest.mark.parametrize(("cores", "others", "helped"), [(4, 0, False), (4, 2, True), (2, 0, True)])
+def test_more_than_two_idle_cores_leave_a_large_scan_to_worker_processes(
+    monkeypatch: pytest.MonkeyPatch, cores: int, others: int, helped: bool
+) -> None:
+    assert scan_helper.start()
+    monkeypatch.setattr(parallel_scan, "cores", lambda: cores)
+    monkeypatch.setattr(parallel_scan, "_others_runnable", lambda: others)
+    jobs = [(f"/r/s{i}", f"/r/s{i}", "/r") for i in range(parallel_scan.MIN_SKILLS)]
+    shared = parallel_scan.with_helper(jobs)
+    try:
+        assert (shared is not None) is helped
+        assert scan_helper.waiting() is None  # taken, or dismissed
+    finally:
+        if shared is not None:
+            shared.close()
