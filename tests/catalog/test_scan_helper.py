@@ -214,6 +214,8 @@ def _broken(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(parallel_scan, "load_share", short)
     elif how == "garbage":
         monkeypatch.setattr(scan_helper, "_write_all", lambda fd, data: os.write(fd, b"?" * 64))
+    elif how == "not-results":
+        monkeypatch.setattr(parallel_scan, "load_share", lambda jobs: [None for _ in jobs])
     elif how == "unloadable":
         monkeypatch.setattr(parallel_scan, "load_share", lambda jobs: [_Unloadable() for _ in jobs])
     elif how == "bad-order":  # the job list itself does not arrive readable
@@ -231,14 +233,14 @@ class _Unloadable:
         return (_refuse, ())
 
 
-@pytest.mark.parametrize("how", ["dies", "slow", "short", "garbage", "unloadable", "bad-order"])
+@pytest.mark.parametrize("how", ["dies", "slow", "short", "not-results", "garbage", "unloadable", "bad-order"])
 def test_a_helper_that_fails_costs_only_time(corpus: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
     serial = _serial(corpus, monkeypatch)
     with monkeypatch.context() as m:
         _broken(how, m)
         helped, delivered = _helped(corpus, m)
     assert _same(helped, serial)
-    if how in ("short", "garbage", "unloadable", "bad-order"):
+    if how in ("short", "not-results", "garbage", "unloadable", "bad-order"):
         assert delivered == 0  # nothing it sent was taken
 
 

@@ -254,6 +254,8 @@ class HelperShare(Preloaded):
             results = pickle.loads(raw)  # noqa: S301 - our own helper's answer, over our own pipe
             if not isinstance(results, list) or len(results) != len(jobs):
                 raise ValueError("a chunk does not match its jobs")
+            if not all(type(result) is Loaded for result in results):
+                raise ValueError("a chunk holds something other than load results")
         except Exception as exc:  # whatever the failure, this chunk is loaded here
             log.debug("a scan helper's chunk failed (%s): it is scanned here", exc)
             return False

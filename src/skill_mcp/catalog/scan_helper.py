@@ -61,7 +61,8 @@ STARTED, DONE = b"s", b"d"
 _PR_SET_PDEATHSIG = 1
 NICE = 10  # the helper's CPU priority (as the search worker's): it runs on what is idle
 PIPE_BYTES = 1 << 20  # fs.pipe-max-size's default: what an unprivileged process may ask for
-# The modules a scan needs, imported by ``P`` (the first ``load_skill`` imports PyYAML).
+# The modules a scan needs, imported at once by a primed helper (the first ``load_skill`` would
+# import PyYAML through ``yaml12``).
 _SCANNER = ("skill_mcp.catalog.parallel_scan", "skill_mcp.catalog.yaml12")
 
 
@@ -96,7 +97,8 @@ class Helper:
         self.reaper: Any = None  # the thread that reaps it once closed
 
     def send(self, kind: bytes, payload: bytes = b"") -> None:
-        """One command frame, written whole (raises OSError if the helper is gone)."""
+        """One command frame, written whole, blocking (raises OSError if the helper is gone);
+        a build sends its frames through ``HelperShare``, which never blocks."""
         frame = kind + len(payload).to_bytes(4, "big") + payload
         view = memoryview(frame)
         while view:
