@@ -324,3 +324,52 @@ def test_more_than_two_idle_cores_leave_a_large_scan_to_worker_processes(
     finally:
         if shared is not None:
             shared.close()
+
+
+def test_a_cache_that_lacks_many_candidates_shares_their_scan(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm cache written before the catalog grew: the candidates it has no entry for are
+    handed to the helper, and the catalog is the one a serial build makes from the same cache."""
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(corpus, root, symlinks=True)
+    time.sleep(0.2)  # past the cache's racy margin (50 ms): the first builds may write their entries
+    settings = {name: load_settings([str(root)], {"SKILL_MCP_CACHE_DIR": str(tmp_path / name)}) for name in ("a", "b")}
+    for each in settings.values():
+        discover.build_catalog(each)  # both caches hold the first 44
+    for name in sorted(p.name for p in corpus.iterdir() if (p / "SKILL.md").is_file())[:30]:
+        text = (corpus / name / "SKILL.md").read_text().replace(f"name: {name}", f"name: grown-{name}", 1)
+        (root / f"grown-{name}").mkdir()
+        (root / f"grown-{name}" / "SKILL.md").write_text(text)
+    monkeypatch.setattr(discover, "HELPER_FROM", 20)
+    serial = _serial_with(settings["b"], monkeypatch)
+    asked: list[int] = []
+    real = parallel_scan.preload
+
+    def spy(jobs: list[parallel_scan.Job]) -> parallel_scan.Preloaded:
+        asked.append(len(jobs))
+        return real(jobs, helper_from=1)
+
+    delivered: list[int] = []
+    close = parallel_scan.HelperShare.close
+
+    def counted(self: parallel_scan.HelperShare) -> None:
+        delivered.append(self._delivered)
+        close(self)
+
+    _slow_here(monkeypatch)
+    monkeypatch.setattr(parallel_scan.HelperShare, "close", counted)
+    monkeypatch.setattr(discover, "preload", spy)
+    helped = discover.build_catalog(settings["a"])
+    assert asked == [30]  # the grown candidates only
+    assert delivered and delivered[0] > 0
+    assert _same(helped, serial)
+    assert len(helped.skills) == len(serial.skills) > 60  # the grown ones are served
+
+
+def _serial_with(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Catalog:
+    with monkeypatch.context() as m:
+        m.setattr(discover, "preload", lambda jobs: parallel_scan.Preloaded())
+        return discover.build_catalog(settings)

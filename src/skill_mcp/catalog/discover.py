@@ -30,7 +30,7 @@ from skill_mcp.catalog import scan_helper
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.lazy import collector_paused
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
-from skill_mcp.catalog.parallel_scan import Preloaded, jobs_of, preload
+from skill_mcp.catalog.parallel_scan import HELPER_FROM, Preloaded, jobs_of, preload
 from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, where_skills_sit
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
@@ -262,6 +262,10 @@ def _load_all(
     # the loop below takes each result it finds there and loads the rest itself.
     if cache is None or cache.held == 0:
         preloaded = preload(jobs_of(queue, found.reals, _inside))
+    elif len(queue) - cache.held >= HELPER_FROM:
+        # A cache that cannot hold that many of the candidates (a catalog grown since it was
+        # written): the candidates it has no entry for are scanned as a cold scan is.
+        preloaded = preload([job for job in jobs_of(queue, found.reals, _inside) if not cache.holds(job[0])])
     else:  # a warm build: a scan helper waiting for this build is not needed
         scan_helper.dismiss()
         preloaded = Preloaded()
