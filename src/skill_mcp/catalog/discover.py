@@ -258,8 +258,8 @@ def _load_all(
     loaded: dict[str, Skill] = {}
     stampable: set[str] = set()
     queue = found.queue
-    # A cold scan of a large catalog loads the candidates over the cores first (parallel_scan);
-    # the loop below takes each result it finds there and loads the rest itself.
+    # A cold scan shares the candidates with the scan helper or worker processes (parallel_scan);
+    # the loop below takes each result they delivered and loads the rest itself.
     if cache is None or cache.held == 0:
         preloaded = preload(jobs_of(queue, found.reals, _inside))
     elif len(queue) - cache.held >= HELPER_FROM:
