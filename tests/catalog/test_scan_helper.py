@@ -46,6 +46,7 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(scan_helper, "CHUNK", 3)  # many chunks for a 44-skill catalog
     monkeypatch.setattr(scan_helper, "single_threaded", lambda: True)  # the test process may run threads
     monkeypatch.setattr(scan_helper, "cores", lambda: 2)
+    monkeypatch.setattr(scan_helper, "NICE", 0)  # a busy test machine must not starve the helper
     yield
     scan_helper.dismiss()
 
@@ -84,7 +85,7 @@ def _slow_here(monkeypatch: pytest.MonkeyPatch) -> None:
     load = discover.load_skill  # type: ignore[attr-defined]  # the loop's own name for it
 
     def slow(*args: Any) -> Any:
-        time.sleep(0.003)
+        time.sleep(0.005)
         return load(*args)
 
     monkeypatch.setattr(discover, "load_skill", slow)
