@@ -23,8 +23,8 @@ What it is told, over that pipe (frames of a kind byte, a 4-byte length and the 
   server only the decode of what it did deliver (about a tenth of loading it), never a wait
   for a share.
 - ``X`` (exit), anything else, or the end of the pipe: the helper exits. ``dismiss`` (a warm
-  build, as soon as its cache shows that nothing is to be scanned; a catalog too small to
-  share; the end of the first build whatever it was) kills it and leaves a daemon thread to
+  build, as soon as its cache shows too few candidates are to be scanned; a catalog too small
+  to share; the end of the first build whatever it was) kills it and leaves a daemon thread to
   reap it.
 
 The helper writes nothing on standard output (fd 1 becomes fd 2 first; fd 0 is ``/dev/null``)
