@@ -430,6 +430,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
         import anyio
 
         return int(anyio.run(serve_stdio, settings, catalog_provider))
+    from skill_mcp.catalog import scan_helper
     from skill_mcp.runner.harden import harden_early
     from skill_mcp.surfaces.state import SurfaceState
     from skill_mcp.surfaces.stdio.early_calls import EarlyCalls
@@ -437,6 +438,9 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
 
     configure_logging(settings.log_level)
     harden_early()  # before any thread exists; DeferredRunner.boot takes this report
+    # Forked now, single-threaded and hardened: the helper a cold scan shares its work with. When
+    # nothing is cached it imports the scanner at once, on another core, while the handshake runs.
+    scan_helper.start(prime=scan_helper.likely_cold(settings.cache_dir))
     # One provider, runner, search state and memo for the early answers and the SDK server.
     shared = shared_parts(settings, catalog_provider or catalog_source(settings))
     gate = Gate()

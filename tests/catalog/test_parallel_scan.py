@@ -40,7 +40,7 @@ def _catalog(root: Path, monkeypatch: pytest.MonkeyPatch, *, parallel: bool) -> 
 
     def forced(jobs: list[parallel_scan.Job]) -> Any:
         calls.append(len(jobs))
-        return real(jobs, workers=3, min_skills=1) if parallel else {}
+        return real(jobs, workers=3, min_skills=1) if parallel else parallel_scan.Preloaded()
 
     with monkeypatch.context() as m:
         m.setattr(discover, "preload", forced)

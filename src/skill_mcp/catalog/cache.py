@@ -157,6 +157,11 @@ class CatalogCache:
         """How many skill entries the file read holds (0 when it was missing or discarded)."""
         return len(self._old_skills)
 
+    def holds(self, real: str) -> bool:
+        """Whether the file read has an entry for this skill directory (whether it still holds
+        is for ``reuse`` to say)."""
+        return real in self._old_skills
+
     def _root(self, root_real: str) -> Path:
         root = self._roots.get(root_real)
         if root is None:

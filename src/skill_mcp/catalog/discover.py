@@ -28,10 +28,11 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skill_mcp.catalog import scan_helper
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.lazy import collector_paused
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
-from skill_mcp.catalog.parallel_scan import Preloaded, jobs_of, preload
+from skill_mcp.catalog.parallel_scan import HELPER_FROM, Preloaded, jobs_of, preload
 from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, where_skills_sit
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
@@ -274,13 +275,42 @@ def _load_all(
     directory in ``reload`` is read from disk whatever the cache holds."""
     loaded: dict[str, Skill] = {}
     stampable: set[str] = set()
+    queue = found.queue
+    # A cold scan shares the candidates with the scan helper or worker processes (parallel_scan);
+    # the loop below takes each result they delivered and loads the rest itself.
+    if cache is None or cache.held == 0:
+        preloaded = preload(jobs_of(queue, found.reals, _inside))
+    elif len(queue) - cache.held >= HELPER_FROM:
+        # A cache that cannot hold that many of the candidates (a catalog grown since it was
+        # written): the candidates it has no entry for are scanned as a cold scan is.
+        preloaded = preload([job for job in jobs_of(queue, found.reals, _inside) if not cache.holds(job[0])])
+    else:  # a warm build: a scan helper waiting for this build is not needed
+        scan_helper.dismiss()
+        preloaded = Preloaded()
+    try:
+        done = _load_queue(found, cache, preloaded, loaded, stampable, progress, check_files, reload)
+    finally:
+        preloaded.close()
+    if progress is not None:
+        progress(done, done)
+    return loaded, stampable
+
+
+def _load_queue(
+    found: _Found,
+    cache: CatalogCache | None,
+    preloaded: Preloaded,
+    loaded: dict[str, Skill],
+    stampable: set[str],
+    progress: Progress | None,
+    check_files: bool,
+    reload: frozenset[str],
+) -> int:
+    """``_load_all``'s loop: every candidate in ``found.queue`` once; how many it took."""
     seen: set[str] = set()
     nested_in: dict[str, str] = {}  # found_at of a nested skill -> the path of the directory holding it
     root_paths: dict[str, Path] = {}  # each root's real path as a Path, made once
     queue, problems = found.queue, found.problems
-    # A cold scan of a large catalog loads the candidates over the cores first (parallel_scan);
-    # the loop below takes each result it finds there and loads the rest itself.
-    preloaded = preload(jobs_of(queue, found.reals, _inside)) if cache is None or cache.held == 0 else Preloaded()
     done = 0
     reals, skill_mds = found.reals, found.skill_md
     root_heads: dict[str, str] = {}  # each root's real path with its trailing slash, made once
@@ -356,9 +386,7 @@ def _load_all(
                     skill.skill_path if between == "." else f"{skill.skill_path}/{Path(between).as_posix()}"
                 )
             queue.append((str(nested), root_real))
-    if progress is not None:
-        progress(done, done)
-    return loaded, stampable
+    return done
 
 
 def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:

@@ -53,16 +53,21 @@ class LazyCatalog:
             return catalog
         with self._lock:
             if self._catalog is None:
-                # Imported here: the scanner's modules are not needed before the first scan.
-                from skill_mcp.catalog.discover import build_catalog
+                from skill_mcp.catalog import scan_helper
 
-                # The listing tier only: each cached skill's file tier is checked by the first
-                # answer that carries facts about its files (``catalog.filetier``).
-                self._build(
-                    lambda: build_catalog(
-                        self._settings, generation=self._generation, progress=self._progress, check_files=False
+                try:
+                    # Imported here: the scanner's modules are not needed before the first scan.
+                    from skill_mcp.catalog.discover import build_catalog
+
+                    # The listing tier only: each cached skill's file tier is checked by the first
+                    # answer that carries facts about its files (``catalog.filetier``).
+                    self._build(
+                        lambda: build_catalog(
+                            self._settings, generation=self._generation, progress=self._progress, check_files=False
+                        )
                     )
-                )
+                finally:  # a scan helper forked at start-up is not needed past the first build
+                    scan_helper.dismiss()
             assert self._catalog is not None
             return self._catalog
 

@@ -1,25 +1,32 @@
 """The cold scan of a large catalog over the machine's cores.
 
 With no catalog cache to reuse, every skill is read (``skill.load_skill``), a few hundred
-microseconds of CPU each. For ``MIN_SKILLS`` candidates or more, on a machine with a core the
-rest of its work leaves idle (``free_cores``: by the tasks runnable now; a busy machine scans
-serially), ``preload`` loads the candidates in shares: the calling process loads the first share
-itself while worker processes load the others, each returning its results as pickled lists of
-``CHUNK`` ``Loaded`` records, each decoded by the caller when it first needs one of them
-(``Preloaded``; a ``pickle.loads`` costs about a tenth of the load).
+microseconds of CPU each. ``preload`` shares the scan in one of two ways; every candidate that
+is not delivered is loaded by the discovery loop, serially, as it always was.
 
-How workers start: by ``fork`` only when the process is single-threaded (``/proc/self/task``
-lists one task: the command-line tools), since a fork with other threads alive can copy a lock
-one of them holds; otherwise (the server scans in a loader thread while the SDK may still be
-importing in another) by ``spawn``, a fresh interpreter that imports this module, whose start
-costs the worker tens of milliseconds and the caller next to nothing. A worker writes nothing
-on standard output (its descriptor 1 is pointed at standard error first: the server's stdout
-carries the protocol).
+- **With the scan helper** (``with_helper``, from ``HELPER_FROM`` candidates): one process
+  (``scan_helper``: forked at the server's start while it was single-threaded, or forked now by
+  a single-threaded caller such as the command-line tools) loads chunks of candidates from the
+  end of the list while the discovery loop loads from the front; ``HelperShare`` takes the
+  chunks it delivered (pickled ``Loaded`` lists, decoded as the loop reaches them: a
+  ``pickle.loads`` costs about a tenth of the load) and claims the rest. The split adapts to
+  the speeds, so a busy machine needs no test: the helper runs at a low priority and a starved
+  one costs only what it delivered.
+- **With worker processes** (``MIN_SKILLS`` candidates or more and more than two cores the
+  rest of the machine's work leaves idle, ``free_cores``: by the tasks runnable now; or
+  ``workers`` given): the candidates are cut into shares, the calling process loads the first
+  while one worker per further core loads the others, each returning its results as pickled
+  lists of ``CHUNK`` records (``Preloaded``). Workers are forked only when the process is
+  single-threaded (``/proc/self/task`` lists one task), since a fork with other threads alive
+  can copy a lock one of them holds; otherwise spawned, a fresh interpreter that imports this
+  module, whose start costs the worker tens of milliseconds. A worker writes nothing on
+  standard output (its descriptor 1 is pointed at standard error first: the server's stdout
+  carries the protocol).
 
-Whatever goes wrong - no process can be made (RLIMIT_NPROC, a seccomp filter), a worker dies,
-times out or answers garbage - the share it held is simply missing from the answer, and the
-caller loads every missing candidate serially, as it always did. The catalog is the same
-either way (a test compares the two).
+Whatever goes wrong - no process can be made (RLIMIT_NPROC, a seccomp filter), a helper or a
+worker dies, times out or answers garbage - what it held is simply missing from the answer, and
+the caller loads every missing candidate serially. The catalog is the same either way (tests
+compare the two).
 """
 
 from __future__ import annotations
@@ -27,11 +34,15 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import select
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skill_mcp.catalog import scan_helper
+from skill_mcp.catalog.scan_helper import cores, single_threaded
 from skill_mcp.catalog.skill import Loaded, load_skill
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -41,21 +52,19 @@ log = logging.getLogger("skill_mcp.catalog")
 
 # Below this many candidates the serial scan is done about when a spawned worker is ready.
 MIN_SKILLS = 1500
+# From this many candidates a cold scan is shared with the scan helper (``with_helper``). Below
+# it the loop is done (25 ms at 100 skills) about when the helper has delivered its first chunk.
+HELPER_FROM = 100
 # A worker that has not answered after this long (plus a share of its load) is given up on.
 TIMEOUT_S = 30.0
 TIMEOUT_PER_SKILL_S = 0.005
 # Records a worker pickles and sends at once (``Preloaded``).
 CHUNK = 256
+# How long the discovery loop waits for a chunk the helper has started, per skill in it: about
+# twice what loading the skill here takes, so a slow helper costs at most that.
+WAIT_PER_SKILL_S = 0.0005
 
 Job = tuple[str, str, str]  # (real directory, where it was found, the root's real path)
-
-
-def cores() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def free_cores(cores: int) -> int:
@@ -84,14 +93,6 @@ def _others_runnable() -> int:
         return round(os.getloadavg()[0])
     except (AttributeError, OSError):  # pragma: no cover - neither: assume busy
         return 1 << 30
-
-
-def single_threaded() -> bool:
-    """True when the process runs one thread of any kind (so a fork copies no held lock)."""
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:  # pragma: no cover - no procfs: assume threads
-        return False
 
 
 def load_share(jobs: list[Job]) -> list[Loaded]:
@@ -152,6 +153,9 @@ class Preloaded:
         self._decode(at)
         return self._ready.pop(job, default)
 
+    def close(self) -> None:
+        """Nothing to end here (``HelperShare`` ends its helper)."""
+
     def _decode(self, at: int) -> None:
         chunk = self._chunks[at]
         if chunk is None:
@@ -168,6 +172,170 @@ class Preloaded:
         self._ready.update(zip(jobs, results, strict=True))
 
 
+class HelperShare(Preloaded):
+    """The scan shared with a helper (``scan_helper``): the helper loads chunks of ``chunk`` jobs
+    from the end of the list (its chunk 0 is the last), the discovery loop loads from the front.
+    ``pop`` of a job in chunk ``k``: a chunk the helper has done is decoded; one it has started is
+    waited for (at most about what loading it here would take, then it is loaded here); one it
+    has not started is claimed (the helper is told, and stops before it) and ``default`` is
+    returned, so the loop loads it. Anything the helper fails to deliver is loaded by the loop."""
+
+    __slots__ = (
+        "_claimed",
+        "_delivered",
+        "_done",
+        "_ended",
+        "_helper",
+        "_inbox",
+        "_index",
+        "_jobs",
+        "_outbox",
+        "_size",
+        "_started",
+    )
+
+    def __init__(self, helper: scan_helper.Helper, jobs: list[Job], size: int) -> None:
+        super().__init__()
+        self._helper = helper
+        self._jobs = jobs
+        self._size = size
+        self._index = {job: at for at, job in enumerate(jobs)}
+        self._started: set[int] = set()
+        self._done: dict[int, bytes] = {}
+        self._claimed: set[int] = set()
+        self._inbox = bytearray()
+        self._outbox = bytearray()
+        self._ended = False
+        self._delivered = 0
+        try:
+            os.set_blocking(helper.commands, False)
+            os.set_blocking(helper.answers, False)
+            self._send(scan_helper.JOBS, pickle.dumps((size, jobs), protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError as exc:
+            self._end(f"the job list could not be sent ({exc})")
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def pop(self, job: Job, default: Loaded | None = None) -> Loaded | None:
+        at = self._index.pop(job, None)
+        if at is None:
+            return default
+        if self._outbox:  # the rest of a job list larger than the pipe: the helper waits for it
+            self._flush()
+        got = self._ready.pop(job, None)
+        if got is not None:
+            return got
+        k = (len(self._jobs) - 1 - at) // self._size
+        if k in self._claimed:
+            return default
+        if not self._ended:
+            self._drain()
+            if k in self._started and k not in self._done and not self._ended:
+                self._wait(k)
+        raw = self._done.pop(k, None)
+        if raw is None or not self._decode_chunk(k, raw):
+            self._claim(k)
+            return default
+        return self._ready.pop(job, default)
+
+    def close(self) -> None:
+        log.debug("the scan helper loaded %d of %d skills", self._delivered, len(self._jobs))
+        self._done.clear()
+        self._helper.close()
+
+    def _chunk_jobs(self, k: int) -> list[Job]:
+        end = len(self._jobs) - k * self._size
+        return self._jobs[max(0, end - self._size) : end]
+
+    def _decode_chunk(self, k: int, raw: bytes) -> bool:
+        jobs = self._chunk_jobs(k)
+        try:
+            results = pickle.loads(raw)  # noqa: S301 - our own helper's answer, over our own pipe
+            if not isinstance(results, list) or len(results) != len(jobs):
+                raise ValueError("a chunk does not match its jobs")
+            if not all(type(result) is Loaded for result in results):
+                raise ValueError("a chunk holds something other than load results")
+        except Exception as exc:  # whatever the failure, this chunk is loaded here
+            log.debug("a scan helper's chunk failed (%s): it is scanned here", exc)
+            return False
+        self._ready.update(zip(jobs, results, strict=True))
+        self._delivered += len(jobs)
+        return True
+
+    def _claim(self, k: int) -> None:
+        """Load chunk ``k`` here; the helper, told, starts no chunk at or past it."""
+        self._claimed.add(k)
+        if not self._ended:
+            self._send(scan_helper.CLAIM, k.to_bytes(4, "big"))
+
+    def _wait(self, k: int) -> None:
+        """Wait for the started chunk ``k`` about as long as loading it here would take."""
+        deadline = time.monotonic() + WAIT_PER_SKILL_S * self._size
+        poll = select.poll()
+        poll.register(self._helper.answers, select.POLLIN)
+        while k not in self._done and not self._ended:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.debug("the scan helper is slow: its chunk is scanned here")
+                return
+            poll.poll(max(1, int(left * 1000)))
+            self._drain()
+
+    def _send(self, kind: bytes, payload: bytes) -> None:
+        self._outbox += kind + len(payload).to_bytes(4, "big") + payload
+        self._flush()
+
+    def _flush(self) -> None:
+        while self._outbox and not self._ended:
+            try:
+                sent = os.write(self._helper.commands, self._outbox)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                self._end(f"the helper is gone ({exc})")
+                return
+            del self._outbox[:sent]
+
+    def _drain(self) -> None:
+        inbox = self._inbox
+        while not self._ended:
+            try:
+                got = os.read(self._helper.answers, 1 << 20)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                self._end(f"its answers failed ({exc})")
+                break
+            if not got:
+                self._ended = True  # the helper stopped or died: what it sent is kept
+                break
+            inbox += got
+        at = 0
+        while len(inbox) - at >= 9:
+            kind = inbox[at : at + 1]
+            k = int.from_bytes(inbox[at + 1 : at + 5], "big")
+            size = int.from_bytes(inbox[at + 5 : at + 9], "big")
+            if kind == scan_helper.STARTED:
+                self._started.add(k)
+            elif kind == scan_helper.DONE:
+                if len(inbox) - at - 9 < size:
+                    break
+                if k not in self._claimed:
+                    self._done[k] = bytes(inbox[at + 9 : at + 9 + size])
+            else:
+                self._end("it answered garbage")
+                break
+            at += 9 + (size if kind == scan_helper.DONE else 0)
+        del inbox[:at]
+
+    def _end(self, why: str) -> None:
+        log.debug("the scan helper failed (%s): the rest is scanned here", why)
+        self._ended = True
+        self._started.clear()
+        self._outbox.clear()
+
+
 def jobs_of(queue: deque[tuple[str, str]], reals: Mapping[str, str], inside: Callable[[str, str], bool]) -> list[Job]:
     """The candidates the serial loop would load first, in its order: each real directory once,
     at the first place it was found, and none whose link leads out of its root."""
@@ -182,10 +350,19 @@ def jobs_of(queue: deque[tuple[str, str]], reals: Mapping[str, str], inside: Cal
     return jobs
 
 
-def preload(jobs: list[Job], *, workers: int | None = None, min_skills: int = MIN_SKILLS) -> Preloaded:
+def preload(
+    jobs: list[Job], *, workers: int | None = None, min_skills: int = MIN_SKILLS, helper_from: int = HELPER_FROM
+) -> Preloaded:
     """Load ``jobs`` over the cores; the results by job. A job missing from the answer (too few
     jobs, no idle core by ``free_cores`` unless ``workers`` says how many, workers not to be
-    had, a worker failed) is for the caller to load."""
+    had, a worker failed) is for the caller to load. The caller ``close``s the answer.
+
+    From ``helper_from`` jobs, unless ``workers`` is given or more than two cores are idle for
+    a scan of ``min_skills`` or more, the scan is shared with one helper (``with_helper``)."""
+    if workers is None:
+        shared = with_helper(jobs, helper_from, min_skills)
+        if shared is not None:
+            return shared
     out = Preloaded()
     if len(jobs) < min_skills:
         return out
@@ -221,6 +398,25 @@ def preload(jobs: list[Job], *, workers: int | None = None, min_skills: int = MI
     for chunk, process, conn in started:
         _collect(chunk, process, conn, out, CHUNK)
     return out
+
+
+def with_helper(jobs: list[Job], helper_from: int = HELPER_FROM, min_skills: int = MIN_SKILLS) -> HelperShare | None:
+    """The scan shared with the helper forked at start-up (``scan_helper.start``), or with one
+    forked now when this process is single-threaded; None (and the waiting helper dismissed)
+    for fewer than ``helper_from`` jobs, or where more than two idle cores make worker
+    processes worth their start (``min_skills`` jobs or more), or with no helper to be had.
+    The helper's share adapts to what it manages (``HelperShare``), so a busy machine needs no
+    test here: a starved helper costs only what it delivered."""
+    if len(jobs) < helper_from or (len(jobs) >= min_skills and free_cores(cores()) > 2):
+        scan_helper.dismiss()
+        return None
+    helper = scan_helper.take()
+    if helper is None and scan_helper.start(primed=True):
+        helper = scan_helper.take()
+    if helper is None:
+        return None
+    log.debug("scanning with the scan helper", extra={"skills": len(jobs)})
+    return HelperShare(helper, jobs, scan_helper.CHUNK)
 
 
 def _collect(chunk: list[Job], process: Any, conn: Connection, into: Preloaded, size: int = CHUNK) -> None:
