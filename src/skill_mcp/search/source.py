@@ -23,6 +23,7 @@ from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Catalog, Skill
 from skill_mcp.search.build import build_sorted
 from skill_mcp.search.index import SearchDoc, SearchIndex, _idf
+from skill_mcp.search.shortbuild import build_short
 from skill_mcp.search.store import KeyHasher, NowFn, Stamp, index_file, load, save, stamp_now
 from skill_mcp.search.text import QueryTerm, query_terms, stem
 
@@ -142,9 +143,10 @@ def short_doc(skill: Skill) -> SearchDoc:
 
 def short_index(catalog: Catalog) -> SearchIndex:
     """The first phase of a two-phase build: names, descriptions and tags, no body and no
-    heading (both need SKILL.md read: docs/search.md, "Two phases"). Same builder, same
-    weights; only the body and heading fields are empty."""
-    return build_sorted(map(short_doc, in_order(catalog)))
+    heading (both need SKILL.md read: docs/search.md, "Two phases"). Same weights and scores
+    as the general builder with the body and heading fields empty (``shortbuild``: built for
+    the whole catalog at once, each term's postings made when a query first reads it)."""
+    return build_short(map(_fields, in_order(catalog)))
 
 
 def in_order(catalog: Catalog) -> list[Skill]:
