@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,17 @@ from skill_mcp.models import Catalog, Skill
 from skill_mcp.search.build import build_sorted
 from skill_mcp.search.index import SearchDoc, SearchIndex, _idf
 from skill_mcp.search.shortbuild import build_short
-from skill_mcp.search.store import KeyHasher, NowFn, Stamp, index_file, load, save, stamp_now
+from skill_mcp.search.store import (
+    KeyHasher,
+    NowFn,
+    Stamp,
+    catalog_key,
+    index_file,
+    key_columns,
+    load,
+    save,
+    stamp_now,
+)
 from skill_mcp.search.text import QueryTerm, query_terms, stem
 
 BODY_MAX_BYTES = 256 * 1024  # past this, the body is ranked on its first 256 KiB only
@@ -192,13 +203,29 @@ def current_key(skills: list[Skill], key_fields: Sequence[KeyFields] | None = No
     cache is the stamp of SKILL.md that build checked (``CachedFiles.skill_md``: no second
     ``lstat``); a record scanned from disk is stamped now. ``key_fields``: each skill's
     ``_key_fields``, when the caller made them already (a record never changes)."""
-    key = KeyHasher()
-    for i, skill in enumerate(skills):
-        files = skill.files
-        checked = files.skill_md if isinstance(files, CachedFiles) else None
-        fields = _key_fields(skill) if key_fields is None else key_fields[i]
-        key.add(fields, checked or stamp_now(skill.prefix + SKILL_MD))
-    return key.hexdigest()
+    columns = _key_columns(skills) if key_fields is None else key_columns(key_fields)
+    stamps = [_checked(skill.files) or stamp_now(skill.prefix + SKILL_MD) for skill in skills]
+    return catalog_key(columns, stamps)
+
+
+def _key_columns(skills: list[Skill]) -> list[Sequence[Any]]:
+    """``_key_fields`` of every skill, as columns (one C-level pass a field)."""
+    try:
+        texts = list(map(frontmatter_text, map(attrgetter("frontmatter"), skills)))
+    except (TypeError, ValueError):  # a frontmatter JSON cannot hold: as ``_key_fields`` says it
+        return key_columns(list(map(_key_fields, skills)))
+    return [
+        list(map(attrgetter("name"), skills)),
+        list(map(attrgetter("description"), skills)),
+        texts,
+        list(map(attrgetter("tags"), skills)),
+        list(map(attrgetter("phase"), skills)),
+        list(map(attrgetter("body_offset"), skills)),
+    ]
+
+
+def _checked(files: object) -> Stamp | None:
+    return files.skill_md if isinstance(files, CachedFiles) else None
 
 
 def _counted(docs: Iterator[SearchDoc], total: int, progress: Callable[[int, int], None] | None) -> Iterator[SearchDoc]:
