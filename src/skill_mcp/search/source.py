@@ -61,10 +61,10 @@ def _tag_values(frontmatter: Mapping[str, Any], skill: Skill) -> tuple[str, ...]
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, list):
-            out.extend(str(v) for v in value if isinstance(v, str | int | float))
+            out.extend([str(v) for v in value if isinstance(v, (str, int, float))])
     meta = frontmatter.get("metadata")
-    if isinstance(meta, Mapping):
-        out.extend(str(v) for k, v in sorted(meta.items()) if isinstance(v, str) and k not in ("version",))
+    if isinstance(meta, (dict, Mapping)):  # a dict is told without the ABC's check
+        out.extend([str(v) for k, v in sorted(meta.items()) if isinstance(v, str) and k != "version"])
     return tuple(out)
 
 
