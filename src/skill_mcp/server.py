@@ -415,7 +415,8 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
 
     Where the frozen answers are this server's (``early.eligible``), the process hardens
     itself and builds the parts every answer is computed from (``Shared``), then a worker
-    thread imports the SDK (``load_gate.Gate``: waiting while an early answer is computed) and
+    thread imports the search modules and the SDK (``load_gate.Gate``: waiting while an early
+    answer is computed) and
     composes the server over those parts while this thread answers a plain ``initialize``,
     ``tools/list`` and ``tools/call`` of ``skill_list`` and ``skill_search``; then the server
     serves, reading first what was read so far less the tool calls answered. Otherwise this is
@@ -451,6 +452,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
 
     def load() -> None:
         try:
+            gate.preload()  # what the first search needs: it usually comes while the SDK loads
             gate.load_sdk()  # waits while an early answer is being computed
             built.append(_compose(settings, None, None, transport="pipe", shared=shared))
             import anyio  # noqa: F401  - what serving needs, imported here too

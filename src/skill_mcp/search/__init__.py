@@ -7,6 +7,7 @@
     topk     - query evaluation: the best ``limit`` from the heads, or from whole lists
     index    - a BM25F index (posting lists with precomputed contributions, no body text kept)
     build    - builds that index fast (per-word and per-posting work in C loops)
+    shortbuild - the short index (names, descriptions, tags) for a whole catalog at once, each term made when first read
     source   - catalog records -> SearchDoc (the one place that reads SKILL.md bodies)
     store    - the index persisted beside the catalog cache, used only for the very catalog it was built from
     offload  - the body phase's build handed to a worker process, and what it wrote opened as a warm start does

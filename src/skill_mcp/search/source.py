@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,18 @@ from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Catalog, Skill
 from skill_mcp.search.build import build_sorted
 from skill_mcp.search.index import SearchDoc, SearchIndex, _idf
-from skill_mcp.search.store import KeyHasher, NowFn, Stamp, index_file, load, save, stamp_now
+from skill_mcp.search.shortbuild import build_short
+from skill_mcp.search.store import (
+    KeyHasher,
+    NowFn,
+    Stamp,
+    catalog_key,
+    index_file,
+    key_columns,
+    load,
+    save,
+    stamp_now,
+)
 from skill_mcp.search.text import QueryTerm, query_terms, stem
 
 BODY_MAX_BYTES = 256 * 1024  # past this, the body is ranked on its first 256 KiB only
@@ -49,10 +61,10 @@ def _tag_values(frontmatter: Mapping[str, Any], skill: Skill) -> tuple[str, ...]
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, list):
-            out.extend(str(v) for v in value if isinstance(v, str | int | float))
+            out.extend([str(v) for v in value if isinstance(v, (str, int, float))])
     meta = frontmatter.get("metadata")
-    if isinstance(meta, Mapping):
-        out.extend(str(v) for k, v in sorted(meta.items()) if isinstance(v, str) and k not in ("version",))
+    if isinstance(meta, (dict, Mapping)):  # a dict is told without the ABC's check
+        out.extend([str(v) for k, v in sorted(meta.items()) if isinstance(v, str) and k != "version"])
     return tuple(out)
 
 
@@ -142,9 +154,10 @@ def short_doc(skill: Skill) -> SearchDoc:
 
 def short_index(catalog: Catalog) -> SearchIndex:
     """The first phase of a two-phase build: names, descriptions and tags, no body and no
-    heading (both need SKILL.md read: docs/search.md, "Two phases"). Same builder, same
-    weights; only the body and heading fields are empty."""
-    return build_sorted(map(short_doc, in_order(catalog)))
+    heading (both need SKILL.md read: docs/search.md, "Two phases"). Same weights and scores
+    as the general builder with the body and heading fields empty (``shortbuild``: built for
+    the whole catalog at once, each term's postings made when a query first reads it)."""
+    return build_short(map(_fields, in_order(catalog)))
 
 
 def in_order(catalog: Catalog) -> list[Skill]:
@@ -190,13 +203,29 @@ def current_key(skills: list[Skill], key_fields: Sequence[KeyFields] | None = No
     cache is the stamp of SKILL.md that build checked (``CachedFiles.skill_md``: no second
     ``lstat``); a record scanned from disk is stamped now. ``key_fields``: each skill's
     ``_key_fields``, when the caller made them already (a record never changes)."""
-    key = KeyHasher()
-    for i, skill in enumerate(skills):
-        files = skill.files
-        checked = files.skill_md if isinstance(files, CachedFiles) else None
-        fields = _key_fields(skill) if key_fields is None else key_fields[i]
-        key.add(fields, checked or stamp_now(skill.prefix + SKILL_MD))
-    return key.hexdigest()
+    columns = _key_columns(skills) if key_fields is None else key_columns(key_fields)
+    stamps = [_checked(skill.files) or stamp_now(skill.prefix + SKILL_MD) for skill in skills]
+    return catalog_key(columns, stamps)
+
+
+def _key_columns(skills: list[Skill]) -> list[Sequence[Any]]:
+    """``_key_fields`` of every skill, as columns (one C-level pass a field)."""
+    try:
+        texts = list(map(frontmatter_text, map(attrgetter("frontmatter"), skills)))
+    except (TypeError, ValueError):  # a frontmatter JSON cannot hold: as ``_key_fields`` says it
+        return key_columns(list(map(_key_fields, skills)))
+    return [
+        list(map(attrgetter("name"), skills)),
+        list(map(attrgetter("description"), skills)),
+        texts,
+        list(map(attrgetter("tags"), skills)),
+        list(map(attrgetter("phase"), skills)),
+        list(map(attrgetter("body_offset"), skills)),
+    ]
+
+
+def _checked(files: object) -> Stamp | None:
+    return files.skill_md if isinstance(files, CachedFiles) else None
 
 
 def _counted(docs: Iterator[SearchDoc], total: int, progress: Callable[[int, int], None] | None) -> Iterator[SearchDoc]:

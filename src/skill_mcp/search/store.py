@@ -43,6 +43,8 @@ import weakref
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
+from operator import is_not, itemgetter
 from pathlib import Path
 from typing import Any, overload
 
@@ -93,20 +95,106 @@ def index_file(cache_dir: Path, roots: Sequence[Path]) -> Path:
 
 
 class KeyHasher:
-    """The key of one index: fed each skill's fields and SKILL.md stamp, in doc id order."""
+    """The key of one index: fed each skill's fields and SKILL.md stamp, in doc id order.
+
+    The key is computed when asked for, over every skill at once (``catalog_key``): a warm
+    start computes it for the whole catalog before its first search, where per-skill work (a
+    ``repr`` of each record, two hash updates) was most of the cost; a build feeding it skill
+    by skill gets the same key for the same skills."""
 
     def __init__(self) -> None:
-        self._hasher = hashlib.sha256(b"skill-mcp-search-key\0")
-        self.count = 0
+        self._fields: list[Sequence[Any]] = []
+        self._stamps: list[Stamp | None] = []
+
+    @property
+    def count(self) -> int:
+        return len(self._fields)
 
     def add(self, fields: Sequence[Any], stamp: Stamp | None) -> None:
-        # repr of str/int/tuple values is exact and stable, and cheaper than JSON per skill.
-        self._hasher.update(repr((fields, stamp)).encode("utf-8", "surrogatepass"))
-        self._hasher.update(b"\n")
-        self.count += 1
+        self._fields.append(fields)
+        self._stamps.append(stamp)
 
     def hexdigest(self) -> str:
-        return f"{self.count}:{self._hasher.hexdigest()}"
+        return catalog_key(key_columns(self._fields), self._stamps)
+
+
+KEY_FORMAT = "k2"  # a key written by earlier code ("<count>:<hex>") never equals one of these
+KEY_FIELDS = 6  # name, description, frontmatter text, tags, phase, body offset (``source._key_fields``)
+
+
+def key_columns(records: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+    """Records of key fields (one per skill) as columns (one per field); ``ValueError`` for a
+    record of another shape."""
+    if not set(map(len, records)) <= {KEY_FIELDS}:
+        raise ValueError("a key record has another shape")
+    return [list(map(itemgetter(i), records)) for i in range(KEY_FIELDS)]
+
+
+def catalog_key(columns: Sequence[Sequence[Any]], stamps: Sequence[Stamp | None]) -> str:
+    """``k2:<count>:<sha256>`` over every skill's key fields (``columns``: per field, one value
+    a skill, in doc id order) and SKILL.md stamp.
+
+    Exactly as discriminating as hashing each record's ``repr`` was: the bytes hashed are an
+    unambiguous encoding of all of it, column by column (every column with its byte length;
+    a string column as its strings' lengths and their text; an integer column as 8 bytes a
+    value, or as decimal text when a value needs more), so any change to any field or stamp of
+    any skill changes them. Each column is one C-level join or array, not statements per
+    skill. Values not of the usual types are hashed by ``repr`` instead (never the same bytes)."""
+    count = len(stamps)
+    hasher = hashlib.sha256(b"skill-mcp-search-key\0")
+    try:
+        for column in _encoded(columns, stamps):
+            hasher.update(b"%d\0" % len(column))
+            hasher.update(column)
+    except (TypeError, ValueError):
+        hasher = hashlib.sha256(b"skill-mcp-search-key repr\0")
+        for record, stamp in zip(zip(*columns, strict=True), stamps, strict=True):
+            hasher.update(repr((record, stamp)).encode("utf-8", "surrogatepass") + b"\n")
+    return f"{KEY_FORMAT}:{count}:{hasher.hexdigest()}"
+
+
+def _ints(values: Sequence[int]) -> bytes:
+    """An integer column: 8 bytes a value, or decimal text when one needs more (marked apart)."""
+    try:
+        return b"q" + array("q", values).tobytes()
+    except OverflowError:
+        return b"t" + ",".join(map(str, values)).encode("ascii")
+
+
+def _strings(values: Sequence[str]) -> bytes:
+    """A string column: the strings joined by NUL when none holds one (nearly always), else
+    their lengths and their text (marked apart)."""
+    joined = "\0".join(values)
+    if joined.count("\0") == max(len(values) - 1, 0):
+        return b"s" + joined.encode("utf-8", "surrogatepass")
+    return b"l" + array("q", map(len, values)).tobytes() + "".join(values).encode("utf-8", "surrogatepass")
+
+
+def _encoded(columns: Sequence[Sequence[Any]], stamps: Sequence[Stamp | None]) -> Iterator[bytes]:
+    names, descriptions, texts, tags, phases, offsets = columns
+    if not len(names) == len(descriptions) == len(texts) == len(tags) == len(phases) == len(offsets) == len(stamps):
+        raise ValueError("columns of different lengths")
+    if not set(map(type, tags)) <= {tuple}:
+        raise TypeError("tags not a tuple")
+    yield _strings(names)
+    yield _strings(descriptions)
+    joined = b"\0".join(texts)  # JSON text: a NUL in it is escaped
+    yield (
+        b"s" + joined
+        if joined.count(b"\0") == max(len(texts) - 1, 0)
+        else b"l" + _ints(list(map(len, texts))) + b"".join(texts)
+    )
+    yield _ints(list(map(len, tags)))
+    yield _strings(list(chain.from_iterable(tags)))
+    yield _ints([-1 if p is None else len(p) for p in phases])
+    yield "".join(p for p in phases if p is not None).encode("utf-8", "surrogatepass")
+    yield _ints(offsets)
+    yield _ints(list(map(is_not, stamps, repeat(None))))
+    present = [s for s in stamps if s is not None]
+    flat = list(chain.from_iterable(present))
+    if len(flat) != 4 * len(present):
+        raise ValueError("a stamp of another shape")
+    yield _ints(flat)
 
 
 def stamp_now(path: str) -> Stamp | None:

@@ -16,7 +16,9 @@ import then runs at full speed, and readiness is not delayed.
 
 ``LOAD_ORDER`` is imported first, one top-level name at a time, so that the waits fall inside
 the SDK stack and not inside our own modules that import it (``surfaces.app``), where the
-loading thread may hold locks of modules the answer imports too. Stdlib only.
+loading thread may hold locks of modules the answer imports too. Before it, ``PRELOAD`` (the
+search modules a first ``skill_search`` needs, which never import the SDK) is imported without
+the hook. Stdlib only.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ SDK_PACKAGES = frozenset(
 )
 # Imported in this order before the server is composed (a name not installed is skipped).
 LOAD_ORDER = ("pydantic", "anyio", "mcp_types", "mcp")
+# Our modules the first ``skill_search`` needs (the search and the catalog modules it stands
+# on), imported by the loading thread before the SDK (``Gate.preload``): the first search
+# usually comes while the SDK is still loading, and would otherwise import them itself.
+PRELOAD = ("skill_mcp.search",)
 
 
 # Loaders made per module by the path finder: one can be told to wait before its module's body.
@@ -121,6 +127,18 @@ class Gate:
             run(module)
 
         loader.exec_module = exec_module
+
+    def preload(self) -> None:
+        """Import ``PRELOAD`` in this thread once no early answer is being computed. Never
+        through the hook (nothing waits inside these imports): an early answer that needs one
+        of them meanwhile waits for its module lock, which this thread releases without ever
+        waiting on the gate. One that fails to import is left to the request that needs it."""
+        for name in PRELOAD:
+            self._wait()
+            try:
+                importlib.import_module(name)
+            except ImportError:  # pragma: no cover - a broken install: that request reports it
+                continue
 
     def load_sdk(self) -> None:
         """Import ``LOAD_ORDER`` in this thread, waiting while an early answer is computed."""
