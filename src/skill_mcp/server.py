@@ -414,10 +414,10 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     """``serve_stdio``, with the handshake answered while the SDK loads (``surfaces.stdio.early``).
 
     Where the frozen answers are this server's (``early.eligible``), the process hardens
-    itself and builds the parts every answer is computed from (``Shared``), then a worker
-    thread imports the search modules and the SDK (``load_gate.Gate``: waiting while an early
-    answer is computed) and
-    composes the server over those parts while this thread answers a plain ``initialize``,
+    itself, forks the scan helper (``catalog.scan_helper``) and builds the parts every answer is
+    computed from (``Shared``), then a worker thread imports the search modules and the SDK
+    (``load_gate.Gate``: waiting while an early answer is computed) and composes the server over
+    those parts while this thread answers a plain ``initialize``,
     ``tools/list`` and ``tools/call`` of ``skill_list`` and ``skill_search``; then the server
     serves, reading first what was read so far less the tool calls answered. Otherwise this is
     ``serve_stdio``. Returns an exit code.
