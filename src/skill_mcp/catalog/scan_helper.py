@@ -7,8 +7,9 @@ of milliseconds before it loads anything. So ``server.serve_stdio_early`` calls 
 after the boot hardening and before any thread exists (about a millisecond): the helper is a
 fork of the process as it is then (hardened, non-dumpable), and it waits on a pipe. When the
 cache directory holds no catalog yet (``likely_cold``) it first imports the scanner (about 40
-ms of CPU), on the other core while the handshake is answered; otherwise it imports nothing
-until it is given work. It runs at ``NICE``: on a busy machine the server's own thread and the
+ms of CPU), on the other core while the handshake is answered; otherwise (a warm start,
+``verify``) it checks the cache file's directory stamps for the first build to skip
+(``catalog.verdicts``, on a pipe of their own), then imports nothing until it is given work. It runs at ``NICE``: on a busy machine the server's own thread and the
 machine's other work go first, and the helper takes only what is idle.
 
 What it is told, over that pipe (frames of a kind byte, a 4-byte length and the payload):
@@ -22,10 +23,10 @@ What it is told, over that pipe (frames of a kind byte, a 4-byte length and the 
   a claimed one. The two meet where their speeds put them: a helper starved of CPU costs the
   server only the decode of what it did deliver (about a tenth of loading it), never a wait
   for a share.
-- ``X`` (exit), anything else, or the end of the pipe: the helper exits. ``dismiss`` (a warm
-  build, as soon as its cache shows too few candidates are to be scanned; a catalog too small
-  to share; the end of the first build whatever it was) kills it and leaves a daemon thread to
-  reap it.
+- ``X`` (exit), anything else, or the end of the pipe: the helper exits. A warm build takes
+  the helper for its verdicts and closes it when its loop is done; ``dismiss`` (a catalog too
+  small to share; the end of the first build whatever it was) kills a waiting one; either
+  leaves a daemon thread to reap it.
 
 The helper writes nothing on standard output (fd 1 becomes fd 2 first; fd 0 is ``/dev/null``)
 and dies with the server: ``PR_SET_PDEATHSIG`` (``SIGKILL``), a check that the server did not
