@@ -441,7 +441,10 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     harden_early()  # before any thread exists; DeferredRunner.boot takes this report
     # Forked now, single-threaded and hardened: the helper a cold scan shares its work with. When
     # nothing is cached it imports the scanner at once, on another core, while the handshake runs.
-    scan_helper.start(prime=scan_helper.likely_cold(settings.cache_dir))
+    # On a warm start it checks the cache's directory stamps at once instead (``catalog.verdicts``).
+    cold = scan_helper.likely_cold(settings.cache_dir)
+    warm = None if cold or settings.cache_dir is None else (settings.cache_dir, list(settings.roots))
+    scan_helper.start(prime=cold, verify=warm)
     # One provider, runner, search state and memo for the early answers and the SDK server.
     shared = shared_parts(settings, catalog_provider or catalog_source(settings))
     gate = Gate()

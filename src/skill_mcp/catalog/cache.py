@@ -63,6 +63,8 @@ from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import SKILL_MD, file_digest
 from skill_mcp.catalog.filetier import files_hold
 from skill_mcp.catalog.skill import Loaded
+from skill_mcp.catalog.verdicts import Verdicts
+from skill_mcp.catalog.verdicts import identity as file_identity
 from skill_mcp.models import Skill, SkillFile
 
 log = logging.getLogger("skill_mcp.catalog")
@@ -137,6 +139,7 @@ class CatalogCache:
         self._roots: dict[str, Path] = {}
         self.reused = 0
         self.loaded = 0
+        self.verdicts: Verdicts | None = None  # the scan helper's, on a warm start (``take_verdicts``)
         # The filesystem's "now" as this scan begins; None when the directory cannot be written
         # (then nothing is written either).
         self.t0_ns = (now_ns or marker_time)(path.parent)
@@ -151,6 +154,14 @@ class CatalogCache:
             log.info("catalog cache discarded", extra={"path": str(path), "why": str(exc)[:200]})
             self._old_skills, self._old_digests = {}, {}
             self._changed = True
+
+    def take_verdicts(self, fd: int) -> None:
+        """Read the scan helper's verdicts from ``fd`` (non-blocking) for this build: an entry it
+        found holding in this very file skips its directory ``lstat`` calls (``catalog.verdicts``).
+        The caller sets ``verdicts`` back to None before it closes ``fd``."""
+        if self._fd is not None and self._old_skills:
+            with contextlib.suppress(OSError):
+                self.verdicts = Verdicts(fd, file_identity(self._fd), list(self._old_skills))
 
     @property
     def held(self) -> int:
@@ -223,7 +234,8 @@ class CatalogCache:
                     skill_md = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                 if tuple(held) != skill_md:
                     return None
-            if not stamps_hold(real, listing[3]):
+            verdicts = self.verdicts
+            if not (verdicts is not None and verdicts.holds(real)) and not stamps_hold(real, listing[3]):
                 return None
             loaded = decode_loaded(
                 listing, frontmatter, rows, real, self._root(root_real), root_real, skill_md=skill_md

@@ -276,6 +276,7 @@ def _load_all(
     loaded: dict[str, Skill] = {}
     stampable: set[str] = set()
     queue = found.queue
+    helper: scan_helper.Helper | None = None
     # A cold scan shares the candidates with the scan helper or worker processes (parallel_scan);
     # the loop below takes each result they delivered and loads the rest itself.
     if cache is None or cache.held == 0:
@@ -284,13 +285,22 @@ def _load_all(
         # A cache that cannot hold that many of the candidates (a catalog grown since it was
         # written): the candidates it has no entry for are scanned as a cold scan is.
         preloaded = preload([job for job in jobs_of(queue, found.reals, _inside) if not cache.holds(job[0])])
-    else:  # a warm build: a scan helper waiting for this build is not needed
-        scan_helper.dismiss()
+    else:  # a warm build: a scan helper waiting for this build only checks stamps (``verdicts``)
+        helper = scan_helper.take()
+        if helper is not None:
+            if helper.verdicts is not None:
+                cache.take_verdicts(helper.verdicts)
+            else:
+                helper.close()
+                helper = None
         preloaded = Preloaded()
     try:
         done = _load_queue(found, cache, preloaded, loaded, stampable, progress, check_files, reload)
     finally:
         preloaded.close()
+        if helper is not None and cache is not None:
+            cache.verdicts = None  # before its pipe is closed: a closed descriptor's number is reused
+            helper.close()
     if progress is not None:
         progress(done, done)
     return loaded, stampable

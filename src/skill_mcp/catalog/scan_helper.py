@@ -7,8 +7,9 @@ of milliseconds before it loads anything. So ``server.serve_stdio_early`` calls 
 after the boot hardening and before any thread exists (about a millisecond): the helper is a
 fork of the process as it is then (hardened, non-dumpable), and it waits on a pipe. When the
 cache directory holds no catalog yet (``likely_cold``) it first imports the scanner (about 40
-ms of CPU), on the other core while the handshake is answered; otherwise it imports nothing
-until it is given work. It runs at ``NICE``: on a busy machine the server's own thread and the
+ms of CPU), on the other core while the handshake is answered; otherwise (a warm start,
+``verify``) it checks the cache file's directory stamps for the first build to skip
+(``catalog.verdicts``, on a pipe of their own), then imports nothing until it is given work. It runs at ``NICE``: on a busy machine the server's own thread and the
 machine's other work go first, and the helper takes only what is idle.
 
 What it is told, over that pipe (frames of a kind byte, a 4-byte length and the payload):
@@ -22,10 +23,10 @@ What it is told, over that pipe (frames of a kind byte, a 4-byte length and the 
   a claimed one. The two meet where their speeds put them: a helper starved of CPU costs the
   server only the decode of what it did deliver (about a tenth of loading it), never a wait
   for a share.
-- ``X`` (exit), anything else, or the end of the pipe: the helper exits. ``dismiss`` (a warm
-  build, as soon as its cache shows too few candidates are to be scanned; a catalog too small
-  to share; the end of the first build whatever it was) kills it and leaves a daemon thread to
-  reap it.
+- ``X`` (exit), anything else, or the end of the pipe: the helper exits. A warm build takes
+  the helper for its verdicts and closes it when its loop is done; ``dismiss`` (a catalog too
+  small to share; the end of the first build whatever it was) kills a waiting one; either
+  leaves a daemon thread to reap it.
 
 The helper writes nothing on standard output (fd 1 becomes fd 2 first; fd 0 is ``/dev/null``)
 and dies with the server: ``PR_SET_PDEATHSIG`` (``SIGKILL``), a check that the server did not
@@ -86,12 +87,13 @@ class Helper:
     """The server's side of one helper: its pid, the command pipe's write end and the answer
     pipe's read end. Used by one build at most; ``close`` kills and reaps it."""
 
-    __slots__ = ("answers", "closed", "commands", "pid", "primed", "reaper")
+    __slots__ = ("answers", "closed", "commands", "pid", "primed", "reaper", "verdicts")
 
-    def __init__(self, pid: int, commands: int, answers: int) -> None:
+    def __init__(self, pid: int, commands: int, answers: int, verdicts: int | None = None) -> None:
         self.pid = pid
         self.commands = commands
         self.answers = answers
+        self.verdicts = verdicts  # the read end of the verdicts' pipe (``catalog.verdicts``), if asked for
         self.primed = False
         self.closed = False
         self.reaper: Any = None  # the thread that reaps it once closed
@@ -110,7 +112,9 @@ class Helper:
         if self.closed:
             return
         self.closed = True
-        for fd in (self.commands, self.answers):
+        for fd in (self.commands, self.answers, self.verdicts):
+            if fd is None:
+                continue
             with contextlib.suppress(OSError):
                 os.close(fd)
         with contextlib.suppress(OSError):
@@ -132,10 +136,12 @@ def _reap(pid: int) -> None:
 _helper: list[Helper] = []  # the one waiting helper, while there is one
 
 
-def start(*, prime: bool = False, primed: bool = False) -> bool:
+def start(*, prime: bool = False, primed: bool = False, verify: tuple[Path, list[Path]] | None = None) -> bool:
     """Fork the helper if this process is single-threaded, on Linux, with a second core; True
     if it started. ``prime``: the helper imports the scanner at once (``likely_cold``);
-    ``primed``: the scanner is already imported here (the fork has it too)."""
+    ``primed``: the scanner is already imported here (the fork has it too); ``verify``: the
+    cache directory and the roots of a warm start, whose cache file's directory stamps the
+    helper checks first (``catalog.verdicts``)."""
     if _helper or not sys.platform.startswith("linux") or cores() < 2 or not single_threaded():
         return False
     try:
@@ -148,6 +154,10 @@ def start(*, prime: bool = False, primed: bool = False) -> bool:
         os.close(cmd_r)
         os.close(cmd_w)
         return False
+    ver: tuple[int, int] | None = None
+    if verify is not None:
+        with contextlib.suppress(OSError):
+            ver = os.pipe()
     for fd in (cmd_w, ans_w):  # room for a large job list and several answers (best effort)
         with contextlib.suppress(OSError, AttributeError):
             import fcntl
@@ -158,7 +168,7 @@ def start(*, prime: bool = False, primed: bool = False) -> bool:
         pid = os.fork()
     except OSError as exc:  # no process to be had: the scan stays serial
         log.debug("no scan helper (%s)", exc)
-        for fd in (cmd_r, cmd_w, ans_r, ans_w):
+        for fd in (cmd_r, cmd_w, ans_r, ans_w, *(ver or ())):
             os.close(fd)
         return False
     if pid == 0:  # pragma: no cover - the helper's side (covered in the child, not counted)
@@ -166,14 +176,19 @@ def start(*, prime: bool = False, primed: bool = False) -> bool:
         try:
             os.close(cmd_w)
             os.close(ans_r)
-            _child(cmd_r, ans_w, parent, prime and not primed)
+            if ver is not None:
+                os.close(ver[0])
+            _child(cmd_r, ans_w, parent, prime and not primed, None if ver is None else (ver[1], verify))
         except BaseException:
             code = 1
         finally:
             os._exit(code)
     os.close(cmd_r)
     os.close(ans_w)
-    helper = Helper(pid, cmd_w, ans_r)
+    if ver is not None:
+        os.close(ver[1])
+        os.set_blocking(ver[0], False)  # the build reads verdicts as they come, never waits
+    helper = Helper(pid, cmd_w, ans_r, None if ver is None else ver[0])
     helper.primed = prime or primed
     _helper.append(helper)
     return True
@@ -212,7 +227,9 @@ def dismiss() -> None:
 # -- the helper's side ---------------------------------------------------------------------
 
 
-def _child(commands: int, answers: int, parent: int, prime: bool) -> None:  # pragma: no cover - in the child
+def _child(
+    commands: int, answers: int, parent: int, prime: bool, verify: tuple[int, Any] | None = None
+) -> None:  # pragma: no cover - in the child
     os.dup2(2, 1)  # nothing the helper prints may reach the protocol's stdout
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -228,7 +245,25 @@ def _child(commands: int, answers: int, parent: int, prime: bool) -> None:  # pr
         return
     if prime:
         _import_scanner()
+    if verify is not None:
+        out, (cache_dir, roots) = verify
+        try:
+            _verify(cache_dir, roots, out, commands)
+        finally:
+            os.close(out)
     serve(commands, answers)
+
+
+def _verify(cache_dir: Path, roots: list[Path], out: int, commands: int) -> None:  # pragma: no cover - in the child
+    """Check the warm cache's directory stamps (``catalog.verdicts``) until the server gives
+    other work or goes."""
+    from skill_mcp.catalog import verdicts
+    from skill_mcp.catalog.cache import cache_file
+
+    told = select.poll()
+    told.register(commands, select.POLLIN)
+    with contextlib.suppress(OSError, ValueError):
+        verdicts.verify(cache_file(cache_dir, verdicts.roots_real(roots)), out, lambda: bool(told.poll(0)))
 
 
 def _read_exactly(fd: int, n: int) -> bytes | None:
