@@ -22,23 +22,15 @@ from typing import Any
 
 import pytest
 
-from bench.corpus import generate
 from skill_mcp.catalog import discover, parallel_scan, scan_helper
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
+from tests.catalog import mixed_corpus
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("corpus")
-    generate(root, 40)
-    (root / "broken-frontmatter").mkdir()
-    (root / "broken-frontmatter" / "SKILL.md").write_text("---\nname: [\n---\nbody\n")
-    (root / "Bad_Name").mkdir()
-    (root / "Bad_Name" / "SKILL.md").write_text("---\nname: x\ndescription: d\n---\nbody\n")
-    (root / "ambiguous").mkdir()
-    (root / "ambiguous" / "SKILL.md").write_text("---\nname: ambiguous\ndescription: d\nlicense: yes\n---\nbody\n")
-    return root
+    return mixed_corpus.make(tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.fixture(autouse=True)
