@@ -33,7 +33,7 @@ from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.lazy import collector_paused
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
 from skill_mcp.catalog.parallel_scan import HELPER_FROM, Preloaded, jobs_of, preload
-from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, where_skills_sit
+from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, real_root, where_skills_sit
 from skill_mcp.catalog.skill import load_skill
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem, Skill, SkillFile
@@ -73,13 +73,6 @@ def _join(directory: str, name: str) -> str:
 def _inside(base: str, candidate: str) -> bool:
     """``paths.is_inside`` for resolved paths already held as text."""
     return candidate == base or candidate.startswith(base if base.endswith("/") else base + "/")
-
-
-def _is_dir(path: str) -> bool:
-    try:
-        return os.path.isdir(path)
-    except OSError:
-        return False
 
 
 def _has_skill_md(path: str) -> bool:
@@ -234,10 +227,10 @@ class _Found:
 def _discover(settings: Settings) -> _Found:
     found = _Found()
     for root in settings.roots:
-        if not _is_dir(str(root)):
+        root_real = real_root(str(root))
+        if root_real is None:
             found.problems.append(Problem(str(root), ProblemReason.ROOT_MISSING, "the skills root is not a directory"))
             continue
-        root_real = os.path.realpath(root)
         found.roots_real.append(root_real)
         walk = _Walk(found.problems, found.pack_dirs)
         said = len(found.problems)

@@ -22,6 +22,19 @@ from skill_mcp.reasons import Level, ProblemReason
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
 
+
+def real_root(root: str) -> str | None:
+    """The real path of a skills root, or None when it is not a directory (discovery reports
+    that one as ``root-missing``). Discovery and the scan helper's verdicts (which must name
+    the same cache file) both take a root's real path here."""
+    try:
+        if not os.path.isdir(root):
+            return None
+    except OSError:
+        return None
+    return os.path.realpath(root)
+
+
 # catalog.files.SKILL_MD, catalog.packs.PACK_JSON and discovery's container, spelt here so that this module imports
 # neither (tests/catalog/test_root_notes.py holds them equal).
 SKILL_MD = "SKILL.md"

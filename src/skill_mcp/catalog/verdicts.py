@@ -54,16 +54,11 @@ def identity(fd: int) -> bytes:
 
 
 def roots_real(roots: Iterable[Path]) -> list[str]:
-    """The real paths of the roots that are directories, as discovery computes them."""
-    out = []
-    for root in roots:
-        try:
-            if not os.path.isdir(str(root)):
-                continue
-        except OSError:
-            continue
-        out.append(os.path.realpath(root))
-    return out
+    """The real paths of the roots that are directories, as discovery takes them
+    (``roots.real_root``): the cache file is named after them."""
+    from skill_mcp.catalog.roots import real_root
+
+    return [real for real in map(real_root, map(str, roots)) if real is not None]
 
 
 # -- the helper's side ---------------------------------------------------------------------
