@@ -6,6 +6,7 @@ the same interpreter and the same environment, so whatever differs between them 
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -98,6 +99,11 @@ async def session(
 
     The server's stderr is appended to ``errlog_path`` (default: the shared ``STDERR_LOG``)."""
     before = child_pids()
+    # Every server meets the same client heap: what earlier visits left is collected and frozen
+    # out of the collector's reach, so a full collection of the client's (50 ms at 10,000 skills,
+    # due after so many pages) does not land on whichever server happens to be walked then.
+    gc.collect()
+    gc.freeze()
     # Every wait is bounded by read_timeout_seconds (initialize included). No cancel scope is
     # wrapped around the enter: the client opens task groups that must outlive such a scope.
     # The server's stderr (JSON log lines, audit lines) goes to a file, not over the report.

@@ -89,6 +89,57 @@ def test_with_nothing_asked_the_import_never_waits(tmp_path: Path, monkeypatch: 
         gate.load_sdk()
         assert gate.waits == 0 and "gate_quick.child" in sys.modules
         assert gate not in sys.meta_path  # the finder is gone once the SDK is loaded
+        assert gate.deferred == 0.0  # nothing answered, so no quiet gap was waited for
     finally:
         for mod in ("gate_quick", "gate_quick.child"):
             sys.modules.pop(mod, None)
+
+
+def _child_after_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal: object, quiet_s: float, limit_s: float
+) -> tuple[bool, float, load_gate.Gate]:
+    """An SDK-stack package's child imported after one early answer ends: whether it had run
+    ``SETTLE_S`` after the answer, how long after the answer it had run, and the gate."""
+    monkeypatch.setattr(load_gate, "QUIET_S", quiet_s)
+    monkeypatch.setattr(load_gate, "DEFER_LIMIT_S", limit_s)
+    name = "gate_quiet"
+    _package(tmp_path, name)
+    monkeypatch.setattr(load_gate, "LOAD_ORDER", (name,))
+    monkeypatch.setattr(load_gate, "SDK_PACKAGES", load_gate.SDK_PACKAGES | {name})
+    gate = load_gate.Gate()
+    loader = threading.Thread(target=gate.load_sdk, daemon=True)
+    loader.start()
+    try:
+        assert signal.reached.wait(30)  # type: ignore[attr-defined]
+        with gate.busy():
+            signal.go.set()  # type: ignore[attr-defined]
+        answered = time.monotonic()
+        time.sleep(SETTLE_S)
+        ran_soon = f"{name}.child" in signal.ran  # type: ignore[attr-defined]
+        loader.join(30)
+        assert not loader.is_alive() and f"{name}.child" in signal.ran  # type: ignore[attr-defined]
+        return ran_soon, time.monotonic() - answered, gate
+    finally:
+        signal.go.set()  # type: ignore[attr-defined]
+        for mod in (name, f"{name}.child"):
+            sys.modules.pop(mod, None)
+
+
+def test_after_an_answer_the_sdk_import_waits_for_a_quiet_gap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal_module: object
+) -> None:
+    # A client walking pages asks again within milliseconds: the loading thread leaves it the
+    # GIL for QUIET_S after each answer (here 3 s: SETTLE_S after the answer, nothing has run).
+    ran_soon, _after, gate = _child_after_answer(tmp_path, monkeypatch, signal_module, quiet_s=3.0, limit_s=10.0)
+    assert not ran_soon
+    assert 2.5 <= gate.deferred <= 3.0
+
+
+def test_the_quiet_waits_are_bounded_in_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal_module: object
+) -> None:
+    # A client that never pauses cannot keep the SDK unloaded: past DEFER_LIMIT_S of quiet waits
+    # the import runs on, whatever the gap (QUIET_S 60 s here, the limit 0.1 s).
+    ran_soon, after, gate = _child_after_answer(tmp_path, monkeypatch, signal_module, quiet_s=60.0, limit_s=0.1)
+    assert ran_soon and after < 30
+    assert gate.deferred == pytest.approx(0.1)

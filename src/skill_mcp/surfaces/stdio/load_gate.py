@@ -14,6 +14,14 @@ test_startup_imports.py`` makes them hang), so the loading thread never waits ho
 lock the answering thread could need: no deadlock. Nothing waits when nothing is asked: the
 import then runs at full speed, and readiness is not delayed.
 
+A client that walks a long listing sends its next request a few milliseconds after the last
+answer (its own parse of the page). Had the loading thread run in those gaps, each answer would
+wait for the GIL behind a module body: at 10,000 skills the 50 pages of a ``skill_list`` walk
+took about 9 ms each instead of about 4 (bench/README.md, "Figures behind design choices"). So
+after an answer the loading thread also waits ``QUIET_S`` for the next request, for at most
+``DEFER_LIMIT_S`` in all, so that a client asking without pause cannot keep the SDK unloaded
+(whatever needs it) for longer than that.
+
 ``LOAD_ORDER`` is imported first, one top-level name at a time, so that the waits fall inside
 the SDK stack and not inside our own modules that import it (``surfaces.app``), where the
 loading thread may hold locks of modules the answer imports too. Before it, ``PRELOAD`` (the
@@ -27,6 +35,7 @@ import importlib
 import importlib.machinery
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -53,6 +62,10 @@ LOAD_ORDER = ("pydantic", "anyio", "mcp_types", "mcp")
 # on), imported by the loading thread before the SDK (``Gate.preload``): the first search
 # usually comes while the SDK is still loading, and would otherwise import them itself.
 PRELOAD = ("skill_mcp.search",)
+# After an early answer, how long the loading thread waits for the next request before it runs
+# on; and the most those waits may add to the SDK's load in all.
+QUIET_S = 0.02
+DEFER_LIMIT_S = 1.0
 
 
 # Loaders made per module by the path finder: one can be told to wait before its module's body.
@@ -83,6 +96,8 @@ class Gate:
         self._idle = threading.Event()
         self._idle.set()
         self._loader: int | None = None  # the thread whose SDK imports wait
+        self._answered = -float("inf")  # when the last early answer was finished (monotonic)
+        self.deferred = 0.0  # seconds the loading thread waited for a quiet gap (at most DEFER_LIMIT_S)
         self.waits = 0  # how many times the loading thread waited (for tests and the bench)
 
     @contextmanager
@@ -92,12 +107,27 @@ class Gate:
         try:
             yield
         finally:
+            self._answered = time.monotonic()
             self._idle.set()
 
+    def _asked(self) -> bool:
+        """Whether ``_wait`` would wait now (an answer being computed, or a quiet gap not over)."""
+        return not self._idle.is_set() or (
+            self.deferred < DEFER_LIMIT_S and time.monotonic() < self._answered + QUIET_S
+        )
+
     def _wait(self) -> None:
-        if not self._idle.is_set():
-            self.waits += 1
-            self._idle.wait()
+        """Return once no early answer is being computed and none was finished in the last
+        ``QUIET_S`` (that second wait bounded by ``DEFER_LIMIT_S`` over the gate's life)."""
+        while True:
+            if not self._idle.is_set():
+                self.waits += 1
+                self._idle.wait()
+            left = min(self._answered + QUIET_S - time.monotonic(), DEFER_LIMIT_S - self.deferred)
+            if left <= 0:
+                return
+            self.deferred += left
+            time.sleep(left)
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         """A ``sys.meta_path`` finder in front of the others: in the loading thread, the spec of
@@ -122,7 +152,7 @@ class Gate:
 
         def exec_module(module: Any) -> None:
             del loader.exec_module
-            if not self._idle.is_set() and _only_sdk_bodies(sys._getframe(1)):
+            if self._asked() and _only_sdk_bodies(sys._getframe(1)):
                 self._wait()
             run(module)
 
