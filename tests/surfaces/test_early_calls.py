@@ -189,6 +189,19 @@ def test_floats_the_sdk_writes_otherwise_are_not_answered_early() -> None:
     )
 
 
+@given(st.text(alphabet="09e+-a\"", max_size=40))
+def test_the_exponent_check_is_the_regex(text: str) -> None:
+    # has_exponent finds the EXPONENT pattern from each "e-" and "e+", not by a regex scan.
+    assert early_calls.has_exponent(text) == (early_calls.EXPONENT.search(text) is not None)
+
+
+def test_the_exponent_check_finds_it_at_either_end_and_after_near_misses() -> None:
+    for text in ("1e-0", "1e+9 tail", "x" * 1000 + "7e-1", "e-1 re-run 1e- 1e+x e+5 2e-3"):
+        assert early_calls.has_exponent(text)
+    for text in ("", "e-1", "1e-", "re-run", "1e-x 2e+ e+5", "1E-5"):
+        assert not early_calls.has_exponent(text)
+
+
 def test_a_planted_difference_is_caught() -> None:
     # The negative control: the same result written with ASCII escapes, or the keys in another
     # order, is not what the SDK writes.

@@ -71,7 +71,20 @@ def run_now(awaitable: Awaitable[Any]) -> Any:
 # form (``1e-6``), every other finite float alike. Looked for in the written text, where it can
 # only be a float or the same characters inside a string: a string like that sends the answer to
 # the SDK server too, which is safe (never a different answer, only a slower one), and rare.
-_EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
+EXPONENT = re.compile(r"[0-9]e[-+][0-9]")
+_DIGITS = frozenset("0123456789")
+
+
+def has_exponent(out: str) -> bool:
+    """``EXPONENT.search(out) is not None``, found from each ``e-`` and ``e+`` (``str.find`` runs
+    in C over the whole text; the regex stepped through a 97 KB page in 0.6 ms of its 2.4)."""
+    for sign in ("e-", "e+"):
+        at = out.find(sign, 1)
+        while at >= 0:
+            if out[at - 1] in _DIGITS and out[at + 2 : at + 3] in _DIGITS:
+                return True
+            at = out.find(sign, at + 1)
+    return False
 
 
 def wire_result(text: str, structured: dict[str, Any], *, is_error: bool) -> str:
@@ -84,7 +97,7 @@ def wire_result(text: str, structured: dict[str, Any], *, is_error: bool) -> str
         out.encode("utf-8")
     except (TypeError, ValueError) as err:  # UnicodeEncodeError is a ValueError
         raise NotPlain(str(err)) from None
-    if _EXPONENT.search(out) is not None:
+    if has_exponent(out):
         raise NotPlain("a float the SDK writes in another form")
     return out
 
