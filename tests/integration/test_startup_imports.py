@@ -8,10 +8,10 @@ and ``tools/list``, then sends a line that is not JSON: the server logs a warnin
 stderr and answers ``-32700`` on stdout, so once that answer is read every import the
 handshake caused is already on stderr, before the warning. Heavy modules must not be among
 them; the same markers after ``skill_list``, ``skill_run`` and ``skill_search`` show each one
-turning up when it is first needed, so the pin can fail. The search modules are the exception,
-by design: the SDK loading thread imports them before the SDK, during the handshake but off its
-answering path (``load_gate.PRELOAD``), and they are pinned as imported once the SDK server
-answers. No timing is asserted (pallets/click's ``test_imports`` idea, for a server).
+turning up when it is first needed, so the pin can fail. The scanner, the search and the runner
+are the exception, by design: the SDK loading thread imports them before the SDK, during the
+handshake but off its answering path (``load_gate.PRELOAD``), and they are pinned as imported
+once the SDK server answers. No timing is asserted (pallets/click's ``test_imports`` idea, for a server).
 
 The handshake itself is answered before the SDK is imported (``surfaces.stdio.early``; a worker thread
 imports and composes the server meanwhile). That is pinned by making the SDK unimportable: with
@@ -45,11 +45,7 @@ HEAVY_AT_START = (
     "argparse",  # a plain serve line is read without it (cli.main.serve_line)
     "jsonschema",  # argument validation, on the first arguments the quick check does not accept
     "yaml",  # frontmatter, on the first scan
-    "skill_mcp.catalog.discover",
     "skill_mcp.catalog.yaml12",
-    "skill_mcp.runner.core",
-    "skill_mcp.runner.interpreters",
-    "skill_mcp.runner.spawn_local",
     "skill_mcp.surfaces.content",
     "skill_mcp.surfaces.http",
     "skill_mcp.catalog.watch",
@@ -63,10 +59,21 @@ HEAVY_AT_START = (
     "google.protobuf",
 )
 # Imported during the handshake by the SDK loading thread, before the SDK and off the answering
-# path (load_gate.PRELOAD): the search and the catalog modules it stands on, which the first
-# skill_search needs and would otherwise import itself. Whether they are in by the handshake's
-# last answer depends on the threads' timing, so they are pinned once the SDK server answers.
-PRELOADED = ("skill_mcp.search", "skill_mcp.models", "skill_mcp.catalog.files", "skill_mcp.catalog.frontmatter")
+# path (load_gate.PRELOAD): the scanner, the search and the catalog modules it stands on, and the
+# runner, which the first skill_list or skill_search needs and would otherwise import itself.
+# Whether they are in by the handshake's last answer depends on the threads' timing, so they are
+# pinned once the SDK server answers. A module the loader names itself (``importlib``) is not on
+# the import-time log, so the scanner and the runner are seen by what they import.
+PRELOADED = (
+    "skill_mcp.catalog.packs",  # by catalog.discover only
+    "skill_mcp.search",
+    "skill_mcp.models",
+    "skill_mcp.catalog.files",
+    "skill_mcp.catalog.frontmatter",
+    "skill_mcp.runner.grants",  # by runner.core
+    "skill_mcp.runner.interpreters",  # by runner.core
+    "skill_mcp.runner.spawn_local",  # by runner.core
+)
 # The boot hardening must have happened before the first request (tests/fence/test_deferred.py).
 NEEDED_AT_START = ("skill_mcp.runner.harden", "ctypes", "skill_mcp.proctools", "skill_mcp.surfaces.stdio")
 # Not needed to answer a plain initialize and tools/list at all (surfaces.stdio.early): the SDK and what it stands on.
@@ -199,13 +206,7 @@ def test_each_deferred_module_arrives_with_the_first_request_that_needs_it(serve
     listed = server.request("tools/call", {"name": "skill_list", "arguments": {}})
     assert listed["result"]["structuredContent"]["total"] >= 1
     seen |= server.imported_so_far()
-    scanned = (
-        "yaml",
-        "skill_mcp.models",
-        "skill_mcp.catalog.files",
-        "skill_mcp.runner.core",
-        "skill_mcp.runner.interpreters",
-    )
+    scanned = ("yaml", "skill_mcp.models", "skill_mcp.catalog.files", "skill_mcp.runner.interpreters")
     assert _loaded(seen, scanned) == list(scanned)
     found = server.request("tools/call", {"name": "skill_search", "arguments": {"query": "reports"}})
     assert "hits" in found["result"]["structuredContent"]

@@ -25,8 +25,8 @@ after an answer the loading thread also waits ``QUIET_S`` for the next request, 
 ``LOAD_ORDER`` is imported first, one top-level name at a time, so that the waits fall inside
 the SDK stack and not inside our own modules that import it (``surfaces.app``), where the
 loading thread may hold locks of modules the answer imports too. Before it, ``PRELOAD`` (the
-search modules a first ``skill_search`` needs, which never import the SDK) is imported without
-the hook. Stdlib only.
+modules a first ``skill_list`` or ``skill_search`` needs, which never import the SDK) is
+imported without the hook. Stdlib only.
 """
 
 from __future__ import annotations
@@ -58,10 +58,12 @@ SDK_PACKAGES = frozenset(
 )
 # Imported in this order before the server is composed (a name not installed is skipped).
 LOAD_ORDER = ("pydantic", "anyio", "mcp_types", "mcp")
-# Our modules the first ``skill_search`` needs (the search and the catalog modules it stands
-# on), imported by the loading thread before the SDK (``Gate.preload``): the first search
-# usually comes while the SDK is still loading, and would otherwise import them itself.
-PRELOAD = ("skill_mcp.search",)
+# Our modules the first ``skill_list`` and ``skill_search`` need (the scanner, the search and
+# the catalog modules it stands on, the runner that reports each skill's scripts), imported by
+# the loading thread before the SDK (``Gate.preload``), in the order a first answer needs them:
+# those requests usually come while the SDK is still loading, and the answer would otherwise
+# import them itself (the scanner and the runner: about 28 ms at the first page).
+PRELOAD = ("skill_mcp.catalog.discover", "skill_mcp.search", "skill_mcp.runner.core")
 # After an early answer, how long the loading thread waits for the next request before it runs
 # on; and the most those waits may add to the SDK's load in all.
 QUIET_S = 0.02
