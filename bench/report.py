@@ -316,7 +316,7 @@ def render(run: Run) -> str:
         "",
         *_ready_table(run),
         "",
-        "## Peak memory after the first skill_list (floor: after its first call)",
+        "## Peak memory after the first skill_list and a ping (floor: after its first call and a ping)",
         "",
         *_memory_table(run),
         "",
