@@ -189,7 +189,7 @@ def test_floats_the_sdk_writes_otherwise_are_not_answered_early() -> None:
     )
 
 
-@given(st.text(alphabet="09e+-a\"", max_size=40))
+@given(st.text(alphabet='09e+-a"', max_size=40))
 def test_the_exponent_check_is_the_regex(text: str) -> None:
     # has_exponent finds the EXPONENT pattern from each "e-" and "e+", not by a regex scan.
     assert early_calls.has_exponent(text) == (early_calls.EXPONENT.search(text) is not None)
