@@ -480,6 +480,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     try:
         with early.diverted() as (wire_in, wire_out):
             handover = early.answer_early(state, wire_in, wire_out, wake_r)
+            gate.hurry()  # what stopped the early answers waits for the SDK: no quiet gaps now
             loader.join()
     finally:
         signal.set_wakeup_fd(old_wakeup)

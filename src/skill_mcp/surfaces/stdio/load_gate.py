@@ -20,7 +20,8 @@ wait for the GIL behind a module body: at 10,000 skills the 50 pages of a ``skil
 took about 9 ms each instead of about 4 (bench/README.md, "Figures behind design choices"). So
 after an answer the loading thread also waits ``QUIET_S`` for the next request, for at most
 ``DEFER_LIMIT_S`` in all, so that a client asking without pause cannot keep the SDK unloaded
-(whatever needs it) for longer than that.
+(whatever needs it) for longer than that; and once the early phase ends (a request only the
+SDK server answers has come), ``hurry`` ends the quiet waits.
 
 ``LOAD_ORDER`` is imported first, one top-level name at a time, so that the waits fall inside
 the SDK stack and not inside our own modules that import it (``surfaces.app``), where the
@@ -99,6 +100,7 @@ class Gate:
         self._idle.set()
         self._loader: int | None = None  # the thread whose SDK imports wait
         self._answered = -float("inf")  # when the last early answer was finished (monotonic)
+        self._hurried = threading.Event()  # set once a request waits for the SDK: no quiet gaps then
         self.deferred = 0.0  # seconds the loading thread waited for a quiet gap (at most DEFER_LIMIT_S)
         self.waits = 0  # how many times the loading thread waited (for tests and the bench)
 
@@ -112,10 +114,15 @@ class Gate:
             self._answered = time.monotonic()
             self._idle.set()
 
+    def hurry(self) -> None:
+        """No more quiet gaps (the main thread): the early phase is over, and what comes next
+        waits for the SDK. A loading thread waiting for a gap runs on at once."""
+        self._hurried.set()
+
     def _asked(self) -> bool:
         """Whether ``_wait`` would wait now (an answer being computed, or a quiet gap not over)."""
         return not self._idle.is_set() or (
-            self.deferred < DEFER_LIMIT_S and time.monotonic() < self._answered + QUIET_S
+            not self._hurried.is_set() and self.deferred < DEFER_LIMIT_S and time.monotonic() < self._answered + QUIET_S
         )
 
     def _wait(self) -> None:
@@ -126,10 +133,11 @@ class Gate:
                 self.waits += 1
                 self._idle.wait()
             left = min(self._answered + QUIET_S - time.monotonic(), DEFER_LIMIT_S - self.deferred)
-            if left <= 0:
+            if left <= 0 or self._hurried.is_set():
                 return
-            self.deferred += left
-            time.sleep(left)
+            start = time.monotonic()
+            self._hurried.wait(left)
+            self.deferred += time.monotonic() - start
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         """A ``sys.meta_path`` finder in front of the others: in the loading thread, the spec of
