@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,8 +42,12 @@ def signal_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> object:
     return module
 
 
-def _load_while_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal: object, name: str, sdk: bool) -> bool:
-    """Whether ``name.child`` ran while the main thread was busy (then: that it ran once idle)."""
+@contextmanager
+def _loading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal: object, name: str, sdk: bool
+) -> Iterator[tuple[load_gate.Gate, threading.Thread]]:
+    """A loading thread importing package ``name`` (in the SDK stack when ``sdk``), stopped
+    inside its ``__init__`` (``signal.go`` lets it on); its modules gone afterwards."""
     _package(tmp_path, name)
     monkeypatch.setattr(load_gate, "LOAD_ORDER", (name,))
     if sdk:
@@ -51,17 +57,23 @@ def _load_while_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal: ob
     loader.start()
     try:
         assert signal.reached.wait(30)  # type: ignore[attr-defined]  # inside the package's body, idle so far
-        with gate.busy():
-            signal.go.set()  # type: ignore[attr-defined]
-            time.sleep(SETTLE_S)
-            ran_while_busy = f"{name}.child" in signal.ran  # type: ignore[attr-defined]
+        yield gate, loader
         loader.join(30)
         assert not loader.is_alive() and f"{name}.child" in signal.ran  # type: ignore[attr-defined]
-        return ran_while_busy
     finally:
         signal.go.set()  # type: ignore[attr-defined]
         for mod in (name, f"{name}.child"):
             sys.modules.pop(mod, None)
+
+
+def _load_while_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal: object, name: str, sdk: bool) -> bool:
+    """Whether ``name.child`` ran while the main thread was busy (then: that it ran once idle)."""
+    with _loading(tmp_path, monkeypatch, signal, name, sdk) as (gate, _loader):
+        with gate.busy():
+            signal.go.set()  # type: ignore[attr-defined]
+            time.sleep(SETTLE_S)
+            ran_while_busy = f"{name}.child" in signal.ran  # type: ignore[attr-defined]
+    return ran_while_busy
 
 
 def test_an_sdk_module_body_waits_while_an_early_answer_is_computed(
@@ -96,33 +108,28 @@ def test_with_nothing_asked_the_import_never_waits(tmp_path: Path, monkeypatch: 
 
 
 def _child_after_answer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal: object, quiet_s: float, limit_s: float
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    signal: object,
+    quiet_s: float,
+    limit_s: float,
+    *,
+    hurry: bool = False,
 ) -> tuple[bool, float, load_gate.Gate]:
     """An SDK-stack package's child imported after one early answer ends: whether it had run
-    ``SETTLE_S`` after the answer, how long after the answer it had run, and the gate."""
+    ``SETTLE_S`` after the answer, how long after the answer it had run (``Gate.hurry`` called
+    at ``SETTLE_S`` when ``hurry``), and the gate."""
     monkeypatch.setattr(load_gate, "QUIET_S", quiet_s)
     monkeypatch.setattr(load_gate, "DEFER_LIMIT_S", limit_s)
-    name = "gate_quiet"
-    _package(tmp_path, name)
-    monkeypatch.setattr(load_gate, "LOAD_ORDER", (name,))
-    monkeypatch.setattr(load_gate, "SDK_PACKAGES", load_gate.SDK_PACKAGES | {name})
-    gate = load_gate.Gate()
-    loader = threading.Thread(target=gate.load_sdk, daemon=True)
-    loader.start()
-    try:
-        assert signal.reached.wait(30)  # type: ignore[attr-defined]
+    with _loading(tmp_path, monkeypatch, signal, "gate_quiet", sdk=True) as (gate, _loader):
         with gate.busy():
             signal.go.set()  # type: ignore[attr-defined]
         answered = time.monotonic()
         time.sleep(SETTLE_S)
-        ran_soon = f"{name}.child" in signal.ran  # type: ignore[attr-defined]
-        loader.join(30)
-        assert not loader.is_alive() and f"{name}.child" in signal.ran  # type: ignore[attr-defined]
-        return ran_soon, time.monotonic() - answered, gate
-    finally:
-        signal.go.set()  # type: ignore[attr-defined]
-        for mod in (name, f"{name}.child"):
-            sys.modules.pop(mod, None)
+        ran_soon = "gate_quiet.child" in signal.ran  # type: ignore[attr-defined]
+        if hurry:
+            gate.hurry()
+    return ran_soon, time.monotonic() - answered, gate
 
 
 def test_after_an_answer_the_sdk_import_waits_for_a_quiet_gap(
@@ -149,27 +156,10 @@ def test_once_the_early_phase_ends_the_quiet_wait_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal_module: object
 ) -> None:
     # A request only the SDK server answers stops the early phase (server.serve_stdio_early calls
-    # hurry): the loading thread sleeping in a quiet gap (60 s here) runs on at once.
-    monkeypatch.setattr(load_gate, "QUIET_S", 60.0)
-    monkeypatch.setattr(load_gate, "DEFER_LIMIT_S", 120.0)
-    name = "gate_hurried"
-    _package(tmp_path, name)
-    monkeypatch.setattr(load_gate, "LOAD_ORDER", (name,))
-    monkeypatch.setattr(load_gate, "SDK_PACKAGES", load_gate.SDK_PACKAGES | {name})
-    gate = load_gate.Gate()
-    loader = threading.Thread(target=gate.load_sdk, daemon=True)
-    loader.start()
-    try:
-        assert signal_module.reached.wait(30)  # type: ignore[attr-defined]
-        with gate.busy():
-            signal_module.go.set()  # type: ignore[attr-defined]
-        time.sleep(SETTLE_S)
-        assert f"{name}.child" not in signal_module.ran  # type: ignore[attr-defined]  # the control: still waiting
-        gate.hurry()
-        loader.join(30)
-        assert not loader.is_alive() and f"{name}.child" in signal_module.ran  # type: ignore[attr-defined]
-        assert gate.deferred < 30
-    finally:
-        signal_module.go.set()  # type: ignore[attr-defined]
-        for mod in (name, f"{name}.child"):
-            sys.modules.pop(mod, None)
+    # hurry): the loading thread sleeping in a quiet gap (60 s here, the limit 120 s) runs on at
+    # once; SETTLE_S after the answer it was still waiting (the control).
+    ran_soon, after, gate = _child_after_answer(
+        tmp_path, monkeypatch, signal_module, quiet_s=60.0, limit_s=120.0, hurry=True
+    )
+    assert not ran_soon
+    assert after < 30 and gate.deferred < 30
