@@ -50,6 +50,16 @@ def write_skill(
     return directory
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie. Any error reading its ``/proc`` entry
+    means it is gone: the entry can vanish between the open and the read (``ESRCH``)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def wait_until(predicate: Callable[[], object], what: str, timeout: float = 10.0, interval: float = 0.02) -> None:
     """Poll ``predicate`` until it holds; fail the test naming ``what`` if ``timeout`` passes first.
 

@@ -28,6 +28,7 @@ from skill_mcp.search import BuildAbandoned, SearchIndex, index_catalog, offload
 from skill_mcp.search.offload import build_elsewhere
 from skill_mcp.search.store import HEADER_BYTES, index_file, load
 from skill_mcp.surfaces.search_tool import SearchState
+from tests.helpers import alive
 from tests.search.quality import labelled
 from tests.serve import serve_argv
 
@@ -214,13 +215,6 @@ def _is_worker(pid: int) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _slow_tree(root: Path, n: int = 300) -> Path:
     """Enough skills and body words that the worker is still building when the test stops it."""
     words = [f"word{i}x{j}" for i in range(40) for j in range(40)]
@@ -285,9 +279,9 @@ def test_the_worker_dies_with_the_server(how: signal.Signals, tmp_path: Path) ->
         proc.send_signal(how)
         proc.wait(30)
         deadline = time.monotonic() + 10
-        while any(map(_alive, workers)) and time.monotonic() < deadline:
+        while any(map(alive, workers)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        left = [pid for pid in workers if _alive(pid)]
+        left = [pid for pid in workers if alive(pid)]
         for pid in left:
             os.kill(pid, signal.SIGKILL)
         assert not left, "a worker outlived its server"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from skill_mcp.reasons import Refusal
-from tests.helpers import eventually, wait_until
+from tests.helpers import alive, eventually, wait_until
 from tests.security.conftest import no_script_processes, server_env
 from tests.security.harness import Session, announced, kill_uid, last_json, open_session, procs_of_uid, server_params
 
@@ -24,14 +24,6 @@ pytestmark = pytest.mark.slow  # slow: a root server per module, and cases that 
 
 SHORT = "scripts/short.py"
 BOUND_S = 2 + 2 + 5 + 3  # timeout + TERM grace + KILL wait + slack: the call always returns by then
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-            return not any(line.startswith("State:\tZ") for line in fh)
-    except FileNotFoundError:
-        return False
 
 
 def _timed(server: Session, *args: str) -> tuple[dict, float]:
@@ -73,7 +65,7 @@ def test_cpu_spin_is_stopped_by_the_timeout(server: Session) -> None:
 
 def test_background_child_in_the_group_is_killed(server: Session) -> None:
     child = server.probe("background")["out"]["child"]
-    wait_until(lambda: not _alive(child), f"background child {child} to be killed", 5)
+    wait_until(lambda: not alive(child), f"background child {child} to be killed", 5)
     _control(server)
 
 
@@ -119,10 +111,10 @@ def test_hundred_runs_accumulate_no_zombies(server: Session, script_uid: int | N
     server_pid = int(server.probe("id")["out"]["ppid"])
     for _ in range(100):
         out = server.probe("zombie")["out"]
-        assert not _alive(out["zombie"])
+        assert not alive(out["zombie"])
     children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == server_pid]
     # The server reaped every script it started; what is left is the one shim waiting for the next run.
-    assert children == _shims_of(server_pid) and len(children) == 1 and _alive(children[0]), children
+    assert children == _shims_of(server_pid) and len(children) == 1 and alive(children[0]), children
     no_script_processes(script_uid)
 
 
@@ -203,14 +195,14 @@ def test_server_killed_mid_run_leaves_no_orphan(how: str, sec_root: Path, script
             {"skill": "sec", "script": "scripts/probe.py", "args": args, "confirmToken": token},
         )
         info = announced(pidfile)
-        assert _alive(info["pid"])  # positive control: the script is running when the server goes
+        assert alive(info["pid"])  # positive control: the script is running when the server goes
         if how == "stdin-EOF":
             pending.cancel()
         else:
             os.kill(info["ppid"], getattr(signal, how))
-            wait_until(lambda: not _alive(info["ppid"]), "the server to exit", 15)
+            wait_until(lambda: not alive(info["ppid"]), "the server to exit", 15)
         try:
-            orphan_dead = eventually(lambda: not _alive(info["pid"]), 10)
+            orphan_dead = eventually(lambda: not alive(info["pid"]), 10)
         finally:
             if script_uid is not None and not orphan_dead:
                 kill_uid(script_uid)
@@ -242,12 +234,12 @@ def test_server_stopped_leaves_no_waiting_shim(how: str, sec_root: Path) -> None
         server_pid = int(session.probe("id")["out"]["ppid"])
         wait_until(lambda: _shims_of(server_pid), "the shim for the next run", 10)
         shims = _shims_of(server_pid)
-        assert len(shims) == 1 and _alive(shims[0])  # positive control: one waits, never more
+        assert len(shims) == 1 and alive(shims[0])  # positive control: one waits, never more
         if how != "stdin-EOF":
             os.kill(server_pid, getattr(signal, how))
-            wait_until(lambda: not _alive(server_pid), "the server to exit", 15)
+            wait_until(lambda: not alive(server_pid), "the server to exit", 15)
     # SIGKILL: the parent-death signal ends it; SIGTERM and stdin EOF: the closers kill and reap it.
-    assert eventually(lambda: not _alive(shims[0]), 10), f"the waiting shim (pid {shims[0]}) outlived the server"
+    assert eventually(lambda: not alive(shims[0]), 10), f"the waiting shim (pid {shims[0]}) outlived the server"
 
 
 _ = last_json  # re-exported helper, used by the appliance half
