@@ -45,7 +45,7 @@ import anyio
 from bench import corpus as corpora
 from bench import fair
 from bench.measure import floor_call, structured
-from bench.servers import CALL_TIMEOUT_S, FLOOR_FILE, ServerSpec, floor_spec, ours_spec, peak_rss_kib, session
+from bench.servers import CALL_TIMEOUT_S, FLOOR_FILE, ServerSpec, floor_spec, ours_spec, peak_rss_kib, session, whole
 from bench.stats import Summary, ms, ratio, times
 
 PAGE = 200  # skill_list's largest page (surfaces.paging.MAX_LIST_LIMIT)
@@ -157,10 +157,7 @@ async def _ours_walk(result: FirstAnswer, mode: Mode, spec: ServerSpec, skills: 
         result.skills, result.pages = await walk(s.client)
         mode.walk.append(time.perf_counter() - s.spawned_at)
         mode.ready.append(ready - s.spawned_at)
-        # Only the SDK answers ``resources/templates/list`` (the early phase does not): the peak
-        # is read once the server is whole, as the floor's is, and not before the SDK it loads
-        # after the walk is in.
-        await s.client.list_resource_templates()
+        await whole(s.client)  # the peak of the whole server, its SDK in, as the floor's
         if s.pid is not None:
             mode.rss_kib.append(peak_rss_kib(s.pid))
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
-import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,7 +19,7 @@ import mcp_types as types
 from pydantic import TypeAdapter
 
 from bench.floor import TOOL as FLOOR_TOOL
-from bench.servers import CALL_TIMEOUT_S, ServerSpec, peak_rss_kib, session
+from bench.servers import CALL_TIMEOUT_S, ServerSpec, peak_rss_kib, session, whole
 from skill_mcp.runner.interpreters import FIXED_PATH
 
 _RAW = TypeAdapter(dict[str, Any])
@@ -82,17 +81,13 @@ async def ready_runs(specs: Sequence[ServerSpec], runs: int) -> dict[str, Ready]
 
 
 async def peak_memory(spec: ServerSpec, first_call: Op) -> int:
-    """VmHWM (KiB) of the server after its first call of ``first_call`` and a ``ping``.
-
-    Only an SDK server answers ``ping`` (ours answers its first calls before its SDK is loaded,
-    and loads it after): the peak is read once the server is whole, the floor's alike."""
+    """VmHWM (KiB) of the server after its first call of ``first_call``, once it is whole
+    (``servers.whole``)."""
     async with session(spec) as s:
         if s.pid is None:
             raise RuntimeError("the server process was not found among this process's children")
         await first_call(s.client, 0)
-        with warnings.catch_warnings():  # the client marks ping deprecated for a later protocol
-            warnings.simplefilter("ignore")
-            await s.client.send_ping()
+        await whole(s.client)
         return peak_rss_kib(s.pid)
 
 

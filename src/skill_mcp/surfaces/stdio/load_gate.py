@@ -119,11 +119,16 @@ class Gate:
         waits for the SDK. A loading thread waiting for a gap runs on at once."""
         self._hurried.set()
 
+    def _quiet_left(self) -> float:
+        """Seconds of the quiet gap after the last answer still to wait (none once hurried, and
+        never past ``DEFER_LIMIT_S`` of such waits in all)."""
+        if self._hurried.is_set():
+            return 0.0
+        return min(self._answered + QUIET_S - time.monotonic(), DEFER_LIMIT_S - self.deferred)
+
     def _asked(self) -> bool:
         """Whether ``_wait`` would wait now (an answer being computed, or a quiet gap not over)."""
-        return not self._idle.is_set() or (
-            not self._hurried.is_set() and self.deferred < DEFER_LIMIT_S and time.monotonic() < self._answered + QUIET_S
-        )
+        return not self._idle.is_set() or self._quiet_left() > 0
 
     def _wait(self) -> None:
         """Return once no early answer is being computed and none was finished in the last
@@ -132,8 +137,8 @@ class Gate:
             if not self._idle.is_set():
                 self.waits += 1
                 self._idle.wait()
-            left = min(self._answered + QUIET_S - time.monotonic(), DEFER_LIMIT_S - self.deferred)
-            if left <= 0 or self._hurried.is_set():
+            left = self._quiet_left()
+            if left <= 0:
                 return
             start = time.monotonic()
             self._hurried.wait(left)
