@@ -435,7 +435,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     from skill_mcp.runner.harden import harden_early
     from skill_mcp.surfaces.state import SurfaceState
     from skill_mcp.surfaces.stdio.early_calls import EarlyCalls
-    from skill_mcp.surfaces.stdio.load_gate import Gate
+    from skill_mcp.surfaces.stdio.load_gate import PRELOAD, PRELOAD_COLD, Gate
 
     configure_logging(settings.log_level)
     harden_early()  # before any thread exists; DeferredRunner.boot takes this report
@@ -455,7 +455,9 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
 
     def load() -> None:
         try:
-            gate.preload()  # what the first search needs: it usually comes while the SDK loads
+            # What a first answer needs (the scanner too when nothing is cached): that request
+            # usually comes while the SDK loads.
+            gate.preload(PRELOAD_COLD if cold else PRELOAD)
             gate.load_sdk()  # waits while an early answer is being computed
             built.append(_compose(settings, None, None, transport="pipe", shared=shared))
             import anyio  # noqa: F401  - what serving needs, imported here too

@@ -323,3 +323,49 @@ def test_a_skills_list_page_on_a_damaged_entry_goes_the_reference_way(
     assert isinstance(beta.files, CachedFiles) and not beta.files.checked
     assert known_checked(memo, alpha) is not None  # the control: an intact record passes
     assert isinstance(alpha.files, CachedFiles) and alpha.files.checked
+
+
+# What only reading a skill from disk needs: the loader, its YAML readers and checks, the
+# workers that share a cold scan.
+SCANNER = ("skill_mcp.catalog.skill", "skill_mcp.catalog.parallel_scan", "skill_mcp.catalog.yaml12", "yaml")
+_BUILD = """
+import json, sys
+from pathlib import Path
+from skill_mcp.catalog.discover import build_catalog
+from skill_mcp.config import load_settings
+settings = load_settings([sys.argv[1]], {"SKILL_MCP_CACHE_DIR": sys.argv[2]})
+catalog = build_catalog(settings, check_files=False)
+print(json.dumps([len(catalog.skills), [m for m in sys.argv[3:] if m in sys.modules]]))
+"""
+
+
+def _fresh_build(root: Path, cache_dir: Path) -> tuple[int, list[str]]:
+    """A build in a fresh interpreter: how many skills, and which of ``SCANNER`` it imported."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _BUILD, str(root), str(cache_dir), *SCANNER],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    skills, imported = json.loads(out.stdout)
+    return skills, imported
+
+
+def test_a_warm_build_never_imports_the_scanner(tree: Path, tmp_path: Path) -> None:
+    """Denial: a build that takes every skill from the cache imports none of the scanner's
+    modules (they are a cold scan's cost, not a warm start's first answer). Control: the cold
+    build before it, in the same kind of process, imports each of them."""
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    cold_skills, cold_imported = _fresh_build(tree, cache_dir)
+    assert cold_skills > 2 and cold_imported == list(SCANNER)
+    warm_skills, warm_imported = _fresh_build(tree, cache_dir)
+    assert warm_skills == cold_skills and warm_imported == []
+    # A skill changed since: that one is read from disk, so the scanner comes in after all.
+    (tree / "parent" / "SKILL.md").write_text((tree / "parent" / "SKILL.md").read_text() + "\nmore\n")
+    changed_skills, changed_imported = _fresh_build(tree, cache_dir)
+    assert changed_skills == cold_skills and "skill_mcp.catalog.skill" in changed_imported

@@ -74,7 +74,7 @@ def _same(a: Catalog, b: Catalog) -> bool:
 def _slow_here(monkeypatch: pytest.MonkeyPatch) -> None:
     """The discovery loop's own loads (``discover.load_skill``, not the helper's) take longer, so
     the helper surely delivers chunks before the two meet."""
-    load = discover.load_skill  # type: ignore[attr-defined]  # the loop's own name for it
+    load = discover.load_skill  # the loop's own name for it
 
     def slow(*args: Any) -> Any:
         time.sleep(0.005)

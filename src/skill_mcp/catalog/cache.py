@@ -62,7 +62,7 @@ from skill_mcp.catalog.codec import decode_loaded, encode_loaded, listing_at
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import SKILL_MD, file_digest
 from skill_mcp.catalog.filetier import files_hold
-from skill_mcp.catalog.skill import Loaded
+from skill_mcp.catalog.loaded import Loaded
 from skill_mcp.catalog.verdicts import Verdicts
 from skill_mcp.catalog.verdicts import identity as file_identity
 from skill_mcp.models import Skill, SkillFile

@@ -24,7 +24,7 @@ from typing import Any
 
 from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter, Stamp, frontmatter_text
 from skill_mcp.catalog.files import SKILL_MD
-from skill_mcp.catalog.skill import Loaded
+from skill_mcp.catalog.loaded import Loaded
 from skill_mcp.models import Declaration, EnvField, Problem, ScriptDecl, Skill, uri_path
 from skill_mcp.paths import path_under
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason

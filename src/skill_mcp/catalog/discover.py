@@ -26,15 +26,14 @@ from dataclasses import dataclass, field, replace
 from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from skill_mcp.catalog import scan_helper
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
 from skill_mcp.catalog.lazy import collector_paused
 from skill_mcp.catalog.packs import PACK_JSON, apply_packs
-from skill_mcp.catalog.parallel_scan import HELPER_FROM, Preloaded, jobs_of, preload
 from skill_mcp.catalog.roots import NO_SKILL_MD_DETAIL, ROOT_EMPTY_HINT, real_root, where_skills_sit
-from skill_mcp.catalog.skill import load_skill
+from skill_mcp.catalog.scan_helper import HELPER_FROM
 from skill_mcp.config import Settings
 from skill_mcp.models import Catalog, Problem, Skill, SkillFile
 from skill_mcp.paths import path_under
@@ -42,6 +41,8 @@ from skill_mcp.reasons import Level, ProblemReason
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.catalog.cache import CatalogCache
+    from skill_mcp.catalog.loaded import Loaded
+    from skill_mcp.catalog.parallel_scan import Job
 
 log = logging.getLogger("skill_mcp.catalog")
 
@@ -255,6 +256,52 @@ def _discover(settings: Settings) -> _Found:
 Progress = Callable[[int, int], None]  # (done, known so far): skills loaded, candidates found
 
 
+class _Share(Protocol):
+    """What a build's loop takes delivered results from (``parallel_scan.Preloaded`` or its
+    helper's share, for a cold scan; ``_NOTHING`` for a warm build)."""
+
+    def pop(self, job: Job, default: Loaded | None = None) -> Loaded | None: ...
+
+    def close(self) -> None: ...
+
+
+class _Nothing:
+    """A warm build's share: nothing delivered, every candidate is the loop's (the cache's)."""
+
+    __slots__ = ()
+
+    def pop(self, job: Job, default: Loaded | None = None) -> Loaded | None:
+        return default
+
+    def close(self) -> None:
+        return None
+
+
+_NOTHING = _Nothing()
+
+
+def preload(jobs: list[Job]) -> _Share:
+    """``parallel_scan.preload``, imported by the first cold scan: a warm build never needs the
+    scanner's modules, and its first answer does not wait for their import."""
+    from skill_mcp.catalog.parallel_scan import preload as share
+
+    return share(jobs)
+
+
+def load_skill(real_dir: Path, found_at: Path, root_real: Path) -> Loaded:
+    """``catalog.skill.load_skill``, imported by the first skill read from disk, as ``preload``."""
+    from skill_mcp.catalog.skill import load_skill as load
+
+    return load(real_dir, found_at, root_real)
+
+
+def _jobs(found: _Found, keep: Callable[[str], bool] | None = None) -> list[Job]:
+    from skill_mcp.catalog.parallel_scan import jobs_of
+
+    jobs = jobs_of(found.queue, found.reals, _inside)
+    return jobs if keep is None else [job for job in jobs if keep(job[0])]
+
+
 def _load_all(
     found: _Found,
     cache: CatalogCache | None,
@@ -273,11 +320,11 @@ def _load_all(
     # A cold scan shares the candidates with the scan helper or worker processes (parallel_scan);
     # the loop below takes each result they delivered and loads the rest itself.
     if cache is None or cache.held == 0:
-        preloaded = preload(jobs_of(queue, found.reals, _inside))
+        preloaded = preload(_jobs(found))
     elif len(queue) - cache.held >= HELPER_FROM:
         # A cache that cannot hold that many of the candidates (a catalog grown since it was
         # written): the candidates it has no entry for are scanned as a cold scan is.
-        preloaded = preload([job for job in jobs_of(queue, found.reals, _inside) if not cache.holds(job[0])])
+        preloaded = preload(_jobs(found, lambda real: not cache.holds(real)))
     else:  # a warm build: a scan helper waiting for this build only checks stamps (``verdicts``)
         helper = scan_helper.take()
         if helper is not None:
@@ -286,7 +333,7 @@ def _load_all(
             else:
                 helper.close()
                 helper = None
-        preloaded = Preloaded()
+        preloaded = _NOTHING
     try:
         done = _load_queue(found, cache, preloaded, loaded, stampable, progress, check_files, reload)
     finally:
@@ -302,7 +349,7 @@ def _load_all(
 def _load_queue(
     found: _Found,
     cache: CatalogCache | None,
-    preloaded: Preloaded,
+    preloaded: _Share,
     loaded: dict[str, Skill],
     stampable: set[str],
     progress: Progress | None,

@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skill_mcp.catalog import scan_helper
-from skill_mcp.catalog.scan_helper import cores, single_threaded
-from skill_mcp.catalog.skill import Loaded, load_skill
+from skill_mcp.catalog.loaded import Loaded
+from skill_mcp.catalog.scan_helper import HELPER_FROM, cores, single_threaded
+from skill_mcp.catalog.skill import load_skill
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from multiprocessing.connection import Connection
@@ -52,9 +53,6 @@ log = logging.getLogger("skill_mcp.catalog")
 
 # Below this many candidates the serial scan is done about when a spawned worker is ready.
 MIN_SKILLS = 1500
-# From this many candidates a cold scan is shared with the scan helper (``with_helper``). Below
-# it the loop is done (25 ms at 100 skills) about when the helper has delivered its first chunk.
-HELPER_FROM = 100
 # A worker that has not answered after this long (plus a share of its load) is given up on.
 TIMEOUT_S = 30.0
 TIMEOUT_PER_SKILL_S = 0.005

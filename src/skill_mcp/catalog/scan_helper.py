@@ -56,6 +56,9 @@ log = logging.getLogger("skill_mcp.catalog")
 # Skills a helper loads per answer: small enough that the server, reaching a chunk the helper
 # has started, waits at most a few milliseconds, large enough that a frame's cost is small.
 CHUNK = 32
+# From this many candidates a cold scan is shared with the helper (``parallel_scan.with_helper``).
+# Below it the loop is done (25 ms at 100 skills) about when the helper has delivered its first chunk.
+HELPER_FROM = 100
 # Frames: one kind byte, then a 4-byte index (answers) or nothing (commands), then a 4-byte length.
 JOBS, CLAIM, EXIT = b"J", b"C", b"X"
 STARTED, DONE = b"s", b"d"

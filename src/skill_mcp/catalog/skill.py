@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from skill_mcp.catalog.frontmatter import (
     parse_frontmatter_composed,
     split,
 )
+from skill_mcp.catalog.loaded import Loaded as Loaded  # re-exported: the loader's result
 from skill_mcp.catalog.spec import extension_rules, is_valid_name, spec_warnings
 from skill_mcp.catalog.yaml11 import Difference, differences_composed
 from skill_mcp.limits import READ_CAPS
@@ -34,17 +34,6 @@ from skill_mcp.paths import is_inside
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
 
 SKILL_MD_MAX_BYTES = READ_CAPS.skill_md
-
-
-@dataclass(frozen=True, slots=True)
-class Loaded:
-    skill: Skill | None
-    problems: tuple[Problem, ...]
-    nested: tuple[Path, ...] = ()
-    # What the result depends on (``files.Stamp``), and whether those stamps are all of it: a
-    # result that follows a link or met an unreadable entry is never served from the cache.
-    stamps: tuple[Stamp, ...] = ()
-    stampable: bool = False
 
 
 class _Stamps:

@@ -37,7 +37,7 @@ import importlib.machinery
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -65,6 +65,9 @@ LOAD_ORDER = ("pydantic", "anyio", "mcp_types", "mcp")
 # those requests usually come while the SDK is still loading, and the answer would otherwise
 # import them itself (the scanner and the runner: about 28 ms at the first page).
 PRELOAD = ("skill_mcp.catalog.discover", "skill_mcp.search", "skill_mcp.runner.core")
+# With nothing cached the first build reads every skill: the scanner (which a warm build never
+# imports) comes right after discovery.
+PRELOAD_COLD = (PRELOAD[0], "skill_mcp.catalog.parallel_scan", *PRELOAD[1:])
 # After an early answer, how long the loading thread waits for the next request before it runs
 # on; and the most those waits may add to the SDK's load in all.
 QUIET_S = 0.02
@@ -173,12 +176,13 @@ class Gate:
 
         loader.exec_module = exec_module
 
-    def preload(self) -> None:
-        """Import ``PRELOAD`` in this thread once no early answer is being computed. Never
-        through the hook (nothing waits inside these imports): an early answer that needs one
-        of them meanwhile waits for its module lock, which this thread releases without ever
-        waiting on the gate. One that fails to import is left to the request that needs it."""
-        for name in PRELOAD:
+    def preload(self, names: Sequence[str] = PRELOAD) -> None:
+        """Import ``names`` (``PRELOAD``, or ``PRELOAD_COLD`` when nothing is cached) in this
+        thread once no early answer is being computed. Never through the hook (nothing waits
+        inside these imports): an early answer that needs one of them meanwhile waits for its
+        module lock, which this thread releases without ever waiting on the gate. One that
+        fails to import is left to the request that needs it."""
+        for name in names:
             self._wait()
             try:
                 importlib.import_module(name)
