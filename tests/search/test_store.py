@@ -273,3 +273,29 @@ def test_a_new_release_removes_the_index_older_code_left_for_the_same_roots(tree
     _index(tree, tmp_path / "c")  # rebuilt and written: the older file for these roots goes
     assert path.is_file() and not older.exists()
     assert other_roots.exists()  # another set of roots' file is not ours to judge
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"a": 1}',  # not a list
+        b'["a", 2]',  # not every heading text
+        b'["a"] ',  # trailing bytes after the list
+        b'["a"',  # cut short
+        b"",  # nothing
+        b'["\xff"]',  # not UTF-8
+        b"[" * 100_000 + b"]" * 100_000,  # nested past the interpreter's depth
+    ],
+)
+def test_a_headings_line_of_the_wrong_shape_raises_stored_index_error(line: bytes) -> None:
+    """Denial: a persisted headings line under a good checksum that is not a list of strings is
+    never a heading (``StoredIndexError``, so the search rebuilds); control: its neighbour reads."""
+    from array import array
+
+    from skill_mcp.search.store import _Headings
+
+    good = b'["Usage", "Examples"]'
+    headings = _Headings(good + line, array("Q", [0, len(good), len(good) + len(line)]))
+    assert headings[0] == ("Usage", "Examples")
+    with pytest.raises(StoredIndexError):
+        headings[1]

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import json.scanner
 import logging
 import os
 import sys
@@ -277,6 +278,9 @@ class _Table:
     digests: bytes  # _DIGEST_BYTES per row
 
 
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
 class _Headings(Sequence[tuple[str, ...]]):
     """doc id -> its headings, decoded when a hit needs them (one JSON line per doc)."""
 
@@ -295,10 +299,21 @@ class _Headings(Sequence[tuple[str, ...]]):
     def __getitem__(self, doc: int | slice) -> Any:
         if isinstance(doc, slice):
             return [self[i] for i in range(*doc.indices(len(self)))]
-        value = json.loads(self._lines[self._starts[doc] : self._starts[doc + 1]])
-        if not (isinstance(value, list) and all(isinstance(h, str) for h in value)):
+        # The JSON scanner itself, as ``catalog.codec`` calls it: a hit decodes one short line,
+        # and ``json.loads``'s wrappers cost twice the scan.
+        text = ""
+        try:
+            text = self._lines[self._starts[doc] : self._starts[doc + 1]].decode("utf-8")
+            value, end = _SCAN(text, 0)
+        except (ValueError, StopIteration, RecursionError):  # not UTF-8, not JSON, too deep
+            value, end = None, -1
+        if end != len(text) or type(value) is not list:
             raise StoredIndexError(f"the headings of skill {doc} have the wrong shape")
-        return tuple(value)
+        headings = tuple(value)
+        for heading in headings:
+            if type(heading) is not str:
+                raise StoredIndexError(f"the headings of skill {doc} have the wrong shape")
+        return headings
 
 
 def _open(fd: int, header: dict[str, Any]) -> SearchIndex:
