@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from skill_mcp.catalog import scan_helper
 from skill_mcp.catalog.files import SKILL_MD, DigestMemo, file_digest
@@ -42,7 +42,7 @@ from skill_mcp.reasons import Level, ProblemReason
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.catalog.cache import CatalogCache
     from skill_mcp.catalog.loaded import Loaded
-    from skill_mcp.catalog.parallel_scan import Job
+    from skill_mcp.catalog.parallel_scan import Job, Preloaded
 
 log = logging.getLogger("skill_mcp.catalog")
 
@@ -256,31 +256,7 @@ def _discover(settings: Settings) -> _Found:
 Progress = Callable[[int, int], None]  # (done, known so far): skills loaded, candidates found
 
 
-class _Share(Protocol):
-    """What a build's loop takes delivered results from (``parallel_scan.Preloaded`` or its
-    helper's share, for a cold scan; ``_NOTHING`` for a warm build)."""
-
-    def pop(self, job: Job, default: Loaded | None = None) -> Loaded | None: ...
-
-    def close(self) -> None: ...
-
-
-class _Nothing:
-    """A warm build's share: nothing delivered, every candidate is the loop's (the cache's)."""
-
-    __slots__ = ()
-
-    def pop(self, job: Job, default: Loaded | None = None) -> Loaded | None:
-        return default
-
-    def close(self) -> None:
-        return None
-
-
-_NOTHING = _Nothing()
-
-
-def preload(jobs: list[Job]) -> _Share:
+def preload(jobs: list[Job]) -> Preloaded:
     """``parallel_scan.preload``, imported by the first cold scan: a warm build never needs the
     scanner's modules, and its first answer does not wait for their import."""
     from skill_mcp.catalog.parallel_scan import preload as share
@@ -317,6 +293,7 @@ def _load_all(
     stampable: set[str] = set()
     queue = found.queue
     helper: scan_helper.Helper | None = None
+    preloaded: Preloaded | None = None  # a warm build shares nothing: every candidate is the cache's
     # A cold scan shares the candidates with the scan helper or worker processes (parallel_scan);
     # the loop below takes each result they delivered and loads the rest itself.
     if cache is None or cache.held == 0:
@@ -333,11 +310,11 @@ def _load_all(
             else:
                 helper.close()
                 helper = None
-        preloaded = _NOTHING
     try:
         done = _load_queue(found, cache, preloaded, loaded, stampable, progress, check_files, reload)
     finally:
-        preloaded.close()
+        if preloaded is not None:
+            preloaded.close()
         if helper is not None and cache is not None:
             cache.verdicts = None  # before its pipe is closed: a closed descriptor's number is reused
             helper.close()
@@ -349,7 +326,7 @@ def _load_all(
 def _load_queue(
     found: _Found,
     cache: CatalogCache | None,
-    preloaded: _Share,
+    preloaded: Preloaded | None,
     loaded: dict[str, Skill],
     stampable: set[str],
     progress: Progress | None,
@@ -406,7 +383,7 @@ def _load_queue(
             else None
         )
         if result is None:
-            result = preloaded.pop((real, found_at, root_real), None)
+            result = None if preloaded is None else preloaded.pop((real, found_at, root_real), None)
             if result is None:
                 root = root_paths.get(root_real)
                 if root is None:
