@@ -115,9 +115,22 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
     return b"\t".join((_dumps(head), frontmatter, _dumps(rows)))
 
 
-# The JSON scanner ``json.loads`` ends in, called directly: a warm build decodes one listing per
-# skill, and the wrappers (encoding detection, the Python-level decoder) cost a third of that.
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+def one_value(text: str) -> Any:
+    """The one JSON value ``text`` is, read by the scanner ``json.loads`` ends in, called directly:
+    a warm build decodes one listing per skill and a search one headings line per hit, and the
+    wrappers (encoding detection, the Python-level decoder) cost a third to half of that.
+    ``ValueError`` for anything else: not JSON, text after the value, nested past the
+    interpreter's depth (the caller checks the value's shape)."""
+    try:
+        value, at = _SCAN(text, 0)
+    except (StopIteration, RecursionError):
+        raise ValueError("not JSON") from None
+    if at != len(text):
+        raise ValueError("more than one JSON value")
+    return value
 
 
 def split_entry(body: bytes) -> tuple[list[Any], bytes, bytes]:
@@ -133,12 +146,8 @@ def listing_at(window: bytes, start: int, end: int) -> tuple[list[Any], bytes, b
     second = window.find(b"\t", first + 1, end) if first >= 0 else -1
     if second < 0 or window.find(b"\t", second + 1, end) >= 0:
         raise ValueError("an entry is not three parts")
-    text = window[start:first].decode("utf-8")
-    try:
-        listing, at = _SCAN(text, 0)
-    except (StopIteration, RecursionError):  # not JSON, or nested past the interpreter's depth
-        raise ValueError("an entry is not JSON") from None
-    if at != len(text) or type(listing) is not list or len(listing) != len(LISTING):
+    listing = one_value(window[start:first].decode("utf-8"))
+    if type(listing) is not list or len(listing) != len(LISTING):
         raise ValueError("an entry is not one JSON array of a listing's fields")
     return listing, window[first + 1 : second], window[second + 1 : end]
 

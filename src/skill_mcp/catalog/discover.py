@@ -272,10 +272,19 @@ def load_skill(real_dir: Path, found_at: Path, root_real: Path) -> Loaded:
 
 
 def _jobs(found: _Found, keep: Callable[[str], bool] | None = None) -> list[Job]:
-    from skill_mcp.catalog.parallel_scan import jobs_of
-
-    jobs = jobs_of(found.queue, found.reals, _inside)
-    return jobs if keep is None else [job for job in jobs if keep(job[0])]
+    """What a cold scan shares out (``preload``): the candidates the loop below would load, in
+    its order, each real directory once, at the first place it was found, none whose link leads
+    out of its root; with ``keep``, only the real directories it keeps."""
+    jobs: list[Job] = []
+    seen: set[str] = set()
+    for found_at, root_real in found.queue:
+        real = found.reals.get(found_at) or os.path.realpath(found_at)
+        if real in seen or not _inside(root_real, real):
+            continue
+        seen.add(real)
+        if keep is None or keep(real):
+            jobs.append((real, found_at, root_real))
+    return jobs
 
 
 def _load_all(

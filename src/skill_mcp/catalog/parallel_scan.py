@@ -36,8 +36,6 @@ import os
 import pickle
 import select
 import time
-from collections import deque
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -332,20 +330,6 @@ class HelperShare(Preloaded):
         self._ended = True
         self._started.clear()
         self._outbox.clear()
-
-
-def jobs_of(queue: deque[tuple[str, str]], reals: Mapping[str, str], inside: Callable[[str, str], bool]) -> list[Job]:
-    """The candidates the serial loop would load first, in its order: each real directory once,
-    at the first place it was found, and none whose link leads out of its root."""
-    jobs: list[Job] = []
-    seen: set[str] = set()
-    for found_at, root_real in queue:
-        real = reals.get(found_at) or os.path.realpath(found_at)
-        if real in seen or not inside(root_real, real):
-            continue
-        seen.add(real)
-        jobs.append((real, found_at, root_real))
-    return jobs
 
 
 def preload(

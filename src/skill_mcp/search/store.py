@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import json.scanner
 import logging
 import os
 import sys
@@ -52,6 +51,7 @@ from typing import Any, overload
 from skill_mcp import __version__
 from skill_mcp.catalog.cache import code_fingerprint
 from skill_mcp.catalog.cachefile import open_owned, remove_superseded
+from skill_mcp.catalog.codec import one_value
 from skill_mcp.search.index import SearchIndex
 from skill_mcp.search.postings import _Postings, make_postings
 
@@ -278,9 +278,6 @@ class _Table:
     digests: bytes  # _DIGEST_BYTES per row
 
 
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
-
-
 class _Headings(Sequence[tuple[str, ...]]):
     """doc id -> its headings, decoded when a hit needs them (one JSON line per doc)."""
 
@@ -299,15 +296,11 @@ class _Headings(Sequence[tuple[str, ...]]):
     def __getitem__(self, doc: int | slice) -> Any:
         if isinstance(doc, slice):
             return [self[i] for i in range(*doc.indices(len(self)))]
-        # The JSON scanner itself, as ``catalog.codec`` calls it: a hit decodes one short line,
-        # and ``json.loads``'s wrappers cost twice the scan.
-        text = ""
-        try:
-            text = self._lines[self._starts[doc] : self._starts[doc + 1]].decode("utf-8")
-            value, end = _SCAN(text, 0)
-        except (ValueError, StopIteration, RecursionError):  # not UTF-8, not JSON, too deep
-            value, end = None, -1
-        if end != len(text) or type(value) is not list:
+        try:  # ``one_value``: a hit decodes one short line, and ``json.loads`` costs twice the scan
+            value = one_value(self._lines[self._starts[doc] : self._starts[doc + 1]].decode("utf-8"))
+        except ValueError:  # not UTF-8, not one JSON value
+            value = None
+        if type(value) is not list:
             raise StoredIndexError(f"the headings of skill {doc} have the wrong shape")
         headings = tuple(value)
         for heading in headings:
