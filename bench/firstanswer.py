@@ -17,7 +17,9 @@ Per start: *ready* (spawn → ``initialize`` → ``tools/list``) and *ready + wa
 ``skill_list`` page); the verdict is the median over repetitions of ours / the floor in the same
 repetition (a slow spell of the shared machine lands on both sides of one ratio). In a second
 start of ours: the *first search* (from ``tools/list`` answered to the first ``skill_search``
-answered). Peak RSS (``VmHWM``) after the walk and a request only the SDK answers (the server
+answered), asked at once; in a third, the same search asked after ``HOST_PAUSE_S`` of quiet, as a
+host asks once its model has read the tools (the server builds the catalog and opens its index
+meanwhile: docs/architecture.md, "Start-up", step 6). Peak RSS (``VmHWM``) after the walk and a request only the SDK answers (the server
 whole), less that of the trivial floor (``bench/floor.py``, one start per corpus; the replaying
 floor holds every page and is no memory floor).
 
@@ -49,6 +51,9 @@ from bench.servers import CALL_TIMEOUT_S, FLOOR_FILE, ServerSpec, floor_spec, ou
 from bench.stats import Summary, ms, ratio, times
 
 PAGE = 200  # skill_list's largest page (surfaces.paging.MAX_LIST_LIMIT)
+# How long a host is quiet between tools/list and its first tool call in the paused start: a
+# model's first turn. Long enough for a 10,000-skill catalog built with nothing cached.
+HOST_PAUSE_S = 3.0
 
 
 @dataclass(slots=True)
@@ -56,6 +61,7 @@ class Mode:
     walk: list[float] = field(default_factory=list)  # spawn -> tools/list -> every skill_list page
     ready: list[float] = field(default_factory=list)  # spawn -> tools/list, in the same starts
     search: list[float] = field(default_factory=list)  # tools/list answered -> first skill_search answered
+    paused: list[float] = field(default_factory=list)  # the same, asked HOST_PAUSE_S after tools/list
     rss_kib: list[int] = field(default_factory=list)
 
 
@@ -162,12 +168,14 @@ async def _ours_walk(result: FirstAnswer, mode: Mode, spec: ServerSpec, skills: 
             mode.rss_kib.append(peak_rss_kib(s.pid))
 
 
-async def _ours_search(mode: Mode, spec: ServerSpec, query: str, skills: int) -> None:
+async def _ours_search(mode: Mode, spec: ServerSpec, query: str, skills: int, pause: float = 0.0) -> None:
     async with session(spec, timeout_s=_timeout(skills)) as s:
         await s.client.list_tools()
+        if pause:
+            await anyio.sleep(pause)
         start = time.perf_counter()
         structured(await s.client.call_tool("skill_search", {"query": query}))
-        mode.search.append(time.perf_counter() - start)
+        (mode.paused if pause else mode.search).append(time.perf_counter() - start)
 
 
 async def _fill_search(spec: ServerSpec, query: str, skills: int) -> None:
@@ -206,10 +214,11 @@ async def measure(label: str, root: Path, runs: int, query: str | None, skills: 
                 await visit()
             shutil.rmtree(cold_dir, ignore_errors=True)
             if query is not None:
-                cold_dir = Path(tempfile.mkdtemp(prefix="skill-mcp-bench-cold-"))
-                await _ours_search(result.cold, cached_spec(label, root, cold_dir), query, skills)
-                shutil.rmtree(cold_dir, ignore_errors=True)
-                await _ours_search(result.warm, warm, query, skills)
+                for pause in (0.0, HOST_PAUSE_S):
+                    cold_dir = Path(tempfile.mkdtemp(prefix="skill-mcp-bench-cold-"))
+                    await _ours_search(result.cold, cached_spec(label, root, cold_dir), query, skills, pause)
+                    shutil.rmtree(cold_dir, ignore_errors=True)
+                    await _ours_search(result.warm, warm, query, skills, pause)
     finally:
         shutil.rmtree(warm_dir, ignore_errors=True)
         answers.unlink(missing_ok=True)
@@ -239,9 +248,9 @@ def table(results: Sequence[FirstAnswer]) -> list[str]:
     lines = [
         "| corpus | skills | pages | mode | floor ready (ms) | floor ready + walk (ms) | ours ready (ms) "
         "| ours ready + walk (ms) | ÷ floor, median of paired ratios | ratio of medians | limit "
-        "| first search after ready (ms) | limit (ms) | peak RSS − floor (MiB) | above the floor per skill: "
-        "time (µs), RSS (KiB) |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| first search after ready (ms) | limit (ms) | the same, asked {HOST_PAUSE_S:g} s after ready (ms) "
+        "| peak RSS − floor (MiB) | above the floor per skill: time (µs), RSS (KiB) |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         floor_rss = _med([float(k) for k in r.floor_rss_kib])
@@ -259,7 +268,7 @@ def table(results: Sequence[FirstAnswer]) -> list[str]:
                 f"| {ms(_med(r.floor_walk))} | {ms(_med(mode.ready))} | {ms(walk_s)} "
                 f"| {times(paired(mode.walk, r.floor_walk))} | {times(ratio(walk_s, _med(r.floor_walk)))} "
                 f"| {f'{limits[0]:g}x' if limits else ''} | {ms(_med(mode.search))} "
-                f"| {f'{limits[1] * 1000:g}' if limits else ''} | {rss:.1f} | {per_skill} |"
+                f"| {f'{limits[1] * 1000:g}' if limits else ''} | {ms(_med(mode.paused))} | {rss:.1f} | {per_skill} |"
             )
     return lines
 

@@ -25,6 +25,8 @@ from skill_mcp.config import Settings, load_settings
 from skill_mcp.logs import configure_logging
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    import threading
+
     from skill_mcp.catalog.digest_memo import DigestMemo
     from skill_mcp.models import Catalog
     from skill_mcp.runner.audit import AuditSink
@@ -145,10 +147,11 @@ def _compat_tools(settings: Settings, search: Any) -> tuple[ToolSpec, ...]:
 
 
 def static_catalog(settings: Settings) -> Callable[[], Catalog]:
-    """The catalog, scanned on the first request that needs it: start-up reads no directory.
+    """The catalog, built once: by ``prebuild`` as soon as the server serves, or by a first
+    request that needs it sooner. The handshake reads no directory.
 
     Nothing in ``initialize`` or ``tools/list`` depends on the skills found, so the scan
-    (O(N) in skills) is kept off start-up; ``LazyCatalog`` logs its size (debug) once built.
+    (O(N) in skills) is kept off the handshake; ``LazyCatalog`` logs its size (debug) once built.
     """
     return LazyCatalog(settings)
 
@@ -278,6 +281,7 @@ class _Composed:
     provider: Callable[[], Catalog]
     server: SkillServer
     closers: tuple[Callable[[], Any], ...]
+    search: SearchState | None = None  # what ``prebuild`` opens beside the catalog
 
 
 def telemetry_for(settings: Settings, *, scrape: bool = False) -> Telemetry | None:
@@ -350,7 +354,33 @@ def _compose(
         hook = getattr(provider, "observe_builds", None)
         if callable(hook):
             hook(telemetry.catalog_built)
-    return _Composed(provider, server, tuple(extra.closers))
+    return _Composed(provider, server, tuple(extra.closers), shared.search)
+
+
+def prebuild(provider: Callable[[], Catalog], search: SearchState | None = None) -> threading.Thread | None:
+    """Build the catalog, then open or start its search index, in a background thread: called
+    once the server serves, so that a host's first catalog request, which usually comes well
+    after the handshake, finds both ready instead of paying for them. The handshake still reads
+    no directory. A request that comes first builds them itself and the thread then finds them
+    built (``LazyCatalog`` and ``SearchState`` each build once, under a lock). A provider that
+    is built already or builds on its own (``--watch``) is left alone; so is a failure, which
+    the first request meets again and reports. Returns the thread, or None when none started."""
+    if getattr(provider, "built", True):
+        return None
+
+    def run() -> None:
+        try:
+            catalog = provider()
+            if search is not None:
+                search.index_for(catalog)
+        except Exception as exc:  # the first request that needs the catalog builds it again, and says why
+            log.info("catalog not built ahead of the first request", extra={"why": str(exc)[:200]})
+
+    import threading
+
+    thread = threading.Thread(target=run, name="skill-mcp-prebuild", daemon=True)
+    thread.start()
+    return thread
 
 
 def _read_tool_names() -> list[str]:
@@ -398,6 +428,7 @@ def serve_http(
         parts = _compose(settings, catalog_provider, telemetry, transport="tcp")
 
         async def watch() -> None:
+            prebuild(parts.provider, parts.search)
             await announce_reloads(parts.provider, parts.server)
 
         served = Served(parts.server, parts.closers, (watch,), telemetry=telemetry)
@@ -543,6 +574,7 @@ async def _serve_composed(
         async with anyio.create_task_group() as tg:
             tg.start_soon(announce_reloads, provider, server)
             tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
+            prebuild(provider, parts.search)
             await run_stdio(server, early)
             tg.cancel_scope.cancel()
     finally:

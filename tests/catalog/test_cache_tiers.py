@@ -219,9 +219,9 @@ def _apply(kind: str, root: Path, cache: Path) -> None:
     else:
         {"change": change, "add": add, "remove": remove, "rename": rename, "same-tick": same_tick}[kind](root)
     # Past the racy margin, so the server's reload may write what it read (the replaced entry).
-    from tests.integration.test_cache_servers import _settle_clock
+    from tests.integration.harness import settle_clock
 
-    _settle_clock(root)
+    settle_clock(root)
 
 
 async def _expected(root: Path, answer: Callable[[Client], Awaitable[Any]]) -> Any:

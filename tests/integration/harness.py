@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -68,6 +69,20 @@ ALPHA_FILES = (
     "references/guide.md",
     "scripts/hello.py",
 )
+
+
+def settle_clock(root: Path) -> None:
+    """Wait (bounded) until every file under ``root`` is older than the cache's racy margin, so
+    a server may write what it read: otherwise a test would only see cold starts."""
+    from skill_mcp.catalog.cache import COARSE_MARGIN_NS, RACY_MARGIN_NS
+
+    newest = max(
+        os.lstat(os.path.join(d, n)).st_ctime_ns for d, dirs, files in os.walk(root) for n in [*dirs, *files, "."]
+    )
+    margin = COARSE_MARGIN_NS if newest % 1_000_000_000 == 0 else RACY_MARGIN_NS
+    deadline = time.monotonic() + 5
+    while time.time_ns() <= newest + 2 * margin and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def build_tree(root: Path) -> Path:

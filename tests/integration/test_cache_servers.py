@@ -7,17 +7,15 @@ between rounds (edit, add, remove, rename), and the cache file is damaged once o
 
 from __future__ import annotations
 
-import os
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from skill_mcp.catalog.cache import COARSE_MARGIN_NS, RACY_MARGIN_NS, CatalogCache
-from tests.integration.harness import build_tree, connect
+from skill_mcp.catalog.cache import CatalogCache
+from tests.integration.harness import build_tree, connect, settle_clock
 
 pytestmark = pytest.mark.slow  # every case starts a server or a CLI subprocess
 
@@ -36,18 +34,6 @@ async def _listing(root: Path, env: dict[str, str]) -> dict[str, Any]:
             cursor = page.get("nextCursor")
             if not cursor:
                 return out
-
-
-def _settle_clock(root: Path) -> None:
-    """Wait (bounded) until every file under ``root`` is older than the cache's racy margin, so
-    the servers may write what they read: otherwise this test would only see cold starts."""
-    newest = max(
-        os.lstat(os.path.join(d, n)).st_ctime_ns for d, dirs, files in os.walk(root) for n in [*dirs, *files, "."]
-    )
-    margin = COARSE_MARGIN_NS if newest % 1_000_000_000 == 0 else RACY_MARGIN_NS
-    deadline = time.monotonic() + 5
-    while time.time_ns() <= newest + 2 * margin and time.monotonic() < deadline:
-        time.sleep(0.01)
 
 
 async def _two_at_once(root: Path, cache_env: dict[str, str]) -> list[dict[str, Any]]:
@@ -90,7 +76,7 @@ async def test_two_servers_sharing_a_cache_never_answer_stale(tmp_path: Path) ->
     for change in (None, None, edit, add, rename, remove, corrupt):
         if change is not None:
             change()
-        _settle_clock(root)
+        settle_clock(root)
         expected = await _listing(root, no_cache)
         got = await _two_at_once(root, cache_env)
         assert got == [expected, expected], change

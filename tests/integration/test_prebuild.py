@@ -1,0 +1,118 @@
+"""The catalog and its search index are built once the server serves, before any request asks.
+
+A host sends its first catalog request when a model decides to call a tool, usually long after
+the handshake. ``server.prebuild`` builds the catalog and opens (or builds) the search index
+in a background thread as soon as the server serves, so that request finds both ready. The
+handshake itself still reads no directory (``test_startup_imports``). Over stdio and over HTTP,
+a real server with a cache directory writes its catalog and its search index there before any
+request reads the catalog: the old server wrote neither until one did. In process: one build
+whoever comes first, a provider that is built or builds on its own left alone, and a failure
+left to the first request, which meets it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from skill_mcp.catalog.lazy import LazyCatalog
+from skill_mcp.config import load_settings
+from skill_mcp.server import prebuild
+from skill_mcp.surfaces.search_tool import SearchState
+from tests.integration.harness import build_tree, connect, settle_clock
+from tests.serve import running_http_server
+
+WAIT_S = 30.0
+
+
+def _written(cache: Path) -> set[str]:
+    """The kinds of file in the cache directory: ``catalog``, ``search``."""
+    return {p.name.split("-", 1)[0] for p in cache.iterdir()} if cache.is_dir() else set()
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = build_tree(tmp_path / "skills")
+    settle_clock(root)  # files older than the racy margin: the cache may be written
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_stdio_builds_the_catalog_and_its_index_before_any_request(tree: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    async with connect(tree, "legacy", {"SKILL_MCP_CACHE_DIR": str(cache)}) as client:
+        # The handshake is done; nothing that reads the catalog has been asked.
+        deadline = time.monotonic() + WAIT_S
+        while _written(cache) != {"catalog", "search"} and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        assert _written(cache) == {"catalog", "search"}
+        out = (await client.call_tool("skill_search", {"query": "beta answers questions"})).structured_content
+    assert out is not None
+    assert out["coverage"] == "complete"
+    assert out["hits"][0]["name"] == "beta"
+
+
+@pytest.mark.slow
+def test_http_builds_the_catalog_and_its_index_before_any_request(tree: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    with running_http_server([tree], no_auth=True, env={"SKILL_MCP_CACHE_DIR": str(cache)}):
+        deadline = time.monotonic() + WAIT_S
+        while _written(cache) != {"catalog", "search"} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _written(cache) == {"catalog", "search"}
+
+
+def test_one_build_whoever_comes_first(tree: Path) -> None:
+    provider = LazyCatalog(load_settings([str(tree)], {"SKILL_MCP_CACHE": "off"}))
+    builds: list[float] = []
+    provider.observe_builds(lambda _catalog, seconds: builds.append(seconds))
+    search = SearchState()
+    thread = prebuild(provider, search)
+    assert thread is not None
+    first = provider()  # a request racing the prebuild: one of them builds, the other waits
+    thread.join(WAIT_S)
+    assert not thread.is_alive()
+    assert len(builds) == 1
+    assert provider() is first
+    assert search.built_for(first) is not None
+
+
+def test_a_built_or_self_building_provider_is_left_alone(tree: Path) -> None:
+    provider = LazyCatalog(load_settings([str(tree)], {"SKILL_MCP_CACHE": "off"}))
+    catalog = provider()
+    assert prebuild(provider) is None  # built already
+    assert prebuild(lambda: catalog) is None  # no ``built``: a provider that builds on its own
+
+
+class _Failing:
+    """A provider whose build fails the first time, as a scan that raised would."""
+
+    built = False
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def __call__(self) -> object:
+        with self.lock:
+            self.calls += 1
+        raise OSError(5, "the scan failed")
+
+
+def test_a_failed_prebuild_leaves_the_build_to_the_first_request(caplog: pytest.LogCaptureFixture) -> None:
+    provider = _Failing()
+    with caplog.at_level(logging.INFO, logger="skill_mcp.server"):
+        thread = prebuild(provider)  # type: ignore[arg-type]
+        assert thread is not None
+        thread.join(WAIT_S)
+    assert not thread.is_alive()
+    assert provider.calls == 1
+    assert any("not built ahead of the first request" in r.getMessage() for r in caplog.records)
+    with pytest.raises(OSError):  # the first request meets the failure itself, and reports it
+        provider()
