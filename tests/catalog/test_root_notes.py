@@ -20,7 +20,7 @@ def _put(root: Path, rel: str, name: str = "x") -> None:
 
 
 def test_the_names_are_the_catalogs() -> None:
-    from skill_mcp.catalog.discover import CONTAINER_NAMES
+    from skill_mcp.catalog.layouts import CONTAINER_NAMES
     from skill_mcp.catalog.roots import CONTAINER
 
     assert (SKILL_MD, PACK_JSON, frozenset({CONTAINER})) == (files.SKILL_MD, packs.PACK_JSON, CONTAINER_NAMES)

@@ -39,7 +39,7 @@ def real_root(root: str) -> str | None:
 # neither (tests/catalog/test_root_notes.py holds them equal).
 SKILL_MD = "SKILL.md"
 PACK_JSON = "pack.json"
-CONTAINER = "skills"  # catalog.discover.CONTAINER_NAMES' one name
+CONTAINER = "skills"  # catalog.layouts.CONTAINER_NAMES' one name
 ROOT_EMPTY_HINT = (
     "a skill is a directory holding SKILL.md (ROOT, ROOT/<name> or ROOT/skills/<name>); "
     "hidden directories are not searched, so name them as roots"
@@ -167,7 +167,7 @@ def probe_roots(settings: Settings) -> tuple[RootNote, ...]:
             continue
         if _serves_at_top(path):
             continue
-        from skill_mcp.catalog.discover import walk_candidates
+        from skill_mcp.catalog.layouts import walk_candidates
 
         candidates, problems = walk_candidates(path)
         if candidates:
