@@ -37,7 +37,7 @@ BUILD_OUTPUTS = frozenset({"build", "dist", "node_modules", "site-packages", "__
 MAX_DEPTH = 4
 # Directories one root's search for packs may open. A root pointed at a source checkout (the
 # ``skillmcp`` configuration's ``--packs-root .``) holds many directories that are neither skills nor packs; the
-# budget bounds the time the first request pays for them.
+# budget bounds the time a build pays for them.
 PACK_SEARCH_BUDGET = 4096
 
 

@@ -1,11 +1,12 @@
-"""A catalog provider that scans on first use, not at start-up.
+"""A catalog provider that scans once, on first use, not before the handshake is answered.
 
 With the catalog cache, that scan checks each cached skill's listing tier only; ``refresh``
 reloads the skills whose file tier an answer found changed (``catalog.filetier``).
 
 Nothing in the MCP handshake (``initialize``, ``tools/list``) depends on the skills found, so
 a server can answer both before it has looked at a single directory; the scan (O(N) in the
-number of skills) is paid by the first request that needs the catalog. Thread-safe: concurrent
+number of skills) is made by the first caller: a server's background build once it serves
+(``server.prebuild``), or a request that needs the catalog sooner. Thread-safe: concurrent
 first callers share one build.
 """
 
