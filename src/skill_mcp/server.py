@@ -357,16 +357,37 @@ def _compose(
     return _Composed(provider, server, tuple(extra.closers), shared.search)
 
 
-def prebuild(provider: Callable[[], Catalog], search: SearchState | None = None) -> threading.Thread | None:
+def fork_scan_helper(settings: Settings) -> bool:
+    """Fork the scan helper the first build shares its work with (``catalog.scan_helper``): a
+    fork must come while the process is single-threaded (``start`` checks, and does nothing
+    otherwise or when one waits already). When nothing is cached it imports the scanner at once;
+    on a warm start it checks the cache's directory stamps instead (``catalog.verdicts``).
+    True when nothing is cached."""
+    from skill_mcp.catalog import scan_helper
+
+    cold = scan_helper.likely_cold(settings.cache_dir)
+    warm = None if cold or settings.cache_dir is None else (settings.cache_dir, list(settings.roots))
+    scan_helper.start(prime=cold, verify=warm)
+    return cold
+
+
+def prebuild(
+    provider: Callable[[], Catalog], search: SearchState | None = None, settings: Settings | None = None
+) -> threading.Thread | None:
     """Build the catalog, then open or start its search index, in a background thread: called
     once the server serves, so that a host's first catalog request, which usually comes well
     after the handshake, finds both ready instead of paying for them. The handshake still reads
     no directory. A request that comes first builds them itself and the thread then finds them
     built (``LazyCatalog`` and ``SearchState`` each build once, under a lock). A provider that
     is built already or builds on its own (``--watch``) is left alone; so is a failure, which
-    the first request meets again and reports. Returns the thread, or None when none started."""
+    the first request meets again and reports. With ``settings``, the scan helper is forked
+    first, unless one waits already (``serve_stdio_early`` forks it before the handshake): a
+    build in a thread cannot fork one, and would scan alone. Returns the thread, or None when
+    none started."""
     if getattr(provider, "built", True):
         return None
+    if settings is not None:
+        fork_scan_helper(settings)
 
     def run() -> None:
         try:
@@ -428,7 +449,7 @@ def serve_http(
         parts = _compose(settings, catalog_provider, telemetry, transport="tcp")
 
         async def watch() -> None:
-            prebuild(parts.provider, parts.search)
+            prebuild(parts.provider, parts.search, settings)
             await announce_reloads(parts.provider, parts.server)
 
         served = Served(parts.server, parts.closers, (watch,), telemetry=telemetry)
@@ -462,7 +483,6 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
         import anyio
 
         return int(anyio.run(serve_stdio, settings, catalog_provider))
-    from skill_mcp.catalog import scan_helper
     from skill_mcp.runner.harden import harden_early
     from skill_mcp.surfaces.state import SurfaceState
     from skill_mcp.surfaces.stdio.early_calls import EarlyCalls
@@ -473,9 +493,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     # Forked now, single-threaded and hardened: the helper a cold scan shares its work with. When
     # nothing is cached it imports the scanner at once, on another core, while the handshake runs.
     # On a warm start it checks the cache's directory stamps at once instead (``catalog.verdicts``).
-    cold = scan_helper.likely_cold(settings.cache_dir)
-    warm = None if cold or settings.cache_dir is None else (settings.cache_dir, list(settings.roots))
-    scan_helper.start(prime=cold, verify=warm)
+    cold = fork_scan_helper(settings)
     # One provider, runner, search state and memo for the early answers and the SDK server.
     shared = shared_parts(settings, catalog_provider or catalog_source(settings))
     gate = Gate()
@@ -574,7 +592,7 @@ async def _serve_composed(
         async with anyio.create_task_group() as tg:
             tg.start_soon(announce_reloads, provider, server)
             tg.start_soon(_stop_on_signal, tg.cancel_scope, received)
-            prebuild(provider, parts.search)
+            prebuild(provider, parts.search, settings)
             await run_stdio(server, early)
             tg.cancel_scope.cancel()
     finally:

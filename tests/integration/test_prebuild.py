@@ -12,7 +12,9 @@ left to the first request, which meets it again.
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -20,12 +22,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from bench.corpus import generate
 from skill_mcp.catalog.lazy import LazyCatalog
 from skill_mcp.config import load_settings
 from skill_mcp.server import prebuild
 from skill_mcp.surfaces.search_tool import SearchState
 from tests.integration.harness import build_tree, connect, settle_clock
-from tests.serve import running_http_server
+from tests.serve import running_http_server, serve_argv
 
 WAIT_S = 30.0
 
@@ -66,6 +69,56 @@ def test_http_builds_the_catalog_and_its_index_before_any_request(tree: Path, tm
         while _written(cache) != {"catalog", "search"} and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _written(cache) == {"catalog", "search"}
+
+
+@pytest.mark.slow
+def test_a_server_composed_before_the_handshake_shares_its_background_build_with_the_helper(tmp_path: Path) -> None:
+    """Narrowed tools turn the early handshake off: the SDK server is composed first and the
+    background build starts beside it, in a thread, which cannot fork the scan helper a cold
+    scan shares its work with. So the helper is forked before that thread starts, while the
+    process is still single-threaded, and the build takes it (``scanning with the scan helper``
+    in the debug log), as the first request's build did when it ran on the event loop. The
+    control: the same server with the early handshake on shares its build the same way."""
+    root = tmp_path / "skills"
+    root.mkdir()
+    generate(root, 150)  # from scan_helper.HELPER_FROM (100) candidates a cold scan is shared
+    settle_clock(root)
+    for narrowed in ({"MCP_ENABLED_TOOLS": "skill_list,skill_search"}, {}):
+        cache = tmp_path / f"cache-{len(narrowed)}"
+        env = {"SKILL_MCP_CACHE_DIR": str(cache), "SKILL_MCP_LOG": "debug", **narrowed}
+        err = tmp_path / f"stderr-{len(narrowed)}"
+        with (
+            err.open("wb") as sink,
+            subprocess.Popen(
+                serve_argv([root]),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=sink,
+                env={**_base_env(), **env},
+            ) as proc,
+        ):
+            assert proc.stdin is not None and proc.stdout is not None
+            hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            proc.stdin.write(
+                json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}).encode() + b"\n"
+            )
+            proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            proc.stdin.flush()
+            assert b'"id":1' in proc.stdout.readline()
+            deadline = time.monotonic() + WAIT_S
+            while _written(cache) != {"catalog", "search"} and time.monotonic() < deadline:
+                time.sleep(0.05)
+            proc.stdin.close()
+            proc.wait(WAIT_S)
+        assert _written(cache) == {"catalog", "search"}, narrowed
+        messages = [json.loads(line).get("msg") for line in err.read_text().splitlines() if line.startswith("{")]
+        assert "scanning with the scan helper" in messages, narrowed
+
+
+def _base_env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MCP_", "MCP_"))}
 
 
 def test_one_build_whoever_comes_first(tree: Path) -> None:
