@@ -5,15 +5,18 @@ the handshake. ``server.prebuild`` builds the catalog and opens (or builds) the 
 in a background thread as soon as the server serves, so that request finds both ready. The
 handshake itself still reads no directory (``test_startup_imports``). Over stdio and over HTTP,
 a real server with a cache directory writes its catalog and its search index there before any
-request reads the catalog: the old server wrote neither until one did. In process: one build
-whoever comes first, a provider that is built or builds on its own left alone, and a failure
-left to the first request, which meets it again.
+request reads the catalog: the old server wrote neither until one did. Where the SDK server
+answers the handshake itself (narrowed tools here), the background build still shares a cold
+scan with the scan helper, forked before its thread starts. In process: one build whoever
+comes first, a provider that is built or builds on its own left alone, and a failure left to
+the first request, which meets it again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import threading
 import time
@@ -116,8 +119,7 @@ def test_a_server_composed_before_the_handshake_shares_its_background_build_with
 
 
 def _base_env() -> dict[str, str]:
-    import os
-
+    """This process's environment without the server's own variables (the test sets those)."""
     return {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MCP_", "MCP_"))}
 
 
