@@ -357,20 +357,6 @@ def _compose(
     return _Composed(provider, server, tuple(extra.closers), shared.search)
 
 
-def fork_scan_helper(settings: Settings) -> bool:
-    """Fork the scan helper the first build shares its work with (``catalog.scan_helper``): a
-    fork must come while the process is single-threaded (``start`` checks, and does nothing
-    otherwise or when one waits already). When nothing is cached it imports the scanner at once;
-    on a warm start it checks the cache's directory stamps instead (``catalog.verdicts``).
-    True when nothing is cached."""
-    from skill_mcp.catalog import scan_helper
-
-    cold = scan_helper.likely_cold(settings.cache_dir)
-    warm = None if cold or settings.cache_dir is None else (settings.cache_dir, list(settings.roots))
-    scan_helper.start(prime=cold, verify=warm)
-    return cold
-
-
 def prebuild(
     provider: Callable[[], Catalog], search: SearchState | None = None, settings: Settings | None = None
 ) -> threading.Thread | None:
@@ -387,7 +373,9 @@ def prebuild(
     if getattr(provider, "built", True):
         return None
     if settings is not None:
-        fork_scan_helper(settings)
+        from skill_mcp.catalog import scan_helper
+
+        scan_helper.start_for(settings.cache_dir, list(settings.roots))
 
     def run() -> None:
         try:
@@ -483,6 +471,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
         import anyio
 
         return int(anyio.run(serve_stdio, settings, catalog_provider))
+    from skill_mcp.catalog import scan_helper
     from skill_mcp.runner.harden import harden_early
     from skill_mcp.surfaces.state import SurfaceState
     from skill_mcp.surfaces.stdio.early_calls import EarlyCalls
@@ -493,7 +482,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
     # Forked now, single-threaded and hardened: the helper a cold scan shares its work with. When
     # nothing is cached it imports the scanner at once, on another core, while the handshake runs.
     # On a warm start it checks the cache's directory stamps at once instead (``catalog.verdicts``).
-    cold = fork_scan_helper(settings)
+    cold = scan_helper.start_for(settings.cache_dir, list(settings.roots))
     # One provider, runner, search state and memo for the early answers and the SDK server.
     shared = shared_parts(settings, catalog_provider or catalog_source(settings))
     gate = Gate()

@@ -366,3 +366,20 @@ def _serial_with(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Catalog:
     with monkeypatch.context() as m:
         m.setattr(discover, "preload", lambda jobs: parallel_scan.Preloaded())
         return discover.build_catalog(settings)
+
+
+def test_a_server_s_helper_is_primed_when_cold_and_checks_stamps_when_warm(corpus: Path, tmp_path: Path) -> None:
+    """``start_for``: nothing cached, the helper imports the scanner at once (primed) and has no
+    verdicts to give; a catalog cached, it checks that cache's stamps (a verdicts pipe) and
+    imports nothing yet."""
+    assert scan_helper.start_for(tmp_path / "empty", [corpus])
+    helper = scan_helper.waiting()
+    assert helper is not None and helper.primed and helper.verdicts is None
+    scan_helper.dismiss()
+    cache = tmp_path / "cache"
+    discover.build_catalog(load_settings([str(corpus)], {"SKILL_MCP_CACHE_DIR": str(cache)}))
+    assert not scan_helper.start_for(cache, [corpus])
+    helper = scan_helper.waiting()
+    assert helper is not None and not helper.primed and helper.verdicts is not None
+    assert not scan_helper.start_for(cache, [corpus])  # one waits already: no second fork
+    assert scan_helper.waiting() is helper

@@ -88,7 +88,13 @@ def test_a_server_composed_before_the_handshake_shares_its_background_build_with
     settle_clock(root)
     for narrowed in ({"MCP_ENABLED_TOOLS": "skill_list,skill_search"}, {}):
         cache = tmp_path / f"cache-{len(narrowed)}"
-        env = {"SKILL_MCP_CACHE_DIR": str(cache), "SKILL_MCP_LOG": "debug", **narrowed}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp_path),
+            "SKILL_MCP_CACHE_DIR": str(cache),
+            "SKILL_MCP_LOG": "debug",
+            **narrowed,
+        }
         err = tmp_path / f"stderr-{len(narrowed)}"
         with (
             err.open("wb") as sink,
@@ -97,7 +103,7 @@ def test_a_server_composed_before_the_handshake_shares_its_background_build_with
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=sink,
-                env={**_base_env(), **env},
+                env=env,
             ) as proc,
         ):
             assert proc.stdin is not None and proc.stdout is not None
@@ -116,11 +122,6 @@ def test_a_server_composed_before_the_handshake_shares_its_background_build_with
         assert _written(cache) == {"catalog", "search"}, narrowed
         messages = [json.loads(line).get("msg") for line in err.read_text().splitlines() if line.startswith("{")]
         assert "scanning with the scan helper" in messages, narrowed
-
-
-def _base_env() -> dict[str, str]:
-    """This process's environment without the server's own variables (the test sets those)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("SKILL_MCP_", "MCP_"))}
 
 
 def test_one_build_whoever_comes_first(tree: Path) -> None:

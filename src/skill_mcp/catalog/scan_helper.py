@@ -220,6 +220,16 @@ def likely_cold(cache_dir: Path | None) -> bool:
         return True  # no cache directory yet: nothing cached
 
 
+def start_for(cache_dir: Path | None, roots: list[Path]) -> bool:
+    """``start`` as a server's first build wants it: primed when nothing is cached
+    (``likely_cold``: the helper imports the scanner at once), else checking the warm cache's
+    directory stamps first (``verify``). Does nothing where ``start`` cannot (threads running,
+    one core, a helper waiting already). True when nothing is cached."""
+    cold = likely_cold(cache_dir)
+    start(prime=cold, verify=None if cold or cache_dir is None else (cache_dir, list(roots)))
+    return cold
+
+
 def dismiss() -> None:
     """The build does not need the waiting helper (a warm start, a small catalog): end it now."""
     helper = take()
