@@ -9,7 +9,8 @@ request reads the catalog: the old server wrote neither until one did. Where the
 answers the handshake itself (narrowed tools here), the background build still shares a cold
 scan with the scan helper, forked before its thread starts. In process: one build whoever
 comes first, a provider that is built or builds on its own left alone, and a failure left to
-the first request, which meets it again.
+the first request, which meets it again. Against a tree built to make the build slow, the
+server still answers ``ping`` while it runs, and ends when stdin ends without waiting for it.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import subprocess
 import threading
 import time
 from pathlib import Path
 
 import anyio
+import psutil
 import pytest
 
 from bench.corpus import generate
@@ -122,6 +125,108 @@ def test_a_server_composed_before_the_handshake_shares_its_background_build_with
         assert _written(cache) == {"catalog", "search"}, narrowed
         messages = [json.loads(line).get("msg") for line in err.read_text().splitlines() if line.startswith("{")]
         assert "scanning with the scan helper" in messages, narrowed
+
+
+# A frontmatter as slow to read as the frontmatter's size limit (64 KiB) allows: explicit keys in
+# a flow sequence send it to the pure-Python YAML reader, about 0.8 s of CPU each here. The
+# build reads every one before it can answer; the rest of the server must not wait for it.
+HEAVY = 8
+HEAVY_ITEMS = 14_000
+
+
+def _hostile_tree(root: Path) -> Path:
+    for i in range(HEAVY):
+        items = ",".join("? a" for _ in range(HEAVY_ITEMS))
+        text = f"---\nname: heavy-{i}\ndescription: Slow to read on purpose.\nmetadata:\n  l: [{items}]\n---\n# heavy\n"
+        (root / f"heavy-{i}").mkdir(parents=True)
+        (root / f"heavy-{i}" / "SKILL.md").write_text(text, encoding="utf-8")
+    (root / "ok").mkdir()
+    (root / "ok" / "SKILL.md").write_text("---\nname: ok\ndescription: The neighbour.\n---\n# ok\n", encoding="utf-8")
+    settle_clock(root)
+    return root
+
+
+def _send(proc: subprocess.Popen[bytes], message: dict[str, object]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def _answer(proc: subprocess.Popen[bytes], request_id: int) -> dict[str, object]:
+    """The answer to ``request_id``, or a failure once ``WAIT_S`` passed without it."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
+        if not ready:
+            break
+        line = proc.stdout.readline()
+        assert line, "the server closed stdout"
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            return dict(message)
+    raise AssertionError(f"no answer to request {request_id} within {WAIT_S} s")
+
+
+def _hostile_server(root: Path, cache: Path, home: Path, err: Path) -> subprocess.Popen[bytes]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "SKILL_MCP_CACHE_DIR": str(cache)}
+    with err.open("wb") as sink:
+        proc = subprocess.Popen(serve_argv([root]), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sink, env=env)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    _send(proc, {"id": 1, "method": "initialize", "params": hello})
+    assert "result" in _answer(proc, 1)
+    _send(proc, {"method": "notifications/initialized"})
+    return proc
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """End ``proc`` as stdin's end does, killed only if it outlives ``WAIT_S``; close its pipes."""
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
+    try:
+        proc.wait(WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.slow
+def test_a_build_slowed_by_hostile_frontmatters_neither_stops_ping_nor_outlives_the_server(tmp_path: Path) -> None:
+    """Denied: a tree whose build takes seconds (eight frontmatters as slow to read as the size
+    limit allows) holding the server's other answers, or its exit, until the build is done.
+    The server answers ``ping`` while the background build runs (the catalog is not written
+    yet), and when stdin ends it exits, with every process it started, before that build could
+    finish (the catalog is still not written). The positive control: the same tree served to
+    the end answers ``skill_list`` with the neighbour, and writes the catalog."""
+    root = _hostile_tree(tmp_path / "skills")
+    cache = tmp_path / "cache"
+    proc = _hostile_server(root, cache, tmp_path, tmp_path / "stderr-cut")
+    try:
+        time.sleep(1.0)  # the background build is well under way: the SDK is loaded and serving
+        _send(proc, {"id": 2, "method": "ping"})
+        assert _answer(proc, 2).get("result") == {}
+        assert "catalog" not in _written(cache)  # answered while the build was still reading
+        started = psutil.Process(proc.pid).children(recursive=True)
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(WAIT_S) == 0
+    finally:
+        _reap(proc)
+    assert "catalog" not in _written(cache)  # it did not wait for the build to finish
+    assert not [p.pid for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+    control_cache = tmp_path / "control-cache"
+    control = _hostile_server(root, control_cache, tmp_path, tmp_path / "stderr-control")
+    try:
+        _send(control, {"id": 2, "method": "tools/call", "params": {"name": "skill_list", "arguments": {"limit": 20}}})
+        result = _answer(control, 2)["result"]
+        assert isinstance(result, dict)
+        names = [entry["name"] for entry in result["structuredContent"]["skills"]]
+        assert "ok" in names and len(names) == HEAVY + 1
+    finally:
+        _reap(control)
+    assert "catalog" in _written(control_cache)
 
 
 def test_one_build_whoever_comes_first(tree: Path) -> None:
