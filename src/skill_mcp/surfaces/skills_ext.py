@@ -67,7 +67,12 @@ def skill_entry(memo: catfiles.DigestMemo, skill: Skill, *, known_only: bool = F
 def _entry(skill: Skill, files: Iterable[tuple[SkillFile, int, str]]) -> dict[str, Any]:
     base = skill.uri_prefix
     resources = [{"uri": base + f.uri_path, "digest": digest, "size": size} for f, size, digest in files]
-    return {"uri": base + SKILL_MD, "frontmatter": dict(skill.frontmatter), "resources": resources}
+    frontmatter = skill.frontmatter
+    # A copy, so that the record's own mapping never leaves; a cached one's decoded dict is
+    # copied at C speed rather than key by key through the Mapping protocol.
+    decoded = getattr(frontmatter, "decoded", None)
+    front = dict(frontmatter if decoded is None else decoded())
+    return {"uri": base + SKILL_MD, "frontmatter": front, "resources": resources}
 
 
 def for_era(body: dict[str, Any], protocol_version: str | None, *, cacheable: bool = True) -> dict[str, Any]:
