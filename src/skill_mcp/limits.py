@@ -99,6 +99,15 @@ class ReadCaps:
 
 
 READ_CAPS = ReadCaps()
+# What one YAML document (a frontmatter, an mcp-host: block) may hold, whichever reader reads it
+# (catalog.yaml12, catalog.yaml_simple): values (every key, value, item, mapping and sequence
+# counts one) and depth (the root is 1, each node one more than its parent). A frontmatter holds
+# a few dozen values three or four deep, and an mcp-host: block at the declaration bounds fewer
+# than YAML_VALUES_MAX. Beyond the byte cap, these bound what a text can cost PyYAML's pure-Python
+# loader, which reads the corners libyaml reads otherwise and words every refusal: about 25 us a
+# value, and a scanner that slows with the square of the flow depth.
+YAML_VALUES_MAX = 4096
+YAML_DEPTH_MAX = 64
 CAPTURE_LIMIT = READ_CAPS.capture  # bytes kept per stream; the rest is read, counted and dropped
 
 # The appliance's egress proxy port (``skill_mcp_launcher.proxy`` reads it from here: this leaf

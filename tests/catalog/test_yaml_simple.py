@@ -119,7 +119,7 @@ def _comparable(value: Any) -> Any:
 def _libyaml(text: str) -> tuple[Any, list[str]] | None:
     try:
         node = yaml12.compose(text)
-        value = yaml12._fast(node) if node is not None else None
+        value = yaml12._fast(node, 1, [0]) if node is not None else None
     except Exception:
         return None
     plain: list[str] = []

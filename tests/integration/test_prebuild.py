@@ -127,17 +127,19 @@ def test_a_server_composed_before_the_handshake_shares_its_background_build_with
         assert "scanning with the scan helper" in messages, narrowed
 
 
-# A frontmatter as slow to read as the frontmatter's size limit (64 KiB) allows: explicit keys in
-# a flow sequence send it to the pure-Python YAML reader, about 0.8 s of CPU each here. The
-# build reads every one before it can answer; the rest of the server must not wait for it.
-HEAVY = 8
-HEAVY_ITEMS = 14_000
+# A frontmatter as slow to read as the YAML bounds allow: a flow sequence of 15,000 one-item
+# sequences comes near the 64 KiB size limit; libyaml reads it all, finds it past the values bound and
+# hands it to the pure-Python loader, which words the refusal at the bound: about 0.14 s of CPU
+# each here. The build reads every one before it can answer; the rest of the server must not
+# wait for it.
+HEAVY = 40
+HEAVY_ITEMS = 15_000
 
 
 def _hostile_tree(root: Path) -> Path:
+    items = ",".join("[a]" for _ in range(HEAVY_ITEMS))
     for i in range(HEAVY):
-        items = ",".join("? a" for _ in range(HEAVY_ITEMS))
-        text = f"---\nname: heavy-{i}\ndescription: Slow to read on purpose.\nmetadata:\n  l: [{items}]\n---\n# heavy\n"
+        text = f"---\nname: heavy-{i}\ndescription: Slow to read on purpose.\nl: [{items}]\n---\n# heavy\n"
         (root / f"heavy-{i}").mkdir(parents=True)
         (root / f"heavy-{i}" / "SKILL.md").write_text(text, encoding="utf-8")
     (root / "ok").mkdir()
@@ -193,12 +195,13 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.mark.slow
 def test_a_build_slowed_by_hostile_frontmatters_neither_stops_ping_nor_outlives_the_server(tmp_path: Path) -> None:
-    """Denied: a tree whose build takes seconds (eight frontmatters as slow to read as the size
-    limit allows) holding the server's other answers, or its exit, until the build is done.
+    """Denied: a tree whose build takes seconds (forty frontmatters as slow to read as the YAML
+    bounds allow) holding the server's other answers, or its exit, until the build is done.
     The server answers ``ping`` while the background build runs (the catalog is not written
     yet), and when stdin ends it exits, with every process it started, before that build could
     finish (the catalog is still not written). The positive control: the same tree served to
-    the end answers ``skill_list`` with the neighbour, and writes the catalog."""
+    the end answers ``skill_list`` with the neighbour (each heavy one refused, and reported), and
+    writes the catalog."""
     root = _hostile_tree(tmp_path / "skills")
     cache = tmp_path / "cache"
     proc = _hostile_server(root, cache, tmp_path, tmp_path / "stderr-cut")
@@ -222,8 +225,10 @@ def test_a_build_slowed_by_hostile_frontmatters_neither_stops_ping_nor_outlives_
         _send(control, {"id": 2, "method": "tools/call", "params": {"name": "skill_list", "arguments": {"limit": 20}}})
         result = _answer(control, 2)["result"]
         assert isinstance(result, dict)
-        names = [entry["name"] for entry in result["structuredContent"]["skills"]]
-        assert "ok" in names and len(names) == HEAVY + 1
+        listed = result["structuredContent"]
+        assert [entry["name"] for entry in listed["skills"]] == ["ok"]
+        assert {p["reason"] for p in listed["problems"]} == {"frontmatter-parse"}
+        assert len(listed["problems"]) == HEAVY
     finally:
         _reap(control)
     assert "catalog" in _written(control_cache)

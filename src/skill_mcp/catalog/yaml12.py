@@ -32,6 +32,7 @@ from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
 from skill_mcp.catalog import yaml_simple
+from skill_mcp.limits import YAML_DEPTH_MAX, YAML_VALUES_MAX
 
 
 class YamlError(ValueError):
@@ -152,20 +153,54 @@ for _core_tag, _constructor in _CORE_CONSTRUCTORS.items():
     _CoreConstructor.add_constructor(_core_tag, _constructor)
 
 
+# Every reader refuses a document past these (``limits``): the pure loader as it composes, the
+# libyaml path by handing the document to it (``_fast``), the line reader by giving it up.
+VALUES_MAX = YAML_VALUES_MAX
+DEPTH_MAX = YAML_DEPTH_MAX
+TOO_MANY = f"more than {VALUES_MAX} values (each key, value and item counts one)"
+TOO_DEEP = f"nested more than {DEPTH_MAX} levels deep"
+
+
 class _NoAliasComposer(Composer):
+    def __init__(self) -> None:
+        super().__init__()
+        self._values = 0
+        self._depth = 0
+
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         event = self.peek_event()  # type: ignore[attr-defined]
         if isinstance(event, AliasEvent):
             raise YamlError("aliases are refused", *_mark(event))
         if isinstance(event, NodeEvent) and event.anchor is not None:
             raise YamlError("anchors are refused", *_mark(event))
-        return super().compose_node(parent, index)
+        self._values += 1
+        if self._values > VALUES_MAX:
+            raise YamlError(TOO_MANY, *_mark(event))
+        if self._depth >= DEPTH_MAX:
+            raise YamlError(TOO_DEEP, *_mark(event))
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
-class CoreLoader(Reader, Scanner, Parser, _NoAliasComposer, _CoreConstructor, _CoreResolver):
+class _FlowBoundScanner(Scanner):
+    """PyYAML's scanner, refusing a flow collection past ``DEPTH_MAX`` as it meets it: the scanner
+    reads up to 1,024 characters ahead of the composer, at a cost per token that grows with the
+    flow depth, so the composer's own check would come after that work."""
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        if self.flow_level >= DEPTH_MAX:
+            mark = self.get_mark()  # type: ignore[attr-defined]  # the Reader's, mixed in beside it
+            raise YamlError(TOO_DEEP, mark.line + 1, mark.column + 1)
+        super().fetch_flow_collection_start(TokenClass)
+
+
+class CoreLoader(Reader, _FlowBoundScanner, Parser, _NoAliasComposer, _CoreConstructor, _CoreResolver):
     def __init__(self, stream: str) -> None:
         Reader.__init__(self, stream)
-        Scanner.__init__(self)
+        _FlowBoundScanner.__init__(self)
         Parser.__init__(self)
         _NoAliasComposer.__init__(self)
         _CoreConstructor.__init__(self)
@@ -291,23 +326,28 @@ def _scalar(tag: str, value: str) -> Any:
     raise _NotFast(tag)
 
 
-def _fast(node: Node) -> Any:
-    """The value of a composed node, built directly: the constructors' result for the plain
-    core-schema shapes (no generic per-node bookkeeping, which costs most of a frontmatter's
-    parse), and ``_NotFast`` for anything else. Only for documents without anchors or aliases,
-    where every node is built once."""
+def _fast(node: Node, depth: int, values: list[int]) -> Any:
+    """The value of a composed node at ``depth``, built directly: the constructors' result for
+    the plain core-schema shapes (no generic per-node bookkeeping, which costs most of a
+    frontmatter's parse), and ``_NotFast`` for anything else, a document past ``VALUES_MAX``
+    (``values[0]`` counts the nodes built) or ``DEPTH_MAX`` included: the pure loader then words
+    the refusal. Only for documents without anchors or aliases, where every node is built once."""
+    values[0] += 1
+    if values[0] > VALUES_MAX or depth > DEPTH_MAX:
+        raise _NotFast("past the bounds")
     if isinstance(node, ScalarNode):
         return _scalar(node.tag, node.value)
+    depth += 1
     if isinstance(node, MappingNode) and node.tag == _MAP_TAG:
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = _fast(key_node)
+            key = _fast(key_node, depth, values)
             if key in out:  # a duplicate (refused), or an unhashable key (TypeError): not fast
                 raise _NotFast("duplicate key")
-            out[key] = _fast(value_node)
+            out[key] = _fast(value_node, depth, values)
         return out
     if isinstance(node, SequenceNode) and node.tag == _SEQ_TAG:
-        return [_fast(child) for child in node.value]
+        return [_fast(child, depth, values) for child in node.value]
     raise _NotFast(node.tag)
 
 
@@ -324,7 +364,7 @@ def _load_fast(loader_class: Any, text: str) -> tuple[Any, Node | None]:
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
-        return (None, None) if node is None else (_fast(node), node)
+        return (None, None) if node is None else (_fast(node, 1, [0]), node)
     finally:
         loader.dispose()
 

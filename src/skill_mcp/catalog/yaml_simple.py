@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from skill_mcp.limits import YAML_DEPTH_MAX, YAML_VALUES_MAX
+
 # Characters outside these make libyaml refuse or read specially (controls, tabs, CR, BOM, the
 # surrogates, U+2028 and U+2029, which libyaml takes for line breaks); the subset leaves such
 # text to it.
@@ -46,6 +48,11 @@ def read(text: str, resolve: Any, build: Any) -> Read | None:
     plain scalar's core-schema tag, ``build(tag, value)`` its value."""
     if " #" in text or "\t" in text or _OTHER_CHARS.search(text):
         return None
+    # Past the bounds every reader holds a document to (``limits``): each line holds at most one
+    # key and its value, so a text of fewer lines cannot pass YAML_VALUES_MAX; a longer one is
+    # left to libyaml, which counts (the nesting below is checked as it opens).
+    if 2 * text.count("\n") + 3 > YAML_VALUES_MAX:
+        return None
     plain: list[str] = []
     root: dict[Any, Any] = {}
     # (indent of this mapping's keys, the mapping); the innermost last.
@@ -68,6 +75,8 @@ def read(text: str, resolve: Any, build: Any) -> Read | None:
             mapping[pending] = child
             level, mapping = indent, child
             stack.append((level, mapping))
+            if len(stack) >= YAML_DEPTH_MAX:  # its values would be one deeper than the mapping
+                return None
             opened = False
         elif indent != level:
             while indent < stack[-1][0]:
