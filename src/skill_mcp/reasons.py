@@ -48,6 +48,8 @@ class ProblemReason(StrEnum):
     DECLARED_SCRIPT_MISSING = "declared-script-missing"
     SKILL_TOO_LARGE = "skill-too-large"
     FILES_OVER_LIMIT = "files-over-limit"
+    # A SKILL.md nested more levels below its top-level skill than discovery serves as a skill.
+    NESTED_TOO_DEEP = "nested-too-deep"
     SKILLS_LIST_EXCLUDED = "skills-list-excluded"  # no longer emitted: see EXTENSION_EXCLUDED
     # Served by the tools, left out of the Skills extension; the problem's ``rule`` says why.
     EXTENSION_EXCLUDED = "extension-excluded"

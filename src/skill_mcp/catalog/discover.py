@@ -41,6 +41,14 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 log = logging.getLogger("skill_mcp.catalog")
 
+# A nested skill is served when its directory is at most this many levels below the top-level
+# skill that holds it (``skill://top/a/b/SKILL.md`` is two); a SKILL.md deeper than that is
+# reported (``nested-too-deep``) and its files stay files of the skill around it. Each nested
+# skill walks its own tree again, so a chain of SKILL.md files nested one inside another costs
+# the square of its length: 150 of them cost 7.7 s here, 300 cost 90 s. The bound keeps a
+# directory's entries walked by at most this many skills and one.
+NESTED_MAX_DEPTH = 8
+
 
 def _open_cache(settings: Settings, roots_real: list[str]) -> CatalogCache | None:
     if settings.cache_dir is None or not roots_real:
@@ -142,6 +150,10 @@ def _load_queue(
     """``_load_all``'s loop: every candidate in ``found.queue`` once; how many it took."""
     seen: set[str] = set()
     nested_in: dict[str, str] = {}  # found_at of a nested skill -> the path of the directory holding it
+    # found_at of each nested skill queued -> how many levels its directory is below the top-level
+    # skill holding it. Each walk lists every SKILL.md below it, so a nested skill is met again
+    # in the walk of every nested skill around it: it is queued the first time only.
+    nested_depth: dict[str, int] = {}
     root_paths: dict[str, Path] = {}  # each root's real path as a Path, made once
     queue, problems = found.queue, found.problems
     done = 0
@@ -212,13 +224,31 @@ def _load_queue(
             loaded[real] = skill
             if result.stampable:
                 stampable.add(skill.prefix)
+        depth = nested_depth.get(found_at, 0)
         for nested in result.nested:
-            if skill is not None:
-                between = os.path.relpath(os.path.dirname(nested), found_at)
-                nested_in[str(nested)] = (
-                    skill.skill_path if between == "." else f"{skill.skill_path}/{Path(between).as_posix()}"
+            at = str(nested)
+            if at in nested_depth:
+                continue
+            between = os.path.relpath(os.path.dirname(nested), found_at)
+            levels = depth + 1 + (0 if between == "." else between.count("/") + 1)
+            if levels > NESTED_MAX_DEPTH:
+                nested_depth[at] = levels
+                problems.append(
+                    Problem(
+                        at,
+                        ProblemReason.NESTED_TOO_DEEP,
+                        f"not served as a skill: {levels} levels below the top-level skill holding it, "
+                        f"where nested skills are served down to {NESTED_MAX_DEPTH}; its files are "
+                        "files of the skill around it",
+                        Level.WARNING,
+                        None if skill is None else skill.name,
+                    )
                 )
-            queue.append((str(nested), root_real))
+                continue
+            nested_depth[at] = levels
+            if skill is not None:
+                nested_in[at] = skill.skill_path if between == "." else f"{skill.skill_path}/{Path(between).as_posix()}"
+            queue.append((at, root_real))
     return done
 
 

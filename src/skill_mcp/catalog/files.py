@@ -167,25 +167,41 @@ class _Walker:
         self.visited.add((st.st_dev, st.st_ino))
         return st, entries
 
-    def visit(self, real_dir: str, rel_prefix: str, shown: str, st: os.stat_result | None = None) -> bool:
-        """Walk one directory; False once the entry budget is spent (the walk stops).
+    def walk(self) -> bool:
+        """Walk the skill directory, depth first, each directory's files before its
+        subdirectories, in name order; False once the entry budget is spent (the walk stops).
+        A stack of directories, not recursion: a tree nested thousands deep costs its entries,
+        as a flat one does, and never the interpreter's recursion limit."""
+        stack: list[tuple[str, str, str, os.stat_result | None]] = [(self.root, "", self.root, None)]
+        while stack:
+            subdirs = self.visit(*stack.pop())
+            if subdirs is None:
+                return False
+            stack.extend(reversed(subdirs))  # the first subdirectory is walked next, as recursion would
+        return True
+
+    def visit(
+        self, real_dir: str, rel_prefix: str, shown: str, st: os.stat_result | None = None
+    ) -> list[tuple[str, str, str, os.stat_result | None]] | None:
+        """Walk one directory: its subdirectories to walk next, or None once the entry budget
+        is spent (the walk stops).
 
         ``st`` is the directory's stat when the parent's walk took it (before this listing,
         so it stamps this directory as a fresh one would); the top directory is stat-ed here.
         One ``lstat`` per entry (``DirEntry.stat``), one ``stat`` more per link."""
         listed = self.entries(real_dir, shown, st)
         if listed is None:
-            return True
+            return []
         st, entries = listed
         self.stamps.append(stamp(rel_prefix[:-1], st))
         if rel_prefix and any(e.name == SKILL_MD for e in entries):
             self.nested.append(Path(shown))
-        subdirs: list[tuple[str, str, str, os.stat_result]] = []
+        subdirs: list[tuple[str, str, str, os.stat_result | None]] = []
         found, stamps = self.found, self.stamps
         for entry in entries:
             self.seen += 1
             if self.seen > MAX_WALK_ENTRIES:
-                return False
+                return None
             name = entry.name  # text: the walk lists directories named by text
             if name in BUILD_OUTPUT_DIRS and entry.is_dir(follow_symlinks=False):
                 continue
@@ -230,7 +246,7 @@ class _Walker:
                     subdirs.append((target or entry.path, f"{rel}/", f"{shown}/{name}", tst))
             else:
                 self.report(f"{shown}/{name}", ProblemReason.SPECIAL_FILE, "not served: not a regular file")
-        return all(self.visit(*sub) for sub in subdirs)
+        return subdirs
 
 
 _NAME = attrgetter("name")
@@ -254,7 +270,7 @@ def walk_skill(directory: Path, skill_name: str, priority: frozenset[str] = froz
     """List the servable files of the skill whose real directory is ``directory``; files in
     ``priority`` (declared scripts) are kept before others when the limits bite."""
     walker = _Walker(directory, skill_name)
-    complete = walker.visit(walker.root, "", walker.root)
+    complete = walker.walk()
     files = sorted(walker.select(priority), key=lambda f: f.rel)
     return Walk(
         tuple(files),
