@@ -165,3 +165,21 @@ def test_the_catalog_refuses_a_tampered_packed_skill(tmp_path: Path) -> None:
     catalog = build_catalog(load_settings([str(root)], {}))
     assert list(catalog.skills) == ["beta"] and catalog.skills["beta"].pack == "pk"
     assert any(p.reason == ProblemReason.DIGEST_MISMATCH and p.skill == "alpha" for p in catalog.problems)
+
+
+def test_a_pack_json_nested_200000_deep_refuses_its_pack_and_nothing_else(tmp_path: Path) -> None:
+    """Denied: a pack.json nested past the interpreter's recursion limit ending the catalog's build
+    (the decoder recursed once per bracket, and ``RecursionError`` left every skill unserved). It
+    refuses its own pack (``pack-invalid``), its skills with it; the neighbour outside is served."""
+    from skill_mcp.catalog import build_catalog
+    from skill_mcp.config import load_settings
+
+    root = tmp_path / "skills"
+    pack = make_pack(root / "pk")
+    (pack / PACK_JSON).write_text('{"schemaVersion": ' + "[" * 200_000 + "]" * 200_000 + "}", encoding="utf-8")
+    write(root / "ok" / "SKILL.md", "---\nname: ok\ndescription: The neighbour.\n---\n# ok\n")
+    catalog = build_catalog(load_settings([str(root)], {"SKILL_MCP_CACHE": "off"}))
+    assert sorted(catalog.skills) == ["ok"]
+    invalid = [p for p in catalog.problems if p.reason is ProblemReason.PACK_INVALID]
+    assert invalid and all(p.level is Level.ERROR for p in invalid)
+    assert any("nests deeper than" in p.detail for p in invalid)

@@ -36,6 +36,7 @@ from typing import Any
 
 from skill_mcp.catalog.files import DigestMemo, file_digest
 from skill_mcp.errors import SkillMcpError
+from skill_mcp.jsonbound import MAX_DEPTH, depth_within
 from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Problem, Skill, SkillFile
 from skill_mcp.paths import is_inside, relpath_problem
@@ -131,6 +132,10 @@ def _entry(raw: Any, i: int) -> PinnedSkill:
 
 def parse_pack(text: str, directory: Path) -> Pack:
     """Parse pack.json text. Raises ``PackError`` with the reason that refuses the pack."""
+    # The decoder recurses once per bracket: text nested past the interpreter's recursion limit
+    # would raise RecursionError out of the catalog's build, leaving every skill unserved.
+    if not depth_within(text, MAX_DEPTH):
+        raise PackError(ProblemReason.PACK_INVALID, f"pack.json nests deeper than {MAX_DEPTH} levels")
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except _Invalid as exc:
