@@ -50,6 +50,8 @@ class ProblemReason(StrEnum):
     FILES_OVER_LIMIT = "files-over-limit"
     # A SKILL.md nested more levels below its top-level skill than discovery serves as a skill.
     NESTED_TOO_DEEP = "nested-too-deep"
+    # Loading the directory raised: a defect met on what it holds, contained to that skill.
+    LOAD_FAILED = "load-failed"
     SKILLS_LIST_EXCLUDED = "skills-list-excluded"  # no longer emitted: see EXTENSION_EXCLUDED
     # Served by the tools, left out of the Skills extension; the problem's ``rule`` says why.
     EXTENSION_EXCLUDED = "extension-excluded"
@@ -91,6 +93,7 @@ SKILL_REFUSALS = frozenset(
         ProblemReason.SPECIAL_FILE,
         ProblemReason.SKILL_TOO_LARGE,
         ProblemReason.UNREADABLE,
+        ProblemReason.LOAD_FAILED,
         ProblemReason.DIGEST_MISMATCH,
         ProblemReason.PACK_INVALID,
         ProblemReason.PACK_VERSION,

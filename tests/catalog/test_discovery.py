@@ -258,3 +258,35 @@ def test_a_build_pauses_the_collector_and_leaves_it_as_it_found_it(
     finally:
         (gc.enable if was else gc.disable)()
     assert seen == [False, False]
+
+
+def test_a_loader_defect_costs_only_the_skill_that_met_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Denied: one directory whose load raises ending the catalog's build for every skill, as a
+    tree nested past the recursion limit and a deep pack.json did before their own refusals.
+    Played here by a loader that raises RecursionError for one directory, standing for the next
+    such defect. That directory is refused (``load-failed``, level error, the traceback in the
+    log); the neighbour is served; the failure is not cached: the next build serves the skill."""
+    from skill_mcp.catalog import discover
+
+    root = tmp_path / "skills"
+    skill(root / "bad")
+    skill(root / "ok")
+    settings = load_settings([str(root)], {"SKILL_MCP_CACHE_DIR": str(tmp_path / "cache")})
+    real = discover.load_skill
+
+    def defective(real_dir: Path, found_at: Path, root_real: Path) -> Any:
+        if real_dir.name == "bad":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(real_dir, found_at, root_real)
+
+    with monkeypatch.context() as m:
+        m.setattr(discover, "load_skill", defective)
+        catalog = build_catalog(settings)
+    assert sorted(catalog.skills) == ["ok"]
+    [problem] = [p for p in catalog.problems if p.path.endswith("/bad")]
+    assert problem.reason is ProblemReason.LOAD_FAILED and problem.level is Level.ERROR
+    assert "RecursionError" in problem.detail
+    assert any(r.exc_info for r in caplog.records if r.getMessage() == "a skill could not be loaded")
+    assert sorted(build_catalog(settings).skills) == ["bad", "ok"]

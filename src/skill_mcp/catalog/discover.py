@@ -27,6 +27,7 @@ from skill_mcp.catalog import scan_helper
 from skill_mcp.catalog.files import DigestMemo, file_digest
 from skill_mcp.catalog.layouts import Found, find, inside
 from skill_mcp.catalog.lazy import collector_paused
+from skill_mcp.catalog.loaded import Loaded
 from skill_mcp.catalog.packs import apply_packs
 from skill_mcp.catalog.scan_helper import HELPER_FROM
 from skill_mcp.config import Settings
@@ -36,7 +37,6 @@ from skill_mcp.reasons import Level, ProblemReason
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.catalog.cache import CatalogCache
-    from skill_mcp.catalog.loaded import Loaded
     from skill_mcp.catalog.parallel_scan import Job, Preloaded
 
 log = logging.getLogger("skill_mcp.catalog")
@@ -74,6 +74,19 @@ def load_skill(real_dir: Path, found_at: Path, root_real: Path) -> Loaded:
     from skill_mcp.catalog.skill import load_skill as load
 
     return load(real_dir, found_at, root_real)
+
+
+def _load_alone(real_dir: Path, found_at: Path, root_real: Path) -> Loaded:
+    """``load_skill``, whose failure costs its own skill only: a loader that raises on what one
+    directory holds (every such case known is a refusal with its own reason; this is for the
+    next one) refuses that directory (``load-failed``, the traceback in the log) and the build
+    goes on. The result is never cached (no stamps), so the next build tries again."""
+    try:
+        return load_skill(real_dir, found_at, root_real)
+    except Exception as exc:  # any defect, contained to the skill that met it
+        log.exception("a skill could not be loaded", extra={"skill": str(found_at)})
+        detail = f"not served: loading it failed ({type(exc).__name__}); the server's log has the details"
+        return Loaded(None, (Problem(str(found_at), ProblemReason.LOAD_FAILED, detail, Level.ERROR),))
 
 
 def _jobs(found: Found, keep: Callable[[str], bool] | None = None) -> list[Job]:
@@ -208,7 +221,7 @@ def _load_queue(
                     root = root_paths[root_real] = Path(root_real)
                 directory = path_under(root, root_real, real)
                 # Found where it lives (not through a link): one Path serves as both.
-                result = load_skill(directory, directory if found_at == real else Path(found_at), root)
+                result = _load_alone(directory, directory if found_at == real else Path(found_at), root)
             if cache is not None:
                 cache.record(real, found_at, root_real, result)
         if result.problems:
