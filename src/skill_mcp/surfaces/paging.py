@@ -35,6 +35,10 @@ MAX_LIST_LIMIT = 200
 # pass both on). Descriptions run to 1,024 characters, so 25 of them could cost a model 50 KB;
 # the public collections' pages were 17-19 KB. An explicit limit is honoured as asked.
 LIST_PAGE_BYTES = 14 * 1024
+# skill_list's first page lists the problems: at most this many (errors before warnings when
+# some must be left out), so that a root of 20,000 directories without a SKILL.md answers a page
+# and not 5 MB; problemCount counts them all, and ``skill-mcp validate`` lists them all.
+MAX_PROBLEMS_LISTED = 50
 # skills/list: every entry carries each of its files' digests, so a page bounds the hashing
 # one call may do.
 SKILLS_PAGE = 25

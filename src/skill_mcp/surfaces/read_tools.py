@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import MIB, READ_CAPS
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import schemas
-from skill_mcp.surfaces.paging import DEFAULT_LIST_LIMIT, LIST_PAGE_BYTES, decode_cursor, encode_cursor, fit, page
+from skill_mcp.surfaces.paging import (
+    DEFAULT_LIST_LIMIT,
+    LIST_PAGE_BYTES,
+    MAX_PROBLEMS_LISTED,
+    decode_cursor,
+    encode_cursor,
+    fit,
+    page,
+)
 from skill_mcp.surfaces.registry import ToolCall, ToolSpec
 from skill_mcp.surfaces.render import (
     SKILL_MD_TEXT,
@@ -81,7 +90,9 @@ async def skill_list(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     }
     # Problems ride on the first page only: later pages would repeat them verbatim.
     if offset == 0:
-        out["problems"] = problems
+        out["problems"] = listed_problems(problems)
+        if len(out["problems"]) < len(problems):
+            out["problemsByReason"] = dict(Counter(str(p["reason"]) for p in problems))
     if "limit" not in args:
         entries = entries[: fit(_answer_bytes(out), (_entry_bytes(e) for e in entries), LIST_PAGE_BYTES)]
     out["skills"] = entries
@@ -89,6 +100,16 @@ async def skill_list(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     if stop < len(names):
         out["nextCursor"] = encode_cursor("skill_list", stop)
     return out
+
+
+def listed_problems(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The problems a first page lists: all of them up to ``MAX_PROBLEMS_LISTED``; past it, that
+    many, the errors first (each group in the scan's order)."""
+    if len(problems) <= MAX_PROBLEMS_LISTED:
+        return problems
+    errors = [p for p in problems if p.get("level", "error") == "error"]
+    warnings = [p for p in problems if p.get("level", "error") != "error"]
+    return (errors + warnings)[:MAX_PROBLEMS_LISTED]
 
 
 def _entry_bytes(entry: dict[str, Any]) -> int:

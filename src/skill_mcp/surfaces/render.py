@@ -114,6 +114,13 @@ def skill_list_blocks(out: dict[str, Any]) -> list[Any]:
     return [types.TextContent(type="text", text=skill_list_text(out))]
 
 
+def _by_reason(out: dict[str, Any]) -> str:
+    """How many problems of each reason the page lists, most first (``problemsByReason`` when the
+    page carries it)."""
+    counts: dict[str, int] = out.get("problemsByReason") or {}
+    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def skill_list_text(out: dict[str, Any]) -> str:
     """One line per skill (name, description, files, scripts), then grants and problems.
 
@@ -129,7 +136,16 @@ def skill_list_text(out: dict[str, Any]) -> str:
     grant = f"Script grants from: {out['grantFrom']}"
     lines.append(grant + (f" ({out['grantNote']})" if out.get("grantNote") else "") + ".")
     if "problems" in out:
-        lines.append(f"Problems ({out['problemCount']}):" if out["problems"] else "Problems: none.")
+        listed, count = out["problems"], out["problemCount"]
+        if not listed:
+            lines.append("Problems: none.")
+        elif len(listed) < count:
+            lines.append(
+                f"Problems ({count}; the first {len(listed)} listed, errors first; "
+                f"`skill-mcp validate` lists them all): {_by_reason(out)}."
+            )
+        else:
+            lines.append(f"Problems ({count}):")
         lines += [f"- {p['path']}: {p['reason']} ({p.get('level', 'error')}): {p['detail']}" for p in out["problems"]]
     elif out["problemCount"]:
         lines.append(f"Problems: {out['problemCount']} (listed on the first page).")

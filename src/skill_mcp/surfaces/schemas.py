@@ -93,6 +93,7 @@ SKILL_LIST_OUT: dict[str, Any] = {
         "total": _INT,
         "problemCount": _INT,
         "problems": {"type": "array", "items": PROBLEM},
+        "problemsByReason": {"type": "object", "additionalProperties": _INT},
         "grantFrom": _STR,
         "grantNote": _STR,
         "nextCursor": _STR,
