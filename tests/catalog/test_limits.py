@@ -15,6 +15,7 @@ from skill_mcp.catalog.files import MAX_FILES, MAX_TOTAL_BYTES, MAX_WALK_ENTRIES
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
+from tests.integration.harness import settle_clock
 
 SCRIPTED = """---
 name: {name}
@@ -124,3 +125,35 @@ def test_a_skill_md_over_one_mib_is_refused_with_a_reason_that_says_what_to_do(t
     problem = next(p for p in catalog.problems if p.skill == "long")
     assert problem.reason == ProblemReason.SKILL_TOO_LARGE and problem.level == Level.ERROR
     assert "references/" in problem.detail
+
+
+def test_a_skill_of_8000_unservable_names_names_the_first_twenty_and_counts_the_rest(tmp_path: Path) -> None:
+    """Denied: one skill's 8,000 files with names the tools cannot address making 8,000 problems,
+    held in memory, written to the catalog cache (about 1 MB a skill) and counted by every
+    listing. Twenty are named; one problem more counts the rest. The positive control: its
+    addressable files and its neighbour are served, and a skill with a few such names has each
+    one named."""
+    from skill_mcp.catalog.files import MAX_REPORTED
+
+    root = tmp_path / "skills"
+    many = _skill(root, "many")
+    few = _skill(root, "few")
+    for i in range(8000):
+        (many / f"bad%{i:04d}.md").write_bytes(b"")
+    for i in range(3):
+        (few / f"bad%{i}.md").write_bytes(b"")
+    settle_clock(root)  # older than the cache's racy margin: both entries are written
+    settings = load_settings([str(root)], {"SKILL_MCP_CACHE_DIR": str(tmp_path / "cache")})
+    catalog = build_catalog(settings)
+    assert sorted(catalog.skills) == ["few", "many"]
+    assert {f.rel for f in catalog.skills["many"].files} == {"SKILL.md", "scripts/fill.py"}
+    mine = [p for p in catalog.problems if p.skill == "many"]
+    assert all(p.reason is ProblemReason.UNADDRESSABLE_FILENAME and p.level is Level.WARNING for p in mine)
+    named, [counted] = mine[:-1], mine[-1:]
+    assert [p.path for p in named] == [str(many / f"bad%{i:04d}.md") for i in range(MAX_REPORTED)]
+    assert counted.path == str(many) and f"and {8000 - MAX_REPORTED} more entries" in counted.detail
+    assert len([p for p in catalog.problems if p.skill == "few"]) == 3
+    [cache_file] = list((tmp_path / "cache").glob("catalog-*"))
+    assert cache_file.stat().st_size < 64 * 1024  # 8,000 problems wrote about 1 MB
+    warm = build_catalog(settings)  # from the cache: the same problems
+    assert [p for p in warm.problems if p.skill == "many"] == mine

@@ -50,6 +50,11 @@ MAX_TOTAL_BYTES = READ_CAPS.skill_total
 # are left out is still walked to the end in any ordinary case.
 MAX_WALK_ENTRIES = 16 * MAX_FILES
 MAX_LEFT_OUT_NAMED = 5
+# Entries of one skill not served for one reason (a name the tools cannot address, a link out
+# of the skill, a special file, a loop, an unreadable directory) named one by one, before the
+# rest are counted in one problem: a skill of 8,000 such names made 8,000 problems, held in
+# memory, written to the catalog cache (1 MB a skill) and counted in every listing.
+MAX_REPORTED = 20
 SKILL_MD = "SKILL.md"
 _CHUNK = 256 * 1024
 
@@ -110,9 +115,30 @@ class _Walker:
         self.left_out = 0
         self.left_out_bytes = 0
         self.left_out_first: list[str] = []
+        self.reported: dict[ProblemReason, int] = {}
 
     def report(self, path: str, reason: ProblemReason, detail: str) -> None:
-        self.problems.append(Problem(path, reason, detail, Level.WARNING, self.skill_name))
+        """One entry not served, and why: named while fewer than ``MAX_REPORTED`` of its reason
+        were, counted after that (``summary``)."""
+        count = self.reported[reason] = self.reported.get(reason, 0) + 1
+        if count <= MAX_REPORTED:
+            self.problems.append(Problem(path, reason, detail, Level.WARNING, self.skill_name))
+
+    def summary(self) -> None:
+        """One problem more per reason reported past ``MAX_REPORTED``, counting the rest."""
+        for reason, count in self.reported.items():
+            if count > MAX_REPORTED:
+                more = count - MAX_REPORTED
+                self.problems.append(
+                    Problem(
+                        self.root,
+                        reason,
+                        f"and {more} more entries not served for the same reason (the first {MAX_REPORTED} "
+                        "are named above)",
+                        Level.WARNING,
+                        self.skill_name,
+                    )
+                )
 
     def link_target(self, entry: os.DirEntry[str], shown: str) -> tuple[str, os.stat_result] | None:
         """The real path and stat of an entry that is a link, or None (reported) when it is not servable."""
@@ -271,6 +297,7 @@ def walk_skill(directory: Path, skill_name: str, priority: frozenset[str] = froz
     ``priority`` (declared scripts) are kept before others when the limits bite."""
     walker = _Walker(directory, skill_name)
     complete = walker.walk()
+    walker.summary()
     files = sorted(walker.select(priority), key=lambda f: f.rel)
     return Walk(
         tuple(files),
