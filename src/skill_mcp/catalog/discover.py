@@ -237,32 +237,42 @@ def _load_queue(
             loaded[real] = skill
             if result.stampable:
                 stampable.add(skill.prefix)
-        depth = nested_depth.get(found_at, 0)
-        for nested in result.nested:
-            at = str(nested)
-            if at in nested_depth:
-                continue
-            between = os.path.relpath(os.path.dirname(nested), found_at)
-            levels = depth + 1 + (0 if between == "." else between.count("/") + 1)
-            if levels > NESTED_MAX_DEPTH:
-                nested_depth[at] = levels
-                problems.append(
-                    Problem(
-                        at,
-                        ProblemReason.NESTED_TOO_DEEP,
-                        f"not served as a skill: {levels} levels below the top-level skill holding it, "
-                        f"where nested skills are served down to {NESTED_MAX_DEPTH}; its files are "
-                        "files of the skill around it",
-                        Level.WARNING,
-                        None if skill is None else skill.name,
-                    )
-                )
-                continue
-            nested_depth[at] = levels
-            if skill is not None:
-                nested_in[at] = skill.skill_path if between == "." else f"{skill.skill_path}/{Path(between).as_posix()}"
+        for at in _nested_to_load(result.nested, found_at, skill, nested_depth, nested_in, problems):
             queue.append((at, root_real))
     return done
+
+
+def _nested_to_load(
+    nested: tuple[Path, ...],
+    found_at: str,
+    skill: Skill | None,
+    nested_depth: dict[str, int],
+    nested_in: dict[str, str],
+    problems: list[Problem],
+) -> list[str]:
+    """The nested skills the walk of ``found_at`` met that are still to be loaded: each once
+    (``nested_depth`` remembers those met, and how deep), down to ``NESTED_MAX_DEPTH`` levels below
+    the top-level skill (deeper: ``nested-too-deep``); ``nested_in`` learns where each is published."""
+    depth = nested_depth.get(found_at, 0)
+    out = []
+    for path in nested:
+        at = str(path)
+        if at in nested_depth:
+            continue
+        between = os.path.relpath(os.path.dirname(path), found_at)
+        levels = nested_depth[at] = depth + 1 + (0 if between == "." else between.count("/") + 1)
+        if levels > NESTED_MAX_DEPTH:
+            detail = (
+                f"not served as a skill: {levels} levels below the top-level skill holding it, where nested "
+                f"skills are served down to {NESTED_MAX_DEPTH}; its files are files of the skill around it"
+            )
+            owner = None if skill is None else skill.name
+            problems.append(Problem(at, ProblemReason.NESTED_TOO_DEEP, detail, Level.WARNING, owner))
+            continue
+        if skill is not None:
+            nested_in[at] = skill.skill_path if between == "." else f"{skill.skill_path}/{Path(between).as_posix()}"
+        out.append(at)
+    return out
 
 
 def _by_name(kept: list[Skill], problems: list[Problem]) -> dict[str, Skill]:

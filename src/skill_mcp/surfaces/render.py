@@ -115,8 +115,8 @@ def skill_list_blocks(out: dict[str, Any]) -> list[Any]:
 
 
 def _by_reason(out: dict[str, Any]) -> str:
-    """How many problems of each reason the page lists, most first (``problemsByReason`` when the
-    page carries it)."""
+    """How many problems there are of each reason, most first: ``problemsByReason``, which a first
+    page carries when it lists only some of them."""
     counts: dict[str, int] = out.get("problemsByReason") or {}
     return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
