@@ -120,7 +120,7 @@ def is_inside(base_real: Path, candidate_real: Path) -> bool:
     trailing slash), so a prefix ending at a separator is exactly "below" - and far cheaper
     than walking ``Path.parents`` for every file of every skill.
     """
-    return _below(str(base_real), str(candidate_real))
+    return below(str(base_real), str(candidate_real))
 
 
 # ``Path._make_child_relpath`` (CPython 3.11-3.12): the child of a path by one plain segment,
@@ -141,7 +141,8 @@ def path_under(root: Path, root_real: str, real: str) -> Path:
     return Path(real)
 
 
-def _below(base: str, candidate: str) -> bool:
+def below(base: str, candidate: str) -> bool:
+    """``is_inside`` for paths already held as text (both resolved)."""
     return candidate == base or candidate.startswith(base if base.endswith("/") else base + "/")
 
 
@@ -253,7 +254,7 @@ def pin_inside(base_real: str, rel: str) -> tuple[int, os.stat_result] | None:
     if stat.S_ISLNK(st.st_mode) or not real.startswith("/") or real.endswith(" (deleted)"):
         os.close(fd)
         return None
-    if not _below(base_real, real):
+    if not below(base_real, real):
         os.close(fd)
         raise SkillMcpError(Refusal.OUTSIDE_SKILL, "the path resolves outside the skill directory", {"path": rel})
     if not stat.S_ISREG(st.st_mode):

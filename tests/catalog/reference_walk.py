@@ -1,5 +1,5 @@
 """The skill walk as it was before its per-entry costs were cut: the reference the differential
-test holds ``catalog.files.walk_skill`` to (same files, problems, nested skills, stamps, limits)."""
+test holds ``catalog.walk.walk_skill`` to (same files, problems, nested skills, stamps, limits)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,14 @@ import stat
 import sys
 from pathlib import Path
 
-from skill_mcp.catalog.files import (
+from skill_mcp.catalog.files import SKILL_MD, Stamp, stamp
+from skill_mcp.catalog.walk import (
     BUILD_OUTPUT_DIRS,
     MAX_FILES,
     MAX_LEFT_OUT_NAMED,
     MAX_TOTAL_BYTES,
     MAX_WALK_ENTRIES,
-    SKILL_MD,
-    Stamp,
     Walk,
-    stamp,
 )
 from skill_mcp.models import Problem, SkillFile
 from skill_mcp.paths import MAX_PATH_CHARS, relpath_problem

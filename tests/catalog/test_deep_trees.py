@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from skill_mcp import trees
-from skill_mcp.catalog import build_catalog, files
+from skill_mcp.catalog import build_catalog, walk
 from skill_mcp.catalog.discover import NESTED_MAX_DEPTH
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
@@ -58,13 +58,13 @@ class _Visits:
 def visits(monkeypatch: pytest.MonkeyPatch) -> _Visits:
     """How many directories the catalog's walks list, across every skill."""
     counted = _Visits()
-    visit = files._Walker.visit
+    visit = walk._Walker.visit
 
     def counting(self: Any, *args: Any) -> Any:
         counted.directories += 1
         return visit(self, *args)
 
-    monkeypatch.setattr(files._Walker, "visit", counting)
+    monkeypatch.setattr(walk._Walker, "visit", counting)
     return counted
 
 

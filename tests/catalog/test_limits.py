@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from skill_mcp.catalog import build_catalog
-from skill_mcp.catalog.files import MAX_FILES, MAX_TOTAL_BYTES, MAX_WALK_ENTRIES, read_body
+from skill_mcp.catalog.files import read_body
+from skill_mcp.catalog.walk import MAX_FILES, MAX_TOTAL_BYTES, MAX_WALK_ENTRIES
 from skill_mcp.config import load_settings
 from skill_mcp.models import Catalog
 from skill_mcp.reasons import ExtensionRule, Level, ProblemReason
@@ -133,7 +134,7 @@ def test_a_skill_of_8000_unservable_names_names_the_first_twenty_and_counts_the_
     listing. Twenty are named; one problem more counts the rest. The positive control: its
     addressable files and its neighbour are served, and a skill with a few such names has each
     one named."""
-    from skill_mcp.catalog.files import MAX_REPORTED
+    from skill_mcp.catalog.walk import MAX_REPORTED
 
     root = tmp_path / "skills"
     many = _skill(root, "many")

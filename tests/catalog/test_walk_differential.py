@@ -1,4 +1,4 @@
-"""``files.walk_skill`` against the walk it replaced (``tests/catalog/reference_walk.py``).
+"""``walk.walk_skill`` against the walk it replaced (``tests/catalog/reference_walk.py``).
 
 The walk takes one ``lstat`` per entry, reuses the stat its parent took of each subdirectory,
 remembers each name's check and skips the ranking when every file fits; the result must be the
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skill_mcp.catalog import files
-from skill_mcp.catalog.files import MAX_FILES, MAX_TOTAL_BYTES, MAX_WALK_ENTRIES, walk_skill
+from skill_mcp.catalog import walk
+from skill_mcp.catalog.walk import MAX_FILES, MAX_TOTAL_BYTES, MAX_WALK_ENTRIES, walk_skill
 from tests.catalog.reference_walk import walk_skill as reference_walk
 
 NAMES = ["a", "b.md", "SKILL.md", "scripts", "run.sh", "__pycache__", "-x", "a b", "bad\\name", "é.md", "x" * 70, "z"]
@@ -99,5 +99,5 @@ def test_a_planted_bug_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     root.mkdir()
     _build(root, [(0, "bad\\name", "file"), (0, "b.md", "file")])
     assert _same(root)
-    monkeypatch.setattr(files, "name_problem", lambda name: None)  # every name passes
+    monkeypatch.setattr(walk, "name_problem", lambda name: None)  # every name passes
     assert not _same(root)

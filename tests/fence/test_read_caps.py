@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from skill_mcp import declwire, limits, outputs, validate
-from skill_mcp.catalog import files, frontmatter, packs, skill
+from skill_mcp.catalog import frontmatter, packs, skill, walk
 from skill_mcp.runner import plan
 from skill_mcp.surfaces import read_tools, resources
 
@@ -45,7 +45,7 @@ def test_every_read_cap_says_why() -> None:
         (read_tools.MAX_FILE_BYTES, "file_by_tool"),
         (read_tools.MAX_BATCH_BYTES, "batch_by_tool"),
         (resources.MAX_READ_BYTES, "file_by_resource"),
-        (files.MAX_TOTAL_BYTES, "skill_total"),
+        (walk.MAX_TOTAL_BYTES, "skill_total"),
         (plan.MAX_SCRIPT_BYTES, "script"),
         (packs.PACK_JSON_MAX_BYTES, "pack_json"),
         (validate.SCAN_MAX_BYTES, "credential_scan"),
@@ -64,6 +64,7 @@ def test_no_reader_spells_a_mebibyte_of_its_own() -> None:
         "catalog/skill.py",
         "catalog/frontmatter.py",
         "catalog/files.py",
+        "catalog/walk.py",
         "catalog/packs.py",
         "search/source.py",
         "validate.py",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skill_mcp.catalog.files import MAX_FILES, MAX_TOTAL_BYTES
+from skill_mcp.catalog.walk import MAX_FILES, MAX_TOTAL_BYTES
 from skill_mcp.reasons import ExtensionRule
 
 # A description of the length of anthropics' claude-api: over the format's 1,024 characters.

@@ -8,16 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_mcp.catalog.declaration import read_declaration
-from skill_mcp.catalog.files import (
-    MAX_FILES,
-    MAX_TOTAL_BYTES,
-    MAX_WALK_ENTRIES,
-    SKILL_MD,
-    Stamp,
-    Walk,
-    stamp,
-    walk_skill,
-)
+from skill_mcp.catalog.files import SKILL_MD, Stamp, stamp
 from skill_mcp.catalog.frontmatter import (
     FrontmatterError,
     FrontmatterInvalid,
@@ -27,6 +18,7 @@ from skill_mcp.catalog.frontmatter import (
 )
 from skill_mcp.catalog.loaded import Loaded as Loaded  # re-exported: the loader's result
 from skill_mcp.catalog.spec import extension_rules, is_valid_name, spec_warnings
+from skill_mcp.catalog.walk import MAX_FILES, MAX_TOTAL_BYTES, MAX_WALK_ENTRIES, Walk, walk_skill
 from skill_mcp.catalog.yaml11 import Difference, differences_composed
 from skill_mcp.limits import READ_CAPS
 from skill_mcp.models import Problem, Skill
