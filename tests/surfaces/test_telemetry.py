@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from skill_mcp.config import load_settings
 from skill_mcp.runner.harden import HardenReport
-from skill_mcp.server import _compose
+from skill_mcp.server.compose import _compose
 from skill_mcp.telemetry import Telemetry
 from skill_mcp.telemetry_config import config_from_environ
 
