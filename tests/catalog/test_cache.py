@@ -316,10 +316,10 @@ def test_a_file_row_of_the_wrong_shape_is_a_miss_when_read_not_an_error_later(tr
     path = _cache(tree, tmp_path / "c").path
     data = path.read_bytes()
     line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
-    kind, real, head, frontmatter, body = line.split(b"\t", 4)
+    kind, real, head, stamps, frontmatter, body = line.split(b"\t", 5)
     rows = json.loads(body)
     rows[0] = [rows[0][0], "not-a-size"]
-    forged = b"\t".join((kind, real, head, frontmatter, json.dumps(rows).encode()))
+    forged = b"\t".join((kind, real, head, stamps, frontmatter, json.dumps(rows).encode()))
     path.write_bytes(_rechecksummed(data.replace(line, forged)))
     after, cache = cached(tree, tmp_path / "c")
     same(after, cold(tree))
@@ -435,22 +435,31 @@ DEEP = b"[" * 100_000 + b"]" * 100_000  # JSON nested past the interpreter's rec
 
 def test_json_nested_past_the_recursion_limit_is_a_miss_never_an_error(tree: Path, tmp_path: Path) -> None:
     """Under a good checksum: a listing so nested that decoding it overflows the recursion limit
-    costs its skill; file rows so nested fail that skill's file tier (read from disk again); an
+    costs its skill, and so do directory stamps so nested (no scan helper here: the build decodes
+    them itself); file rows so nested fail that skill's file tier (read from disk again); an
     index so nested costs the file."""
     cached(tree, tmp_path / "c")
     path = _cache(tree, tmp_path / "c").path
     data = path.read_bytes()
     line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
-    kind, real, _listing, frontmatter, _rows = line.split(b"\t", 4)
-    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, DEEP, frontmatter, _rows)))))
+    kind, real, _listing, stamps, frontmatter, _rows = line.split(b"\t", 5)
+    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, DEEP, stamps, frontmatter, _rows)))))
     after, cache = cached(tree, tmp_path / "c")
     same(after, cold(tree))
     assert cache.loaded == 1 and cache.reused >= 3
 
     data = path.read_bytes()
     line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
-    kind, real, listing, frontmatter, _rows = line.split(b"\t", 4)
-    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, listing, frontmatter, DEEP)))))
+    kind, real, listing, _stamps, frontmatter, rows = line.split(b"\t", 5)
+    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, listing, DEEP, frontmatter, rows)))))
+    after, cache = cached(tree, tmp_path / "c")
+    same(after, cold(tree))
+    assert cache.loaded == 1 and cache.reused >= 3
+
+    data = path.read_bytes()
+    line = next(x for x in data.split(b"\n") if b'"name":"beta"' in x)
+    kind, real, listing, stamps, frontmatter, _rows = line.split(b"\t", 5)
+    path.write_bytes(_rechecksummed(data.replace(line, b"\t".join((kind, real, listing, stamps, frontmatter, DEEP)))))
     after, cache = cached(tree, tmp_path / "c")  # both tiers checked: the rows are parsed now
     same(after, cold(tree))
     assert cache.loaded == 1 and cache.reused >= 3

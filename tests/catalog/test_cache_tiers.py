@@ -200,11 +200,11 @@ def forge(cache: Path) -> None:
     size), under a checksum made right again: only the file tier can see it."""
     data = cache.read_bytes()
     line = next(x for x in data.split(b"\n") if b'"name":"one"' in x)
-    kind, real, head, frontmatter, body = line.split(b"\t", 4)
+    kind, real, head, stamps, frontmatter, body = line.split(b"\t", 5)
     rows = json.loads(body)
     row = next(r for r in rows if r[0] == "references/guide.md")
     row[0], row[1] = "references/ghost.md", row[1] + 7
-    forged = b"\t".join((kind, real, head, frontmatter, json.dumps(rows, separators=(",", ":")).encode()))
+    forged = b"\t".join((kind, real, head, stamps, frontmatter, json.dumps(rows, separators=(",", ":")).encode()))
     cache.write_bytes(_rechecksummed(data.replace(line, forged)))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter
-from skill_mcp.catalog.codec import split_entry
+from skill_mcp.catalog.codec import split_entry, stamps_at, stamps_of
 from skill_mcp.catalog.discover import build_catalog
 from skill_mcp.catalog.filetier import files_hold, reload_dirs, stale
 from skill_mcp.search.source import current_key
@@ -38,24 +38,24 @@ def _warm(root: Path, cache_dir: Path):
 
 
 def _damage(root: Path, cache_dir: Path, name: str, part: int, text: bytes) -> None:
-    """Replace part ``part`` of ``name``'s line (3: the frontmatter, 4: the file rows) with
-    ``text``, the checksum made right again."""
+    """Replace part ``part`` of ``name``'s line (3: the directories' stamps, 4: the frontmatter,
+    5: the file rows) with ``text``, the checksum made right again."""
     path = _cache(root, cache_dir).path
     data = path.read_bytes()
     line = next(x for x in data.split(b"\n") if f'"name":"{name}"'.encode() in x)
-    parts = line.split(b"\t", 4)
+    parts = line.split(b"\t", 5)
     parts[part] = text
     path.write_bytes(_rechecksummed(data.replace(line, b"\t".join(parts))))
 
 
 def _damage_rows(root: Path, cache_dir: Path, name: str, rows_text: bytes) -> None:
-    _damage(root, cache_dir, name, 4, rows_text)
+    _damage(root, cache_dir, name, 5, rows_text)
 
 
 def _rows_of(root: Path, cache_dir: Path, name: str) -> list:
     data = _cache(root, cache_dir).path.read_bytes()
     line = next(x for x in data.split(b"\n") if f'"name":"{name}"'.encode() in x)
-    return json.loads(line.split(b"\t", 4)[4])
+    return json.loads(line.split(b"\t", 5)[5])
 
 
 DAMAGE = {
@@ -141,16 +141,17 @@ def test_the_search_key_changes_with_the_stamp_the_build_checked(tree: Path, tmp
 @pytest.mark.parametrize(
     "body",
     [
-        b'{"at":"x"}',
-        b'{"at":"x"}\t{}',
-        b'{"at":"x"}\t{}\t[]\t[]',
-        b'{"at":"x"} [1]\t{}\t[]',
-        b"[1,2]\t{}\t[]",
-        b'["x","/r",null,[],null,[],[],[]]\t{}\t[]',
-        b'"x"\t{}\t[]',
-        b'{"at":\t{}\t[]',
-        b"\t{}\t[]",
-        b'{"at":"x"}x\t{}\t[]',
+        b'["x","/r",null,null,[],[]]',
+        b'["x","/r",null,null,[],[]]\t[]',
+        b'["x","/r",null,null,[],[]]\t[]\t{}',
+        b'["x","/r",null,null,[],[]]\t[]\t{}\t[]\t[]',
+        b'["x","/r",null,null,[],[]] [1]\t[]\t{}\t[]',
+        b"[1,2]\t[]\t{}\t[]",
+        b'["x","/r",null,[],null,[],[]]\t[]\t{}\t[]',
+        b'"x"\t[]\t{}\t[]',
+        b'["x",\t[]\t{}\t[]',
+        b"\t[]\t{}\t[]",
+        b'["x","/r",null,null,[],[]]x\t[]\t{}\t[]',
     ],
 )
 def test_an_entry_this_code_never_writes_is_refused(body: bytes) -> None:
@@ -158,19 +159,41 @@ def test_an_entry_this_code_never_writes_is_refused(body: bytes) -> None:
         split_entry(body)
 
 
-def test_an_entry_as_written_splits_in_its_listing_frontmatter_and_rows() -> None:
-    listing, frontmatter, rows = split_entry(
-        b'["x","/r",[1,2,3,4],[],null,[],[]]\t{"name":"x"}\t[["SKILL.md",1,2,3,4]]'
+def test_an_entry_as_written_splits_in_its_listing_stamps_frontmatter_and_rows() -> None:
+    listing, stamps, frontmatter, rows = split_entry(
+        b'["x","/r",[1,2,3,4],null,[],[]]\t[["",5,6,7,8]]\t{"name":"x"}\t[["SKILL.md",1,2,3,4]]'
     )
-    assert listing == ["x", "/r", [1, 2, 3, 4], [], None, [], []]
+    assert listing == ["x", "/r", [1, 2, 3, 4], None, [], []]
+    assert stamps_of(stamps) == [["", 5, 6, 7, 8]]
     assert frontmatter == b'{"name":"x"}' and rows == b'[["SKILL.md",1,2,3,4]]'
 
 
-def test_a_listing_of_the_previous_format_is_refused() -> None:
-    """Format 3 wrote the listing as an object; its file has another name and header, and an
-    entry of it under this header is still refused, not read by position."""
+@pytest.mark.parametrize("stamps", [b"", b"{}", b'"x"', b"[1", b"[] []", b"\xff"])
+def test_directory_stamps_this_code_never_writes_are_refused(stamps: bytes) -> None:
+    body = b'["x","/r",null,null,[],[]]\t' + stamps + b"\t{}\t[]"
+    with pytest.raises(ValueError):
+        stamps_of(split_entry(body)[1])
+    with pytest.raises(ValueError):
+        stamps_at(body, 0, len(body))
+
+
+def test_the_scan_helper_reads_the_stamps_without_decoding_the_listing() -> None:
+    """``stamps_at`` (what ``catalog.verdicts`` checks) never reads the listing: one that is not
+    JSON at all still gives the stamps, where ``split_entry`` refuses the entry."""
+    body = b'not a listing\t[["",5,6,7,8]]\t{}\t[]'
+    assert stamps_at(body, 0, len(body)) == [["", 5, 6, 7, 8]]
+    with pytest.raises(ValueError):
+        split_entry(body)
+
+
+def test_a_listing_of_an_earlier_format_is_refused() -> None:
+    """Format 3 wrote the listing as an object, format 4 the directories' stamps inside it, in an
+    entry of three parts; their files have other names and headers, and an entry of either under
+    this header is still refused, not read by position."""
     with pytest.raises(ValueError):
         split_entry(b'{"at":"x","root":"/r","stamps":[],"skill":null,"problems":[],"nested":[]}\t{}\t[]')
+    with pytest.raises(ValueError):
+        split_entry(b'["x","/r",null,[],null,[],[]]\t{}\t[]')
 
 
 FRONTMATTER_DAMAGE = {
@@ -187,7 +210,7 @@ def test_a_damaged_frontmatter_is_listed_by_its_description_then_fails_the_file_
 ) -> None:
     cache_dir = tmp_path / "c"
     cached(tree, cache_dir)
-    _damage(tree, cache_dir, "beta", 3, FRONTMATTER_DAMAGE[damage])
+    _damage(tree, cache_dir, "beta", 4, FRONTMATTER_DAMAGE[damage])
     warm = _warm(tree, cache_dir)
     beta = warm.skills["beta"]
     frontmatter = beta.frontmatter
@@ -294,7 +317,7 @@ def test_the_search_key_reads_the_cached_frontmatter_text_without_decoding_it(tr
 
 @pytest.mark.parametrize(
     "part, text",
-    [(4, DAMAGE["not-json"]([])), (4, DAMAGE["one-row-fewer-than-counted"]), (3, FRONTMATTER_DAMAGE["not-json"])],
+    [(5, DAMAGE["not-json"]([])), (5, DAMAGE["one-row-fewer-than-counted"]), (4, FRONTMATTER_DAMAGE["not-json"])],
     ids=["rows-not-json", "rows-fewer", "frontmatter-not-json"],
 )
 def test_a_skills_list_page_on_a_damaged_entry_goes_the_reference_way(

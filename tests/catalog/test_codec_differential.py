@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from bench.corpus import generate
 from skill_mcp.catalog import codec
 from skill_mcp.catalog.cached import CachedFiles, CachedFrontmatter
-from skill_mcp.catalog.codec import LISTING, SKILL_FIELDS, encode_loaded, split_entry
+from skill_mcp.catalog.codec import LISTING, SKILL_FIELDS, encode_loaded, split_entry, stamps_of
 from skill_mcp.catalog.skill import Loaded, load_skill
 from tests.catalog import reference_codec
 
@@ -34,6 +34,9 @@ Decode = Callable[..., Loaded]
 
 
 Case = tuple[str, str, list[Any], bytes, bytes]
+# Where a listing holds its skill, problems and nested skills (format 5: the directories' stamps
+# are a part of the entry of their own, which neither decode reads).
+SKILL, PROBLEMS, NESTED = LISTING.index("skill"), LISTING.index("problems"), LISTING.index("nested")
 
 
 def _stamp_set(stamps: Any) -> set[tuple[Any, ...]]:
@@ -51,11 +54,11 @@ def _stamps(skill_md: Any, stamps: Any) -> Any:
         return [skill_md, stamps]
 
 
-def as_object(listing: list[Any]) -> dict[str, Any]:
-    """The format-3 object holding the fields of a format-4 listing (an array of ``LISTING``'s
-    length, whose skill is null or an array of ``SKILL_FIELDS``' length), SKILL.md's stamp back
-    among the others."""
-    at, root, skill_md, stamps, skill, problems, nested = listing
+def as_object(listing: list[Any], stamps: Any = ()) -> dict[str, Any]:
+    """The format-3 object holding the fields of a listing (an array of ``LISTING``'s length,
+    whose skill is null or an array of ``SKILL_FIELDS``' length) and of the directories' stamps
+    beside it, SKILL.md's stamp back among the others."""
+    at, root, skill_md, skill, problems, nested = listing
     return {
         "at": at,
         "root": root,
@@ -74,11 +77,11 @@ def _entries(root: Path) -> list[Case]:
     for name in sorted(os.listdir(root_real)):
         real = f"{root_real}/{name}"
         loaded = load_skill(Path(real), Path(real), Path(root_real))
-        listing, frontmatter, rows = split_entry(encode_loaded(loaded, real, root_real))
+        listing, stamps, frontmatter, rows = split_entry(encode_loaded(loaded, real, root_real))
         before, frontmatter_before, rows_before = reference_codec.split_entry(
             reference_codec.encode_loaded(loaded, real, root_real)
         )
-        now = as_object(listing)
+        now = as_object(listing, stamps_of(stamps))
         assert (frontmatter, rows) == (frontmatter_before, rows_before)
         assert _stamp_set(now.pop("stamps")) == _stamp_set(before.pop("stamps")) and now == before
         out.append((real, root_real, listing, frontmatter, rows))
@@ -152,7 +155,7 @@ def _outcome(decode: Decode, real: str, root_real: str, entry: Any, frontmatter:
 def _misshapen(listing: list[Any]) -> bool:
     """A listing no object holds the fields of: an array of another length (the fast decode
     refuses it, as it would refuse an object with another key set)."""
-    skill = listing[4] if len(listing) == len(LISTING) else None
+    skill = listing[SKILL] if len(listing) == len(LISTING) else None
     return len(listing) != len(LISTING) or (
         skill is not None and (type(skill) is not list or len(skill) != len(SKILL_FIELDS))
     )
@@ -170,8 +173,8 @@ def _agree(decode: Decode, case: Case) -> bool:
 
 def test_every_entry_the_cache_writes_decodes_as_the_reference_decodes_it(tmp_path: Path) -> None:
     cases = _corpus(tmp_path)
-    assert any(case[2][4] and case[2][4][3] for case in cases)  # declarations covered
-    assert any(case[2][5] for case in cases) and any(case[2][6] for case in cases)  # problems, nested
+    assert any(case[2][SKILL] and case[2][SKILL][3] for case in cases)  # declarations covered
+    assert any(case[2][PROBLEMS] for case in cases) and any(case[2][NESTED] for case in cases)  # problems, nested
     for case in cases:
         assert _outcome(codec.decode_loaded, *case) != "refused"
         assert _agree(codec.decode_loaded, case), case[0]
@@ -211,7 +214,7 @@ _CASES: list[Case] = []
 
 def _cases(tmp: Path) -> list[Case]:
     if not _CASES:
-        _CASES.extend(c for c in _corpus(tmp) if c[2][4] is None or c[2][4][3] or c[2][6])
+        _CASES.extend(c for c in _corpus(tmp) if c[2][SKILL] is None or c[2][SKILL][3] or c[2][NESTED])
         _CASES.extend(c for c in _corpus(tmp / "again")[:5])
     return _CASES
 
@@ -232,9 +235,9 @@ def test_a_planted_bug_in_the_fast_decode_is_caught(tmp_path: Path, monkeypatch:
     """Negative control: the fast decode with the type check of a list of strings dropped
     (``missing``, the scripts declared and not served) disagrees with the reference on a forged
     entry the comparison above would draw."""
-    real, root_real, entry, frontmatter, rows = next(c for c in _corpus(tmp_path) if c[2][4] is not None)
+    real, root_real, entry, frontmatter, rows = next(c for c in _corpus(tmp_path) if c[2][SKILL] is not None)
     forged = copy.deepcopy(entry)
-    forged[4][SKILL_FIELDS.index("missing")] = [1, 2]
+    forged[SKILL][SKILL_FIELDS.index("missing")] = [1, 2]
     assert _agree(codec.decode_loaded, (real, root_real, forged, frontmatter, rows))
     monkeypatch.setattr(codec, "_strs", lambda values: tuple(values))
     assert not _agree(codec.decode_loaded, (real, root_real, forged, frontmatter, rows))
@@ -243,7 +246,7 @@ def test_a_planted_bug_in_the_fast_decode_is_caught(tmp_path: Path, monkeypatch:
 def test_skill_md_stamped_twice_with_different_values_is_never_written(tmp_path: Path) -> None:
     """The previous format wrote such an entry, which could never hold (one of the two stamps
     differs from any ``lstat``); this one does not write it. The same stamp twice is kept once."""
-    real, root_real, *_ = next(c for c in _corpus(tmp_path) if c[2][4] is not None)
+    real, root_real, *_ = next(c for c in _corpus(tmp_path) if c[2][SKILL] is not None)
     loaded = load_skill(Path(real), Path(real), Path(root_real))
     skill_md = next(s for s in loaded.stamps if s[0] == "SKILL.md")
     twice = replace(loaded, stamps=(*loaded.stamps, skill_md))

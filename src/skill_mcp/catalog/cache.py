@@ -58,7 +58,7 @@ from typing import Any
 from skill_mcp import __version__
 from skill_mcp.catalog.cached import CachedFiles
 from skill_mcp.catalog.cachefile import FORMAT, Span, Writer, index, marker_time, open_owned, remove_superseded
-from skill_mcp.catalog.codec import decode_loaded, encode_loaded, listing_at
+from skill_mcp.catalog.codec import decode_loaded, encode_loaded, listing_at, stamps_of
 from skill_mcp.catalog.digest_memo import DigestMemo, identity
 from skill_mcp.catalog.files import SKILL_MD, file_digest
 from skill_mcp.catalog.filetier import files_hold
@@ -219,7 +219,7 @@ class CatalogCache:
         if span is None:
             return None
         try:
-            listing, frontmatter, rows = listing_at(*self._entry(span))
+            listing, stamps, frontmatter, rows = listing_at(*self._entry(span))
             if listing[0] != found_at or listing[1] != root_real:
                 return None
             held = listing[2]  # SKILL.md's stamp, kept apart from the directories' (``codec.LISTING``)
@@ -235,7 +235,7 @@ class CatalogCache:
                 if tuple(held) != skill_md:
                     return None
             verdicts = self.verdicts
-            if not (verdicts is not None and verdicts.holds(real)) and not stamps_hold(real, listing[3]):
+            if not (verdicts is not None and verdicts.holds(real)) and not stamps_hold(real, stamps_of(stamps)):
                 return None
             loaded = decode_loaded(
                 listing, frontmatter, rows, real, self._root(root_real), root_real, skill_md=skill_md

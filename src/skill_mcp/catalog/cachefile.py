@@ -27,9 +27,10 @@ from skill_mcp import __version__
 
 log = logging.getLogger("skill_mcp.catalog")
 
-FORMAT = 4  # 2: stamps split in a listing tier and a file tier (a ctime in each file row); 3: the file rows
+FORMAT = 5  # 2: stamps split in a listing tier and a file tier (a ctime in each file row); 3: the file rows
 # after the listing, parsed only when the file tier asks for them; 4: the listing an array (its fields by
-# position), SKILL.md's stamp apart from the directories', and an index of the entries at the end
+# position), SKILL.md's stamp apart from the directories', and an index of the entries at the end; 5: the
+# directories' stamps a part of their own, decoded only when the scan helper gave no verdict
 MAGIC = b"skill-mcp-catalog-cache"
 MAX_CACHE_BYTES = 1024 * 1024 * 1024
 HEADER_BYTES = 512

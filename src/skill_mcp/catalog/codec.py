@@ -42,7 +42,7 @@ def _declaration(d: Declaration | None) -> Any:
 
 
 # The fields of a listing and of its skill, in the order the arrays hold them.
-LISTING = ("at", "root", "skill_md", "stamps", "skill", "problems", "nested")
+LISTING = ("at", "root", "skill_md", "skill", "problems", "nested")
 SKILL_FIELDS = ("desc", "off", "n", "decl", "missing", "excluded", "tags", "phase", "pack")
 
 
@@ -69,9 +69,10 @@ def _dumps(value: Any) -> bytes:
 
 
 def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
-    """The cache entry of ``loaded``: its listing, its frontmatter and its file rows. Its stamps are split in
-    two tiers: the listing's ``skill_md`` and ``stamps`` hold the listing tier (SKILL.md as read;
-    the skill directory and every directory walked), which a warm build checks; every other
+    """The cache entry of ``loaded``: its listing, its directories' stamps, its frontmatter and its
+    file rows, four parts a tab apart. Its stamps are split in two tiers: the listing's
+    ``skill_md`` and the directories' stamps hold the listing tier (SKILL.md as read; the skill
+    directory and every directory walked), which a warm build checks; every other
     served file's stamp rides in its file row (its ctime beside the record's inode, size and
     mtime), which ``catalog.filetier`` checks before an answer carries a fact about that skill's
     files, and which a warm build therefore need not even parse (``CachedFiles``). ``ValueError``
@@ -106,13 +107,14 @@ def encode_loaded(loaded: Loaded, found_at: str, root_real: str) -> bytes:
         found_at,
         root_real,
         skill_md,
-        listing,
         _skill(skill),
         [[p.path, str(p.reason), p.detail, str(p.level), p.skill, p.rule] for p in loaded.problems],
         [str(n) for n in loaded.nested],
     ]
     frontmatter = b"{}" if skill is None else frontmatter_text(skill.frontmatter)
-    return b"\t".join((_dumps(head), frontmatter, _dumps(rows)))
+    # The directories' stamps in a part of their own: a warm build whose scan helper found them
+    # holding (``catalog.verdicts``) never decodes them, which was half a listing's decode.
+    return b"\t".join((_dumps(head), _dumps(listing), frontmatter, _dumps(rows)))
 
 
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
@@ -133,23 +135,48 @@ def one_value(text: str) -> Any:
     return value
 
 
-def split_entry(body: bytes) -> tuple[list[Any], bytes, bytes]:
-    """An entry's listing (decoded: the array ``LISTING`` names), its frontmatter and its file
-    rows (both still JSON text). ``ValueError`` for anything ``encode_loaded`` does not write."""
+def split_entry(body: bytes) -> tuple[list[Any], bytes, bytes, bytes]:
+    """An entry's listing (decoded: the array ``LISTING`` names), its directories' stamps, its
+    frontmatter and its file rows (the last three still JSON text; ``stamps_of`` decodes the
+    first). ``ValueError`` for anything ``encode_loaded`` does not write."""
     return listing_at(body, 0, len(body))
 
 
-def listing_at(window: bytes, start: int, end: int) -> tuple[list[Any], bytes, bytes]:
-    """``split_entry`` of the entry held by ``window[start:end]``, without copying it first (a
-    build reads entries out of a window of the cache file, ``catalog.cache``)."""
+def _tabs(window: bytes, start: int, end: int) -> tuple[int, int, int]:
+    """Where the three tabs between an entry's four parts are; ``ValueError`` unless exactly three."""
     first = window.find(b"\t", start, end)
     second = window.find(b"\t", first + 1, end) if first >= 0 else -1
-    if second < 0 or window.find(b"\t", second + 1, end) >= 0:
-        raise ValueError("an entry is not three parts")
+    third = window.find(b"\t", second + 1, end) if second >= 0 else -1
+    if third < 0 or window.find(b"\t", third + 1, end) >= 0:
+        raise ValueError("an entry is not four parts")
+    return first, second, third
+
+
+def listing_at(window: bytes, start: int, end: int) -> tuple[list[Any], bytes, bytes, bytes]:
+    """``split_entry`` of the entry held by ``window[start:end]``, without copying it first (a
+    build reads entries out of a window of the cache file, ``catalog.cache``)."""
+    first, second, third = _tabs(window, start, end)
     listing = one_value(window[start:first].decode("utf-8"))
     if type(listing) is not list or len(listing) != len(LISTING):
         raise ValueError("an entry is not one JSON array of a listing's fields")
-    return listing, window[first + 1 : second], window[second + 1 : end]
+    return listing, window[first + 1 : second], window[second + 1 : third], window[third + 1 : end]
+
+
+def stamps_of(text: bytes) -> list[Any]:
+    """The directories' stamps an entry holds (``[rel, ino, size, mtime_ns, ctime_ns]`` each, as
+    ``cache.stamps_hold`` reads them), from the part ``listing_at`` hands back; ``ValueError``
+    when it is not a JSON array (``stamps_hold`` refuses a row of another shape)."""
+    stamps = one_value(text.decode("utf-8"))
+    if type(stamps) is not list:
+        raise ValueError("the directories' stamps are not a JSON array")
+    return stamps
+
+
+def stamps_at(window: bytes, start: int, end: int) -> list[Any]:
+    """``stamps_of`` the entry held by ``window[start:end]``, its listing left undecoded (what the
+    scan helper checks, ``catalog.verdicts``)."""
+    first, second, _third = _tabs(window, start, end)
+    return stamps_of(window[first + 1 : second])
 
 
 def _strs(values: Any) -> tuple[str, ...]:
@@ -311,10 +338,10 @@ def decode_loaded(
     skill_md: Stamp | None = None,
 ) -> Loaded:
     """The ``Loaded`` of ``real`` found under ``root`` (``root_real`` as text; the caller
-    checked the entry is for both, and that its stamps hold), from ``split_entry``'s three
-    parts; ``skill_md``: the stamp of its SKILL.md the caller found holding (kept on the file
+    checked the entry is for both, and that its stamps hold), from the listing, frontmatter
+    and rows ``split_entry`` hands back; ``skill_md``: the stamp of its SKILL.md the caller found holding (kept on the file
     records for the search index)."""
-    found_at, _root_real, _skill_md, _stamps, raw, problem_rows, nested = listing
+    found_at, _root_real, _skill_md, raw, problem_rows, nested = listing
     if type(found_at) is not str:
         raise TypeError("expected a string")
     problems: tuple[Problem, ...] = ()

@@ -72,7 +72,7 @@ def verify(path: Path, out: int, stop: Any = None) -> None:
 
     from skill_mcp.catalog.cache import stamps_hold
     from skill_mcp.catalog.cachefile import _read_index, open_owned
-    from skill_mcp.catalog.codec import listing_at
+    from skill_mcp.catalog.codec import stamps_at
 
     opened = open_owned(path)
     if opened is None:
@@ -101,8 +101,7 @@ def verify(path: Path, out: int, stop: Any = None) -> None:
                     window, window_at, start = os.pread(fd, max(length, 256 * 1024), offset), offset, 0
                 held = 0
                 with contextlib.suppress(ValueError, TypeError, IndexError, KeyError):
-                    listing = listing_at(window, start, start + length)[0]
-                    held = 1 if stamps_hold(real, listing[3]) else 0
+                    held = 1 if stamps_hold(real, stamps_at(window, start, start + length)) else 0
                 bits.append(held)
             payload = tag + bytes(bits)
             _write_all(out, VERDICT + first.to_bytes(4, "big") + len(payload).to_bytes(4, "big") + payload)
