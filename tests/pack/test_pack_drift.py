@@ -100,6 +100,8 @@ def _script_options() -> set[str]:
     """The flags the bundled scripts parse, read from their sources."""
     found: set[str] = set()
     for path in BUNDLED.glob("*/scripts/*"):
+        if not path.is_file():  # a ``__pycache__`` left by running a script by hand
+            continue
         found.update(re.findall(r"""['"](--[a-z][a-z-]*)['"]""", path.read_text(encoding="utf-8")))
     return found
 
