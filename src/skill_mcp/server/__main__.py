@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from skill_mcp.config import load_settings
-from skill_mcp.server.stdio import serve_stdio_early
+from skill_mcp.server.stdio import INTERRUPTED_EXIT, serve_stdio_early
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -20,7 +20,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return serve_stdio_early(settings)
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_EXIT
 
 
 if __name__ == "__main__":
