@@ -1,7 +1,7 @@
 """Every MCP request is a span and a duration by the MCP semantic conventions; ``skill_run`` has
 child spans; nothing secret is exported.
 
-A real in-process server (the composition root's own wiring, ``server._compose``) and the SDK's
+A real in-process server (the composition root's own wiring, ``server.compose.compose_parts``) and the SDK's
 own client; the telemetry is the real ``skill_mcp.telemetry.Telemetry`` with an in-memory span
 exporter and metric reader in place of OTLP. The canary test plants one string in the script's
 arguments, in a granted secret variable, in the server's environment (an OTLP header, the way a
@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from skill_mcp.config import load_settings
 from skill_mcp.runner.harden import HardenReport
-from skill_mcp.server.compose import _compose
+from skill_mcp.server.compose import compose_parts
 from skill_mcp.telemetry import Telemetry
 from skill_mcp.telemetry_config import config_from_environ
 
@@ -135,7 +135,7 @@ async def serving(skills: Path, recorded: Recorded, era: str = "legacy", **clien
     original = deferred.harden_process  # type: ignore[attr-defined]
     deferred.harden_process = lambda: HardenReport(True, True)  # type: ignore[attr-defined]
     try:
-        parts = _compose(settings, None, recorded.telemetry, transport="pipe")
+        parts = compose_parts(settings, None, recorded.telemetry, transport="pipe")
         async with Client(parts.server, mode=era, **client_kwargs) as client:
             yield client
     finally:

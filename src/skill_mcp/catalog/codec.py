@@ -339,8 +339,8 @@ def decode_loaded(
 ) -> Loaded:
     """The ``Loaded`` of ``real`` found under ``root`` (``root_real`` as text; the caller
     checked the entry is for both, and that its stamps hold), from the listing, frontmatter
-    and rows ``split_entry`` hands back; ``skill_md``: the stamp of its SKILL.md the caller found holding (kept on the file
-    records for the search index)."""
+    and rows ``split_entry`` hands back; ``skill_md``: the stamp of its SKILL.md the caller
+    found holding (kept on the file records for the search index)."""
     found_at, _root_real, _skill_md, raw, problem_rows, nested = listing
     if type(found_at) is not str:
         raise TypeError("expected a string")

@@ -3,7 +3,7 @@
 ``shared_parts`` builds what every answer is computed from (the catalog provider, the runner
 and its script states, the search state, the digest memo); ``plugins`` turns those into the
 tools the runner and the search add; ``build_server`` hands everything to
-``surfaces.app.assemble``; ``_compose`` does all three for a transport, with telemetry when
+``surfaces.app.assemble``; ``compose_parts`` does all three for a transport, with telemetry when
 it is configured (``telemetry_for``). Nothing here imports ``mcp`` itself.
 """
 
@@ -189,7 +189,7 @@ def build_server(
 
 
 @dataclass(frozen=True, slots=True)
-class _Composed:
+class Composed:
     """One server and its parts, built the same way for every transport."""
 
     provider: Callable[[], Catalog]
@@ -238,14 +238,14 @@ def say_root_notes(settings: Settings) -> None:
         log.warning(f"{note.path}: {note.detail}", extra={"event": str(note.reason), "path": note.path})
 
 
-def _compose(
+def compose_parts(
     settings: Settings,
     catalog_provider: Callable[[], Catalog] | None,
     telemetry: Telemetry | None = None,
     *,
     transport: str = "pipe",
     shared: Shared | None = None,
-) -> _Composed:
+) -> Composed:
     say_root_notes(settings)
     if shared is None:
         shared = shared_parts(settings, catalog_provider or catalog_source(settings), telemetry)
@@ -268,7 +268,7 @@ def _compose(
         hook = getattr(provider, "observe_builds", None)
         if callable(hook):
             hook(telemetry.catalog_built)
-    return _Composed(provider, server, tuple(extra.closers), shared.search)
+    return Composed(provider, server, tuple(extra.closers), shared.search)
 
 
 def _read_tool_names() -> list[str]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from skill_mcp.logs import configure_logging
 from skill_mcp.server.catalogs import announce_reloads, prebuild
-from skill_mcp.server.compose import _compose, telemetry_for
+from skill_mcp.server.compose import compose_parts, telemetry_for
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
@@ -50,7 +50,7 @@ def serve_http(
     if server_factory is not None:
         served = Served(server_factory(settings), telemetry=telemetry)
     else:
-        parts = _compose(settings, catalog_provider, telemetry, transport="tcp")
+        parts = compose_parts(settings, catalog_provider, telemetry, transport="tcp")
 
         async def watch() -> None:
             prebuild(parts.provider, parts.search, settings)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from skill_mcp import __version__
 from skill_mcp.logs import configure_logging
 from skill_mcp.server.catalogs import announce_reloads, catalog_source, prebuild
-from skill_mcp.server.compose import _compose, _Composed, shared_parts, telemetry_for
+from skill_mcp.server.compose import Composed, compose_parts, shared_parts, telemetry_for
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.config import Settings
@@ -110,7 +110,7 @@ def serve_stdio_early(settings: Settings, catalog_provider: Callable[[], Catalog
             # usually comes while the SDK loads.
             gate.preload(PRELOAD_COLD if cold else PRELOAD)
             gate.load_sdk()  # waits while an early answer is being computed
-            built.append(_compose(settings, None, None, transport="pipe", shared=shared))
+            built.append(compose_parts(settings, None, None, transport="pipe", shared=shared))
             import anyio  # noqa: F401  - what serving needs, imported here too
 
             from skill_mcp.surfaces.stdio.transport import run_stdio  # noqa: F401
@@ -162,12 +162,12 @@ async def serve_stdio(settings: Settings, catalog_provider: Callable[[], Catalog
     """Serve over this process's stdin/stdout until stdin closes; returns an exit code."""
     configure_logging(settings.log_level)
     telemetry = telemetry_for(settings)
-    parts = _compose(settings, catalog_provider, telemetry, transport="pipe")
+    parts = compose_parts(settings, catalog_provider, telemetry, transport="pipe")
     return await _serve_composed(settings, parts, telemetry)
 
 
 async def _serve_composed(
-    settings: Settings, parts: _Composed, telemetry: Telemetry | None, early: Handover | None = None
+    settings: Settings, parts: Composed, telemetry: Telemetry | None, early: Handover | None = None
 ) -> int:
     import anyio
 
