@@ -68,6 +68,7 @@ class ReadCaps:
     capture: int = MIB
     run_outputs: int = 32 * MIB
     declarations: int = 16 * MIB
+    answers_at_once: int = 16 * MIB
 
     def why(self) -> dict[str, str]:
         """Field -> where it applies and why it has this value."""
@@ -87,6 +88,9 @@ class ReadCaps:
             "capture": "a run's stdout, and its stderr: the rest is read, counted and dropped",
             "run_outputs": "the files of SKILL_OUTPUT_DIR one run hands back",
             "declarations": "the declared-skills document the appliance's parse helper writes",
+            "answers_at_once": "the file content all answers being made hold together, server-wide, counted "
+            "from the scanned sizes before any read: a read that does not fit waits its turn (answers-busy "
+            "after a minute); one larger than this is made alone",
         }
 
     def table(self) -> dict[str, tuple[str, str]]:

@@ -136,6 +136,8 @@ class Refusal(StrEnum):
     BATCH_TOO_LARGE = "batch-too-large"
     TOO_MANY_PATHS = "too-many-paths"
     FILE_CHANGED = "file-changed"
+    # Every byte the answers in progress may hold is taken, and stayed taken for a minute.
+    ANSWERS_BUSY = "answers-busy"
     INVALID_ARGUMENTS = "invalid-arguments"
     UNKNOWN_TOOL = "unknown-tool"
     UNKNOWN_URI = "unknown-uri"

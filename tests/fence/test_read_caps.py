@@ -10,7 +10,7 @@ import pytest
 from skill_mcp import declwire, limits, outputs, validate
 from skill_mcp.catalog import frontmatter, packs, skill, walk
 from skill_mcp.runner import plan
-from skill_mcp.surfaces import read_tools, resources
+from skill_mcp.surfaces import answer_bytes, read_tools, resources
 
 REPO = Path(__file__).resolve().parents[2]
 HEADING = "## Read caps"
@@ -52,6 +52,7 @@ def test_every_read_cap_says_why() -> None:
         (limits.CAPTURE_LIMIT, "capture"),
         (outputs.MAX_OUTPUT_BYTES, "run_outputs"),
         (declwire.MAX_DOCUMENT, "declarations"),
+        (answer_bytes.LIMIT, "answers_at_once"),
     ],
 )
 def test_each_reader_uses_the_table(constant: int, field: str) -> None:

@@ -4,6 +4,7 @@ Thin translation between the catalog (and the runner's results) and protocol sha
 
     app           assembles one SDK Server (narrowing, capabilities, instructions, handlers)
     state         per-server state every surface shares, and the common catalog look-ups
+    answer_bytes  the bound on the file content the answers in progress hold at once
     registry      ToolSpec / ToolCall / ScriptStates - how a tool plugs in
     tools         tools/list and tools/call over the registered specs
     schemas       the read tools' input and output JSON Schemas

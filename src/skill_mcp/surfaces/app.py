@@ -31,7 +31,7 @@ from skill_mcp.surfaces.handshake import initialize_detail_middleware
 from skill_mcp.surfaces.live import ChangeAnnouncer
 from skill_mcp.surfaces.read_tools import read_tools
 from skill_mcp.surfaces.registry import ScriptStates, ToolSpec
-from skill_mcp.surfaces.state import SurfaceState, files_checked
+from skill_mcp.surfaces.state import INLINE_READ_BYTES, SurfaceState, files_checked, hold_answer_bytes
 from skill_mcp.surfaces.stdio.early import root_notes
 from skill_mcp.surfaces.tools import ToolTable
 
@@ -146,7 +146,12 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
                     {"name": params.name},
                 )
             )
-        return prompts.get_prompt(state.catalog(), params.name)
+        catalog = state.catalog()
+        try:
+            await hold_answer_bytes(state.answers, prompts.body_size(catalog, params.name))
+        except SkillMcpError as err:
+            raise invalid_params(err) from None
+        return prompts.get_prompt(catalog, params.name)
 
     async def on_list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         if not content:
@@ -167,13 +172,19 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
     async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         if not content:
             raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
-        if params.uri.startswith(run_outputs.SCHEME):
-            return run_outputs.read_output(state.run_outputs, params.uri, ctx)
-        catalog = await files_checked(
-            state.catalog(), lambda c: resources.addressed_skills(c, params.uri), state.refresh
-        )
-        if resources.small_read(catalog, params.uri):
-            return resources.read_resource(catalog, params.uri)
+        try:
+            if params.uri.startswith(run_outputs.SCHEME):
+                await hold_answer_bytes(state.answers, run_outputs.output_size(state.run_outputs, params.uri, ctx))
+                return run_outputs.read_output(state.run_outputs, params.uri, ctx)
+            catalog = await files_checked(
+                state.catalog(), lambda c: resources.addressed_skills(c, params.uri), state.refresh
+            )
+            size = resources.scanned_size(catalog, params.uri)
+            if size <= INLINE_READ_BYTES:
+                return resources.read_resource(catalog, params.uri)
+            await hold_answer_bytes(state.answers, size)
+        except SkillMcpError as err:  # answers-busy: nothing was opened
+            raise invalid_params(err) from None
         return await anyio.to_thread.run_sync(resources.read_resource, catalog, params.uri)
 
     return {

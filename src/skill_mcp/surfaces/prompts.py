@@ -10,6 +10,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces.errors import invalid_params
 from skill_mcp.surfaces.paging import PROMPTS_PAGE, decode_cursor, encode_cursor, window
+from skill_mcp.surfaces.state import SKILL_MD
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
 # functions that read: building a server imports this module, and must not import those
@@ -29,6 +30,14 @@ def list_prompts(catalog: Catalog, cursor: str | None) -> types.ListPromptsResul
     return types.ListPromptsResult(
         prompts=prompts, next_cursor=encode_cursor("prompts", nxt) if nxt is not None else None
     )
+
+
+def body_size(catalog: Catalog, name: str) -> int:
+    """What the prompt ``name``'s answer reads: its SKILL.md, as large as the scan saw it (0 for
+    no such prompt)."""
+    skill = catalog.skills.get(name)
+    found = skill.file(SKILL_MD) if skill is not None else None
+    return 0 if found is None else found.size
 
 
 def get_prompt(catalog: Catalog, name: str) -> types.GetPromptResult:

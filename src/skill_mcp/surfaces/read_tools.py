@@ -39,7 +39,14 @@ from skill_mcp.surfaces.render import (
     skill_load_blocks,
     skill_load_metadata,
 )
-from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, file_record, files_checked, find_skill
+from skill_mcp.surfaces.state import (
+    INLINE_READ_BYTES,
+    SKILL_MD,
+    file_record,
+    files_checked,
+    find_skill,
+    hold_answer_bytes,
+)
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
 # functions that read: building a server imports this module, and must not import those
@@ -137,6 +144,8 @@ async def skill_load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     if out is None:
         import anyio
 
+        skill_md = skill.file(SKILL_MD)
+        await hold_answer_bytes(call.answers, skill_md.size if skill_md is not None else 0)
         out = await anyio.to_thread.run_sync(_load_all, call, skill)
     return out
 
@@ -250,6 +259,10 @@ async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
             f"at most {MAX_PATHS} paths per call; split the batch",
             {"count": len(rels), "limit": MAX_PATHS},
         )
+    # What the batch will hold, from the scanned sizes, reserved before anything is opened:
+    # a request waiting its turn pins no file (surfaces.answer_bytes).
+    scanned = [f.size for rel in rels if (f := skill.file(rel)) is not None]
+    await hold_answer_bytes(call.answers, min(sum(scanned), MAX_BATCH_BYTES))
     # Pass 1: checks and sizes only, nothing read. The batch budget is decided from sizes before
     # any byte is read, so which entries are served never depends on the order of the paths.
     # Each located file stays pinned by a descriptor until its read: closed on every way out.

@@ -24,6 +24,7 @@ from skill_mcp.config import Settings
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from skill_mcp.catalog.files import DigestMemo
     from skill_mcp.models import Catalog, Problem, Skill
+    from skill_mcp.surfaces.answer_bytes import AnswerBytes
 
 
 class ScriptStates(Protocol):
@@ -75,6 +76,9 @@ class ToolCall:
     # ``(catalog, skills) -> catalog`` with those skills read from disk again, for an answer that
     # found their file tier changed (``surfaces.state.files_checked``); None: built aside.
     refresh: Callable[[Catalog, Sequence[Skill]], Catalog] | None = field(default=None, repr=False)
+    # The server's bound on the file content answers in progress hold (surfaces.answer_bytes);
+    # None: a caller outside a server (nothing to share it with).
+    answers: AnswerBytes | None = field(default=None, repr=False)
 
     def reload(self, catalog: Catalog, skills: Sequence[Skill]) -> Catalog:
         if self.refresh is not None:

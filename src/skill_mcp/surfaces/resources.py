@@ -130,12 +130,18 @@ def list_resources(catalog: Catalog, cursor: str | None) -> types.ListResourcesR
     )
 
 
-def small_read(catalog: Catalog, uri: str) -> bool:
-    """True when ``uri`` names a file the scan saw as small enough to read on the event loop
-    (or no file at all: the refusal is quick). ``read_resource`` still checks the size now."""
+def scanned_size(catalog: Catalog, uri: str) -> int:
+    """The size the scan saw for the file ``uri`` names, capped as a read is (0 for no file:
+    the refusal is quick). ``read_resource`` still checks the size now."""
     found = lookup(catalog, uri)
     entry = found[0].file(found[1]) if found is not None and found[1] else None
-    return entry is None or entry.size <= INLINE_READ_BYTES
+    return 0 if entry is None else min(entry.size, MAX_READ_BYTES)
+
+
+def small_read(catalog: Catalog, uri: str) -> bool:
+    """True when ``uri`` names a file the scan saw as small enough to read on the event loop
+    (or no file at all)."""
+    return scanned_size(catalog, uri) <= INLINE_READ_BYTES
 
 
 def read_resource(catalog: Catalog, uri: str) -> types.ReadResourceResult:

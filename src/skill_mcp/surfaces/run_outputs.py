@@ -100,6 +100,15 @@ def render_run(result: dict[str, Any]) -> list[Any]:
     return blocks
 
 
+def output_size(store: Callable[[], OutputStore | None], uri: str, request: Any) -> int:
+    """How many bytes the answer to ``uri`` will carry (0 when it will be refused)."""
+    found = store()
+    try:
+        return 0 if found is None else len(found.read(uri, output_scope(request)).data)
+    except SkillMcpError:
+        return 0
+
+
 def read_output(store: Callable[[], OutputStore | None], uri: str, request: Any) -> types.ReadResourceResult:
     """``resources/read`` of a ``skill-run://`` URI; ``-32602`` with the reason otherwise."""
     import skill_mcp.surfaces.content as content

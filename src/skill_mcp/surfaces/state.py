@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces.answer_bytes import AnswerBytes
 from skill_mcp.surfaces.registry import ScriptStates
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
@@ -30,6 +31,8 @@ class SurfaceState:
     scripts: ScriptStates
     # The runner's store of run outputs, or None before any runner exists (runner.output_store).
     run_outputs: Callable[[], Any] = field(default=lambda: None, repr=False)
+    # The file content the answers in progress hold, bounded server-wide (surfaces.answer_bytes).
+    answers: AnswerBytes = field(default_factory=AnswerBytes, repr=False)
 
     def catalog(self) -> Catalog:
         return self.catalog_provider()
@@ -137,3 +140,10 @@ def file_record(
 # (figures in bench/README.md, "Figures behind design choices"), so a read this small is done on
 # the event loop and anything larger (or any hashing) in a worker.
 INLINE_READ_BYTES = 256 * 1024
+
+
+async def hold_answer_bytes(answers: AnswerBytes | None, nbytes: int) -> None:
+    """Reserve the file content a large answer will hold before it opens anything
+    (``surfaces.answer_bytes``); an answer of at most ``INLINE_READ_BYTES`` reserves nothing."""
+    if answers is not None and nbytes > INLINE_READ_BYTES:
+        await answers.hold(nbytes)

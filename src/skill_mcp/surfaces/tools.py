@@ -119,6 +119,7 @@ class ToolTable:
             request=request,
             params=params,
             refresh=self._state.refresh,
+            answers=self._state.answers,
         )
         try:
             self._check_arguments(spec.name, args)
