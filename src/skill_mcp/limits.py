@@ -88,9 +88,10 @@ class ReadCaps:
             "capture": "a run's stdout, and its stderr: the rest is read, counted and dropped",
             "run_outputs": "the files of SKILL_OUTPUT_DIR one run hands back",
             "declarations": "the declared-skills document the appliance's parse helper writes",
-            "answers_at_once": "the file content all answers being made hold together, server-wide, counted "
-            "from the scanned sizes before any read: a read that does not fit waits its turn (answers-busy "
-            "after a minute); one larger than this is made alone",
+            "answers_at_once": "the file content all answers not yet sent hold together, server-wide, "
+            "counted from the scanned sizes before any read until the answer has left (over HTTP: written "
+            "to the connection, or the connection closed): a read that does not fit waits its turn "
+            "(answers-busy after a minute); one larger than this is made alone",
         }
 
     def table(self) -> dict[str, tuple[str, str]]:

@@ -18,8 +18,11 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from skill_mcp.surfaces.answer_bytes import EXCHANGE_KEY, Exchange
 from skill_mcp.surfaces.http.events import (
     CLIENT_EVENT_LIMIT,
+    WRITE_CHUNK,
+    EventSizing,
     event_data,
     event_lines,
     event_size,
@@ -170,3 +173,98 @@ def test_a_run_result_is_cut_to_the_limit_and_says_so() -> None:
     assert fitted["droppedBytes"] == 10 + cut
     small = {**out, "stdout": "ok", "stderr": ""}
     assert fit_run_output(small) is small
+
+
+def _recorder() -> tuple[list[dict[str, Any]], Any]:
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    return sent, send
+
+
+async def _nothing() -> dict[str, Any]:
+    return {"type": "http.disconnect"}
+
+
+def _answer_event(size: int) -> tuple[bytes, bytes]:
+    """An SSE event carrying a JSON-RPC answer of about ``size`` bytes, and that answer's JSON."""
+    data = b'{"jsonrpc":"2.0","id":7,"result":{"blob":"' + b"A" * size + b'"}}'
+    return b"event: message\r\ndata: " + data + b"\r\n\r\n", data
+
+
+@pytest.mark.parametrize("size", [10, WRITE_CHUNK - 100, 3 * WRITE_CHUNK + 5, 1024 * 1024])
+async def test_an_answer_is_written_in_pieces_the_connection_takes_one_at_a_time(size: int) -> None:
+    """A large body goes out in ``WRITE_CHUNK`` pieces (uvicorn waits for the connection to drain
+    before each), so an unread answer is not parked whole in the write buffer; joined, the pieces
+    are the answer, and only the last ends the body."""
+    event, data = _answer_event(size)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": event, "more_body": True})
+
+    sent, send = _recorder()
+    await EventSizing(app)({"type": "http", "method": "POST"}, _nothing, send)
+    start, *bodies = sent
+    assert dict(start["headers"])[b"content-type"] == b"application/json"
+    assert b"".join(m["body"] for m in bodies) == data
+    assert all(len(m["body"]) <= WRITE_CHUNK for m in bodies)
+    assert [m["more_body"] for m in bodies] == [True] * (len(bodies) - 1) + [False]
+    assert len(bodies) == max(1, -(-len(data) // WRITE_CHUNK))
+
+
+async def test_a_committed_stream_and_a_plain_body_are_written_in_pieces_too() -> None:
+    event, _ = _answer_event(2 * WRITE_CHUNK)
+
+    async def sse(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})  # commits SSE
+        await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    sent, send = _recorder()
+    await EventSizing(sse)({"type": "http", "method": "POST"}, _nothing, send)
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert b"".join(m["body"] for m in bodies) == b": ping\r\n\r\n" + event
+    assert max(len(m["body"]) for m in bodies) <= WRITE_CHUNK and bodies[-1]["more_body"] is False
+    assert all(m["more_body"] for m in bodies[:-1])
+
+    plain = b"x" * (2 * WRITE_CHUNK + 1)
+
+    async def json_app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": plain})
+
+    sent, send = _recorder()
+    await EventSizing(json_app)({"type": "http", "method": "POST"}, _nothing, send)
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert b"".join(m["body"] for m in bodies) == plain and len(bodies) == 3
+    assert [m["more_body"] for m in bodies] == [True, True, False]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+async def test_every_post_has_an_open_exchange_that_finishes_on_every_way_out(fails: bool) -> None:
+    """The answer's reserved bytes are the exchange's (``surfaces.answer_bytes``): open while the
+    SDK's app runs, finished once it has returned or raised. A GET (a notification stream)
+    carries no answer and gets none."""
+    seen: list[Exchange] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["method"] == "POST":
+            exchange = scope[EXCHANGE_KEY]
+            assert not exchange.finished
+            seen.append(exchange)
+        else:
+            assert EXCHANGE_KEY not in scope
+        if fails:
+            raise OSError("the connection broke")
+
+    _, send = _recorder()
+    for method in ("POST", "GET"):
+        try:
+            await EventSizing(app)({"type": "http", "method": method}, _nothing, send)
+        except OSError:
+            assert fails
+    assert len(seen) == 1 and seen[0].finished

@@ -18,7 +18,7 @@ from skill_mcp.errors import SkillMcpError
 from skill_mcp.limits import READ_CAPS
 from skill_mcp.reasons import Refusal
 from skill_mcp.surfaces import answer_bytes
-from skill_mcp.surfaces.answer_bytes import AnswerBytes
+from skill_mcp.surfaces.answer_bytes import EXCHANGE_KEY, AnswerBytes, Exchange, exchange_of
 
 
 def run(body: Callable[[], Awaitable[None]]) -> None:
@@ -227,3 +227,95 @@ def test_a_thousand_requests_of_random_sizes_never_overrun_and_all_finish() -> N
         assert peak <= 1000 and budget.held == 0 and budget.waiting == 0
 
     run(body)
+
+
+def test_over_http_the_bytes_stay_reserved_until_the_exchange_finishes_not_the_task() -> None:
+    """Over HTTP an answer waits, after its handler's task has ended, for its client to read it:
+    the denial is that a stalled reader's bytes stay counted (the next large answer waits); the
+    control, that they come back the moment its exchange finishes."""
+
+    async def body() -> None:
+        budget = AnswerBytes(100)
+        exchange = Exchange()
+
+        async def handler() -> None:
+            await budget.hold(80, exchange)
+
+        await asyncio.ensure_future(handler())  # the handler returned: its answer is being written
+        await settle()
+        assert budget.held == 80
+        r = Requests(budget)
+        r.start("next", 80)
+        await settle()
+        assert r.order == []  # the denial
+        exchange.finish()
+        await settle()
+        assert r.order == ["next"] and budget.held == 80  # the control
+        exchange.finish()  # finishing twice gives nothing back twice
+        await r.answer("next")
+        assert budget.held == 0
+
+    run(body)
+
+
+def test_an_exchange_that_holds_bytes_never_waits_for_more() -> None:
+    async def body() -> None:
+        budget = AnswerBytes(100)
+        exchange = Exchange()
+
+        async def two_answers() -> None:
+            await budget.hold(60, exchange)
+            await budget.hold(60, exchange)
+
+        await asyncio.ensure_future(two_answers())
+        assert budget.held == 120
+        exchange.finish()
+        assert budget.held == 0
+
+    run(body)
+
+
+def test_a_request_whose_exchange_finished_while_it_waited_is_held_by_its_task() -> None:
+    """A handshake-era request goes on after its POST is gone: when its turn comes its bytes are
+    held by its own task until the answer is made, never counted as given back at once (which
+    would let every abandoned request read its file together)."""
+
+    async def body() -> None:
+        budget = AnswerBytes(100)
+        first = Exchange()
+        await asyncio.ensure_future(budget.hold(100, first))
+        gone = Exchange()
+        go = asyncio.Event()
+
+        async def abandoned() -> None:
+            await budget.hold(70, gone)
+            await go.wait()
+
+        task = asyncio.ensure_future(abandoned())
+        await settle()
+        gone.finish()  # its client went while it waited
+        first.finish()
+        await settle()
+        assert budget.held == 70 and budget.waiting == 0  # held by the task, not released
+        with pytest.raises(RuntimeError):
+            gone.add_done_callback(lambda _: None)
+        go.set()
+        await task
+        await settle()
+        assert budget.held == 0
+
+    run(body)
+
+
+class _Ctx:
+    def __init__(self, scope: object) -> None:
+        self.request = type("Request", (), {"scope": scope})()
+
+
+def test_exchange_of_finds_only_an_open_exchange_in_the_request_scope() -> None:
+    open_one = Exchange()
+    assert exchange_of(_Ctx({EXCHANGE_KEY: open_one})) is open_one
+    done = Exchange()
+    done.finish()
+    for ctx in (None, object(), _Ctx(None), _Ctx({}), _Ctx({EXCHANGE_KEY: "forged"}), _Ctx({EXCHANGE_KEY: done})):
+        assert exchange_of(ctx) is None

@@ -7,6 +7,11 @@ server held them all: 32 reads of a 15 MB file took it to 1.07 GB (the documente
 stdio, by its own peak RSS (``VmHWM``): four times as many requests at once cost no more memory.
 The positive control: every answer arrives, whole and byte for byte the file, and a small call
 after them is answered.
+
+Over HTTP the attack is a client that asks and then never reads: each POST's answer waited in
+the server's write buffer, so 120 such connections took it to 731 MB (2026-07-28 era) and
+1.95 GB (handshake era) although each handler had long returned. An answer's bytes now stay
+reserved until its response is written or its connection closes (``Exchange``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ import base64
 import hashlib
 import json
 import os
+import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +176,106 @@ async def test_concurrent_large_reads_over_http_all_arrive_from_two_sessions(ski
                         tg.start_soon(read, one if i % 2 else two)
             assert got == [want] * 24
             assert (await one.call_tool("skill_list", {})).is_error is False  # still serving
+
+
+def _http_post(port: int, token: str, body: dict[str, Any], headers: dict[str, str]) -> socket.socket:
+    """A POST on its own connection whose answer is never read (a 4 KiB receive buffer)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    payload = json.dumps(body).encode()
+    head = {
+        "Host": f"127.0.0.1:{port}",
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Content-Length": str(len(payload)),
+        **headers,
+    }
+    lines = "".join(f"{k}: {v}\r\n" for k, v in head.items())
+    sock.sendall(f"POST /mcp HTTP/1.1\r\n{lines}\r\n".encode() + payload)
+    return sock
+
+
+def _read_request(era: str, session: str | None, i: int) -> tuple[dict[str, Any], dict[str, str]]:
+    uri = "skill://blob/ref/blob.bin"
+    if era == "legacy":
+        assert session is not None
+        params: dict[str, Any] = {"uri": uri}
+        headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    else:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": era,
+            "io.modelcontextprotocol/clientInfo": {"name": "stalled", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        params = {"uri": uri, "_meta": meta}
+        headers = {"MCP-Protocol-Version": era, "Mcp-Method": "resources/read", "Mcp-Name": uri}
+    return {"jsonrpc": "2.0", "id": 1000 + i, "method": "resources/read", "params": params}, headers
+
+
+def _peak_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+async def _stalled_peak(skills: Path, era: str, stalled: int, want: str) -> int:
+    """The server's peak with ``stalled`` unread large answers asked for at once; checks on the
+    way that the server still answers a small call meanwhile, and once they are gone a reader
+    gets the file whole (their reserved bytes came back)."""
+    import anyio
+    import httpx2
+
+    from tests.http.harness import http_client, running_http_server
+
+    token = "answer-memory-token-0123456789"
+    with running_http_server([skills], token=token) as server:
+        session = None
+        if era == "legacy":
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+                init = {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "s", "version": "1"},
+                }
+                answer = await http.post(
+                    server.url,
+                    json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+                    headers={"Accept": "application/json, text/event-stream"},
+                )
+                session = answer.headers["mcp-session-id"]
+        socks = [_http_post(server.port, token, *_read_request(era, session, i)) for i in range(stalled)]
+        try:
+            async with http_client(server.url, token=token, mode=era, max_sse_event_size=16 * MIB) as client:
+                deadline = time.monotonic() + 4  # the answers let in are made and stuck meanwhile
+                while time.monotonic() < deadline:
+                    listed = await client.call_tool("skill_list", {})  # the control: still serving
+                    assert not listed.is_error
+                    await anyio.sleep(0.5)
+                peak = _peak_bytes(server.proc.pid)
+                for sock in socks:
+                    sock.close()
+                socks = []
+                with anyio.fail_after(45):
+                    result = await client.read_resource("skill://blob/ref/blob.bin")
+                assert hashlib.sha256(base64.b64decode(result.contents[0].blob)).hexdigest() == want
+                return peak
+        finally:
+            for sock in socks:
+                sock.close()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+async def test_http_clients_that_never_read_their_large_answers_cannot_pile_them_up(skills: Path, era: str) -> None:
+    """The denial: 48 more unread 6 MB answers hold no more memory (before, each one stayed in
+    the server's write buffer: +664 MB for 120 in the 2026-07-28 era, +1.9 GB in the handshake
+    era). The controls: small calls are answered meanwhile, and a reader gets the file whole
+    once the stalled connections are gone."""
+    want = hashlib.sha256((skills / "blob" / "ref" / "blob.bin").read_bytes()).hexdigest()
+    few = await _stalled_peak(skills, era, 16, want)
+    many = await _stalled_peak(skills, era, 64, want)
+    assert many - few < NOISE, (few // MIB, many // MIB)

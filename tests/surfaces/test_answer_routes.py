@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -50,9 +51,9 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     asked: list[int] = []
     real = AnswerBytes.hold
 
-    async def spy(self: AnswerBytes, nbytes: int) -> None:
+    async def spy(self: AnswerBytes, nbytes: int, owner: Any = None) -> None:
         asked.append(nbytes)
-        await real(self, nbytes)
+        await real(self, nbytes, owner)
 
     monkeypatch.setattr(AnswerBytes, "hold", spy)
     yield asked
@@ -88,7 +89,7 @@ async def test_small_answers_reserve_nothing(root: Path, era: str, held: list[in
 async def test_a_busy_refusal_reaches_the_client_in_each_answers_own_form(
     root: Path, era: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def busy(self: AnswerBytes, nbytes: int) -> None:
+    async def busy(self: AnswerBytes, nbytes: int, owner: Any = None) -> None:
         raise SkillMcpError(Refusal.ANSWERS_BUSY, "busy", {"bytes": nbytes})
 
     monkeypatch.setattr(AnswerBytes, "hold", busy)

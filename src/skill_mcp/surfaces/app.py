@@ -148,7 +148,7 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
             )
         catalog = state.catalog()
         try:
-            await hold_answer_bytes(state.answers, prompts.body_size(catalog, params.name))
+            await hold_answer_bytes(state.answers, prompts.body_size(catalog, params.name), ctx)
         except SkillMcpError as err:
             raise invalid_params(err) from None
         return prompts.get_prompt(catalog, params.name)
@@ -174,7 +174,7 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
             raise unknown_uri(params.uri, "resources are switched off on this server (MCP_ENABLED_TOOLS)")
         try:
             if params.uri.startswith(run_outputs.SCHEME):
-                await hold_answer_bytes(state.answers, run_outputs.output_size(state.run_outputs, params.uri, ctx))
+                await hold_answer_bytes(state.answers, run_outputs.output_size(state.run_outputs, params.uri, ctx), ctx)
                 return run_outputs.read_output(state.run_outputs, params.uri, ctx)
             catalog = await files_checked(
                 state.catalog(), lambda c: resources.addressed_skills(c, params.uri), state.refresh
@@ -182,7 +182,7 @@ def _content_handlers(state: SurfaceState, content: bool) -> dict[str, Any]:
             size = resources.scanned_size(catalog, params.uri)
             if size <= INLINE_READ_BYTES:
                 return resources.read_resource(catalog, params.uri)
-            await hold_answer_bytes(state.answers, size)
+            await hold_answer_bytes(state.answers, size, ctx)
         except SkillMcpError as err:  # answers-busy: nothing was opened
             raise invalid_params(err) from None
         return await anyio.to_thread.run_sync(resources.read_resource, catalog, params.uri)

@@ -145,7 +145,7 @@ async def skill_load(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
         import anyio
 
         skill_md = skill.file(SKILL_MD)
-        await hold_answer_bytes(call.answers, skill_md.size if skill_md is not None else 0)
+        await hold_answer_bytes(call.answers, skill_md.size if skill_md is not None else 0, call.request)
         out = await anyio.to_thread.run_sync(_load_all, call, skill)
     return out
 
@@ -262,7 +262,7 @@ async def skill_file(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     # What the batch will hold, from the scanned sizes, reserved before anything is opened:
     # a request waiting its turn pins no file (surfaces.answer_bytes).
     scanned = [f.size for rel in rels if (f := skill.file(rel)) is not None]
-    await hold_answer_bytes(call.answers, min(sum(scanned), MAX_BATCH_BYTES))
+    await hold_answer_bytes(call.answers, min(sum(scanned), MAX_BATCH_BYTES), call.request)
     # Pass 1: checks and sizes only, nothing read. The batch budget is decided from sizes before
     # any byte is read, so which entries are served never depends on the order of the paths.
     # Each located file stays pinned by a descriptor until its read: closed on every way out.

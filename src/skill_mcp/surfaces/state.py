@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from skill_mcp.config import Settings
 from skill_mcp.errors import SkillMcpError
 from skill_mcp.reasons import Refusal
-from skill_mcp.surfaces.answer_bytes import AnswerBytes
+from skill_mcp.surfaces.answer_bytes import AnswerBytes, exchange_of
 from skill_mcp.surfaces.registry import ScriptStates
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
@@ -142,8 +142,9 @@ def file_record(
 INLINE_READ_BYTES = 256 * 1024
 
 
-async def hold_answer_bytes(answers: AnswerBytes | None, nbytes: int) -> None:
-    """Reserve the file content a large answer will hold before it opens anything
-    (``surfaces.answer_bytes``); an answer of at most ``INLINE_READ_BYTES`` reserves nothing."""
+async def hold_answer_bytes(answers: AnswerBytes | None, nbytes: int, request: Any) -> None:
+    """Reserve the file content a large answer will hold before it opens anything, until the
+    answer has left (``surfaces.answer_bytes``; ``request`` is the SDK's request context, whose
+    HTTP exchange owns the bytes); an answer of at most ``INLINE_READ_BYTES`` reserves nothing."""
     if answers is not None and nbytes > INLINE_READ_BYTES:
-        await answers.hold(nbytes)
+        await answers.hold(nbytes, exchange_of(request))

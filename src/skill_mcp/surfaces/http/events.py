@@ -18,7 +18,11 @@ no such cap in any official client (it is read whole, like a stdio line).
    the stream as SSE, unchanged, so elicitation and progress keep working;
 4. on a committed stream, an event the client would refuse is never sent: an answer becomes a
    JSON-RPC error with ``data.reason: "answer-too-large"`` (its size and the limit), so the
-   client gets a result it can act on; an oversized notification is dropped and logged.
+   client gets a result it can act on; an oversized notification is dropped and logged;
+5. writes a large body in ``WRITE_CHUNK`` pieces, and holds the POST's ``Exchange`` (in its
+   scope) open until the response is written or the connection is gone: the bytes the answer
+   reserved (``surfaces.answer_bytes``) are counted until then, so answers a client does not
+   read wait in the server, bounded, not in the transport's buffer.
 
 The size an event counts is the client's: the UTF-8 bytes of its field lines, separators
 excluded (``event: message`` plus ``data: ...``).
@@ -33,6 +37,7 @@ from typing import Any, TypeGuard
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skill_mcp.reasons import Refusal
+from skill_mcp.surfaces.answer_bytes import EXCHANGE_KEY, Exchange
 
 logger = logging.getLogger("skill_mcp.http")
 
@@ -92,6 +97,9 @@ def too_large(message: dict[str, Any], size: int) -> dict[str, Any]:
 # other blocks; an answer is fitted to CLIENT_EVENT_LIMIT minus this.
 ENVELOPE_ROOM = 8 * 1024
 RUN_STREAMS = ("stdout", "stderr")
+# The pieces a large body is written in (``_Response._write``): what one connection whose client
+# stopped reading keeps in the server's write buffer besides the transport's own 64 KiB.
+WRITE_CHUNK = 64 * 1024
 
 
 def wire_size(out: dict[str, Any]) -> int:
@@ -156,10 +164,30 @@ class _Response:
                 return
             await self.send(message)
             return
-        if kind != "http.response.body" or not (self.held is not None or self.streaming):
+        if kind != "http.response.body":
             await self.send(message)
             return
+        if not (self.held is not None or self.streaming):
+            await self._write(message)
+            return
         await self._body(message)
+
+    async def _write(self, message: Message) -> None:
+        """Send a body message in pieces of ``WRITE_CHUNK``: uvicorn waits for the connection to
+        drain before it takes each piece, so the response's last piece is taken only once the
+        client has read nearly all of it. Sent whole, an answer sits in the transport's buffer
+        for as long as its client does not read, and its exchange (which owns the answer's
+        reserved bytes) would end at once."""
+        body = message.get("body", b"")
+        if len(body) <= WRITE_CHUNK:
+            await self.send(message)
+            return
+        more = message.get("more_body", False)
+        view = memoryview(body)
+        for start in range(0, len(body), WRITE_CHUNK):
+            last = start + WRITE_CHUNK >= len(body)
+            piece = bytes(view[start : start + WRITE_CHUNK])
+            await self.send({"type": "http.response.body", "body": piece, "more_body": more or not last})
 
     async def _body(self, message: Message) -> None:
         chunk = message.get("body", b"")
@@ -186,7 +214,7 @@ class _Response:
                     extra={"event": "http-event-dropped", "size": size, "limit": CLIENT_EVENT_LIMIT},
                 )
                 return
-        await self.send(message)
+        await self._write(message)
 
     async def _commit(self) -> None:
         held, self.held = self.held, None
@@ -214,7 +242,7 @@ class _Response:
         headers = [*keep, (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         self.done = True
         await self.send({"type": "http.response.start", "status": held.get("status", 200), "headers": headers})
-        await self.send({"type": "http.response.body", "body": body, "more_body": False})
+        await self._write({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _is_sse(message: Message) -> bool:
@@ -234,4 +262,10 @@ class EventSizing:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, _Response(send))
+        # The answer's reserved bytes (surfaces.answer_bytes) are the exchange's until its
+        # response is written or its connection is gone: finished on every way out.
+        exchange = scope[EXCHANGE_KEY] = Exchange()
+        try:
+            await self.app(scope, receive, _Response(send))
+        finally:
+            exchange.finish()
