@@ -20,9 +20,15 @@ PROBE = {"skill": "probe", "script": "scripts/probe.py"}
 
 
 def _params(
-    image: str, env: dict[str, str], *, caps: tuple[str, ...] = CAPS, extra: tuple[str, ...] = ()
+    image: str,
+    env: dict[str, str],
+    *,
+    caps: tuple[str, ...] = CAPS,
+    extra: tuple[str, ...] = (),
+    mounts: tuple[str, ...] = tuple(SKILLS_MOUNT),
 ) -> StdioServerParameters:
-    args = ["run", "-i", "--rm", *run_flags(caps), *extra, *SKILLS_MOUNT]
+    """``mounts``: what is mounted at ``/skills`` (the suite's skills unless a test brings its own)."""
+    args = ["run", "-i", "--rm", *run_flags(caps), *extra, *mounts]
     for key, value in {"MCP_CONFIRM_ELICITATION": "off", "SKILL_MCP_LOG": "warning", **env}.items():
         args += ["-e", f"{key}={value}"]
     return StdioServerParameters(command="docker", args=[*args, image])

@@ -6,8 +6,14 @@ and the server is the image's default command.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import os
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,7 +21,7 @@ import pytest
 
 from tests.appliance.conftest import CAPS, SKILLS_MOUNT, run_flags
 from tests.appliance.served import PROBE, grant, run_confirmed, served
-from tests.helpers import text_of
+from tests.helpers import blob_of, text_of, write_skill
 
 pytestmark = pytest.mark.appliance
 
@@ -135,3 +141,40 @@ def test_http_transport_answers_from_the_appliance(image: str) -> None:
         assert "skill_run" in anyio.run(go)
     finally:
         subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60, check=False)
+
+
+@pytest.mark.timeout(600)
+def test_many_large_reads_at_once_cannot_get_the_server_oom_killed(image: str) -> None:
+    """Under the documented 512 MiB (no swap), 64 ``resources/read`` of a 6 MB file sent at once
+    would hold about 1.4 GB if every answer were made together; the server makes them in turn
+    (``surfaces.answer_bytes``), so it is not the OOM killer's and every answer arrives whole."""
+    root = Path(tempfile.mkdtemp(prefix="skill-mcp-answers-"))
+    try:
+        blob = os.urandom(6_000_000)
+        skill = write_skill(root, "blob", description="One large binary file.")
+        (skill / "ref").mkdir()
+        (skill / "ref" / "blob.bin").write_bytes(blob)
+        for path in (root, skill, skill / "ref", skill / "SKILL.md", skill / "ref" / "blob.bin"):
+            path.chmod(0o755 if path.is_dir() else 0o644)  # the server uid reads them
+        want = hashlib.sha256(blob).hexdigest()
+        got: list[str] = []
+
+        async def go() -> None:
+            mount = ("-v", f"{root}:/skills:ro")
+            async with served(image, extra=("--memory", "512m", "--memory-swap", "512m"), mounts=mount) as client:
+
+                async def read() -> None:
+                    result = await client.read_resource("skill://blob/ref/blob.bin")
+                    got.append(hashlib.sha256(base64.b64decode(blob_of(result.contents[0]))).hexdigest())
+
+                async with anyio.create_task_group() as tg:
+                    for _ in range(64):
+                        tg.start_soon(read)
+                # Positive control: every answer is the file, and the server still serves.
+                assert got == [want] * 64
+                listed = await client.call_tool("skill_list", {})
+                assert not listed.is_error and listed.structured_content["total"] == 1
+
+        anyio.run(go)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
