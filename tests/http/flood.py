@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx2
 
@@ -133,3 +134,43 @@ def time_to_answer(url: str, token: str, give_up_after: float) -> tuple[float | 
             return time.monotonic() - started, statuses
         time.sleep(0.2)
     return None, statuses
+
+
+def unread_post(port: int, token: str, body: dict[str, Any], headers: dict[str, str]) -> socket.socket:
+    """A POST on its own connection whose answer its client does not read (a 4 KiB receive
+    buffer, nothing taken from it); blocking, for the caller to read later if it wants."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    payload = json.dumps(body).encode()
+    head = {
+        "Host": f"127.0.0.1:{port}",
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Content-Length": str(len(payload)),
+        **headers,
+    }
+    lines = "".join(f"{k}: {v}\r\n" for k, v in head.items())
+    sock.sendall(f"POST /mcp HTTP/1.1\r\n{lines}\r\n".encode() + payload)
+    return sock
+
+
+def read_request(
+    uri: str, era: str, request_id: int, session: str | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The body and headers of one ``resources/read`` of ``uri``: in ``session`` (handshake era,
+    ``legacy``) or on its own (``2026-07-28``)."""
+    if era == "legacy":
+        assert session is not None
+        params: dict[str, Any] = {"uri": uri}
+        headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    else:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": era,
+            "io.modelcontextprotocol/clientInfo": {"name": "unread", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        params = {"uri": uri, "_meta": meta}
+        headers = {"MCP-Protocol-Version": era, "Mcp-Method": "resources/read", "Mcp-Name": uri}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "resources/read", "params": params}, headers

@@ -27,7 +27,7 @@ import pytest
 
 from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, LOG_EVERY_S
 from tests.helpers import eventually
-from tests.http.flood import PARTIAL_HEAD, connect, flood, is_closed, modern_tools_list
+from tests.http.flood import PARTIAL_HEAD, connect, flood, is_closed, modern_tools_list, read_request, unread_post
 from tests.http.harness import HttpServer, http_client, running_http_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -36,6 +36,7 @@ LIMITS = DEFAULT_LIMITS
 IDLE, SLOW = 300, 60
 ANSWER_BOUND_S = 5.0
 MARGIN_S = 10.0
+BLOB = 6_000_000  # a file whose answer (8 MB of base64) no socket buffer holds
 
 SLEEPER_MD = """---
 name: sleeper
@@ -61,8 +62,11 @@ def root() -> Iterator[Path]:
     (skill / "scripts").mkdir(parents=True)
     (skill / "SKILL.md").write_text(SLEEPER_MD, encoding="utf-8")
     (skill / "scripts" / "sleep.py").write_text(SLEEP_PY, encoding="utf-8")
-    for p in (path, skill, skill / "scripts"):
+    (skill / "ref").mkdir()
+    (skill / "ref" / "blob.bin").write_bytes(os.urandom(BLOB))
+    for p in (path, skill, skill / "scripts", skill / "ref"):
         os.chmod(p, 0o755)
+    os.chmod(skill / "ref" / "blob.bin", 0o644)
     try:
         yield path
     finally:
@@ -302,3 +306,51 @@ def test_the_global_cap_evicts_from_the_heaviest_address_and_admits_a_new_one(se
     assert eventually(
         lambda: any(line["causes"].get("global-cap") for line in _shed_lines(server)), timeout=LOG_EVERY_S + MARGIN_S
     )
+
+
+def _drain(sock: socket.socket) -> tuple[int, str]:
+    """Read what is left on ``sock``: the byte count, and how it ended (``eof`` or ``reset``)."""
+    sock.settimeout(10)
+    got = 0
+    try:
+        while chunk := sock.recv(1 << 20):
+            got += len(chunk)
+    except ConnectionResetError:
+        return got, "reset"
+    return got, "eof"
+
+
+def test_a_client_that_stops_reading_its_answer_is_dropped_after_the_write_deadline(server: HttpServer) -> None:
+    """The denial: a connection that takes nothing of a large answer for ``write_stall_s`` is
+    dropped (its unsent bytes, its reserved answer bytes and its in-flight slot with it), and
+    logged as ``write-stall``. The controls: a client reading the same answer slowly (32 KiB/s,
+    much slower than the answer is made) keeps its connection past the deadline, and a call
+    during the stall is answered."""
+    uri = "skill://sleeper/ref/blob.bin"
+    stalled = unread_post(server.port, TOKEN, *read_request(uri, "2026-07-28", 1))
+    slow = unread_post(server.port, TOKEN, *read_request(uri, "2026-07-28", 2))
+    started = time.monotonic()
+    try:
+        assert modern_tools_list(server.url, TOKEN).status_code == 200
+        slow.settimeout(10)
+        slow_got = 0
+        dropped_at = None
+        while time.monotonic() - started < LIMITS.write_stall_s + MARGIN_S:
+            chunk = slow.recv(16 * 1024)
+            assert chunk, "the slow reader's connection was closed"
+            slow_got += len(chunk)
+            time.sleep(0.5)
+            if dropped_at is None and any(line["causes"].get("write-stall") for line in _shed_lines(server)):
+                dropped_at = time.monotonic() - started
+            if dropped_at is not None and time.monotonic() - started > LIMITS.write_stall_s + 3:
+                break
+        assert dropped_at is not None, "a client that read nothing was never dropped"
+        assert dropped_at >= LIMITS.write_stall_s - 1
+        got, end = _drain(stalled)
+        assert got < BLOB and end in ("eof", "reset")  # what it never read is gone
+        assert 0 < slow_got < BLOB  # still reading when the other was dropped
+        slow.setblocking(False)
+        assert is_closed(slow) is False
+    finally:
+        stalled.close()
+        slow.close()

@@ -25,6 +25,7 @@ def expected(limits: ConnectionLimits = DEFAULT_LIMITS) -> dict[str, str]:
         "request head deadline": f"{limits.head_timeout_s:g} s",
         "request head size": f"{limits.max_head_bytes // 1024} KiB",
         "idle keep-alive": f"{limits.keep_alive_s} s",
+        "write stall (nothing written is taken)": f"{limits.write_stall_s:g} s",
         "connections per address (IPv6: per /64)": str(limits.max_per_peer),
         "connections in all": str(limits.max_connections),
         "requests in flight": str(limits.max_in_flight),

@@ -20,7 +20,6 @@ import base64
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import write_skill
+from tests.http.flood import read_request, unread_post
 from tests.serve import child_env, serve_argv
 
 MIB = 1024 * 1024
@@ -178,42 +178,6 @@ async def test_concurrent_large_reads_over_http_all_arrive_from_two_sessions(ski
             assert (await one.call_tool("skill_list", {})).is_error is False  # still serving
 
 
-def _http_post(port: int, token: str, body: dict[str, Any], headers: dict[str, str]) -> socket.socket:
-    """A POST on its own connection whose answer is never read (a 4 KiB receive buffer)."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect(("127.0.0.1", port))
-    payload = json.dumps(body).encode()
-    head = {
-        "Host": f"127.0.0.1:{port}",
-        "Authorization": f"Bearer {token}",
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-        "Content-Length": str(len(payload)),
-        **headers,
-    }
-    lines = "".join(f"{k}: {v}\r\n" for k, v in head.items())
-    sock.sendall(f"POST /mcp HTTP/1.1\r\n{lines}\r\n".encode() + payload)
-    return sock
-
-
-def _read_request(era: str, session: str | None, i: int) -> tuple[dict[str, Any], dict[str, str]]:
-    uri = "skill://blob/ref/blob.bin"
-    if era == "legacy":
-        assert session is not None
-        params: dict[str, Any] = {"uri": uri}
-        headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
-    else:
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": era,
-            "io.modelcontextprotocol/clientInfo": {"name": "stalled", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }
-        params = {"uri": uri, "_meta": meta}
-        headers = {"MCP-Protocol-Version": era, "Mcp-Method": "resources/read", "Mcp-Name": uri}
-    return {"jsonrpc": "2.0", "id": 1000 + i, "method": "resources/read", "params": params}, headers
-
-
 def _peak_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -246,7 +210,8 @@ async def _stalled_peak(skills: Path, era: str, stalled: int, want: str) -> int:
                     headers={"Accept": "application/json, text/event-stream"},
                 )
                 session = answer.headers["mcp-session-id"]
-        socks = [_http_post(server.port, token, *_read_request(era, session, i)) for i in range(stalled)]
+        uri = "skill://blob/ref/blob.bin"
+        socks = [unread_post(server.port, token, *read_request(uri, era, 1000 + i, session)) for i in range(stalled)]
         try:
             async with http_client(server.url, token=token, mode=era, max_sse_event_size=16 * MIB) as client:
                 deadline = time.monotonic() + 4  # the answers let in are made and stuck meanwhile

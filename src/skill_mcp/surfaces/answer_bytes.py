@@ -17,7 +17,8 @@ read, until the answer has left the server:
   response, which ``EventSizing`` opens for every POST and finishes once its last byte has been
   written to the connection or the connection has closed. The answer waits in the request's
   own task for the client to read it; a client that stops reading keeps its bytes until it
-  reads or goes, so it cannot pile answers up in the server's write buffers.
+  reads, goes, or is dropped for its stalled write (30 s, ``ConnectionLimits.write_stall_s``),
+  so it cannot pile answers up in the server's write buffers.
 - On stdio (and for a caller with no exchange) the owner is the task that makes the answer, the
   dispatcher's request task: it ends once the writer, which writes one frame at a time, has
   taken the answer.

@@ -55,6 +55,10 @@ class ConnectionLimits:
     max_head_bytes: int = 32 * 1024
     # An idle keep-alive connection that sends nothing for this long after an answer is closed.
     keep_alive_s: int = 5
+    # A connection whose client takes nothing of what the server writes for this long (its write
+    # buffer stays over the transport's high-water mark) is dropped, buffer and all: an answer
+    # nobody reads would hold its memory, its reserved bytes and its in-flight slot for ever.
+    write_stall_s: float = 30.0
     # Open connections from one address (an IPv6 client: its /64), then in all. A file
     # descriptor each: 512 leaves room under the common soft RLIMIT_NOFILE of 1,024.
     max_per_peer: int = 256

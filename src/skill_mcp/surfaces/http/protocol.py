@@ -13,6 +13,12 @@ parser, keep-alive, the ASGI cycle, its graceful shutdown) stays as it is. It te
   ``head_timeout_s``);
 * closed: forgotten.
 
+Apart from those states, a write deadline: when the transport pauses writing (its buffer is
+over the high-water mark: the client is not reading), a timer of ``write_stall_s`` starts, and
+stops when the buffer drains below the low-water mark. If it fires, the connection is aborted
+(``write-stall``): its buffer is dropped, the request sees the disconnect, and the answer's
+reserved bytes (``surfaces.answer_bytes``) and its in-flight slot come back.
+
 The h11 implementation is chosen on purpose (not httptools): it bounds the head's size
 (``max_head_bytes``) in the parser, and these hooks rely on its protocol class
 (``handle_events``, ``on_response_complete``, ``cycle``), which the tests in tests/http exercise
@@ -97,6 +103,7 @@ class GatedH11Protocol(H11Protocol):
         self._inner_app = self.app
         self.app = self._app_unless_busy
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None
         self._flying = False
 
     # The connection's life, as the gate sees it.
@@ -116,6 +123,7 @@ class GatedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_deadline()
+        self._disarm_write_deadline()
         self.gate.forget(self)
         super().connection_lost(exc)
 
@@ -160,6 +168,28 @@ class GatedH11Protocol(H11Protocol):
         self.shedding.note("head-timeout", self.peer)
         self.gate.forget(self)
         self.transport.close()
+
+    # The write deadline: a client that takes nothing of what is written to it.
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(self.gate.limits.write_stall_s, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        self._disarm_write_deadline()
+        super().resume_writing()
+
+    def _disarm_write_deadline(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_stalled(self) -> None:
+        self._write_deadline = None
+        self.shedding.note("write-stall", self.peer)
+        # abort, not close: close would wait for the buffer to reach a client that does not read.
+        self.transport.abort()
 
     # The concurrency limit: requests in flight only.
 
