@@ -32,7 +32,7 @@ from skill_mcp.surfaces.paging import (
     stream_window,
     window,
 )
-from skill_mcp.surfaces.state import INLINE_READ_BYTES, SKILL_MD, listed_in_skills_ext
+from skill_mcp.surfaces.state import SKILL_MD, listed_in_skills_ext
 
 # The file readers (catalog.files, and the catalog records behind them) are imported by the
 # functions that read: building a server imports this module, and must not import those
@@ -136,12 +136,6 @@ def scanned_size(catalog: Catalog, uri: str) -> int:
     found = lookup(catalog, uri)
     entry = found[0].file(found[1]) if found is not None and found[1] else None
     return 0 if entry is None else min(entry.size, MAX_READ_BYTES)
-
-
-def small_read(catalog: Catalog, uri: str) -> bool:
-    """True when ``uri`` names a file the scan saw as small enough to read on the event loop
-    (or no file at all)."""
-    return scanned_size(catalog, uri) <= INLINE_READ_BYTES
 
 
 def read_resource(catalog: Catalog, uri: str) -> types.ReadResourceResult:

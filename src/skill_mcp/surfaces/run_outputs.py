@@ -104,7 +104,7 @@ def output_size(store: Callable[[], OutputStore | None], uri: str, request: Any)
     """How many bytes the answer to ``uri`` will carry (0 when it will be refused)."""
     found = store()
     try:
-        return 0 if found is None else len(found.read(uri, output_scope(request)).data)
+        return 0 if found is None else found.read(uri, output_scope(request)).size
     except SkillMcpError:
         return 0
 
