@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 
 from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, LOG_EVERY_S
@@ -89,6 +90,13 @@ def _closed_within(sock: socket.socket, seconds: float) -> float | None:
     if eventually(lambda: is_closed(sock), timeout=seconds):
         return time.monotonic() - started
     return None
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:  # gone, or not ours to read
+        return []
 
 
 def _head(extra: bytes = b"") -> bytes:
@@ -218,7 +226,10 @@ def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(
                     outcome["result"] = result.structured_content
 
                 tg.start_soon(call)
-                await anyio.sleep(1)  # the call is in flight: its script sleeps 6 s
+                # The call is in flight once its script runs (it sleeps 6 s): a fixed pause would
+                # let a flood on a loaded machine come while the call's head is still unread.
+                running = await anyio.to_thread.run_sync(eventually, _script_running, MARGIN_S)
+                assert running, "the call's script never started"
                 await anyio.to_thread.run_sync(attack_while_running)
 
     def attack_while_running() -> None:
@@ -231,6 +242,11 @@ def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(
             assert attack.open_count(newest) == len(newest)  # the newest idle ones stay
             outcome["open_during_call"] = attack.open_count(attack.idle)
             outcome["call_done_during_attack"] = "result" in outcome
+
+    def _script_running() -> bool:
+        return any(
+            "sleep.py" in " ".join(_cmdline(p)) for p in psutil.Process(server.proc.pid).children(recursive=True)
+        )
 
     anyio.run(main)
     result = outcome["result"]
