@@ -81,7 +81,7 @@ def test_fastmcp_client_over_stdio_lists_loads_reads_searches_and_runs(fastmcp_p
 def test_fastmcp_client_over_http_lists_loads_reads_searches_and_runs(fastmcp_python: Path, skills: Path) -> None:
     with running_http_server([skills], token=TOKEN) as srv:
         seen = _client(fastmcp_python, "fastmcp_client.py", str(skills / "out" / "ran"), "http", srv.url, TOKEN)
-        log = srv.stderr
+    log = srv.stderr  # read once the server has stopped: every line it wrote is in
     _check_fastmcp(seen, skills)
     assert '"http-refused"' not in log  # no probe of FastMCP's was answered 401
 

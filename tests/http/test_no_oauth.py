@@ -137,7 +137,7 @@ def test_the_inspector_cli_reports_a_wrong_token_as_unauthorized_and_lists_with_
     with running_http_server([CORPUS], token=TOKEN) as srv:
         refused = _inspector(srv.url, WRONG, tmp_path)
         listed = _inspector(srv.url, TOKEN, tmp_path)
-        log = srv.stderr
+    log = srv.stderr  # read once the server has stopped: every line it wrote is in
     said = refused.stdout + refused.stderr
     assert refused.returncode != 0
     assert "Unauthorized: a valid bearer token is required" in said, said[-2000:]
