@@ -17,17 +17,17 @@ import shutil
 import socket
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 import pytest
 
 from skill_mcp.surfaces.http.conn import DEFAULT_LIMITS, LOG_EVERY_S
-from tests.helpers import eventually
+from tests.helpers import eventually, pids_with
 from tests.http.flood import PARTIAL_HEAD, connect, flood, is_closed, modern_tools_list, read_request, unread_post
 from tests.http.harness import HttpServer, http_client, running_http_server
 
@@ -50,7 +50,7 @@ mcp-host:
       timeout: 60
 ---
 
-Run scripts/sleep.py SECONDS.
+Run scripts/sleep.py SECONDS [MARKER].
 """
 SLEEP_PY = "import sys, time\ntime.sleep(float(sys.argv[1]))\nprint('slept', sys.argv[1])\n"
 
@@ -90,13 +90,6 @@ def _closed_within(sock: socket.socket, seconds: float) -> float | None:
     if eventually(lambda: is_closed(sock), timeout=seconds):
         return time.monotonic() - started
     return None
-
-
-def _cmdline(proc: psutil.Process) -> list[str]:
-    try:
-        return proc.cmdline()
-    except psutil.Error:  # gone, or not ours to read
-        return []
 
 
 def _head(extra: bytes = b"") -> bytes:
@@ -216,11 +209,12 @@ def test_idle_keep_alive_connection_is_closed_after_its_timeout(server: HttpServ
 
 def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(server: HttpServer) -> None:
     extra = 40
+    marker = f"m-{uuid.uuid4().hex}"  # finds the call's script in /proc
     outcome: dict[str, Any] = {}
 
     async def main() -> None:
         async with http_client(server.url, token=TOKEN, mode="legacy") as client:
-            args = {"skill": "sleeper", "script": "scripts/sleep.py", "args": ["6"]}
+            args = {"skill": "sleeper", "script": "scripts/sleep.py", "args": ["6", marker]}
             first = await client.call_tool("skill_run", args)
             assert first.structured_content is not None
             token = first.structured_content["confirmToken"]
@@ -233,7 +227,7 @@ def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(
                 tg.start_soon(call)
                 # The call is in flight once its script runs (it sleeps 6 s): a fixed pause would
                 # let a flood on a loaded machine come while the call's head is still unread.
-                running = await anyio.to_thread.run_sync(eventually, _script_running, MARGIN_S)
+                running = await anyio.to_thread.run_sync(eventually, lambda: pids_with(marker), MARGIN_S)
                 assert running, "the call's script never started"
                 await anyio.to_thread.run_sync(attack_while_running)
 
@@ -247,11 +241,6 @@ def test_per_address_cap_evicts_the_oldest_idle_connection_not_a_call_in_flight(
             assert attack.open_count(newest) == len(newest)  # the newest idle ones stay
             outcome["open_during_call"] = attack.open_count(attack.idle)
             outcome["call_done_during_attack"] = "result" in outcome
-
-    def _script_running() -> bool:
-        return any(
-            "sleep.py" in " ".join(_cmdline(p)) for p in psutil.Process(server.proc.pid).children(recursive=True)
-        )
 
     anyio.run(main)
     result = outcome["result"]

@@ -21,6 +21,7 @@ import anyio
 import httpx2
 import pytest
 
+from tests.helpers import pids_with
 from tests.http.harness import HttpServer, http_client, running_http_server
 
 TOKEN = "shutdown-token-0123456789abcdef"
@@ -62,21 +63,6 @@ def root() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _pids_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if marker.encode() in cmdline.split(b"\0"):
-            found.append(int(entry))
-    return found
-
-
 def _wait(predicate: Any, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -98,7 +84,7 @@ async def _run_script(client: Any, marker: str, seconds: float) -> dict[str, Any
 
 
 def _terminate_when_running(server: HttpServer, marker: str) -> float:
-    assert _wait(lambda: bool(_pids_with(marker)), 30), f"the script never started:\n{server.stderr}"
+    assert _wait(lambda: bool(pids_with(marker)), 30), f"the script never started:\n{server.stderr}"
     started = time.monotonic()
     server.terminate(timeout=EXIT_BOUND + 10)
     return time.monotonic() - started
@@ -134,7 +120,7 @@ def test_sigterm_lets_a_call_in_flight_finish_and_refuses_new_work(root: Path) -
                     result.update(await _run_script(client, marker, 1.5))
 
                 tg.start_soon(call)
-                await anyio.to_thread.run_sync(_wait, lambda: bool(_pids_with(marker)), 30)
+                await anyio.to_thread.run_sync(_wait, lambda: bool(pids_with(marker)), 30)
                 server.proc.send_signal(15)
                 # New work is refused while draining (or the port is already closed).
                 await anyio.to_thread.run_sync(_assert_new_session_refused, server)
@@ -147,7 +133,7 @@ def test_sigterm_lets_a_call_in_flight_finish_and_refuses_new_work(root: Path) -
         assert code == 0, server.stderr
     assert result.get("status") == "ok", result
     assert "slept" in str(result.get("stdout")), result
-    assert _pids_with(marker) == []
+    assert pids_with(marker) == []
 
 
 def _assert_new_session_refused(server: HttpServer) -> None:
@@ -199,7 +185,7 @@ def _long_call_then_sigterm(root: Path, *, stop_hooks: bool) -> tuple[float, dic
         except Exception:
             took = EXIT_BOUND  # the client's close raced the server's exit; the bound is checked below
         assert server.proc.wait(timeout=EXIT_BOUND + 10) == 0, server.stderr
-    assert _wait(lambda: _pids_with(marker) == [], 10), "a script outlived the server"
+    assert _wait(lambda: pids_with(marker) == [], 10), "a script outlived the server"
     return took, outcome, server.stderr
 
 
